@@ -1,0 +1,73 @@
+"""The agent runtime, after CloudWeGo Eino's ADK: agents as event streams, transfer, run paths, the Runner."""
+
+from ._agent import Agent as Agent
+from ._builtin import ExitTool as ExitTool
+from ._builtin import TransferToAgentTool as TransferToAgentTool
+from ._builtin import get_language as get_language
+from ._builtin import set_language as set_language
+from ._chatmodel import AgentMiddleware as AgentMiddleware
+from ._chatmodel import ChatModelAgent as ChatModelAgent
+from ._chatmodel import ChatModelAgentState as ChatModelAgentState
+from ._chatmodel import ModelRetryConfig as ModelRetryConfig
+from ._chatmodel import ToolCallHandler as ToolCallHandler
+from ._context import RunContext as RunContext
+from ._context import RunSession as RunSession
+from ._context import SessionEvent as SessionEvent
+from ._events import AgentAction as AgentAction
+from ._events import AgentEvent as AgentEvent
+from ._events import AgentInput as AgentInput
+from ._events import AgentOutput as AgentOutput
+from ._events import BreakLoopAction as BreakLoopAction
+from ._events import MessageVariant as MessageVariant
+from ._events import RunStep as RunStep
+from ._events import TransferToAgentAction as TransferToAgentAction
+from ._events import event_from_message as event_from_message
+from ._events import new_break_loop_action as new_break_loop_action
+from ._events import new_exit_action as new_exit_action
+from ._events import new_transfer_to_agent_action as new_transfer_to_agent_action
+from ._flow import FlowAgent as FlowAgent
+from ._flow import agent_with_options as agent_with_options
+from ._flow import set_sub_agents as set_sub_agents
+from ._history import HistoryEntry as HistoryEntry
+from ._history import HistoryRewriter as HistoryRewriter
+from ._history import default_history_rewriter as default_history_rewriter
+from ._history import rewrite_message as rewrite_message
+from ._runner import Runner as Runner
+from ._runner import collect_events as collect_events
+
+__all__ = [
+    "Agent",
+    "AgentAction",
+    "AgentEvent",
+    "AgentInput",
+    "AgentMiddleware",
+    "AgentOutput",
+    "BreakLoopAction",
+    "ChatModelAgent",
+    "ChatModelAgentState",
+    "ExitTool",
+    "FlowAgent",
+    "HistoryEntry",
+    "HistoryRewriter",
+    "MessageVariant",
+    "ModelRetryConfig",
+    "RunContext",
+    "RunSession",
+    "RunStep",
+    "Runner",
+    "SessionEvent",
+    "ToolCallHandler",
+    "TransferToAgentAction",
+    "TransferToAgentTool",
+    "agent_with_options",
+    "collect_events",
+    "default_history_rewriter",
+    "event_from_message",
+    "get_language",
+    "new_break_loop_action",
+    "new_exit_action",
+    "new_transfer_to_agent_action",
+    "rewrite_message",
+    "set_language",
+    "set_sub_agents",
+]

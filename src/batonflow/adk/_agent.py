@@ -1,0 +1,29 @@
+"""The agent contract: a name, a description, and ``run`` giving an async iterator of events (reference §A.1)."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from typing import Protocol, runtime_checkable
+
+from ._context import RunContext
+from ._events import AgentEvent, AgentInput
+
+__all__ = ["Agent"]
+
+
+@runtime_checkable
+class Agent(Protocol):
+    """Anything that runs on an input and tells what it does as events.
+
+    ``run`` is usually an async generator. Each event it yields belongs to the receiver (a streamed message in
+    it is read by the receiver alone). An exception raised by ``run`` becomes an error event at the enclosing
+    flow agent or Runner; the event stream always ends.
+    """
+
+    @property
+    def name(self) -> str: ...
+
+    @property
+    def description(self) -> str: ...
+
+    def run(self, input: AgentInput, ctx: RunContext | None = None) -> AsyncIterator[AgentEvent]: ...

@@ -1,0 +1,146 @@
+"""The built-in texts and tools of the agent runtime: transfer instruction, ``transfer_to_agent``, ``exit``.
+
+The texts are the originals' exactly (reference §A.4), in English by default and Chinese after
+``set_language("zh")``; the language is process-wide, as in Eino (``adk.SetLanguage``).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from typing import Any, Literal
+
+from ..errors import ToolArgumentsError, UserError
+from ..tools import ToolContext, ToolInfo
+from ._events import new_exit_action, new_transfer_to_agent_action
+
+__all__ = [
+    "EXIT_TOOL_NAME",
+    "TRANSFER_TOOL_NAME",
+    "ExitTool",
+    "TransferToAgentTool",
+    "get_language",
+    "set_language",
+    "transfer_instruction",
+    "transfer_tool_output",
+]
+
+Language = Literal["en", "zh"]
+_language: Language = "en"
+
+TRANSFER_TOOL_NAME = "transfer_to_agent"
+EXIT_TOOL_NAME = "exit"
+
+_TEXTS: dict[str, dict[Language, str]] = {
+    "instruction": {
+        "en": """Available other agents: %s
+
+Decision rule:
+- If you're best suited for the question according to your description: ANSWER
+- If another agent is better according its description: CALL '%s' function with their agent name
+
+When transferring: OUTPUT ONLY THE FUNCTION CALL""",
+        "zh": """可用的其他 agent：%s
+
+决策规则：
+- 如果根据你的职责描述，你最适合回答这个问题：ANSWER
+- 如果根据其职责描述，另一个 agent 更适合：调用 %s 函数，并传入该 agent 的名称
+
+当进行移交时：只输出函数调用，不要输出其他任何内容""",
+    },
+    "agent_line": {
+        "en": "\n- Agent name: %s\n  Agent description: %s",
+        "zh": "\n- Agent 名字: %s\n  Agent 描述: %s",
+    },
+    "transfer_desc": {"en": "Transfer the question to another agent.", "zh": "将问题移交给其他 Agent。"},
+    "transfer_output": {"en": "successfully transferred to agent [%s]", "zh": "成功移交任务至 agent [%s]"},
+}
+
+
+def set_language(language: Language) -> None:
+    """Switch the built-in texts between English (``"en"``, the default) and Chinese (``"zh"``)."""
+    global _language
+    if language not in ("en", "zh"):
+        raise UserError(f"unknown language: expected 'en' or 'zh', got {language!r}")
+    _language = language
+
+
+def get_language() -> Language:
+    return _language
+
+
+def _text(key: str) -> str:
+    return _TEXTS[key][_language]
+
+
+def transfer_instruction(agents: Sequence[tuple[str, str]]) -> str:
+    """The instruction appended to an agent's system prompt, listing ``(name, description)`` targets."""
+    lines = "".join(_text("agent_line") % (name, description) for name, description in agents)
+    return _text("instruction") % (lines, TRANSFER_TOOL_NAME)
+
+
+def transfer_tool_output(dest: str) -> str:
+    return _text("transfer_output") % dest
+
+
+def _parse_arguments(tool: str, arguments: str, key: str) -> str:
+    try:
+        parsed: Any = json.loads(arguments or "{}")
+    except ValueError:
+        parsed = None
+    if not isinstance(parsed, dict) or not isinstance(parsed.get(key), str):
+        raise ToolArgumentsError(
+            f"Invalid arguments for tool [{tool}]: expected a JSON object with the string '{key}', "
+            f"got {arguments[:200]!r}",
+            tool_name=tool,
+        )
+    return str(parsed[key])
+
+
+class TransferToAgentTool:
+    """``transfer_to_agent``: hands control to another agent. Its ``agent_name`` is an enum of the allowed
+    targets, so that a model (a small one especially) cannot name an agent that does not exist."""
+
+    def __init__(self, targets: Sequence[str]) -> None:
+        self.info = ToolInfo(
+            name=TRANSFER_TOOL_NAME,
+            description=_text("transfer_desc"),
+            parameters={
+                "type": "object",
+                "properties": {
+                    "agent_name": {
+                        "type": "string",
+                        "description": "the name of the agent to transfer to",
+                        "enum": list(targets),
+                    }
+                },
+                "required": ["agent_name"],
+            },
+        )
+
+    async def invoke(self, arguments: str, ctx: ToolContext | None = None) -> str:
+        # Like the original, the name is not checked here: the flow agent reports an unknown agent.
+        dest = _parse_arguments(TRANSFER_TOOL_NAME, arguments, "agent_name")
+        if ctx is not None:
+            ctx.action = new_transfer_to_agent_action(dest)
+        return transfer_tool_output(dest)
+
+
+class ExitTool:
+    """``exit``: ends the agent's run with ``final_result`` as its answer."""
+
+    info = ToolInfo(
+        name=EXIT_TOOL_NAME,
+        description="Exit the agent process and return the final result.",
+        parameters={
+            "type": "object",
+            "properties": {"final_result": {"type": "string", "description": "the final result to return"}},
+            "required": ["final_result"],
+        },
+    )
+
+    async def invoke(self, arguments: str, ctx: ToolContext | None = None) -> str:
+        result = _parse_arguments(EXIT_TOOL_NAME, arguments, "final_result")
+        if ctx is not None:
+            ctx.action = new_exit_action()
+        return result

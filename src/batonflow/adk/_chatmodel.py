@@ -1,0 +1,395 @@
+"""``ChatModelAgent``: a model in a ReAct loop with tools (reference §A.4).
+
+model → tools → model … until the model answers without tool calls, a return-directly tool was called, or
+``max_iterations`` model calls were made. Tools of one turn run concurrently unless ``execute_sequentially``;
+their events come out in completion order, the return-directly one last.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import inspect
+import re
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from ..errors import MaxIterationsError, ToolArgumentsError, UserError
+from ..models import ChatModel, ModelSettings, RetryingModel, ToolChoice
+from ..schema import Message, ToolCall, concat_message_stream, system, tool_message
+from ..tools import Tool, ToolContext, ToolInfo
+from ._builtin import ExitTool, TransferToAgentTool, transfer_instruction
+from ._context import RunContext
+from ._events import AgentAction, AgentEvent, AgentInput, event_from_message
+
+__all__ = [
+    "AgentMiddleware",
+    "ChatModelAgent",
+    "ChatModelAgentState",
+    "ModelRetryConfig",
+    "ToolCallHandler",
+    "render_instruction",
+]
+
+ToolCallHandler = Callable[[ToolCall, ToolContext], Awaitable[str]]
+"""Runs one tool call and returns its observation; ``AgentMiddleware.wrap_tool_call`` wraps one."""
+
+
+@dataclass(slots=True, kw_only=True)
+class ChatModelAgentState:
+    """What the next model call will see; middlewares may change it."""
+
+    messages: list[Message]
+    tools: list[ToolInfo]
+
+
+StateHook = Callable[[ChatModelAgentState, RunContext], Awaitable[None] | None]
+
+
+@dataclass(slots=True, kw_only=True)
+class AgentMiddleware:
+    """Extends a ChatModelAgent: extra instruction and tools, hooks around each model call, tool-call wrapping.
+
+    Several middlewares apply in order; for ``wrap_tool_call`` the first is the outermost wrapper.
+    """
+
+    additional_instruction: str = ""
+    additional_tools: Sequence[Tool] = ()
+    before_chat_model: StateHook | None = None
+    after_chat_model: StateHook | None = None
+    wrap_tool_call: Callable[[ToolCallHandler], ToolCallHandler] | None = None
+
+
+@dataclass(slots=True, kw_only=True)
+class ModelRetryConfig:
+    """Retries of failed model calls (connection errors, timeouts, 429, 5xx) with exponential backoff."""
+
+    max_retries: int = 3
+    base_delay: float = 0.1
+    max_delay: float = 10.0
+
+
+GenModelInput = Callable[[str, AgentInput, RunContext], Sequence[Message] | Awaitable[Sequence[Message]]]
+
+
+@dataclass(slots=True)
+class _Plan:
+    """What an agent runs with once its place in the tree is fixed: the full instruction and tool set."""
+
+    instruction: str
+    tools: dict[str, Tool]
+    infos: list[ToolInfo]
+    return_directly: frozenset[str]
+    handler: ToolCallHandler
+    before: list[StateHook] = field(default_factory=list)
+    after: list[StateHook] = field(default_factory=list)
+
+
+class ChatModelAgent:
+    """An agent driven by a chat model that may call tools, transfer to other agents, or exit."""
+
+    def __init__(
+        self,
+        *,
+        name: str,
+        model: ChatModel,
+        description: str = "",
+        instruction: str = "",
+        tools: Sequence[Tool] = (),
+        return_directly: Sequence[str] = (),
+        execute_sequentially: bool = False,
+        exit: bool | Tool = False,
+        output_key: str | None = None,
+        max_iterations: int = 20,
+        model_retry: ModelRetryConfig | None = None,
+        model_settings: ModelSettings | None = None,
+        tool_choice: ToolChoice | None = None,
+        gen_model_input: GenModelInput | None = None,
+        middlewares: Sequence[AgentMiddleware] = (),
+    ) -> None:
+        if not name:
+            raise UserError("ChatModelAgent needs a name: expected a non-empty string, got ''")
+        if max_iterations < 1:
+            raise UserError(f"max_iterations: expected a positive number of model calls, got {max_iterations}")
+        self.name = name
+        self.description = description
+        self.instruction = instruction
+        self.model: ChatModel = model
+        if model_retry is not None:
+            self.model = RetryingModel(
+                model,
+                max_retries=model_retry.max_retries,
+                base_delay=model_retry.base_delay,
+                max_delay=model_retry.max_delay,
+            )
+        self.tools = list(tools)
+        self.return_directly = frozenset(return_directly)
+        self.execute_sequentially = execute_sequentially
+        self.exit: Tool | None = ExitTool() if exit is True else exit or None
+        self.output_key = output_key
+        self.max_iterations = max_iterations
+        self.model_settings = model_settings
+        self.tool_choice = tool_choice
+        self.gen_model_input = gen_model_input
+        self.middlewares = list(middlewares)
+        names = [t.info.name for t in self.tools]
+        duplicates = sorted({n for n in names if names.count(n) > 1})
+        if duplicates:
+            raise UserError(f"agent '{name}': expected unique tool names, got {duplicates} more than once")
+        # Set through the flow agent (set_sub_agents); frozen after the first run, as in the original.
+        self._sub_agents: list[tuple[str, str]] = []
+        self._parent: tuple[str, str] | None = None
+        self._disallow_transfer_to_parent = False
+        self._frozen = False
+        self._plan: _Plan | None = None
+
+    def __repr__(self) -> str:
+        return f"ChatModelAgent(name={self.name!r}, model={self.model.model_name!r})"
+
+    # -- the tree hooks (called by set_sub_agents) ----------------------------------------------------------------
+
+    def on_set_sub_agents(self, agents: Sequence[Any]) -> None:
+        self._check_not_frozen()
+        if self._sub_agents:
+            raise UserError("agent's sub-agents has already been set")
+        self._sub_agents = [(a.name, a.description) for a in agents]
+
+    def on_set_as_sub_agent(self, parent: Any) -> None:
+        self._check_not_frozen()
+        if self._parent is not None:
+            raise UserError("agent has already been set as a sub-agent of another agent")
+        self._parent = (parent.name, parent.description)
+
+    def on_disallow_transfer_to_parent(self) -> None:
+        self._check_not_frozen()
+        self._disallow_transfer_to_parent = True
+
+    def _check_not_frozen(self) -> None:
+        if self._frozen:
+            raise UserError("agent has been frozen after run")
+
+    # -- running --------------------------------------------------------------------------------------------------
+
+    async def run(self, input: AgentInput, ctx: RunContext | None = None) -> AsyncIterator[AgentEvent]:
+        ctx = ctx if ctx is not None else RunContext(enable_streaming=input.enable_streaming)
+        self._frozen = True
+        plan = self._plan or self._build_plan()
+        try:
+            messages = await self._model_input(plan.instruction, input, ctx)
+        except Exception as error:
+            yield AgentEvent(error=error)
+            return
+        state = ChatModelAgentState(messages=messages, tools=plan.infos)
+        async for event in self._react(state, plan, input.enable_streaming, ctx):
+            yield event
+
+    def _build_plan(self) -> _Plan:
+        instruction = self.instruction
+        tools = list(self.tools)
+        return_directly = set(self.return_directly)
+        targets = list(self._sub_agents)
+        if self._parent is not None and not self._disallow_transfer_to_parent:
+            targets.append(self._parent)
+        if targets:
+            instruction = f"{instruction}\n\n{transfer_instruction(targets)}" if instruction else transfer_instruction(
+                targets
+            )
+            transfer = TransferToAgentTool([name for name, _ in targets])
+            tools.append(transfer)
+            return_directly.add(transfer.info.name)
+        if self.exit is not None:
+            tools.append(self.exit)
+            return_directly.add(self.exit.info.name)
+        handler: ToolCallHandler = self._invoke_tool
+        for mw in self.middlewares:
+            if mw.additional_instruction:
+                instruction = f"{instruction}\n\n{mw.additional_instruction}" if instruction else mw.additional_instruction
+            tools.extend(mw.additional_tools)
+        for mw in reversed(self.middlewares):
+            if mw.wrap_tool_call is not None:
+                handler = mw.wrap_tool_call(handler)
+        by_name = {t.info.name: t for t in tools}
+        plan = _Plan(
+            instruction=instruction,
+            tools=by_name,
+            infos=[t.info for t in by_name.values()],
+            return_directly=frozenset(return_directly),
+            handler=handler,
+            before=[mw.before_chat_model for mw in self.middlewares if mw.before_chat_model is not None],
+            after=[mw.after_chat_model for mw in self.middlewares if mw.after_chat_model is not None],
+        )
+        self._plan = plan
+        return plan
+
+    async def _model_input(self, instruction: str, input: AgentInput, ctx: RunContext) -> list[Message]:
+        if self.gen_model_input is not None:
+            result = self.gen_model_input(instruction, input, ctx)
+            if inspect.isawaitable(result):
+                result = await result
+            return list(result)
+        if not instruction:
+            return list(input.messages)
+        if ctx.session.values:
+            instruction = render_instruction(instruction, ctx.session.values)
+        return [system(instruction), *input.messages]
+
+    async def _react(
+        self, state: ChatModelAgentState, plan: _Plan, streaming: bool, ctx: RunContext
+    ) -> AsyncIterator[AgentEvent]:
+        remaining = self.max_iterations
+        tool_choice = self.tool_choice if plan.infos else None
+        while True:
+            if remaining <= 0:
+                yield AgentEvent(error=MaxIterationsError())
+                return
+            remaining -= 1
+            for hook in plan.before:
+                await _maybe_await(hook(state, ctx))
+            tools = state.tools or None
+            try:
+                if streaming:
+                    caller, own = self.model.stream(
+                        state.messages, tools=tools, tool_choice=tool_choice, settings=self.model_settings
+                    ).copy(2)
+                    event = event_from_message(stream=caller)
+                    joined: asyncio.Future[Message] = asyncio.get_running_loop().create_future()
+                    assert event.output is not None and event.output.message_output is not None
+                    event.output.message_output._joined = joined
+                    yield event
+                    try:
+                        message = await concat_message_stream(own)
+                    except BaseException as error:
+                        joined.set_exception(error)
+                        joined.exception()  # retrieved here; history readers re-raise it
+                        raise
+                    joined.set_result(message)
+                else:
+                    message = await self.model.generate(
+                        state.messages, tools=tools, tool_choice=tool_choice, settings=self.model_settings
+                    )
+                    yield event_from_message(message)
+            except Exception as error:
+                yield AgentEvent(error=error)
+                return
+            state.messages.append(message)
+            for hook in plan.after:
+                await _maybe_await(hook(state, ctx))
+            if not message.tool_calls:
+                self._save_output(message, ctx)
+                return
+            held: AgentEvent | None = None
+            direct_id = _return_directly_call(message.tool_calls, plan.return_directly)
+            results: dict[str, Message] = {}
+            async for call, result, action, failure in self._run_tools(message.tool_calls, plan, ctx):
+                if failure is not None:
+                    yield AgentEvent(error=failure)
+                    return
+                results[call.id] = result
+                event = event_from_message(result, role="tool", tool_name=result.tool_name)
+                event.action = action
+                if direct_id is not None and call.id == direct_id:
+                    held = event
+                else:
+                    yield event
+            # The transcript keeps the calls' order, whatever order they finished in.
+            state.messages.extend(results[c.id] for c in message.tool_calls if c.id in results)
+            if held is not None:
+                yield held
+                assert held.output is not None and held.output.message_output is not None
+                held_message = held.output.message_output.message
+                assert held_message is not None
+                self._save_output(held_message, ctx)
+                return
+
+    async def _run_tools(
+        self, calls: list[ToolCall], plan: _Plan, ctx: RunContext
+    ) -> AsyncIterator[tuple[ToolCall, Message, AgentAction | None, BaseException | None]]:
+        """Each call's result as it completes; an exception ends the batch and cancels what still runs."""
+        if self.execute_sequentially or len(calls) == 1:
+            for call in calls:
+                try:
+                    result, action = await self._call_tool(call, plan, ctx)
+                except Exception as error:
+                    yield call, tool_message("", tool_call_id=call.id), None, error
+                    return
+                yield call, result, action, None
+            return
+        tasks = {asyncio.ensure_future(self._call_tool(call, plan, ctx)): call for call in calls}
+        try:
+            pending = set(tasks)
+            while pending:
+                done, pending = await asyncio.wait(pending, return_when=asyncio.FIRST_COMPLETED)
+                for task in done:
+                    call = tasks[task]
+                    failure = task.exception()
+                    if failure is not None:
+                        yield call, tool_message("", tool_call_id=call.id), None, failure
+                        return
+                    result, action = task.result()
+                    yield call, result, action, None
+        finally:
+            for task in tasks:
+                task.cancel()
+            await asyncio.gather(*tasks, return_exceptions=True)
+
+    async def _call_tool(self, call: ToolCall, plan: _Plan, ctx: RunContext) -> tuple[Message, AgentAction | None]:
+        name = call.function.name
+        tool_ctx = ToolContext(tool_name=name, call_id=call.id, session_values=ctx.session.values, run=ctx)
+        if name not in plan.tools:
+            # An observation, not an error: the model can correct itself (small models do misname tools).
+            content = f"tool [{name}] not found: expected one of {sorted(plan.tools)}"
+        else:
+            try:
+                content = await plan.handler(call, tool_ctx)
+            except ToolArgumentsError as error:
+                content = str(error)
+        return tool_message(content, tool_call_id=call.id, tool_name=name), tool_ctx.action
+
+    async def _invoke_tool(self, call: ToolCall, ctx: ToolContext) -> str:
+        assert self._plan is not None
+        return await self._plan.tools[call.function.name].invoke(call.function.arguments, ctx)
+
+    def _save_output(self, message: Message, ctx: RunContext) -> None:
+        if self.output_key:
+            ctx.add_session_value(self.output_key, message.content)
+
+
+def _return_directly_call(calls: list[ToolCall], names: frozenset[str]) -> str | None:
+    """The id of the call that ends the run; the last matching call wins, as in the original (§A.4)."""
+    found = None
+    for call in calls:
+        if call.function.name in names:
+            found = call.id
+    return found
+
+
+async def _maybe_await(result: Awaitable[None] | None) -> None:
+    if result is not None:
+        await result
+
+
+_PLACEHOLDER = re.compile(r"\{\{|\}\}|\{([A-Za-z_][A-Za-z0-9_]*)\}|\{[^{}]*\}")
+
+
+def render_instruction(template: str, values: Mapping[str, Any]) -> str:
+    """Fill ``{name}`` placeholders from session values (``{{`` and ``}}`` for literal braces).
+
+    Only plain names are looked up — no attribute or index access — so a template cannot reach into objects.
+    """
+
+    def fill(match: re.Match[str]) -> str:
+        text = match.group(0)
+        if text in ("{{", "}}"):
+            return text[0]
+        key = match.group(1)
+        if key is None:
+            raise UserError(
+                f"failed to format instruction: expected '{{name}}' placeholders or '{{{{'/'}}}}' for braces, got {text!r}"
+            )
+        if key not in values:
+            raise UserError(
+                f"failed to format instruction: expected a session value named {key!r}, got only {sorted(values)}"
+            )
+        return str(values[key])
+
+    return _PLACEHOLDER.sub(fill, template)

@@ -1,0 +1,139 @@
+"""What agents say: events carrying a message (whole or streamed), an action, or an error (reference §A.1)."""
+
+from __future__ import annotations
+
+import asyncio
+from dataclasses import dataclass, field
+from typing import Any
+
+from ..schema import Message, MessageStream, Role, concat_message_stream
+
+__all__ = [
+    "AgentAction",
+    "AgentEvent",
+    "AgentInput",
+    "AgentOutput",
+    "BreakLoopAction",
+    "MessageVariant",
+    "RunStep",
+    "TransferToAgentAction",
+    "event_from_message",
+    "new_break_loop_action",
+    "new_exit_action",
+    "new_transfer_to_agent_action",
+]
+
+
+@dataclass(frozen=True, slots=True)
+class RunStep:
+    """One agent on a run path. Read-only: the framework sets run paths, user code never rewrites them."""
+
+    agent_name: str
+
+    def __str__(self) -> str:
+        return self.agent_name
+
+
+@dataclass(slots=True, kw_only=True)
+class AgentInput:
+    messages: list[Message]
+    enable_streaming: bool = False
+
+
+@dataclass(slots=True, kw_only=True)
+class MessageVariant:
+    """A message, or a stream of its chunks when ``is_streaming``.
+
+    A streamed variant's stream is exclusive to whoever receives the event: read it or close it.
+    """
+
+    is_streaming: bool = False
+    message: Message | None = None
+    message_stream: MessageStream | None = None
+    role: Role = "assistant"
+    tool_name: str = ""
+    # Set by producers that read the whole stream themselves (ChatModelAgent): the joined message, so that
+    # recording a streamed event costs no second copy of every chunk.
+    _joined: asyncio.Future[Message] | None = field(default=None, repr=False, compare=False)
+
+    async def get_message(self) -> Message:
+        """The whole message; for a stream this reads (and closes) it."""
+        if not self.is_streaming:
+            assert self.message is not None
+            return self.message
+        if self.message is None:
+            assert self.message_stream is not None
+            self.message = await concat_message_stream(self.message_stream)
+        return self.message
+
+
+@dataclass(slots=True, kw_only=True)
+class AgentOutput:
+    message_output: MessageVariant | None = None
+    customized_output: Any = None
+
+
+@dataclass(slots=True, frozen=True)
+class TransferToAgentAction:
+    dest_agent_name: str
+
+
+@dataclass(slots=True, kw_only=True)
+class BreakLoopAction:
+    """Asks the innermost enclosing loop agent to stop after the current sub-agent (reference §A.6)."""
+
+    from_agent: str
+    done: bool = False
+    current_iterations: int = 0
+
+
+@dataclass(slots=True, kw_only=True)
+class AgentAction:
+    exit: bool = False
+    interrupted: Any = None
+    transfer_to_agent: TransferToAgentAction | None = None
+    break_loop: BreakLoopAction | None = None
+    customized_action: Any = None
+
+
+@dataclass(slots=True, kw_only=True)
+class AgentEvent:
+    """One thing an agent did. ``run_path`` and ``agent_name`` are filled in by the framework."""
+
+    agent_name: str = ""
+    run_path: tuple[RunStep, ...] = ()
+    output: AgentOutput | None = None
+    action: AgentAction | None = None
+    error: BaseException | None = None
+    # Position in the run's event sequence, set by the Runner: consumers drop duplicates and resume by it.
+    seq: int = 0
+
+    @property
+    def message_output(self) -> MessageVariant | None:
+        return self.output.message_output if self.output is not None else None
+
+
+def event_from_message(
+    message: Message | None = None,
+    stream: MessageStream | None = None,
+    *,
+    role: Role = "assistant",
+    tool_name: str = "",
+) -> AgentEvent:
+    """An event carrying a whole message or a stream of its chunks."""
+    variant = MessageVariant(
+        is_streaming=stream is not None, message=message, message_stream=stream, role=role, tool_name=tool_name
+    )
+    return AgentEvent(output=AgentOutput(message_output=variant))
+
+
+def new_exit_action() -> AgentAction:
+    return AgentAction(exit=True)
+
+
+def new_transfer_to_agent_action(dest_agent_name: str) -> AgentAction:
+    return AgentAction(transfer_to_agent=TransferToAgentAction(dest_agent_name))
+
+
+def new_break_loop_action(agent_name: str) -> AgentAction:
+    return AgentAction(break_loop=BreakLoopAction(from_agent=agent_name))

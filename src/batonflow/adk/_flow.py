@@ -1,0 +1,217 @@
+"""The flow agent: a sub-agent tree with transfer of control, history rewriting and run paths (reference §A.5).
+
+Every agent in a tree is wrapped in a ``FlowAgent``. It extends the run path, rebuilds the agent's input from
+the root input plus the run's history, records the agent's own events, and, when the agent's last action is a
+transfer, runs the named sub-agent or parent. Control does not come back by itself: a run ends when an agent
+ends without transferring.
+"""
+
+from __future__ import annotations
+
+import inspect
+from collections.abc import AsyncIterator, Sequence
+from contextlib import aclosing
+from dataclasses import replace
+from typing import Any
+
+from ..errors import TransferError, UserError
+from ._agent import Agent
+from ._context import RunContext
+from ._events import AgentAction, AgentEvent, AgentInput
+from ._history import HistoryEntry, HistoryRewriter, default_history_rewriter
+
+__all__ = ["FlowAgent", "agent_with_options", "set_sub_agents"]
+
+
+class FlowAgent:
+    """An agent placed in a tree. Build trees with ``set_sub_agents``; wrappers are copied, inner agents shared."""
+
+    def __init__(
+        self,
+        agent: Agent,
+        *,
+        disallow_transfer_to_parent: bool = False,
+        history_rewriter: HistoryRewriter | None = None,
+    ) -> None:
+        self.agent = agent
+        self.sub_agents: list[FlowAgent] = []
+        self.parent: FlowAgent | None = None
+        self.disallow_transfer_to_parent = disallow_transfer_to_parent
+        self.history_rewriter: HistoryRewriter = history_rewriter or default_history_rewriter(agent.name)
+
+    @property
+    def name(self) -> str:
+        return self.agent.name
+
+    @property
+    def description(self) -> str:
+        return self.agent.description
+
+    def __repr__(self) -> str:
+        subs = ", ".join(s.name for s in self.sub_agents)
+        return f"FlowAgent({self.name!r}, sub_agents=[{subs}])"
+
+    def _copy(self) -> FlowAgent:
+        """A copy of this wrapper and of the wrappers below it (inner agents shared), parents relinked."""
+        new = FlowAgent.__new__(FlowAgent)
+        new.agent = self.agent
+        new.parent = self.parent
+        new.disallow_transfer_to_parent = self.disallow_transfer_to_parent
+        new.history_rewriter = self.history_rewriter
+        new.sub_agents = []
+        for sub in self.sub_agents:
+            copied = sub._copy()
+            copied.parent = new
+            new.sub_agents.append(copied)
+        return new
+
+    def find_agent(self, name: str) -> FlowAgent | None:
+        """A transfer target: a sub-agent, or the parent unless transfer to it is disallowed."""
+        for sub in self.sub_agents:
+            if sub.name == name:
+                return sub
+        if self.parent is not None and self.parent.name == name:
+            return self.parent
+        return None
+
+    def walk(self) -> list[FlowAgent]:
+        """This agent and every agent below it."""
+        found = [self]
+        for sub in self.sub_agents:
+            found.extend(sub.walk())
+        return found
+
+    async def run(self, input: AgentInput, ctx: RunContext | None = None) -> AsyncIterator[AgentEvent]:
+        ctx = ctx.child(self.name) if ctx is not None else RunContext(enable_streaming=input.enable_streaming).child(
+            self.name
+        )
+        if len(ctx.run_path) == 1:
+            ctx.root_input = input
+        try:
+            agent_input = await self._agent_input(ctx)
+        except Exception as error:
+            yield self._error(error, ctx)
+            return
+        last_action: AgentAction | None = None
+        run_path = ctx.run_path
+        try:
+            async with aclosing(self.agent.run(agent_input, ctx)) as events:  # type: ignore[type-var]
+                async for event in events:
+                    # The run path is set once, here, by the framework; events that already carry one (forwarded
+                    # from an agent tool, say) keep theirs and are neither recorded nor acted on.
+                    if not event.run_path:
+                        event.agent_name = self.name
+                        event.run_path = run_path
+                        own = True
+                    else:
+                        own = event.run_path == run_path
+                    if own:
+                        if event.action is None or event.action.interrupted is None:
+                            ctx.record(event)
+                        last_action = event.action
+                    yield event
+        except Exception as error:
+            yield self._error(error, ctx)
+            return
+        if last_action is None or last_action.interrupted is not None or last_action.exit:
+            return
+        transfer = last_action.transfer_to_agent
+        if transfer is None:
+            return
+        dest = self.find_agent(transfer.dest_agent_name)
+        if dest is None or (dest is self.parent and self.disallow_transfer_to_parent):
+            yield self._error(
+                TransferError(
+                    f"transfer failed: agent '{transfer.dest_agent_name}' not found when transferring from '{self.name}'"
+                ),
+                ctx,
+            )
+            return
+        async with aclosing(dest.run(input, replace(ctx, run_path=run_path))) as events:  # type: ignore[type-var]
+            async for event in events:
+                yield event
+
+    def _error(self, error: BaseException, ctx: RunContext) -> AgentEvent:
+        return AgentEvent(agent_name=self.name, run_path=ctx.run_path, error=error)
+
+    async def _agent_input(self, ctx: RunContext) -> AgentInput:
+        """The root input plus the run's history, through this agent's history rewriter."""
+        root = ctx.root_input
+        assert root is not None
+        entries = [HistoryEntry(message=m, is_user_input=True) for m in root.messages]
+        for recorded in ctx.session.events:
+            action = recorded.action
+            if ctx.skip_transfer_messages and action is not None and action.transfer_to_agent is not None:
+                # The transfer tool result goes, and the assistant call to the tool before it.
+                message = recorded.message
+                if message is not None and message.role == "tool" and entries:
+                    entries.pop()
+                continue
+            entries.append(HistoryEntry(message=await recorded.get_message(), agent_name=recorded.agent_name))
+        messages = self.history_rewriter(entries)
+        if inspect.isawaitable(messages):
+            messages = await messages
+        return AgentInput(messages=list(messages), enable_streaming=root.enable_streaming)
+
+
+def _as_flow(agent: Agent) -> FlowAgent:
+    return agent._copy() if isinstance(agent, FlowAgent) else FlowAgent(agent)
+
+
+def _hook(agent: Agent, name: str, *args: Any) -> None:
+    hook = getattr(agent, name, None)
+    if hook is not None:
+        hook(*args)
+
+
+def set_sub_agents(agent: Agent, sub_agents: Sequence[Agent]) -> FlowAgent:
+    """``agent`` with ``sub_agents`` below it, as a new tree; the agents themselves are shared, not copied."""
+    parent = _as_flow(agent)
+    if parent.sub_agents:
+        raise UserError("agent's sub-agents has already been set")
+    names = [a.name for a in sub_agents]
+    repeated = sorted({n for n in names if names.count(n) > 1 or n == parent.name})
+    if repeated:
+        raise UserError(
+            f"sub-agents of '{parent.name}': expected names unique in the tree, got {repeated} more than once"
+        )
+    ancestors = {id(a.agent) for a in _ancestors(parent)}
+    for sub in sub_agents:
+        inner = sub.agent if isinstance(sub, FlowAgent) else sub
+        if id(inner) in ancestors or inner is parent.agent:
+            raise UserError(f"sub-agents of '{parent.name}': '{sub.name}' is above it in the tree, expected no cycle")
+    _hook(parent.agent, "on_set_sub_agents", list(sub_agents))
+    for sub in sub_agents:
+        child = _as_flow(sub)
+        if child.parent is not None:
+            raise UserError("agent has already been set as a sub-agent of another agent")
+        _hook(child.agent, "on_set_as_sub_agent", parent.agent)
+        if child.disallow_transfer_to_parent:
+            _hook(child.agent, "on_disallow_transfer_to_parent")
+        child.parent = parent
+        parent.sub_agents.append(child)
+    return parent
+
+
+def _ancestors(agent: FlowAgent) -> list[FlowAgent]:
+    found = []
+    node = agent.parent
+    while node is not None:
+        found.append(node)
+        node = node.parent
+    return found
+
+
+def agent_with_options(
+    agent: Agent,
+    *,
+    disallow_transfer_to_parent: bool = False,
+    history_rewriter: HistoryRewriter | None = None,
+) -> FlowAgent:
+    """``agent`` wrapped with flow options: no transfer back to its parent, or its own history rewriter."""
+    flow = _as_flow(agent)
+    if disallow_transfer_to_parent:
+        flow.disallow_transfer_to_parent = True
+    if history_rewriter is not None:
+        flow.history_rewriter = history_rewriter
+    return flow

@@ -1,0 +1,37 @@
+"""The ``batonflow`` command: thin over the library, it parses arguments, calls, and prints."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import sys
+from collections.abc import Sequence
+
+from .errors import BatonflowError
+
+__all__ = ["main"]
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="batonflow", description="Multi-agent LLM applications.")
+    commands = parser.add_subparsers(dest="command", required=True)
+    demo = commands.add_parser("demo", help="stream a chat turn and route customer requests with a tool call")
+    demo.add_argument(
+        "--model",
+        default="local:smollm2",
+        help="model URI: local:smollm2 (default, offline), openai:gpt-4o-mini, "
+        "openai-compatible:http://host:port/v1#model, ollama:llama3.2, scripted",
+    )
+    args = parser.parse_args(argv)
+    from ._demo import run_demo
+
+    try:
+        asyncio.run(run_demo(args.model, out=sys.stdout))
+    except BatonflowError as error:
+        print(f"batonflow: {error}", file=sys.stderr)
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,99 @@
+"""One exception tree for everything batonflow raises.
+
+``BatonflowError`` is the root. ``UserError`` marks a developer mistake (bad configuration, misuse of an API,
+input that can never work); ``RunError`` marks something that went wrong while a run was going (a provider that
+failed, a tool that could not be called). Messages say what was expected and what was found.
+"""
+
+from __future__ import annotations
+
+__all__ = [
+    "BatonflowError",
+    "ConcatError",
+    "MaxIterationsError",
+    "ModelConnectionError",
+    "ModelError",
+    "ModelHTTPError",
+    "ModelTimeoutError",
+    "RunError",
+    "StreamClosedError",
+    "ToolArgumentsError",
+    "ToolNotFoundError",
+    "TransferError",
+    "UserError",
+]
+
+
+class BatonflowError(Exception):
+    """Root of every error batonflow raises."""
+
+
+class UserError(BatonflowError):
+    """A developer mistake: bad configuration, bad input, or an API used the wrong way."""
+
+
+class ConcatError(UserError):
+    """Chunks that cannot form one message (different roles, ids or names)."""
+
+
+class StreamClosedError(UserError):
+    """A stream read after it was closed, or after it was copied."""
+
+
+class RunError(BatonflowError):
+    """Something went wrong during a run."""
+
+
+class ModelError(RunError):
+    """A chat model call failed."""
+
+    def __init__(self, message: str, *, model: str = "") -> None:
+        super().__init__(message)
+        self.model = model
+
+
+class ModelHTTPError(ModelError):
+    """The provider answered with an HTTP error status."""
+
+    def __init__(self, message: str, *, status_code: int, model: str = "", body: object = None) -> None:
+        super().__init__(message, model=model)
+        self.status_code = status_code
+        self.body = body
+
+
+class ModelTimeoutError(ModelError):
+    """The provider did not answer in time."""
+
+
+class ModelConnectionError(ModelError):
+    """The provider could not be reached."""
+
+
+class ToolArgumentsError(RunError):
+    """A model called a tool with arguments that are not valid JSON or do not fit the tool's schema.
+
+    ``str(error)`` is written for the model: a runtime turns it into a tool observation so the model can retry.
+    """
+
+    def __init__(self, message: str, *, tool_name: str) -> None:
+        super().__init__(message)
+        self.tool_name = tool_name
+
+
+class ToolNotFoundError(RunError):
+    """A model called a tool that the agent does not have."""
+
+    def __init__(self, message: str, *, tool_name: str) -> None:
+        super().__init__(message)
+        self.tool_name = tool_name
+
+
+class MaxIterationsError(RunError):
+    """An agent used up its model calls (``max_iterations``) without finishing."""
+
+    def __init__(self, message: str = "exceeds max iterations") -> None:
+        super().__init__(message)
+
+
+class TransferError(RunError):
+    """An agent handed control to an agent that is not among its sub-agents or its parent."""

@@ -1,0 +1,85 @@
+"""Chat models named by a URI, ``"<provider>:<model>"``, for configuration files and command lines."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable
+from typing import Any
+
+from ..errors import UserError
+from ._base import ChatModel
+from ._openai import OpenAIChatModel
+
+__all__ = ["load_model"]
+
+_OLLAMA_DEFAULT_HOST = "http://127.0.0.1:11434"
+_DEEPSEEK_BASE_URL = "https://api.deepseek.com"
+
+
+def load_model(uri: str, **kwargs: Any) -> ChatModel:
+    """The chat model named by ``uri``; ``kwargs`` go to the model's constructor.
+
+    - ``openai:gpt-4o-mini`` (``OPENAI_API_KEY``)
+    - ``openai-compatible:http://127.0.0.1:8000/v1#my-model`` (pass ``api_key=`` if the server wants one)
+    - ``ollama:llama3.2`` (``OLLAMA_HOST``, default ``http://127.0.0.1:11434``)
+    - ``deepseek:deepseek-chat`` (``DEEPSEEK_API_KEY``)
+    - ``local:smollm2`` or ``local:/path/to/model.gguf`` (in-process llama.cpp, ``batonflow[local]``)
+    """
+    provider, sep, name = uri.partition(":")
+    if not sep or not provider or not name:
+        raise UserError(f"model URI: expected '<provider>:<model>' such as 'openai:gpt-4o-mini', got {uri!r}")
+    factory = _PROVIDERS.get(provider)
+    if factory is None:
+        raise UserError(f"model URI {uri!r}: expected a provider in {sorted(_PROVIDERS)}, got {provider!r}")
+    return factory(name, **kwargs)
+
+
+def _openai(name: str, **kwargs: Any) -> ChatModel:
+    return OpenAIChatModel(name, **kwargs)
+
+
+def _openai_compatible(target: str, **kwargs: Any) -> ChatModel:
+    base_url, sep, name = target.partition("#")
+    if not sep or not name or not base_url.startswith(("http://", "https://")):
+        raise UserError(
+            "model URI: expected 'openai-compatible:<http(s) base URL>#<model>' such as "
+            f"'openai-compatible:http://127.0.0.1:8000/v1#qwen2.5', got 'openai-compatible:{target}'"
+        )
+    # Never send OPENAI_API_KEY to a third-party server by default.
+    kwargs.setdefault("api_key", "not-needed")
+    return OpenAIChatModel(name, base_url=base_url, **kwargs)
+
+
+def _ollama(name: str, **kwargs: Any) -> ChatModel:
+    host = os.environ.get("OLLAMA_HOST") or _OLLAMA_DEFAULT_HOST
+    if "://" not in host:  # Ollama itself accepts OLLAMA_HOST=host:port
+        host = f"http://{host}"
+    kwargs.setdefault("api_key", "ollama")
+    return OpenAIChatModel(name, base_url=f"{host.rstrip('/')}/v1", **kwargs)
+
+
+def _deepseek(name: str, **kwargs: Any) -> ChatModel:
+    api_key = kwargs.pop("api_key", None) or os.environ.get("DEEPSEEK_API_KEY")
+    if not api_key:
+        raise UserError(f"model URI 'deepseek:{name}': expected DEEPSEEK_API_KEY in the environment, got none")
+    return OpenAIChatModel(name, base_url=_DEEPSEEK_BASE_URL, api_key=api_key, **kwargs)
+
+
+def _local(target: str, **kwargs: Any) -> ChatModel:
+    from .local import LlamaCppChatModel  # llama.cpp is an optional extra
+
+    if target == "smollm2":
+        return LlamaCppChatModel(**kwargs)
+    if target.endswith(".gguf"):
+        return LlamaCppChatModel(target, **kwargs)
+    raise UserError(f"model URI: expected 'local:smollm2' or 'local:<path to a .gguf file>', got 'local:{target}'")
+
+
+# One entry per URI scheme. Fakes from batonflow.testing ("scripted") register here too.
+_PROVIDERS: dict[str, Callable[..., ChatModel]] = {
+    "openai": _openai,
+    "openai-compatible": _openai_compatible,
+    "ollama": _ollama,
+    "deepseek": _deepseek,
+    "local": _local,
+}

@@ -1,0 +1,140 @@
+"""Chat models served over the OpenAI chat completions API: OpenAI, vLLM, Ollama's /v1, llama.cpp server…
+
+Built on the official ``openai`` SDK with its own retries switched off: ``RetryingModel`` retries, so a
+failure surfaces once, typed, and the caller decides.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import AsyncIterator, Sequence
+from typing import TYPE_CHECKING, Any
+
+import openai
+
+from ..errors import ModelConnectionError, ModelError, ModelHTTPError, ModelTimeoutError, UserError
+from ..schema import Message, MessageStream, Stream
+from ._base import ModelSettings, ToolChoice, check_tool_choice, merge_settings
+from ._openai_format import chat_request, chunk_to_message, completion_to_message
+
+if TYPE_CHECKING:
+    from ..tools import ToolInfo
+
+__all__ = ["OpenAIChatModel"]
+
+
+class OpenAIChatModel:
+    """A model behind an OpenAI-compatible ``/chat/completions`` endpoint.
+
+    ``api_key`` falls back to ``OPENAI_API_KEY``, then to a placeholder when ``base_url`` points at a local
+    server that needs none. A ``client`` you pass is used with this model's ``timeout`` and no SDK retries.
+    """
+
+    def __init__(
+        self,
+        model: str,
+        *,
+        base_url: str | None = None,
+        api_key: str | None = None,
+        timeout: float = 60.0,
+        client: openai.AsyncOpenAI | None = None,
+        default_settings: ModelSettings | None = None,
+    ) -> None:
+        self.model_name = model
+        self.default_settings = default_settings
+        self.timeout = timeout
+        if client is None:
+            api_key = api_key or os.environ.get("OPENAI_API_KEY") or ("not-needed" if base_url else None)
+            if api_key is None:
+                raise UserError(
+                    f"OpenAIChatModel({model!r}) needs an API key: expected api_key=... or OPENAI_API_KEY in the "
+                    "environment (or a base_url for a local server), got neither"
+                )
+            client = openai.AsyncOpenAI(api_key=api_key, base_url=base_url)
+        self._client = client.with_options(timeout=timeout, max_retries=0)
+
+    def __repr__(self) -> str:
+        return f"OpenAIChatModel({self.model_name!r}, base_url={str(self._client.base_url)!r})"
+
+    async def generate(
+        self,
+        messages: Sequence[Message],
+        *,
+        tools: Sequence[ToolInfo] | None = None,
+        tool_choice: ToolChoice | None = None,
+        settings: ModelSettings | None = None,
+    ) -> Message:
+        request = self._request(messages, tools, tool_choice, settings)
+        try:
+            completion = await self._client.chat.completions.create(**request, stream=False)
+        except openai.OpenAIError as exc:
+            raise self._error(exc) from exc
+        return completion_to_message(completion.model_dump())
+
+    def stream(
+        self,
+        messages: Sequence[Message],
+        *,
+        tools: Sequence[ToolInfo] | None = None,
+        tool_choice: ToolChoice | None = None,
+        settings: ModelSettings | None = None,
+    ) -> MessageStream:
+        request = self._request(messages, tools, tool_choice, settings)
+        return Stream.from_async_iter(self._chunks(request))
+
+    async def _chunks(self, request: dict[str, Any]) -> AsyncIterator[Message]:
+        try:
+            response = await self._client.chat.completions.create(
+                **request, stream=True, stream_options={"include_usage": True}
+            )
+            async with response:
+                async for chunk in response:
+                    message = chunk_to_message(chunk.model_dump())
+                    if message is not None:
+                        yield message
+        except openai.OpenAIError as exc:
+            raise self._error(exc) from exc
+
+    def _request(
+        self,
+        messages: Sequence[Message],
+        tools: Sequence[ToolInfo] | None,
+        tool_choice: ToolChoice | None,
+        settings: ModelSettings | None,
+    ) -> dict[str, Any]:
+        check_tool_choice(tools, tool_choice)
+        merged = merge_settings(self.default_settings, settings)
+        request = chat_request(messages, tools=tools, tool_choice=tool_choice, settings=merged)
+        request["model"] = self.model_name
+        if merged.extra:
+            # Fields the SDK does not know travel in the JSON body as they are.
+            request["extra_body"] = merged.extra
+        return request
+
+    def _error(self, exc: openai.OpenAIError) -> ModelError:
+        prefix = f"model {self.model_name!r} request failed"
+        if isinstance(exc, openai.APITimeoutError):
+            return ModelTimeoutError(f"{prefix}: no answer within {self.timeout} s", model=self.model_name)
+        if isinstance(exc, openai.APIConnectionError):
+            reason = f"{exc.__cause__}" if exc.__cause__ is not None else exc.message
+            return ModelConnectionError(
+                f"{prefix}: cannot connect to {self._client.base_url}: {reason}", model=self.model_name
+            )
+        if isinstance(exc, openai.APIStatusError):
+            return ModelHTTPError(
+                f"{prefix}: HTTP {exc.status_code}: {_provider_message(exc)}",
+                status_code=exc.status_code,
+                model=self.model_name,
+                body=exc.body,
+            )
+        return ModelError(f"{prefix}: {exc}", model=self.model_name)
+
+
+def _provider_message(exc: openai.APIStatusError) -> str:
+    """The provider's own words: the SDK has already unwrapped ``{"error": {...}}`` into ``body``."""
+    body = exc.body
+    if isinstance(body, dict) and body.get("message"):
+        return str(body["message"])
+    if isinstance(body, str) and body:
+        return body
+    return exc.message

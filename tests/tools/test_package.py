@@ -1,0 +1,26 @@
+import batonflow.tools
+
+
+def test_public_names_of_the_tools_package() -> None:
+    assert sorted(batonflow.tools.__all__) == [
+        "FunctionTool",
+        "StreamingFunctionTool",
+        "StreamingTool",
+        "Tool",
+        "ToolContext",
+        "ToolInfo",
+        "tool",
+    ]
+    assert all(hasattr(batonflow.tools, name) for name in batonflow.tools.__all__)
+
+
+def test_any_object_with_info_and_invoke_is_a_tool() -> None:
+    class Echo:
+        info = batonflow.tools.ToolInfo(name="echo", description="Echo the arguments.")
+
+        async def invoke(self, arguments: str, ctx: batonflow.tools.ToolContext | None = None) -> str:
+            return arguments
+
+    assert isinstance(Echo(), batonflow.tools.Tool)
+    assert not isinstance(Echo(), batonflow.tools.StreamingTool)
+    assert not isinstance(object(), batonflow.tools.Tool)
