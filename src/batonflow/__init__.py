@@ -1,12 +1,40 @@
 """batonflow: multi-agent LLM applications — agents as event streams that call tools, hand control to each other,
 pause for a human and resume later.
 
-The names here are the public API; subpackages hold the rest (``batonflow.schema``, ``batonflow.models``,
-``batonflow.tools``, ``batonflow.testing``).
+The names here are the public API; subpackages hold the rest (``batonflow.adk``, ``batonflow.schema``,
+``batonflow.models``, ``batonflow.tools``, ``batonflow.testing``).
 """
 
+from .adk import Agent as Agent
+from .adk import AgentAction as AgentAction
+from .adk import AgentEvent as AgentEvent
+from .adk import AgentInput as AgentInput
+from .adk import AgentMiddleware as AgentMiddleware
+from .adk import AgentOutput as AgentOutput
+from .adk import BreakLoopAction as BreakLoopAction
+from .adk import ChatModelAgent as ChatModelAgent
+from .adk import ChatModelAgentState as ChatModelAgentState
+from .adk import ExitTool as ExitTool
+from .adk import FlowAgent as FlowAgent
+from .adk import HistoryEntry as HistoryEntry
+from .adk import HistoryRewriter as HistoryRewriter
+from .adk import MessageVariant as MessageVariant
+from .adk import ModelRetryConfig as ModelRetryConfig
+from .adk import RunContext as RunContext
+from .adk import Runner as Runner
+from .adk import RunStep as RunStep
+from .adk import TransferToAgentAction as TransferToAgentAction
+from .adk import agent_with_options as agent_with_options
+from .adk import collect_events as collect_events
+from .adk import event_from_message as event_from_message
+from .adk import new_break_loop_action as new_break_loop_action
+from .adk import new_exit_action as new_exit_action
+from .adk import new_transfer_to_agent_action as new_transfer_to_agent_action
+from .adk import set_language as set_language
+from .adk import set_sub_agents as set_sub_agents
 from .errors import BatonflowError as BatonflowError
 from .errors import ConcatError as ConcatError
+from .errors import MaxIterationsError as MaxIterationsError
 from .errors import ModelConnectionError as ModelConnectionError
 from .errors import ModelError as ModelError
 from .errors import ModelHTTPError as ModelHTTPError
@@ -15,6 +43,7 @@ from .errors import RunError as RunError
 from .errors import StreamClosedError as StreamClosedError
 from .errors import ToolArgumentsError as ToolArgumentsError
 from .errors import ToolNotFoundError as ToolNotFoundError
+from .errors import TransferError as TransferError
 from .errors import UserError as UserError
 from .models import ChatModel as ChatModel
 from .models import ForcedTool as ForcedTool
@@ -44,21 +73,40 @@ from .tools import tool as tool
 __version__ = "0.1.0"
 
 __all__ = [
+    "Agent",
+    "AgentAction",
+    "AgentEvent",
+    "AgentInput",
+    "AgentMiddleware",
+    "AgentOutput",
     "BatonflowError",
+    "BreakLoopAction",
     "ChatModel",
+    "ChatModelAgent",
+    "ChatModelAgentState",
     "ConcatError",
+    "ExitTool",
+    "FlowAgent",
     "ForcedTool",
     "FunctionCall",
+    "HistoryEntry",
+    "HistoryRewriter",
+    "MaxIterationsError",
     "Message",
     "MessageStream",
+    "MessageVariant",
     "ModelConnectionError",
     "ModelError",
     "ModelHTTPError",
+    "ModelRetryConfig",
     "ModelSettings",
     "ModelTimeoutError",
     "OpenAIChatModel",
     "ResponseMeta",
+    "RunContext",
     "RunError",
+    "RunStep",
+    "Runner",
     "Stream",
     "StreamClosedError",
     "Tool",
@@ -68,12 +116,22 @@ __all__ = [
     "ToolContext",
     "ToolInfo",
     "ToolNotFoundError",
+    "TransferError",
+    "TransferToAgentAction",
     "Usage",
     "UserError",
+    "agent_with_options",
     "assistant",
+    "collect_events",
     "concat_message_stream",
     "concat_messages",
+    "event_from_message",
     "load_model",
+    "new_break_loop_action",
+    "new_exit_action",
+    "new_transfer_to_agent_action",
+    "set_language",
+    "set_sub_agents",
     "system",
     "tool",
     "tool_message",

@@ -7,10 +7,11 @@ chunks), validate ``tool_choice`` like a provider and raise scripted exceptions 
 from __future__ import annotations
 
 import inspect
+import json
 import re
-from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import TypeAlias
+from typing import Any, TypeAlias
 
 from .errors import UserError
 from .models import ModelSettings, ToolChoice
@@ -18,7 +19,7 @@ from .models._base import check_tool_choice
 from .schema import FunctionCall, Message, MessageStream, ResponseMeta, Stream, ToolCall, concat_messages
 from .tools import ToolInfo
 
-__all__ = ["FunctionModel", "ModelRequest", "ScriptStep", "ScriptedModel", "split_message"]
+__all__ = ["FunctionModel", "ModelRequest", "ScriptStep", "ScriptedModel", "split_message", "tool_calls"]
 
 ScriptStep: TypeAlias = Message | BaseException | Sequence[Message | BaseException]
 """One scripted answer: a message, an exception to raise, or explicit stream chunks (an exception among them is
@@ -225,3 +226,18 @@ def split_message(message: Message) -> list[Message]:
             )
         )
     return chunks
+
+
+def tool_calls(*calls: tuple[str, Mapping[str, Any] | str], id_prefix: str = "call_") -> Message:
+    """An assistant message calling tools: ``tool_calls(("lookup", {"order_id": 7}))``; ids are call_1, call_2…"""
+    return Message(
+        role="assistant",
+        tool_calls=[
+            ToolCall(
+                index=i,
+                id=f"{id_prefix}{i + 1}",
+                function=FunctionCall(name=name, arguments=args if isinstance(args, str) else json.dumps(args)),
+            )
+            for i, (name, args) in enumerate(calls)
+        ],
+    )

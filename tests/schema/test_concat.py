@@ -1,3 +1,5 @@
+import itertools
+
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
@@ -20,9 +22,7 @@ def chunk(content: str = "", **kw: object) -> Message:
 
 
 def test_content_and_reasoning_are_concatenated() -> None:
-    msg = concat_messages(
-        [chunk("Hel", reasoning_content="th"), chunk("lo", reasoning_content="ink"), chunk("!")]
-    )
+    msg = concat_messages([chunk("Hel", reasoning_content="th"), chunk("lo", reasoning_content="ink"), chunk("!")])
     assert msg.content == "Hello!"
     assert msg.reasoning_content == "think"
 
@@ -143,7 +143,7 @@ def messages(draw: st.DrawFn) -> Message:
 
 def _cut(text: str, cuts: list[int]) -> list[str]:
     points = sorted({c % (len(text) + 1) for c in cuts} | {0, len(text)})
-    return [text[a:b] for a, b in zip(points, points[1:], strict=False)]
+    return [text[a:b] for a, b in itertools.pairwise(points)]
 
 
 @st.composite
@@ -160,7 +160,9 @@ def splits(draw: st.DrawFn) -> tuple[Message, list[Message]]:
 
     cuts = st.lists(st.integers(0, 1000), max_size=6)
     spread(_cut(msg.content, draw(cuts)), lambda c, p: setattr(c, "content", c.content + p))
-    spread(_cut(msg.reasoning_content, draw(cuts)), lambda c, p: setattr(c, "reasoning_content", c.reasoning_content + p))
+    spread(
+        _cut(msg.reasoning_content, draw(cuts)), lambda c, p: setattr(c, "reasoning_content", c.reasoning_content + p)
+    )
     for call in msg.tool_calls:
         pieces = _cut(call.function.arguments, draw(cuts)) or [""]
         head = draw(st.integers(0, n - 1))
@@ -175,7 +177,9 @@ def splits(draw: st.DrawFn) -> tuple[Message, list[Message]]:
     assert meta is not None and meta.usage is not None
     chunks[-1].response_meta = ResponseMeta(finish_reason=meta.finish_reason, usage=meta.usage)
     # Providers may report running usage totals on earlier chunks too: always lower, never higher.
-    chunks[0].response_meta = chunks[0].response_meta or ResponseMeta(usage=Usage(prompt_tokens=meta.usage.prompt_tokens))
+    chunks[0].response_meta = chunks[0].response_meta or ResponseMeta(
+        usage=Usage(prompt_tokens=meta.usage.prompt_tokens)
+    )
     return msg, chunks
 
 

@@ -10,7 +10,8 @@ from __future__ import annotations
 import asyncio
 import inspect
 import re
-from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
+from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable, Mapping, Sequence
+from contextlib import aclosing
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -191,8 +192,8 @@ class ChatModelAgent:
         if self._parent is not None and not self._disallow_transfer_to_parent:
             targets.append(self._parent)
         if targets:
-            instruction = f"{instruction}\n\n{transfer_instruction(targets)}" if instruction else transfer_instruction(
-                targets
+            instruction = (
+                f"{instruction}\n\n{transfer_instruction(targets)}" if instruction else transfer_instruction(targets)
             )
             transfer = TransferToAgentTool([name for name, _ in targets])
             tools.append(transfer)
@@ -203,7 +204,9 @@ class ChatModelAgent:
         handler: ToolCallHandler = self._invoke_tool
         for mw in self.middlewares:
             if mw.additional_instruction:
-                instruction = f"{instruction}\n\n{mw.additional_instruction}" if instruction else mw.additional_instruction
+                instruction = (
+                    f"{instruction}\n\n{mw.additional_instruction}" if instruction else mw.additional_instruction
+                )
             tools.extend(mw.additional_tools)
         for mw in reversed(self.middlewares):
             if mw.wrap_tool_call is not None:
@@ -280,17 +283,18 @@ class ChatModelAgent:
             held: AgentEvent | None = None
             direct_id = _return_directly_call(message.tool_calls, plan.return_directly)
             results: dict[str, Message] = {}
-            async for call, result, action, failure in self._run_tools(message.tool_calls, plan, ctx):
-                if failure is not None:
-                    yield AgentEvent(error=failure)
-                    return
-                results[call.id] = result
-                event = event_from_message(result, role="tool", tool_name=result.tool_name)
-                event.action = action
-                if direct_id is not None and call.id == direct_id:
-                    held = event
-                else:
-                    yield event
+            async with aclosing(self._run_tools(message.tool_calls, plan, ctx)) as outcomes:
+                async for call, result, action, failure in outcomes:
+                    if failure is not None:
+                        yield AgentEvent(error=failure)
+                        return
+                    results[call.id] = result
+                    event = event_from_message(result, role="tool", tool_name=result.tool_name)
+                    event.action = action
+                    if direct_id is not None and call.id == direct_id:
+                        held = event
+                    else:
+                        yield event
             # The transcript keeps the calls' order, whatever order they finished in.
             state.messages.extend(results[c.id] for c in message.tool_calls if c.id in results)
             if held is not None:
@@ -303,7 +307,7 @@ class ChatModelAgent:
 
     async def _run_tools(
         self, calls: list[ToolCall], plan: _Plan, ctx: RunContext
-    ) -> AsyncIterator[tuple[ToolCall, Message, AgentAction | None, BaseException | None]]:
+    ) -> AsyncGenerator[tuple[ToolCall, Message, AgentAction | None, BaseException | None], None]:
         """Each call's result as it completes; an exception ends the batch and cancels what still runs."""
         if self.execute_sequentially or len(calls) == 1:
             for call in calls:

@@ -82,8 +82,10 @@ class FlowAgent:
         return found
 
     async def run(self, input: AgentInput, ctx: RunContext | None = None) -> AsyncIterator[AgentEvent]:
-        ctx = ctx.child(self.name) if ctx is not None else RunContext(enable_streaming=input.enable_streaming).child(
-            self.name
+        ctx = (
+            ctx.child(self.name)
+            if ctx is not None
+            else RunContext(enable_streaming=input.enable_streaming).child(self.name)
         )
         if len(ctx.run_path) == 1:
             ctx.root_input = input

@@ -258,28 +258,17 @@ class _Node:
 
 
 class _Tee:
-    __slots__ = ("_anext", "_closer", "_lock", "_open", "_tail", "head")
+    """The shared side of ``copy(n)``: the source, and the tail of the chunk list that readers extend."""
+
+    __slots__ = ("_closer", "_open", "anext", "busy", "head", "waiters")
 
     def __init__(self, anext: Callable[[], Awaitable[Any]], closer: _Closer, n: int) -> None:
-        self._anext = anext
+        self.anext = anext
         self._closer = closer
-        self._lock = asyncio.Lock()
         self._open = n
-        self.head = self._tail = _Node()
-
-    async def fill(self, node: _Node) -> None:
-        """Make ``node.next`` available: the first reader to arrive pulls from the source for everyone."""
-        async with self._lock:
-            if node.next is not None:
-                return
-            nxt = _Node()
-            try:
-                nxt.value = await self._anext()
-            except StopAsyncIteration:
-                nxt.value = _END
-            except Exception as error:
-                nxt.value = _Failure(error)
-            node.next = nxt
+        self.busy = False
+        self.waiters: list[asyncio.Future[None]] = []
+        self.head = _Node()
 
     async def reader_closed(self) -> None:
         self._open -= 1
@@ -302,10 +291,31 @@ class _TeeReader:
 
     async def __anext__(self) -> Any:
         node = self._node
-        if node.next is None:
-            await self._tee.fill(node)
-        nxt = node.next
-        assert nxt is not None
+        while (nxt := node.next) is None:
+            # At the tail: pull the next chunk for every reader, or wait while another reader pulls it.
+            tee = self._tee
+            if tee.busy:
+                waiter = asyncio.get_running_loop().create_future()
+                tee.waiters.append(waiter)
+                await waiter
+                continue
+            tee.busy = True
+            try:
+                value = await tee.anext()
+            except StopAsyncIteration:
+                value = _END
+            except Exception as error:
+                value = _Failure(error)
+            finally:
+                tee.busy = False
+                if tee.waiters:
+                    waiters, tee.waiters = tee.waiters, []
+                    for waiter in waiters:
+                        if not waiter.done():
+                            waiter.set_result(None)
+            added = _Node()
+            added.value = value
+            node.next = added
         value = nxt.value
         if value is _END:
             raise StopAsyncIteration

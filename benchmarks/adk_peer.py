@@ -1,0 +1,136 @@
+"""Google ADK: ``LlmAgent`` on a ``BaseLlm`` fake, run by a ``Runner`` with an ``InMemorySessionService``.
+
+Every run gets a new session, as a new conversation does in ADK, and deletes it afterwards so that sessions do
+not pile up over thousands of runs. Transfer is ADK's own: ``sub_agents`` and the ``transfer_to_agent`` call.
+"""
+
+# No ``from __future__ import annotations``: pydantic reads the fake model's field annotations at run time,
+# and they name classes imported inside ``build``.
+from collections.abc import AsyncGenerator
+from typing import Any
+
+from ._common import ANSWER, CHUNK, N_CHUNKS, N_STEPS, QUESTION, TOOL_RESULT, Counter, Workloads, call_id, check
+
+NAME = "Google ADK"
+DISTRIBUTION = "google-adk"
+
+
+def build() -> Workloads:
+    from importlib.metadata import version
+
+    from google.adk.agents import LlmAgent, RunConfig
+    from google.adk.agents.run_config import StreamingMode
+    from google.adk.models import BaseLlm, LlmRequest, LlmResponse
+    from google.adk.runners import Runner
+    from google.adk.sessions import InMemorySessionService
+    from google.genai import types
+
+    class FakeLlm(BaseLlm):
+        """Answers by the id of the last function response it was given (``""`` for none); streams fixed chunks
+        (``partial``) and then the whole message, as ADK expects of a streaming model."""
+
+        answers: dict[str, LlmResponse]
+        chunks: list[LlmResponse] = []
+
+        async def generate_content_async(
+            self, llm_request: LlmRequest, stream: bool = False
+        ) -> AsyncGenerator[LlmResponse, None]:
+            if stream and self.chunks:
+                for chunk in self.chunks:
+                    yield chunk
+                return
+            last = llm_request.contents[-1].parts
+            response = last[-1].function_response if last else None
+            yield self.answers[response.id if response is not None and response.id else ""]
+
+    def model_says(part: types.Part, **fields: Any) -> LlmResponse:
+        return LlmResponse(content=types.Content(role="model", parts=[part]), **fields)
+
+    def calling(step: int, name: str, args: dict[str, Any]) -> LlmResponse:
+        return model_says(types.Part(function_call=types.FunctionCall(id=call_id(step), name=name, args=args)))
+
+    answer = model_says(types.Part(text=ANSWER))
+    counter = Counter()
+
+    async def noop(x: int) -> str:
+        """Does nothing."""
+        counter.n += 1
+        return TOOL_RESULT
+
+    def agent(name: str, model: FakeLlm, **options: Any) -> LlmAgent:
+        return LlmAgent(name=name, description=f"agent {name}", instruction="Be brief.", model=model, **options)
+
+    sessions = InMemorySessionService()
+
+    def runner(root: LlmAgent) -> Runner:
+        return Runner(app_name="bench", agent=root, session_service=sessions)
+
+    single = runner(agent("a", FakeLlm(model="fake", answers={"": answer})))
+
+    loop_answers = {"": calling(0, "noop", {"x": 0})}
+    for step in range(1, N_STEPS):
+        loop_answers[call_id(step - 1)] = calling(step, "noop", {"x": step})
+    loop_answers[call_id(N_STEPS - 1)] = answer
+    looping = runner(agent("a", FakeLlm(model="fake", answers=loop_answers), tools=[noop]))
+
+    def transfer(step: int, to: str) -> LlmResponse:
+        return calling(step, "transfer_to_agent", {"agent_name": to})
+
+    b = agent("B", FakeLlm(model="fake", answers={"": answer}))
+    a = agent("A", FakeLlm(model="fake", answers={"": transfer(1, "B")}), sub_agents=[b])
+    chain = runner(agent("root", FakeLlm(model="fake", answers={"": transfer(0, "A")}), sub_agents=[a]))
+
+    chunks = [model_says(types.Part(text=CHUNK), partial=True) for _ in range(N_CHUNKS)]
+    chunks.append(model_says(types.Part(text=CHUNK * N_CHUNKS)))
+    streaming = runner(agent("a", FakeLlm(model="fake", answers={}, chunks=chunks)))
+    sse = RunConfig(streaming_mode=StreamingMode.SSE)
+
+    question = types.Content(role="user", parts=[types.Part(text=QUESTION)])
+
+    async def events(runner: Runner, run_config: RunConfig | None = None) -> AsyncGenerator[Any, None]:
+        session = await sessions.create_session(app_name="bench", user_id="u")
+        try:
+            async for event in runner.run_async(
+                user_id="u", session_id=session.id, new_message=question, run_config=run_config
+            ):
+                yield event
+        finally:
+            await sessions.delete_session(app_name="bench", user_id="u", session_id=session.id)
+
+    async def final(runner: Runner) -> tuple[str, str]:
+        author, text = "", ""
+        async for event in events(runner):
+            if event.error_code:
+                raise RuntimeError(f"{event.error_code}: {event.error_message}")
+            if event.content and event.content.parts and event.content.parts[0].text:
+                author, text = event.author, event.content.parts[0].text
+        return author, text
+
+    async def single_turn() -> None:
+        _, text = await final(single)
+        check(text == ANSWER, f"single turn answered {text!r}")
+
+    async def tool_loop() -> None:
+        before = counter.n
+        _, text = await final(looping)
+        check(counter.n - before == N_STEPS, f"tool ran {counter.n - before} times")
+        check(text == ANSWER, f"tool loop answered {text!r}")
+
+    async def transfer_chain() -> None:
+        author, text = await final(chain)
+        check(author == "B" and text == ANSWER, f"transfer chain ended with {author}: {text!r}")
+
+    async def stream() -> None:
+        n = 0
+        async for event in events(streaming, sse):
+            if event.partial and event.content and event.content.parts:
+                n += event.content.parts[0].text == CHUNK
+        check(n == N_CHUNKS, f"streamed {n} chunks")
+
+    return Workloads(
+        version=version(DISTRIBUTION),
+        single_turn=single_turn,
+        tool_loop=tool_loop,
+        transfer_chain=transfer_chain,
+        stream=stream,
+    )

@@ -1,0 +1,113 @@
+"""batonflow: ``ChatModelAgent`` run by a ``Runner``; transfer through ``set_sub_agents``."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from ._common import ANSWER, CHUNK, N_CHUNKS, N_STEPS, QUESTION, TOOL_RESULT, Counter, Workloads, call_id, check
+
+NAME = "batonflow"
+DISTRIBUTION = "batonflow"
+
+
+def build() -> Workloads:
+    from importlib.metadata import version
+
+    from batonflow.adk import ChatModelAgent, Runner, set_sub_agents
+    from batonflow.schema import FunctionCall, Message, Stream, ToolCall, assistant
+    from batonflow.tools import tool
+
+    class FakeModel:
+        """A ``ChatModel`` answering by the id of the last tool result it was given (``""`` for none)."""
+
+        model_name = "fake"
+
+        def __init__(self, answers: dict[str, Message], chunks: Sequence[Message] = ()) -> None:
+            self._answers = answers
+            self._chunks = chunks
+
+        async def generate(self, messages: Sequence[Message], **_: Any) -> Message:
+            return self._answers[messages[-1].tool_call_id]
+
+        def stream(self, messages: Sequence[Message], **_: Any) -> Stream[Message]:
+            return Stream.from_list(self._chunks)
+
+    def calling(step: int, name: str, arguments: str) -> Message:
+        function = FunctionCall(name=name, arguments=arguments)
+        return assistant(tool_calls=[ToolCall(index=0, id=call_id(step), function=function)])
+
+    def transfer(to: str) -> Message:
+        return calling(0, "transfer_to_agent", f'{{"agent_name": "{to}"}}')
+
+    answer = assistant(ANSWER)
+    counter = Counter()
+
+    @tool
+    async def noop(x: int) -> str:
+        """Does nothing."""
+        counter.n += 1
+        return TOOL_RESULT
+
+    def agent(name: str, model: FakeModel, **options: Any) -> ChatModelAgent:
+        return ChatModelAgent(name=name, description=f"agent {name}", instruction="Be brief.", model=model, **options)
+
+    single = Runner(agent("a", FakeModel({"": answer})))
+
+    loop_answers = {"": calling(0, "noop", '{"x": 0}')}
+    for step in range(1, N_STEPS):
+        loop_answers[call_id(step - 1)] = calling(step, "noop", f'{{"x": {step}}}')
+    loop_answers[call_id(N_STEPS - 1)] = answer
+    looping = Runner(agent("a", FakeModel(loop_answers), tools=[noop]))
+
+    # Each agent's input ends with the user's question (other agents' turns are rewritten as context before it).
+    b = agent("B", FakeModel({"": answer}))
+    a = agent("A", FakeModel({"": transfer("B")}))
+    root = agent("root", FakeModel({"": transfer("A")}))
+    chain = Runner(set_sub_agents(root, [set_sub_agents(a, [b])]))
+
+    chunks = [assistant(CHUNK) for _ in range(N_CHUNKS)]
+    streaming = Runner(agent("a", FakeModel({}, chunks)), enable_streaming=True)
+
+    async def final_message(runner: Runner) -> tuple[str, Message | None]:
+        agent_name, message = "", None
+        async for event in runner.query(QUESTION):
+            if event.error is not None:
+                raise event.error
+            if event.message_output is not None:
+                agent_name, message = event.agent_name, event.message_output.message
+        return agent_name, message
+
+    async def single_turn() -> None:
+        _, message = await final_message(single)
+        check(message is not None and message.content == ANSWER, f"single turn answered {message}")
+
+    async def tool_loop() -> None:
+        before = counter.n
+        _, message = await final_message(looping)
+        check(counter.n - before == N_STEPS, f"tool ran {counter.n - before} times")
+        check(message is not None and message.content == ANSWER, f"tool loop answered {message}")
+
+    async def transfer_chain() -> None:
+        agent_name, message = await final_message(chain)
+        check(agent_name == "B" and message is not None and message.content == ANSWER, f"{agent_name}: {message}")
+
+    async def stream() -> None:
+        n = 0
+        async for event in streaming.query(QUESTION):
+            if event.error is not None:
+                raise event.error
+            variant = event.message_output
+            if variant is not None and variant.is_streaming:
+                assert variant.message_stream is not None
+                async for chunk in variant.message_stream:
+                    n += chunk.content == CHUNK
+        check(n == N_CHUNKS, f"streamed {n} chunks")
+
+    return Workloads(
+        version=version(DISTRIBUTION),
+        single_turn=single_turn,
+        tool_loop=tool_loop,
+        transfer_chain=transfer_chain,
+        stream=stream,
+    )

@@ -1,0 +1,136 @@
+"""LangGraph: the prebuilt ReAct agent (``create_react_agent``) on a ``BaseChatModel`` fake.
+
+Transfer follows LangGraph's handoff pattern: each agent is a ReAct subgraph in a parent graph, and its handoff
+tool returns ``Command(goto=..., graph=Command.PARENT)`` with the tool message added to the shared history.
+"""
+
+# No ``from __future__ import annotations``: LangChain reads the tools' and the model's annotations at run time,
+# and they name classes imported inside ``build``.
+import warnings
+from collections.abc import AsyncIterator, Sequence
+from typing import Annotated, Any
+
+from ._common import ANSWER, CHUNK, N_CHUNKS, N_STEPS, QUESTION, TOOL_RESULT, Counter, Workloads, call_id, check
+
+NAME = "LangGraph"
+DISTRIBUTION = "langgraph"
+
+
+def build() -> Workloads:
+    from importlib.metadata import version
+
+    from langchain_core.language_models import BaseChatModel
+    from langchain_core.messages import AIMessage, AIMessageChunk, BaseMessage, ToolMessage
+    from langchain_core.outputs import ChatGeneration, ChatGenerationChunk, ChatResult
+    from langchain_core.tools import BaseTool, InjectedToolCallId, tool
+    from langchain_core.utils.function_calling import convert_to_openai_tool
+    from langgraph.graph import END, START, MessagesState, StateGraph
+    from langgraph.types import Command
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # deprecated in favour of langchain.agents.create_agent, still LangGraph's own
+        from langgraph.prebuilt import create_react_agent
+
+    class FakeChatModel(BaseChatModel):
+        """Answers by the id of the last tool result it was given (``""`` for none); streams fixed chunks."""
+
+        answers: dict[str, AIMessage]
+        chunks: Sequence[AIMessageChunk] = ()
+
+        @property
+        def _llm_type(self) -> str:
+            return "fake"
+
+        def bind_tools(self, tools: Sequence[Any], **kwargs: Any) -> Any:
+            # As provider models do: the tools are bound once, in their wire format.
+            return self.bind(tools=[convert_to_openai_tool(t) for t in tools], **kwargs)
+
+        def _generate(self, messages: list[BaseMessage], stop: Any = None, **kwargs: Any) -> ChatResult:
+            raise NotImplementedError("async only")
+
+        async def _agenerate(self, messages: list[BaseMessage], stop: Any = None, **kwargs: Any) -> ChatResult:
+            last = messages[-1]
+            key = last.tool_call_id if isinstance(last, ToolMessage) else ""
+            return ChatResult(generations=[ChatGeneration(message=self.answers[key])])
+
+        async def _astream(
+            self, messages: list[BaseMessage], stop: Any = None, **kwargs: Any
+        ) -> AsyncIterator[ChatGenerationChunk]:
+            for chunk in self.chunks:
+                yield ChatGenerationChunk(message=chunk)
+
+    def calling(step: int, name: str, args: dict[str, Any]) -> AIMessage:
+        return AIMessage(content="", id=f"ai-{step}", tool_calls=[{"name": name, "args": args, "id": call_id(step)}])
+
+    answer = AIMessage(content=ANSWER, id="ai-answer")
+    counter = Counter()
+
+    @tool
+    async def noop(x: int) -> str:
+        """Does nothing."""
+        counter.n += 1
+        return TOOL_RESULT
+
+    def agent(model: FakeChatModel, tools: Sequence[BaseTool] = ()) -> Any:
+        return create_react_agent(model, list(tools), prompt="Be brief.")
+
+    single = agent(FakeChatModel(answers={"": answer}))
+
+    loop_answers = {"": calling(0, "noop", {"x": 0})}
+    for step in range(1, N_STEPS):
+        loop_answers[call_id(step - 1)] = calling(step, "noop", {"x": step})
+    loop_answers[call_id(N_STEPS - 1)] = answer
+    looping = agent(FakeChatModel(answers=loop_answers), [noop])
+
+    def handoff(to: str) -> BaseTool:
+        @tool(f"transfer_to_{to}", description=f"Transfer the question to agent {to}.")
+        def transfer(tool_call_id: Annotated[str, InjectedToolCallId]) -> Command:
+            done = ToolMessage(content=f"successfully transferred to agent [{to}]", tool_call_id=tool_call_id)
+            return Command(goto=to, graph=Command.PARENT, update={"messages": [done]})
+
+        return transfer
+
+    # Each next agent sees the shared history, ending with the result of the handoff to it.
+    graph = StateGraph(MessagesState)
+    graph.add_node("root", agent(FakeChatModel(answers={"": calling(0, "transfer_to_A", {})}), [handoff("A")]))
+    graph.add_node("A", agent(FakeChatModel(answers={call_id(0): calling(1, "transfer_to_B", {})}), [handoff("B")]))
+    graph.add_node("B", agent(FakeChatModel(answers={call_id(1): answer})))
+    graph.add_edge(START, "root")
+    graph.add_edge("B", END)
+    chain = graph.compile()
+
+    chunks = [AIMessageChunk(content=CHUNK, id="ai-stream") for _ in range(N_CHUNKS)]
+    streaming = agent(FakeChatModel(answers={}, chunks=chunks))
+
+    def final(state: dict[str, Any]) -> BaseMessage:
+        return state["messages"][-1]
+
+    async def single_turn() -> None:
+        message = final(await single.ainvoke({"messages": [("user", QUESTION)]}))
+        check(message.content == ANSWER, f"single turn answered {message!r}")
+
+    async def tool_loop() -> None:
+        before = counter.n
+        message = final(await looping.ainvoke({"messages": [("user", QUESTION)]}))
+        check(counter.n - before == N_STEPS, f"tool ran {counter.n - before} times")
+        check(message.content == ANSWER, f"tool loop answered {message!r}")
+
+    async def transfer_chain() -> None:
+        state = await chain.ainvoke({"messages": [("user", QUESTION)]})
+        message = final(state)
+        transfers = [m for m in state["messages"] if isinstance(m, ToolMessage)]
+        check(len(transfers) == 2 and message.content == ANSWER, f"transfer chain ended with {message!r}")
+
+    async def stream() -> None:
+        n = 0
+        async for chunk, _ in streaming.astream({"messages": [("user", QUESTION)]}, stream_mode="messages"):
+            n += chunk.content == CHUNK
+        check(n == N_CHUNKS, f"streamed {n} chunks")
+
+    return Workloads(
+        version=version(DISTRIBUTION),
+        single_turn=single_turn,
+        tool_loop=tool_loop,
+        transfer_chain=transfer_chain,
+        stream=stream,
+    )

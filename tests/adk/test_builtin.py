@@ -1,0 +1,91 @@
+import json
+from collections.abc import Iterator
+
+import pytest
+
+from batonflow.adk import ExitTool, TransferToAgentTool, set_language
+from batonflow.adk._builtin import transfer_instruction, transfer_tool_output
+from batonflow.errors import ToolArgumentsError, UserError
+from batonflow.tools import ToolContext
+
+
+@pytest.fixture
+def chinese() -> Iterator[None]:
+    set_language("zh")
+    yield
+    set_language("en")
+
+
+def test_transfer_instruction_is_the_originals_text() -> None:
+    assert transfer_instruction([("refund", "Handles refunds."), ("router", "Routes requests.")]) == (
+        "Available other agents: \n"
+        "- Agent name: refund\n"
+        "  Agent description: Handles refunds.\n"
+        "- Agent name: router\n"
+        "  Agent description: Routes requests.\n"
+        "\n"
+        "Decision rule:\n"
+        "- If you're best suited for the question according to your description: ANSWER\n"
+        "- If another agent is better according its description: CALL 'transfer_to_agent' function with their "
+        "agent name\n"
+        "\n"
+        "When transferring: OUTPUT ONLY THE FUNCTION CALL"
+    )
+
+
+def test_transfer_instruction_in_chinese(chinese: None) -> None:
+    assert transfer_instruction([("refund", "退款")]) == (
+        "可用的其他 agent：\n- Agent 名字: refund\n  Agent 描述: 退款\n\n"
+        "决策规则：\n"
+        "- 如果根据你的职责描述，你最适合回答这个问题：ANSWER\n"
+        "- 如果根据其职责描述，另一个 agent 更适合：调用 transfer_to_agent 函数，并传入该 agent 的名称\n\n"
+        "当进行移交时：只输出函数调用，不要输出其他任何内容"
+    )
+    assert TransferToAgentTool(["a"]).info.description == "将问题移交给其他 Agent。"
+    assert transfer_tool_output("a") == "成功移交任务至 agent [a]"
+
+
+def test_unknown_language_is_a_user_error() -> None:
+    with pytest.raises(UserError, match="expected 'en' or 'zh', got 'fr'"):
+        set_language("fr")  # type: ignore[arg-type]
+
+
+def test_transfer_tool_names_its_targets_as_an_enum() -> None:
+    info = TransferToAgentTool(["refund", "router"]).info
+    assert info.name == "transfer_to_agent"
+    assert info.description == "Transfer the question to another agent."
+    assert info.parameters == {
+        "type": "object",
+        "properties": {
+            "agent_name": {
+                "type": "string",
+                "description": "the name of the agent to transfer to",
+                "enum": ["refund", "router"],
+            }
+        },
+        "required": ["agent_name"],
+    }
+
+
+async def test_transfer_tool_sets_the_action_and_does_not_check_the_name() -> None:
+    ctx = ToolContext(tool_name="transfer_to_agent")
+    out = await TransferToAgentTool(["a"]).invoke(json.dumps({"agent_name": "nobody"}), ctx)
+    assert out == "successfully transferred to agent [nobody]"
+    assert ctx.action.transfer_to_agent.dest_agent_name == "nobody"
+
+
+async def test_exit_tool_returns_the_final_result_and_exits() -> None:
+    tool = ExitTool()
+    assert tool.info.description == "Exit the agent process and return the final result."
+    assert tool.info.parameters["properties"] == {
+        "final_result": {"type": "string", "description": "the final result to return"}
+    }
+    ctx = ToolContext(tool_name="exit")
+    assert await tool.invoke('{"final_result": "done"}', ctx) == "done"
+    assert ctx.action.exit is True
+
+
+@pytest.mark.parametrize("arguments", ["{not json", "[]", '{"agent_name": 3}', ""])
+async def test_malformed_transfer_arguments_are_tool_argument_errors(arguments: str) -> None:
+    with pytest.raises(ToolArgumentsError, match=r"Invalid arguments for tool \[transfer_to_agent\]"):
+        await TransferToAgentTool(["a"]).invoke(arguments)

