@@ -24,13 +24,14 @@ def build() -> Workloads:
     from google.adk.runners import Runner
     from google.adk.sessions import InMemorySessionService
     from google.genai import types
+    from pydantic import Field
 
     class FakeLlm(BaseLlm):
         """Answers by the id of the last function response it was given (``""`` for none); streams fixed chunks
         (``partial``) and then the whole message, as ADK expects of a streaming model."""
 
         answers: dict[str, LlmResponse]
-        chunks: list[LlmResponse] = []
+        chunks: list[LlmResponse] = Field(default_factory=list)
 
         async def generate_content_async(
             self, llm_request: LlmRequest, stream: bool = False
@@ -43,8 +44,12 @@ def build() -> Workloads:
             response = last[-1].function_response if last else None
             yield self.answers[response.id if response is not None and response.id else ""]
 
-    def model_says(part: types.Part, **fields: Any) -> LlmResponse:
-        return LlmResponse(content=types.Content(role="model", parts=[part]), **fields)
+    # Whole responses report usage, as real models do: without it ADK logs a warning on every model call.
+    usage = types.GenerateContentResponseUsageMetadata(prompt_token_count=1, candidates_token_count=1)
+
+    def model_says(part: types.Part, *, partial: bool = False) -> LlmResponse:
+        content = types.Content(role="model", parts=[part])
+        return LlmResponse(content=content, partial=partial, usage_metadata=None if partial else usage)
 
     def calling(step: int, name: str, args: dict[str, Any]) -> LlmResponse:
         return model_says(types.Part(function_call=types.FunctionCall(id=call_id(step), name=name, args=args)))

@@ -32,10 +32,13 @@ def build() -> Workloads:
         from langgraph.prebuilt import create_react_agent
 
     class FakeChatModel(BaseChatModel):
-        """Answers by the id of the last tool result it was given (``""`` for none); streams fixed chunks."""
+        """Answers by the id of the last tool result it was given (``""`` for none); streams fixed chunks.
 
-        answers: dict[str, AIMessage]
-        chunks: Sequence[AIMessageChunk] = ()
+        Results and chunks are built once and handed out again on every call, so the fake costs next to nothing.
+        """
+
+        answers: dict[str, ChatResult]
+        chunks: Sequence[ChatGenerationChunk] = ()
 
         @property
         def _llm_type(self) -> str:
@@ -50,19 +53,22 @@ def build() -> Workloads:
 
         async def _agenerate(self, messages: list[BaseMessage], stop: Any = None, **kwargs: Any) -> ChatResult:
             last = messages[-1]
-            key = last.tool_call_id if isinstance(last, ToolMessage) else ""
-            return ChatResult(generations=[ChatGeneration(message=self.answers[key])])
+            return self.answers[last.tool_call_id if isinstance(last, ToolMessage) else ""]
 
         async def _astream(
             self, messages: list[BaseMessage], stop: Any = None, **kwargs: Any
         ) -> AsyncIterator[ChatGenerationChunk]:
             for chunk in self.chunks:
-                yield ChatGenerationChunk(message=chunk)
+                yield chunk
 
-    def calling(step: int, name: str, args: dict[str, Any]) -> AIMessage:
-        return AIMessage(content="", id=f"ai-{step}", tool_calls=[{"name": name, "args": args, "id": call_id(step)}])
+    def result(message: AIMessage) -> ChatResult:
+        return ChatResult(generations=[ChatGeneration(message=message)])
 
-    answer = AIMessage(content=ANSWER, id="ai-answer")
+    def calling(step: int, name: str, args: dict[str, Any]) -> ChatResult:
+        call = {"name": name, "args": args, "id": call_id(step)}
+        return result(AIMessage(content="", id=f"ai-{step}", tool_calls=[call]))
+
+    answer = result(AIMessage(content=ANSWER, id="ai-answer"))
     counter = Counter()
 
     @tool
@@ -99,7 +105,7 @@ def build() -> Workloads:
     graph.add_edge("B", END)
     chain = graph.compile()
 
-    chunks = [AIMessageChunk(content=CHUNK, id="ai-stream") for _ in range(N_CHUNKS)]
+    chunks = [ChatGenerationChunk(message=AIMessageChunk(content=CHUNK, id="ai-stream")) for _ in range(N_CHUNKS)]
     streaming = agent(FakeChatModel(answers={}, chunks=chunks))
 
     def final(state: dict[str, Any]) -> BaseMessage:

@@ -15,12 +15,16 @@ __all__ = ["main"]
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="batonflow", description="Multi-agent LLM applications.")
     commands = parser.add_subparsers(dest="command", required=True)
-    demo = commands.add_parser("demo", help="stream a chat turn and route customer requests with a tool call")
+    demo = commands.add_parser(
+        "demo",
+        help="a customer-service team of agents (router, refunds, complaints, products) answering a few requests",
+    )
     demo.add_argument(
         "--model",
         default="local:smollm2",
         help="model URI: local:smollm2 (default, offline), openai:gpt-4o-mini, "
-        "openai-compatible:http://host:port/v1#model, ollama:llama3.2, scripted",
+        "openai-compatible:http://host:port/v1#model, ollama:llama3.2, "
+        "scripted (a deterministic replay without any model)",
     )
     args = parser.parse_args(argv)
     from ._demo import run_demo
@@ -30,6 +34,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     except BatonflowError as error:
         print(f"batonflow: {error}", file=sys.stderr)
         return 1
+    except KeyboardInterrupt:
+        print("\nbatonflow: interrupted", file=sys.stderr)
+        return 130
     return 0
 
 

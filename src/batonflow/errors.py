@@ -9,13 +9,18 @@ from __future__ import annotations
 
 __all__ = [
     "BatonflowError",
+    "CheckpointNotFoundError",
+    "CodecError",
     "ConcatError",
     "MaxIterationsError",
     "ModelConnectionError",
     "ModelError",
     "ModelHTTPError",
     "ModelTimeoutError",
+    "ResumeConflictError",
+    "ResumeError",
     "RunError",
+    "StoreError",
     "StreamClosedError",
     "ToolArgumentsError",
     "ToolNotFoundError",
@@ -97,3 +102,38 @@ class MaxIterationsError(RunError):
 
 class TransferError(RunError):
     """An agent handed control to an agent that is not among its sub-agents or its parent."""
+
+
+class CheckpointNotFoundError(RunError):
+    """A resume named a checkpoint that the store does not hold (or that was already resumed to the end)."""
+
+
+class ResumeConflictError(RunError):
+    """Another runner is resuming the same checkpoint right now."""
+
+
+class ResumeError(RunError):
+    """A run could not be resumed: the checkpoint does not lead to a resumable agent."""
+
+
+class CodecError(BatonflowError):
+    """Data that cannot be encoded to, or decoded from, batonflow's checkpoint format.
+
+    The message names what failed and where (a JSON path such as ``$.session.values.order``); ``path`` holds that
+    path when there is one.
+    """
+
+    def __init__(self, message: str, *, path: str | None = None) -> None:
+        super().__init__(message)
+        self.path = path
+
+
+class StoreError(RunError):
+    """A checkpoint store could not do what was asked: the server is unreachable, refused us, or failed.
+
+    The message names the backend, where it is, and the operation.
+    """
+
+    def __init__(self, message: str, *, backend: str) -> None:
+        super().__init__(message)
+        self.backend = backend

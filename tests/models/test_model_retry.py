@@ -247,7 +247,11 @@ def counting_provider(*statuses: int) -> tuple[OpenAIChatModel, list[int]]:
             {"index": 0, "message": {"role": "assistant", "content": "ok"}, "finish_reason": "stop"}
         ]}  # fmt: skip
         if json.loads(request.content).get("stream"):
-            data = {**body, "object": "chat.completion.chunk", "choices": [{"index": 0, "delta": {"content": "ok"}}]}
+            data = {
+                **body,
+                "object": "chat.completion.chunk",
+                "choices": [{"index": 0, "delta": {"content": "ok"}, "finish_reason": "stop"}],
+            }
             return httpx2.Response(
                 200,
                 headers={"content-type": "text/event-stream"},

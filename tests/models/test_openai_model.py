@@ -349,7 +349,11 @@ async def test_stream_reassembles_interleaved_parallel_tool_calls_by_index() -> 
 
 async def test_stream_carries_reasoning_content_chunks() -> None:
     provider = FakeProvider(
-        sse(chunk({"reasoning_content": "Hmm. "}), chunk({"reasoning_content": "Yes."}), chunk({"content": "42"}))
+        sse(
+            chunk({"reasoning_content": "Hmm. "}),
+            chunk({"reasoning_content": "Yes."}),
+            chunk({"content": "42"}, finish_reason="stop"),
+        )
     )
 
     answer = await concat_message_stream(model_for(provider).stream([user("?")]))
@@ -401,6 +405,17 @@ async def test_error_event_in_the_middle_of_a_stream_reaches_the_reader_after_th
         await anext(stream)
     assert first.content == "Hel"
     await stream.aclose()
+
+
+async def test_stream_that_ends_without_a_finish_reason_is_an_error_not_a_short_answer() -> None:
+    # llama_cpp.server closes the event stream this way when its handler fails after the headers were sent.
+    provider = FakeProvider(sse(chunk({"content": "Hel"})))
+    stream = model_for(provider).stream([user("hi")])
+
+    first = await anext(stream)
+    with pytest.raises(ModelError, match="model 'test-model' request failed: the stream ended without a finish reason"):
+        await anext(stream)
+    assert first.content == "Hel"
 
 
 async def test_read_timeout_from_the_transport_is_a_model_timeout_error() -> None:
@@ -479,7 +494,7 @@ async def test_refused_connection_is_a_model_connection_error() -> None:
     base_url = f"http://127.0.0.1:{free_port()}/v1"  # nothing listens there any more
     model = OpenAIChatModel("m", base_url=base_url, timeout=5)
 
-    with pytest.raises(ModelConnectionError, match=r"model 'm' request failed: cannot connect to http://127\.0\.0\.1"):
+    with pytest.raises(ModelConnectionError, match=r"model 'm' request failed: connection to http://127\.0\.0\.1"):
         await asyncio.wait_for(model.generate([user("hi")]), timeout=10)
     with pytest.raises(ModelConnectionError):
         await asyncio.wait_for(model.stream([user("hi")]).collect(), timeout=10)

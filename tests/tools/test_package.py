@@ -3,12 +3,18 @@ import batonflow.tools
 
 def test_public_names_of_the_tools_package() -> None:
     assert sorted(batonflow.tools.__all__) == [
+        "Address",
+        "AddressSegment",
         "FunctionTool",
+        "InterruptSignal",
+        "InterruptState",
+        "ResumeContext",
         "StreamingFunctionTool",
         "StreamingTool",
         "Tool",
         "ToolContext",
         "ToolInfo",
+        "format_address",
         "tool",
     ]
     assert all(hasattr(batonflow.tools, name) for name in batonflow.tools.__all__)

@@ -1,12 +1,14 @@
 """The agent runtime, after CloudWeGo Eino's ADK: agents as event streams, transfer, run paths, the Runner."""
 
 from ._agent import Agent as Agent
+from ._agent import ResumableAgent as ResumableAgent
 from ._builtin import ExitTool as ExitTool
 from ._builtin import TransferToAgentTool as TransferToAgentTool
 from ._builtin import get_language as get_language
 from ._builtin import set_language as set_language
 from ._chatmodel import AgentMiddleware as AgentMiddleware
 from ._chatmodel import ChatModelAgent as ChatModelAgent
+from ._chatmodel import ChatModelAgentResumeData as ChatModelAgentResumeData
 from ._chatmodel import ChatModelAgentState as ChatModelAgentState
 from ._chatmodel import ModelRetryConfig as ModelRetryConfig
 from ._chatmodel import ToolCallHandler as ToolCallHandler
@@ -32,6 +34,12 @@ from ._history import HistoryEntry as HistoryEntry
 from ._history import HistoryRewriter as HistoryRewriter
 from ._history import default_history_rewriter as default_history_rewriter
 from ._history import rewrite_message as rewrite_message
+from ._interrupt import InterruptCtx as InterruptCtx
+from ._interrupt import InterruptInfo as InterruptInfo
+from ._interrupt import ResumeInfo as ResumeInfo
+from ._interrupt import composite_interrupt as composite_interrupt
+from ._interrupt import interrupt as interrupt
+from ._interrupt import stateful_interrupt as stateful_interrupt
 from ._runner import Runner as Runner
 from ._runner import collect_events as collect_events
 
@@ -44,13 +52,18 @@ __all__ = [
     "AgentOutput",
     "BreakLoopAction",
     "ChatModelAgent",
+    "ChatModelAgentResumeData",
     "ChatModelAgentState",
     "ExitTool",
     "FlowAgent",
     "HistoryEntry",
     "HistoryRewriter",
+    "InterruptCtx",
+    "InterruptInfo",
     "MessageVariant",
     "ModelRetryConfig",
+    "ResumableAgent",
+    "ResumeInfo",
     "RunContext",
     "RunSession",
     "RunStep",
@@ -61,13 +74,16 @@ __all__ = [
     "TransferToAgentTool",
     "agent_with_options",
     "collect_events",
+    "composite_interrupt",
     "default_history_rewriter",
     "event_from_message",
     "get_language",
+    "interrupt",
     "new_break_loop_action",
     "new_exit_action",
     "new_transfer_to_agent_action",
     "rewrite_message",
     "set_language",
     "set_sub_agents",
+    "stateful_interrupt",
 ]

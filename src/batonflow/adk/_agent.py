@@ -7,8 +7,9 @@ from typing import Protocol, runtime_checkable
 
 from ._context import RunContext
 from ._events import AgentEvent, AgentInput
+from ._interrupt import ResumeInfo
 
-__all__ = ["Agent"]
+__all__ = ["Agent", "ResumableAgent"]
 
 
 @runtime_checkable
@@ -27,3 +28,10 @@ class Agent(Protocol):
     def description(self) -> str: ...
 
     def run(self, input: AgentInput, ctx: RunContext | None = None) -> AsyncIterator[AgentEvent]: ...
+
+
+@runtime_checkable
+class ResumableAgent(Agent, Protocol):
+    """An agent that can continue a run it interrupted; ``info`` carries its saved state and resume data."""
+
+    def resume(self, info: ResumeInfo, ctx: RunContext | None = None) -> AsyncIterator[AgentEvent]: ...

@@ -15,20 +15,24 @@ from contextlib import aclosing
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..errors import MaxIterationsError, ToolArgumentsError, UserError
+from ..errors import MaxIterationsError, ResumeError, ToolArgumentsError, UserError
 from ..models import ChatModel, ModelSettings, RetryingModel, ToolChoice
 from ..schema import Message, ToolCall, concat_message_stream, system, tool_message
-from ..tools import Tool, ToolContext, ToolInfo
+from ..tools import InterruptSignal, Tool, ToolContext, ToolInfo
 from ._builtin import ExitTool, TransferToAgentTool, transfer_instruction
 from ._context import RunContext
 from ._events import AgentAction, AgentEvent, AgentInput, event_from_message
+from ._interrupt import InterruptInfo, ResumeInfo
 
 __all__ = [
     "AgentMiddleware",
     "ChatModelAgent",
+    "ChatModelAgentResumeData",
     "ChatModelAgentState",
     "ModelRetryConfig",
+    "ReactState",
     "ToolCallHandler",
+    "ToolResult",
     "render_instruction",
 ]
 
@@ -59,6 +63,33 @@ class AgentMiddleware:
     before_chat_model: StateHook | None = None
     after_chat_model: StateHook | None = None
     wrap_tool_call: Callable[[ToolCallHandler], ToolCallHandler] | None = None
+
+
+@dataclass(slots=True, kw_only=True)
+class ToolResult:
+    message: Message
+    action: AgentAction | None = None
+
+
+@dataclass(slots=True, kw_only=True)
+class ReactState:
+    """Where a ReAct loop stands; saved in the checkpoint when a tool interrupts, so that a resume continues it.
+
+    ``pending`` is the assistant message whose tool calls are running, ``completed`` the results of those that
+    finished (by call id): on resume only the others run.
+    """
+
+    messages: list[Message]
+    remaining: int
+    pending: Message | None = None
+    completed: dict[str, ToolResult] = field(default_factory=dict)
+
+
+@dataclass(slots=True, kw_only=True)
+class ChatModelAgentResumeData:
+    """Resume data for a ChatModelAgent itself: ``history_modifier`` rewrites its saved messages first."""
+
+    history_modifier: Callable[[list[Message]], Sequence[Message]] | None = None
 
 
 @dataclass(slots=True, kw_only=True)
@@ -180,8 +211,27 @@ class ChatModelAgent:
         except Exception as error:
             yield AgentEvent(error=error)
             return
-        state = ChatModelAgentState(messages=messages, tools=plan.infos)
-        async for event in self._react(state, plan, input.enable_streaming, ctx):
+        loop = ReactState(messages=messages, remaining=self.max_iterations)
+        async for event in self._react(loop, plan, input.enable_streaming, ctx):
+            yield event
+
+    async def resume(self, info: ResumeInfo, ctx: RunContext | None = None) -> AsyncIterator[AgentEvent]:
+        """Continue where the last run stopped: tools that finished are not run again."""
+        ctx = ctx if ctx is not None else RunContext(enable_streaming=info.enable_streaming)
+        self._frozen = True
+        plan = self._plan or self._build_plan()
+        loop = info.interrupt_state
+        if not isinstance(loop, ReactState):
+            yield AgentEvent(
+                error=ResumeError(
+                    f"agent '{self.name}' cannot resume: expected its saved loop state, got {type(loop).__name__}"
+                )
+            )
+            return
+        data = info.resume_data
+        if isinstance(data, ChatModelAgentResumeData) and data.history_modifier is not None:
+            loop.messages = list(data.history_modifier(loop.messages))
+        async for event in self._react(loop, plan, info.enable_streaming, ctx):
             yield event
 
     def _build_plan(self) -> _Plan:
@@ -237,85 +287,108 @@ class ChatModelAgent:
         return [system(instruction), *input.messages]
 
     async def _react(
-        self, state: ChatModelAgentState, plan: _Plan, streaming: bool, ctx: RunContext
+        self, loop: ReactState, plan: _Plan, streaming: bool, ctx: RunContext
     ) -> AsyncIterator[AgentEvent]:
-        remaining = self.max_iterations
+        view = ChatModelAgentState(messages=loop.messages, tools=list(plan.infos))
         tool_choice = self.tool_choice if plan.infos else None
         while True:
-            if remaining <= 0:
-                yield AgentEvent(error=MaxIterationsError())
-                return
-            remaining -= 1
-            for hook in plan.before:
-                await _maybe_await(hook(state, ctx))
-            tools = state.tools or None
-            try:
-                if streaming:
-                    caller, own = self.model.stream(
-                        state.messages, tools=tools, tool_choice=tool_choice, settings=self.model_settings
-                    ).copy(2)
-                    event = event_from_message(stream=caller)
-                    joined: asyncio.Future[Message] = asyncio.get_running_loop().create_future()
-                    assert event.output is not None and event.output.message_output is not None
-                    event.output.message_output._joined = joined
-                    yield event
-                    try:
-                        message = await concat_message_stream(own)
-                    except BaseException as error:
-                        joined.set_exception(error)
-                        joined.exception()  # retrieved here; history readers re-raise it
-                        raise
-                    joined.set_result(message)
-                else:
-                    message = await self.model.generate(
-                        state.messages, tools=tools, tool_choice=tool_choice, settings=self.model_settings
-                    )
-                    yield event_from_message(message)
-            except Exception as error:
-                yield AgentEvent(error=error)
-                return
-            state.messages.append(message)
-            for hook in plan.after:
-                await _maybe_await(hook(state, ctx))
-            if not message.tool_calls:
-                self._save_output(message, ctx)
-                return
-            held: AgentEvent | None = None
-            direct_id = _return_directly_call(message.tool_calls, plan.return_directly)
-            results: dict[str, Message] = {}
-            async with aclosing(self._run_tools(message.tool_calls, plan, ctx)) as outcomes:
+            if loop.pending is None:
+                if loop.remaining <= 0:
+                    yield AgentEvent(error=MaxIterationsError())
+                    return
+                loop.remaining -= 1
+                for hook in plan.before:
+                    await _maybe_await(hook(view, ctx))
+                tools = view.tools or None
+                try:
+                    if streaming:
+                        caller, own = self.model.stream(
+                            view.messages, tools=tools, tool_choice=tool_choice, settings=self.model_settings
+                        ).copy(2)
+                        event = event_from_message(stream=caller)
+                        joined: asyncio.Future[Message] = asyncio.get_running_loop().create_future()
+                        assert event.output is not None and event.output.message_output is not None
+                        event.output.message_output._joined = joined
+                        yield event
+                        try:
+                            message = await concat_message_stream(own)
+                        except BaseException as error:
+                            joined.set_exception(error)
+                            joined.exception()  # retrieved here; history readers re-raise it
+                            raise
+                        joined.set_result(message)
+                    else:
+                        message = await self.model.generate(
+                            view.messages, tools=tools, tool_choice=tool_choice, settings=self.model_settings
+                        )
+                        yield event_from_message(message)
+                except Exception as error:
+                    yield AgentEvent(error=error)
+                    return
+                view.messages.append(message)
+                for hook in plan.after:
+                    await _maybe_await(hook(view, ctx))
+                loop.messages = view.messages
+                if not message.tool_calls:
+                    self._save_output(message, ctx)
+                    return
+                loop.pending, loop.completed = message, {}
+
+            # The tool phase: run the calls that have not finished yet (all of them, unless resuming).
+            calls = loop.pending.tool_calls
+            direct_id = _return_directly_call(calls, plan.return_directly)
+            interrupts: list[InterruptSignal] = []
+            todo = [c for c in calls if c.id not in loop.completed]
+            async with aclosing(self._run_tools(todo, plan, ctx)) as outcomes:
                 async for call, result, action, failure in outcomes:
+                    if isinstance(failure, InterruptSignal):
+                        interrupts.append(failure)
+                        continue
                     if failure is not None:
                         yield AgentEvent(error=failure)
                         return
-                    results[call.id] = result
-                    event = event_from_message(result, role="tool", tool_name=result.tool_name)
-                    event.action = action
-                    if direct_id is not None and call.id == direct_id:
-                        held = event
-                    else:
-                        yield event
+                    loop.completed[call.id] = ToolResult(message=result, action=action)
+                    if call.id != direct_id:
+                        yield _tool_event(result, action)
+            if interrupts:
+                signal = InterruptSignal(
+                    None,
+                    address=ctx.address,
+                    state=ReactState(
+                        messages=list(loop.messages),
+                        remaining=loop.remaining,
+                        pending=loop.pending,
+                        completed=dict(loop.completed),
+                    ),
+                    subs=tuple(interrupts),
+                    id=ctx.interrupt_id(ctx.address),
+                )
+                yield AgentEvent(action=AgentAction(interrupted=InterruptInfo(data=interrupts[0].info), signal=signal))
+                return
             # The transcript keeps the calls' order, whatever order they finished in.
-            state.messages.extend(results[c.id] for c in message.tool_calls if c.id in results)
+            loop.messages.extend(loop.completed[c.id].message for c in calls)
+            view.messages = loop.messages
+            held = loop.completed.get(direct_id) if direct_id is not None else None
+            loop.pending, loop.completed = None, {}
             if held is not None:
-                yield held
-                assert held.output is not None and held.output.message_output is not None
-                held_message = held.output.message_output.message
-                assert held_message is not None
-                self._save_output(held_message, ctx)
+                yield _tool_event(held.message, held.action)
+                self._save_output(held.message, ctx)
                 return
 
     async def _run_tools(
         self, calls: list[ToolCall], plan: _Plan, ctx: RunContext
     ) -> AsyncGenerator[tuple[ToolCall, Message, AgentAction | None, BaseException | None], None]:
-        """Each call's result as it completes; an exception ends the batch and cancels what still runs."""
+        """Each call's outcome as it completes. An interrupt is an outcome like a result: the other calls go on.
+        An exception ends the batch and cancels what still runs."""
         if self.execute_sequentially or len(calls) == 1:
             for call in calls:
                 try:
                     result, action = await self._call_tool(call, plan, ctx)
-                except Exception as error:
-                    yield call, tool_message("", tool_call_id=call.id), None, error
-                    return
+                except Exception as failure:
+                    yield call, _NO_RESULT, None, failure
+                    if not isinstance(failure, InterruptSignal):
+                        return
+                    continue
                 yield call, result, action, None
             return
         tasks = {asyncio.ensure_future(self._call_tool(call, plan, ctx)): call for call in calls}
@@ -325,10 +398,12 @@ class ChatModelAgent:
                 done, pending = await asyncio.wait(pending, return_when=asyncio.FIRST_COMPLETED)
                 for task in done:
                     call = tasks[task]
-                    failure = task.exception()
-                    if failure is not None:
-                        yield call, tool_message("", tool_call_id=call.id), None, failure
-                        return
+                    raised = task.exception()
+                    if raised is not None:
+                        yield call, _NO_RESULT, None, raised
+                        if not isinstance(raised, InterruptSignal):
+                            return
+                        continue
                     result, action = task.result()
                     yield call, result, action, None
         finally:
@@ -337,6 +412,7 @@ class ChatModelAgent:
             await asyncio.gather(*tasks, return_exceptions=True)
 
     async def _call_tool(self, call: ToolCall, plan: _Plan, ctx: RunContext) -> tuple[Message, AgentAction | None]:
+        """One call's result message and action; an interrupt raised by the tool propagates."""
         name = call.function.name
         tool_ctx = ToolContext(tool_name=name, call_id=call.id, session_values=ctx.session.values, run=ctx)
         if name not in plan.tools:
@@ -356,6 +432,15 @@ class ChatModelAgent:
     def _save_output(self, message: Message, ctx: RunContext) -> None:
         if self.output_key:
             ctx.add_session_value(self.output_key, message.content)
+
+
+_NO_RESULT = Message(role="tool")
+
+
+def _tool_event(message: Message, action: AgentAction | None) -> AgentEvent:
+    event = event_from_message(message, role="tool", tool_name=message.tool_name)
+    event.action = action
+    return event
 
 
 def _return_directly_call(calls: list[ToolCall], names: frozenset[str]) -> str | None:

@@ -10,10 +10,14 @@ import asyncio
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..schema import Message
+from ..tools import Address, AddressSegment, InterruptState, ResumeContext
 from ._events import AgentAction, AgentEvent, AgentInput, RunStep
+
+if TYPE_CHECKING:
+    from ._interrupt import ResumePoints
 
 __all__ = ["RunContext", "RunSession", "SessionEvent"]
 
@@ -25,16 +29,16 @@ class SessionEvent:
     agent_name: str
     run_path: tuple[RunStep, ...]
     message: Message | None = None
-    # A streamed message still being produced; resolved before anyone reads the history.
-    pending: asyncio.Future[Message] | None = None
+    # A streamed message still being produced; resolved before anyone reads the history. Not saved.
+    _pending: asyncio.Future[Message] | None = field(default=None, repr=False, compare=False)
     action: AgentAction | None = None
     ts: int = field(default_factory=time.monotonic_ns)
 
     async def get_message(self) -> Message:
         if self.message is None:
-            assert self.pending is not None
-            self.message = await self.pending
-            self.pending = None
+            assert self._pending is not None
+            self.message = await self._pending
+            self._pending = None
         return self.message
 
 
@@ -58,9 +62,38 @@ class RunContext:
     root_input: AgentInput | None = None
     enable_streaming: bool = False
     skip_transfer_messages: bool = False
+    # Where this agent sits for interrupts (``agent:a;agent:b``). Unlike the run path it does not accumulate
+    # the siblings that ran before in a sequence (reference §A.6).
+    address: Address = ()
+    # Set while resuming: the saved interrupts and the resume's targets.
+    resume: ResumePoints | None = None
 
     def child(self, agent_name: str) -> RunContext:
-        return replace(self, run_path=(*self.run_path, RunStep(agent_name)))
+        return replace(
+            self,
+            run_path=(*self.run_path, RunStep(agent_name)),
+            address=(*self.address, AddressSegment("agent", agent_name)),
+        )
+
+    # -- interrupts and resume (reference §A.9) ----------------------------------------------------------------
+
+    def get_interrupt_state(self) -> InterruptState:
+        """Whether this agent was interrupted in the run being resumed, and the state it saved."""
+        return self.interrupt_state(self.address)
+
+    def get_resume_context(self) -> ResumeContext:
+        """Whether the resume targets this agent (or an interrupt below it), and the data given to it."""
+        return self.resume_context(self.address)
+
+    def interrupt_state(self, address: Address) -> InterruptState:
+        return self.resume.interrupt_state(address) if self.resume is not None else InterruptState()
+
+    def resume_context(self, address: Address) -> ResumeContext:
+        return self.resume.resume_context(address) if self.resume is not None else ResumeContext()
+
+    def interrupt_id(self, address: Address) -> str | None:
+        """The id an interrupt at ``address`` had before, so that re-interrupting keeps it stable."""
+        return self.resume.interrupt_id(address) if self.resume is not None else None
 
     # -- session values (Eino's AddSessionValue & co.) ----------------------------------------------------------
 
@@ -88,12 +121,12 @@ class RunContext:
         if not variant.is_streaming:
             entry.message = variant.message
         elif variant._joined is not None:
-            entry.pending = variant._joined
+            entry._pending = variant._joined
         else:
             # Someone else's stream: keep a copy of every chunk for the history.
             assert variant.message_stream is not None
             variant.message_stream, kept = variant.message_stream.copy(2)
-            entry.pending = asyncio.ensure_future(_join(kept))
+            entry._pending = asyncio.ensure_future(_join(kept))
         self.session.events.append(entry)
 
 

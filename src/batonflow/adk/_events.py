@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..schema import Message, MessageStream, Role, concat_message_stream
+from ..tools import InterruptSignal
 
 __all__ = [
     "AgentAction",
@@ -94,6 +95,9 @@ class AgentAction:
     transfer_to_agent: TransferToAgentAction | None = None
     break_loop: BreakLoopAction | None = None
     customized_action: Any = None
+    # The interrupt's signal tree (ids, addresses, saved state) for the Runner's checkpoint; ``interrupted``
+    # is what the caller reads.
+    signal: InterruptSignal | None = field(default=None, repr=False, compare=False)
 
 
 @dataclass(slots=True, kw_only=True)

@@ -9,16 +9,16 @@ ends without transferring.
 from __future__ import annotations
 
 import inspect
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncGenerator, AsyncIterator, Sequence
 from contextlib import aclosing
-from dataclasses import replace
 from typing import Any
 
-from ..errors import TransferError, UserError
+from ..errors import ResumeError, TransferError, UserError
 from ._agent import Agent
 from ._context import RunContext
 from ._events import AgentAction, AgentEvent, AgentInput
 from ._history import HistoryEntry, HistoryRewriter, default_history_rewriter
+from ._interrupt import ResumeInfo
 
 __all__ = ["FlowAgent", "agent_with_options", "set_sub_agents"]
 
@@ -82,11 +82,7 @@ class FlowAgent:
         return found
 
     async def run(self, input: AgentInput, ctx: RunContext | None = None) -> AsyncIterator[AgentEvent]:
-        ctx = (
-            ctx.child(self.name)
-            if ctx is not None
-            else RunContext(enable_streaming=input.enable_streaming).child(self.name)
-        )
+        ctx = (ctx if ctx is not None else RunContext(enable_streaming=input.enable_streaming)).child(self.name)
         if len(ctx.run_path) == 1:
             ctx.root_input = input
         try:
@@ -94,10 +90,64 @@ class FlowAgent:
         except Exception as error:
             yield self._error(error, ctx)
             return
+        async with aclosing(self._drive(self.agent.run(agent_input, ctx), ctx)) as events:
+            async for event in events:
+                yield event
+
+    async def resume(self, info: ResumeInfo, ctx: RunContext | None = None) -> AsyncIterator[AgentEvent]:
+        """Go down the saved interrupt's path and resume the agent that was interrupted (reference §A.5)."""
+        ctx = (ctx if ctx is not None else RunContext()).child(self.name)
+        state = ctx.get_interrupt_state()
+        if state.was_interrupted:
+            resume = getattr(self.agent, "resume", None)
+            if resume is None:
+                yield self._error(
+                    ResumeError(
+                        f"failed to resume agent: agent '{self.name}' is an interrupt point but is not a ResumableAgent"
+                    ),
+                    ctx,
+                )
+                return
+            target = ctx.get_resume_context()
+            inner_info = ResumeInfo(
+                enable_streaming=ctx.enable_streaming,
+                was_interrupted=True,
+                interrupt_state=state.state,
+                is_resume_target=target.is_resume_target,
+                resume_data=target.data,
+            )
+            async with aclosing(self._drive(resume(inner_info, ctx), ctx)) as events:
+                async for event in events:
+                    yield event
+            return
+        steps = ctx.resume.next_steps(ctx.address) if ctx.resume is not None else []
+        if not steps:
+            yield self._error(ResumeError("no child agents leading to interrupted agent were found"), ctx)
+            return
+        if len(steps) > 1:
+            yield self._error(
+                ResumeError(
+                    "agent has multiple child agents leading to interruption, but concurrent transfer is not supported"
+                ),
+                ctx,
+            )
+            return
+        dest = self.find_agent(steps[0])
+        if dest is None:
+            yield self._error(
+                ResumeError(f"failed to resume agent: sub-agent '{steps[0]}' not found in agent '{self.name}'"), ctx
+            )
+            return
+        async with aclosing(dest.resume(info, ctx)) as events:  # type: ignore[type-var]
+            async for event in events:
+                yield event
+
+    async def _drive(self, inner: AsyncIterator[AgentEvent], ctx: RunContext) -> AsyncGenerator[AgentEvent, None]:
+        """Forward the inner agent's events, record its own, and follow its last action (a transfer, say)."""
         last_action: AgentAction | None = None
         run_path = ctx.run_path
         try:
-            async with aclosing(self.agent.run(agent_input, ctx)) as events:  # type: ignore[type-var]
+            async with aclosing(inner) as events:  # type: ignore[type-var]
                 async for event in events:
                     # The run path is set once, here, by the framework; events that already carry one (forwarded
                     # from an agent tool, say) keep theirs and are neither recorded nor acted on.
@@ -129,7 +179,9 @@ class FlowAgent:
                 ctx,
             )
             return
-        async with aclosing(dest.run(input, replace(ctx, run_path=run_path))) as events:  # type: ignore[type-var]
+        root_input = ctx.root_input
+        assert root_input is not None
+        async with aclosing(dest.run(root_input, ctx)) as events:  # type: ignore[type-var]
             async for event in events:
                 yield event
 

@@ -7,24 +7,30 @@ raises into an error event: the event stream always ends, and a caller that stop
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator, Mapping, Sequence
+import uuid
+from collections.abc import AsyncGenerator, AsyncIterator, Mapping, Sequence
 from contextlib import aclosing
 from typing import Any
 
-from ..errors import UserError
+from ..errors import CheckpointNotFoundError, ResumeConflictError, UserError
 from ..schema import Message, Stream, user
+from ..store import CheckpointStore
 from ._agent import Agent
+from ._checkpoint import decode_checkpoint, encode_checkpoint
 from ._context import RunContext, RunSession
 from ._events import AgentEvent, AgentInput
 from ._flow import FlowAgent
+from ._interrupt import InterruptInfo, ResumeInfo, ResumePoints, interrupt_contexts
 
 __all__ = ["Runner"]
 
 
 class Runner:
-    """Runs ``agent`` (and the tree below it) once per call of ``run`` / ``query``.
+    """Runs ``agent`` (and the tree below it) once per call of ``run`` / ``query``; resumes interrupted runs.
 
-    A Runner holds configuration only; concurrent runs do not share state.
+    A Runner holds configuration only; concurrent runs do not share state. With a ``checkpoint_store``, a run
+    given a ``checkpoint_id`` saves a checkpoint when it is interrupted — before the caller sees the interrupt —
+    and ``resume(checkpoint_id, targets=...)`` continues it, in this process or in another one.
     """
 
     def __init__(
@@ -34,17 +40,29 @@ class Runner:
         enable_streaming: bool = False,
         session_values: Mapping[str, Any] | None = None,
         skip_transfer_messages: bool = False,
+        checkpoint_store: CheckpointStore | None = None,
+        resume_lease: float = 300.0,
     ) -> None:
         self.agent = agent if isinstance(agent, FlowAgent) else FlowAgent(agent)
         self.enable_streaming = enable_streaming
         self.session_values = dict(session_values or {})
         self.skip_transfer_messages = skip_transfer_messages
+        self.checkpoint_store = checkpoint_store
+        self.resume_lease = resume_lease
         _check_tree(self.agent)
 
     def run(
-        self, messages: Sequence[Message], *, session_values: Mapping[str, Any] | None = None
+        self,
+        messages: Sequence[Message],
+        *,
+        session_values: Mapping[str, Any] | None = None,
+        checkpoint_id: str | None = None,
     ) -> Stream[AgentEvent]:
         """The events of one run on ``messages``; read them with ``async for``, close the stream to stop early."""
+        if checkpoint_id is not None and self.checkpoint_store is None:
+            raise UserError(
+                f"cannot save checkpoint {checkpoint_id!r}: expected Runner(..., checkpoint_store=...), got no store"
+            )
         values = {**self.session_values, **(session_values or {})}
         ctx = RunContext(
             session=RunSession(values=values),
@@ -52,18 +70,86 @@ class Runner:
             skip_transfer_messages=self.skip_transfer_messages,
         )
         input = AgentInput(messages=list(messages), enable_streaming=self.enable_streaming)
-        return Stream.from_async_iter(self._events(input, ctx))
+        ctx.root_input = input
+        return Stream.from_async_iter(self._events(self.agent.run(input, ctx), ctx, checkpoint_id))
 
-    def query(self, text: str, *, session_values: Mapping[str, Any] | None = None) -> Stream[AgentEvent]:
-        return self.run([user(text)], session_values=session_values)
+    def query(
+        self, text: str, *, session_values: Mapping[str, Any] | None = None, checkpoint_id: str | None = None
+    ) -> Stream[AgentEvent]:
+        return self.run([user(text)], session_values=session_values, checkpoint_id=checkpoint_id)
 
-    async def _events(self, input: AgentInput, ctx: RunContext) -> AsyncIterator[AgentEvent]:
+    def resume(self, checkpoint_id: str, targets: Mapping[str, Any] | None = None) -> Stream[AgentEvent]:
+        """Continue the run saved under ``checkpoint_id``.
+
+        ``targets`` maps interrupt ids (from ``InterruptCtx.id``) to the data each should get; an interrupted
+        component that is not targeted interrupts again and keeps its state. Without targets every interrupted
+        component resumes. Only one resume of a checkpoint runs at a time; a finished resume deletes it.
+        """
+        if self.checkpoint_store is None:
+            raise UserError("failed to resume: expected Runner(..., checkpoint_store=...), got no store")
+        return Stream.from_async_iter(self._resume(self.checkpoint_store, checkpoint_id, dict(targets or {})))
+
+    async def _resume(
+        self, store: CheckpointStore, checkpoint_id: str, targets: dict[str, Any]
+    ) -> AsyncIterator[AgentEvent]:
+        data = await store.get(checkpoint_id)
+        if data is None:
+            raise CheckpointNotFoundError(f"checkpoint[{checkpoint_id}] not exist")
+        owner = uuid.uuid4().hex
+        if not await store.claim(checkpoint_id, owner, self.resume_lease):
+            raise ResumeConflictError(f"checkpoint[{checkpoint_id}] is being resumed by another runner")
+        try:
+            checkpoint = decode_checkpoint(data)
+            ctx = RunContext(
+                session=RunSession(values=checkpoint.values, events=checkpoint.events),
+                root_input=AgentInput(messages=checkpoint.root_messages, enable_streaming=checkpoint.enable_streaming),
+                enable_streaming=checkpoint.enable_streaming,
+                skip_transfer_messages=self.skip_transfer_messages,
+                resume=ResumePoints(checkpoint.interrupts, targets),
+            )
+            outcome: list[bool] = []
+            events = self.agent.resume(ResumeInfo(enable_streaming=checkpoint.enable_streaming), ctx)
+            async with aclosing(self._events(events, ctx, checkpoint_id, outcome)) as forwarded:
+                async for event in forwarded:
+                    yield event
+            if not outcome:
+                # Resumed to the end: a later resume must not replay it (its tools would run twice).
+                await store.delete(checkpoint_id)
+        finally:
+            await store.release(checkpoint_id, owner)
+
+    async def _events(
+        self,
+        events: AsyncIterator[AgentEvent],
+        ctx: RunContext,
+        checkpoint_id: str | None,
+        interrupted: list[bool] | None = None,
+    ) -> AsyncGenerator[AgentEvent, None]:
         seq = 0
         try:
-            async with aclosing(self.agent.run(input, ctx)) as events:  # type: ignore[type-var]
-                async for event in events:
+            async with aclosing(events) as source:  # type: ignore[type-var]
+                async for event in source:
                     seq += 1
                     event.seq = seq
+                    action = event.action
+                    if (
+                        action is not None
+                        and action.signal is not None
+                        and isinstance(action.interrupted, InterruptInfo)
+                    ):
+                        action.interrupted.interrupt_contexts = interrupt_contexts(action.signal)
+                        if interrupted is not None:
+                            interrupted.append(True)
+                        if checkpoint_id is not None and self.checkpoint_store is not None:
+                            try:
+                                data = await encode_checkpoint(ctx, action.signal)
+                                await self.checkpoint_store.set(checkpoint_id, data)
+                            except Exception as error:
+                                # Nothing was saved: say so instead of showing an interrupt that cannot resume.
+                                yield AgentEvent(
+                                    agent_name=event.agent_name, run_path=event.run_path, error=error, seq=seq
+                                )
+                                return
                     yield event
         except Exception as error:  # the root flow agent catches its agent's errors; this is the last line
             yield AgentEvent(agent_name=self.agent.name, error=error, seq=seq + 1)

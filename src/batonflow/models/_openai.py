@@ -87,13 +87,22 @@ class OpenAIChatModel:
             response = await self._client.chat.completions.create(
                 **request, stream=True, stream_options={"include_usage": True}
             )
+            finished = False
             async with response:
                 async for chunk in response:
                     message = chunk_to_message(chunk.model_dump())
                     if message is not None:
+                        finished = finished or bool(message.response_meta and message.response_meta.finish_reason)
                         yield message
         except openai.OpenAIError as exc:
             raise self._error(exc) from exc
+        if not finished:
+            # A server that fails after sending its headers can only close the stream: llama_cpp.server does
+            # that, for one. A truncated answer must not pass for a complete one.
+            raise ModelError(
+                f"model {self.model_name!r} request failed: the stream ended without a finish reason",
+                model=self.model_name,
+            )
 
     def _request(
         self,
@@ -118,7 +127,7 @@ class OpenAIChatModel:
         if isinstance(exc, openai.APIConnectionError):
             reason = f"{exc.__cause__}" if exc.__cause__ is not None else exc.message
             return ModelConnectionError(
-                f"{prefix}: cannot connect to {self._client.base_url}: {reason}", model=self.model_name
+                f"{prefix}: connection to {self._client.base_url} failed: {reason}", model=self.model_name
             )
         if isinstance(exc, openai.APIStatusError):
             return ModelHTTPError(

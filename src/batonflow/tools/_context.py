@@ -9,7 +9,9 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, NoReturn
+
+from ._interrupt import Address, AddressSegment, InterruptSignal, InterruptState, ResumeContext
 
 __all__ = ["ToolContext"]
 
@@ -45,3 +47,35 @@ class ToolContext:
     def add_session_values(self, values: Mapping[str, Any]) -> None:
         """Store every item of ``values`` for the rest of the run."""
         self.session_values.update(values)
+
+    # -- interrupts (reference §A.9): the run context answers; without a run there is nothing to resume ---------
+
+    @property
+    def address(self) -> Address:
+        """Where this call sits in the run: the agent's address plus ``tool:<name>:<call id>``."""
+        base: Address = self.run.address if self.run is not None else ()
+        return (*base, AddressSegment("tool", self.tool_name, self.call_id))
+
+    def interrupt(self, info: Any, state: Any = None) -> NoReturn:
+        """Stop the run here and wait; ``info`` is shown to the caller, ``state`` comes back on resume.
+
+        An interrupt raised again at the same place on resume keeps its id, so callers can keep targeting it.
+        """
+        address = self.address
+        raise InterruptSignal(info, address=address, state=state, id=self._interrupt_id(address))
+
+    def composite_interrupt(self, info: Any, state: Any, *subs: InterruptSignal) -> NoReturn:
+        """An interrupt that wraps interrupts from below (an agent run inside this tool, say)."""
+        address = self.address
+        raise InterruptSignal(info, address=address, state=state, subs=subs, id=self._interrupt_id(address))
+
+    def get_interrupt_state(self) -> InterruptState:
+        """Whether this call was interrupted in the run being resumed, and the state it saved."""
+        return self.run.interrupt_state(self.address) if self.run is not None else InterruptState()
+
+    def get_resume_context(self) -> ResumeContext:
+        """Whether the resume targets this call, and the data given to it."""
+        return self.run.resume_context(self.address) if self.run is not None else ResumeContext()
+
+    def _interrupt_id(self, address: Address) -> str | None:
+        return self.run.interrupt_id(address) if self.run is not None else None

@@ -1,0 +1,177 @@
+"""``python -m benchmarks [--quick]``: batonflow's framework overhead against its peers, in one run.
+
+Each framework runs in its own subprocesses (one for W1–W4, a fresh one for W5), one framework at a time, so
+that no framework's imports, caches or garbage slow another down. The table gives batonflow/fastest peer per
+workload; the project's target is at most 0.1 everywhere.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import json
+import os
+import platform
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+MODULES = ["bf", "langgraph_peer", "adk_peer", "agents_sdk_peer"]
+"""One module per framework; each imports its framework only inside ``build()``."""
+FRAMEWORKS = {m: importlib.import_module(f"benchmarks.{m}").NAME for m in MODULES}
+SUBJECT = "bf"
+TARGET = 0.1
+RESULTS = Path(__file__).parent / "results"
+
+# (row label, workload key, result field, digits, compared with the peers)
+ROWS = [
+    ("W1 single turn (µs/run)", "w1_single_turn", "median", 1, True),
+    ("W2 10-step tool loop (µs/step)", "w2_tool_loop", "median", 1, True),
+    ("W3 transfer root→A→B (µs/run)", "w3_transfer_chain", "median", 1, True),
+    ("W4 2000-chunk stream (µs/chunk)", "w4_stream", "median", 2, True),
+    ("W5 {n} concurrent turns (wall s)", "w5_concurrent", "wall_s", 3, True),
+    ("W5 peak RSS growth (MB)", "w5_concurrent", "rss_growth_mb", 1, True),
+    # Context, not a target: mostly what the framework imports.
+    ("W5 peak RSS, total (MB)", "w5_concurrent", "peak_rss_mb", 1, False),
+]
+
+
+def run_worker(module: str, *options: str) -> dict[str, Any]:
+    """One worker subprocess; a crash or a bad result becomes a "failed" report instead of stopping the run."""
+    command = [sys.executable, "-m", "benchmarks._worker", module, *options]
+    cwd = Path(__file__).resolve().parent.parent  # -m puts it on the path
+    try:
+        done = subprocess.run(command, cwd=cwd, capture_output=True, text=True, timeout=600, check=False)
+    except subprocess.TimeoutExpired:
+        return {"name": FRAMEWORKS[module], "status": "failed", "detail": "timed out after 600 s"}
+    if done.returncode != 0:
+        tail = done.stderr.strip().splitlines()[-1:] or [f"exit code {done.returncode}"]
+        return {"name": FRAMEWORKS[module], "status": "failed", "detail": tail[0]}
+    report: dict[str, Any] = json.loads(done.stdout.strip().splitlines()[-1])
+    return report
+
+
+def collect(modules: list[str], *, quick: bool, concurrency: int) -> dict[str, dict[str, Any]]:
+    reports = {}
+    for module in modules:
+        started = time.monotonic()
+        print(f"  {FRAMEWORKS[module]} …", end="", flush=True, file=sys.stderr)
+        report = run_worker(module, *(["--quick"] if quick else []))
+        if report["status"] == "ok":
+            w5 = run_worker(module, "--concurrent", str(concurrency), *(["--quick"] if quick else []))
+            if w5["status"] == "ok":
+                report["results"]["w5_concurrent"] = w5["results"]
+            else:
+                report["w5_detail"] = w5.get("detail", w5["status"])
+        print(f" {report['status']} ({time.monotonic() - started:.0f} s)", file=sys.stderr)
+        reports[module] = report
+    return reports
+
+
+def value(report: dict[str, Any], workload: str, field: str) -> float | None:
+    result = report.get("results", {}).get(workload)
+    return None if result is None else float(result[field])
+
+
+def table(reports: dict[str, dict[str, Any]], concurrency: int) -> tuple[list[str], list[list[str]], dict[str, float]]:
+    """Header, rows, and batonflow/fastest peer for each compared row that has both sides."""
+    modules = list(reports)
+    peers = [m for m in modules if m != SUBJECT]
+    header = ["workload", *(FRAMEWORKS[m] for m in modules), "ratio to fastest peer"]
+    rows, ratios = [], {}
+    for label, workload, field, digits, compared in ROWS:
+        label = label.format(n=concurrency)
+        cells = [label]
+        for module in modules:
+            report = reports[module]
+            number = value(report, workload, field)
+            cells.append(f"{number:,.{digits}f}" if number is not None else _absent(report))
+        ours = value(reports[SUBJECT], workload, field) if SUBJECT in reports else None
+        theirs = [(v, FRAMEWORKS[m]) for m in peers if (v := value(reports[m], workload, field)) is not None]
+        if not compared or ours is None or not theirs:
+            cells.append("")
+        else:
+            fastest, name = min(theirs)
+            ratios[label] = ours / fastest if fastest > 0 else float("inf")
+            cells.append(f"{ratios[label]:.3f} ({name})")
+        rows.append(cells)
+    return header, rows, ratios
+
+
+def verdict(ratios: dict[str, float]) -> list[str]:
+    expected = sum(compared for *_, compared in ROWS)
+    misses = [f"  - {label}: {ratio:.3f}" for label, ratio in ratios.items() if ratio > TARGET]
+    head = f"target (batonflow ≤ {TARGET} × fastest peer): "
+    if not ratios:
+        return [head + "nothing to compare (no batonflow or no peer results)"]
+    if misses:
+        return [head + f"missed on {len(misses)} of {len(ratios)} compared rows", *misses]
+    return [head + f"met on all {len(ratios)} compared rows" + ("" if len(ratios) == expected else " (some missing)")]
+
+
+def _absent(report: dict[str, Any]) -> str:
+    return "failed" if report["status"] == "ok" else str(report["status"])
+
+
+def render_text(header: list[str], rows: list[list[str]]) -> str:
+    widths = [max(len(r[i]) for r in [header, *rows]) for i in range(len(header))]
+
+    def line(cells: list[str]) -> str:
+        return " | ".join(
+            c.ljust(w) if i == 0 else c.rjust(w) for i, (c, w) in enumerate(zip(cells, widths, strict=True))
+        )
+
+    return "\n".join([line(header), "-+-".join("-" * w for w in widths), *map(line, rows)])
+
+
+def render_markdown(header: list[str], rows: list[list[str]]) -> str:
+    lines = ["| " + " | ".join(header) + " |", "|" + "|".join(["---", *["---:"] * (len(header) - 1)]) + "|"]
+    lines.extend("| " + " | ".join(r) + " |" for r in rows)
+    return "\n".join(lines)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(prog="python -m benchmarks", description=__doc__.splitlines()[0])
+    parser.add_argument("--quick", action="store_true", help="a smoke run: few iterations, 100 concurrent turns")
+    parser.add_argument("--only", nargs="+", choices=list(FRAMEWORKS), help="run these framework modules only")
+    parser.add_argument("--concurrency", type=int, help="concurrent turns in W5 (default 1000, quick 100)")
+    args = parser.parse_args()
+    modules = args.only or list(FRAMEWORKS)
+    concurrency = args.concurrency or (100 if args.quick else 1000)
+    mode = "quick" if args.quick else "full"
+
+    print(f"batonflow benchmarks ({mode}), one framework at a time:", file=sys.stderr)
+    load_before = os.getloadavg()[0]
+    reports = collect(modules, quick=args.quick, concurrency=concurrency)
+    header, rows, ratios = table(reports, concurrency)
+    versions = ", ".join(f"{r['name']} {r.get('version', r['status'])}" for r in reports.values())
+    # Other work on the machine inflates every figure, and not evenly: the load average tells how quiet it was.
+    load = f"load average {load_before:.1f} before, {os.getloadavg()[0]:.1f} after"
+    context = f"Python {platform.python_version()} on {platform.machine()}, {os.cpu_count()} cores, {load}; {versions}"
+    notes = [f"note: {r['name']}: {r['status']} ({r['detail']})" for r in reports.values() if "detail" in r]
+    notes += [f"note: {r['name']} W5 failed ({r['w5_detail']})" for r in reports.values() if "w5_detail" in r]
+    summary = verdict(ratios) + notes
+    print(f"\n{context}\n\n{render_text(header, rows)}\n")
+    print("\n".join(summary))
+
+    RESULTS.mkdir(exist_ok=True)
+    payload = {
+        "mode": mode,
+        "created": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
+        "python": platform.python_version(),
+        "cpus": os.cpu_count(),
+        "concurrency": concurrency,
+        "target_ratio": TARGET,
+        "ratios": ratios,
+        "frameworks": reports,
+    }
+    (RESULTS / f"{mode}.json").write_text(json.dumps(payload, indent=2) + "\n")
+    markdown = [f"# batonflow overhead vs peers ({mode})", "", context, "", render_markdown(header, rows), "", *summary]
+    (RESULTS / f"{mode}.md").write_text("\n".join(markdown) + "\n")
+    print(f"\nwritten: {RESULTS / f'{mode}.json'}, {RESULTS / f'{mode}.md'}")
+
+
+if __name__ == "__main__":
+    main()

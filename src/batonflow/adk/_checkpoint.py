@@ -1,0 +1,71 @@
+"""What a checkpoint holds, and how it is written and read (reference §A.9, DESIGN §2.7).
+
+One checkpoint per run, replaced on each interrupt: the root input, the session (values and recorded events,
+streams already joined), the streaming mode, and the interrupts with their saved states. Its size grows with
+the conversation, linearly: there is no history of checkpoints.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from ..errors import UserError
+from ..schema import Message
+from ..store import decode, encode, register_type
+from ..tools import AddressSegment, InterruptSignal
+from ._chatmodel import ReactState, ToolResult
+from ._context import RunContext, SessionEvent
+from ._events import AgentAction, BreakLoopAction, RunStep, TransferToAgentAction
+from ._interrupt import InterruptRecord, flatten
+
+__all__ = ["Checkpoint", "decode_checkpoint", "encode_checkpoint"]
+
+
+@dataclass(slots=True, kw_only=True)
+class Checkpoint:
+    root_messages: list[Message]
+    enable_streaming: bool = False
+    values: dict[str, Any] = field(default_factory=dict)
+    events: list[SessionEvent] = field(default_factory=list)
+    interrupts: list[InterruptRecord] = field(default_factory=list)
+
+
+for _cls in (
+    Checkpoint,
+    SessionEvent,
+    InterruptRecord,
+    AddressSegment,
+    RunStep,
+    AgentAction,
+    TransferToAgentAction,
+    BreakLoopAction,
+    ReactState,
+    ToolResult,
+):
+    register_type(_cls)
+del _cls
+
+
+async def encode_checkpoint(ctx: RunContext, signal: InterruptSignal) -> bytes:
+    """The bytes of a checkpoint for a run stopped by ``signal``; streamed messages are joined first."""
+    assert ctx.root_input is not None
+    events = []
+    for recorded in ctx.session.events:
+        await recorded.get_message()
+        events.append(recorded)
+    checkpoint = Checkpoint(
+        root_messages=list(ctx.root_input.messages),
+        enable_streaming=ctx.enable_streaming,
+        values=dict(ctx.session.values),
+        events=events,
+        interrupts=flatten(signal),
+    )
+    return encode(checkpoint)
+
+
+def decode_checkpoint(data: bytes) -> Checkpoint:
+    checkpoint = decode(data)
+    if not isinstance(checkpoint, Checkpoint):
+        raise UserError(f"not a checkpoint: expected a Checkpoint, got {type(checkpoint).__name__}")
+    return checkpoint

@@ -1,0 +1,158 @@
+"""Interrupts at the agent layer, and what the caller and a resumed agent see of them (reference §A.9).
+
+An agent interrupts by yielding the event that ``interrupt``, ``stateful_interrupt`` or ``composite_interrupt``
+builds; a tool does it by calling ``ToolContext.interrupt``. The caller gets ``InterruptInfo``: the root causes,
+each with its chain of parents. The Runner saves every signal's address and state in the checkpoint; on resume,
+``ResumePoints`` answers each component's questions (was I interrupted? am I a target? with what data?).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from ..tools import Address, InterruptSignal, InterruptState, ResumeContext, format_address
+from ._events import AgentAction, AgentEvent
+
+__all__ = [
+    "InterruptCtx",
+    "InterruptInfo",
+    "InterruptRecord",
+    "ResumeInfo",
+    "ResumePoints",
+    "composite_interrupt",
+    "interrupt",
+    "interrupt_contexts",
+    "stateful_interrupt",
+]
+
+
+@dataclass(slots=True, kw_only=True)
+class InterruptCtx:
+    """One interrupt as the caller sees it. ``id`` is what ``Runner.resume(targets={id: data})`` takes."""
+
+    id: str
+    address: str
+    info: Any
+    is_root_cause: bool
+    parent: InterruptCtx | None = None
+
+
+@dataclass(slots=True, kw_only=True)
+class InterruptInfo:
+    """The ``interrupted`` action of an event: the info of the outermost interrupt, and the root causes."""
+
+    data: Any = None
+    interrupt_contexts: list[InterruptCtx] = field(default_factory=list)
+
+
+@dataclass(slots=True, kw_only=True)
+class ResumeInfo:
+    """What a resumed agent is told about itself."""
+
+    enable_streaming: bool = False
+    was_interrupted: bool = False
+    interrupt_state: Any = None
+    is_resume_target: bool = False
+    resume_data: Any = None
+
+
+@dataclass(slots=True, kw_only=True)
+class InterruptRecord:
+    """One saved interrupt: the flattened form of a signal tree, as a checkpoint stores it."""
+
+    id: str
+    address: Address
+    info: Any = None
+    state: Any = None
+    parent_id: str | None = None
+
+
+def interrupt(ctx: Any, info: Any) -> AgentEvent:
+    """An event that stops the run at this agent; ``ctx`` is the agent's RunContext."""
+    return stateful_interrupt(ctx, info, None)
+
+
+def stateful_interrupt(ctx: Any, info: Any, state: Any) -> AgentEvent:
+    """An interrupt event that saves ``state``; the agent finds it again with ``ctx.get_interrupt_state()``."""
+    return composite_interrupt(ctx, info, state)
+
+
+def composite_interrupt(ctx: Any, info: Any, state: Any, *subs: InterruptSignal) -> AgentEvent:
+    """An interrupt event wrapping the interrupts of components below this agent."""
+    address: Address = ctx.address
+    signal = InterruptSignal(info, address=address, state=state, subs=subs, id=ctx.interrupt_id(address))
+    return AgentEvent(action=AgentAction(interrupted=InterruptInfo(data=info), signal=signal))
+
+
+def interrupt_contexts(signal: InterruptSignal) -> list[InterruptCtx]:
+    """The root causes of ``signal``'s tree, each linked to its parents."""
+    found: list[InterruptCtx] = []
+
+    def visit(node: InterruptSignal, parent: InterruptCtx | None) -> None:
+        ctx = InterruptCtx(
+            id=node.id,
+            address=format_address(node.address),
+            info=node.info,
+            is_root_cause=node.is_root_cause,
+            parent=parent,
+        )
+        if node.is_root_cause:
+            found.append(ctx)
+        for sub in node.subs:
+            visit(sub, ctx)
+
+    visit(signal, None)
+    return found
+
+
+def flatten(signal: InterruptSignal) -> list[InterruptRecord]:
+    records: list[InterruptRecord] = []
+
+    def visit(node: InterruptSignal, parent_id: str | None) -> None:
+        records.append(
+            InterruptRecord(id=node.id, address=node.address, info=node.info, state=node.state, parent_id=parent_id)
+        )
+        for sub in node.subs:
+            visit(sub, node.id)
+
+    visit(signal, None)
+    return records
+
+
+class ResumePoints:
+    """The interrupts of the run being resumed, and the resume's targets."""
+
+    def __init__(self, records: list[InterruptRecord], targets: dict[str, Any] | None) -> None:
+        self.by_address = {r.address: r for r in records}
+        self.targets = dict(targets or {})
+        unknown = sorted(set(self.targets) - {r.id for r in records})
+        if unknown:
+            from ..errors import UserError
+
+            known = sorted(r.id for r in records)
+            raise UserError(f"resume targets: expected interrupt ids among {known}, got unknown {unknown}")
+        self._target_addresses = [r.address for r in records if r.id in self.targets]
+
+    def interrupt_state(self, address: Address) -> InterruptState:
+        record = self.by_address.get(address)
+        return InterruptState(was_interrupted=True, state=record.state) if record else InterruptState()
+
+    def resume_context(self, address: Address) -> ResumeContext:
+        record = self.by_address.get(address)
+        if record is not None and record.id in self.targets:
+            return ResumeContext(is_resume_target=True, data=self.targets[record.id], has_data=True)
+        n = len(address)
+        if any(len(t) > n and t[:n] == address for t in self._target_addresses):
+            return ResumeContext(is_resume_target=True)  # a conduit: a target lies below
+        return ResumeContext()
+
+    def interrupt_id(self, address: Address) -> str | None:
+        record = self.by_address.get(address)
+        return record.id if record else None
+
+    def next_steps(self, address: Address) -> list[str]:
+        """The names of the agents one step below ``address`` on the way to an interrupt."""
+        n = len(address)
+        names = {a[n].id for a in self.by_address if len(a) > n and a[:n] == address and a[n].kind == "agent"}
+        return sorted(names)

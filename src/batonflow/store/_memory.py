@@ -1,0 +1,51 @@
+"""Checkpoints in a dict: for tests and for runs that need not outlive the process."""
+
+from __future__ import annotations
+
+import time
+
+from ._base import StoreBase, check_ttl, closed_error
+
+__all__ = ["MemoryCheckpointStore"]
+
+
+class MemoryCheckpointStore(StoreBase):
+    """A checkpoint store in this process's memory. Every method finishes without awaiting, so each one is atomic
+    with respect to the other tasks of the event loop."""
+
+    def __init__(self) -> None:
+        self._data: dict[str, bytes] = {}
+        self._leases: dict[str, tuple[str, float]] = {}  # id -> (owner, monotonic expiry)
+
+    async def get(self, checkpoint_id: str) -> bytes | None:
+        self._check_open()
+        return self._data.get(checkpoint_id)
+
+    async def set(self, checkpoint_id: str, data: bytes) -> None:
+        self._check_open()
+        self._data[checkpoint_id] = bytes(data)
+
+    async def delete(self, checkpoint_id: str) -> None:
+        self._check_open()
+        self._data.pop(checkpoint_id, None)
+
+    async def claim(self, checkpoint_id: str, owner: str, ttl: float) -> bool:
+        ttl = check_ttl(ttl)
+        self._check_open()
+        now = time.monotonic()
+        held = self._leases.get(checkpoint_id)
+        if held is not None and held[0] != owner and held[1] > now:
+            return False
+        self._leases[checkpoint_id] = (owner, now + ttl)
+        return True
+
+    async def release(self, checkpoint_id: str, owner: str) -> None:
+        self._check_open()
+        held = self._leases.get(checkpoint_id)
+        if held is not None and held[0] == owner:
+            del self._leases[checkpoint_id]
+
+    def _check_open(self) -> None:
+        # Closed means closed on every backend, so code tested against memory behaves the same on SQLite.
+        if self._closed:
+            raise closed_error("memory checkpoint store", "memory")

@@ -1,0 +1,158 @@
+"""Checkpoints in Redis: shared by every worker that can reach the server (DESIGN §7).
+
+A checkpoint is one string key (``SET`` replaces it atomically). A lease is a key of its own with a
+server-side expiry; claiming and releasing are small Lua scripts, so "free, or mine" and "delete if mine" are each
+one atomic step on the server and an expired lease simply no longer exists.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any, cast
+from urllib.parse import urlsplit
+
+from ..errors import StoreError
+from ._base import StoreBase, check_ttl, closed_error
+
+if TYPE_CHECKING:
+    import redis.asyncio
+
+__all__ = ["RedisCheckpointStore"]
+
+# KEYS[1] = lease key, ARGV[1] = owner, ARGV[2] = ttl in milliseconds. Re-claiming one's own lease renews it.
+_CLAIM = """
+local holder = redis.call('GET', KEYS[1])
+if holder == false or holder == ARGV[1] then
+  redis.call('SET', KEYS[1], ARGV[1], 'PX', ARGV[2])
+  return 1
+end
+return 0
+"""
+
+# KEYS[1] = lease key, ARGV[1] = owner. Another owner's lease is left alone.
+_RELEASE = """
+if redis.call('GET', KEYS[1]) == ARGV[1] then
+  return redis.call('DEL', KEYS[1])
+end
+return 0
+"""
+
+
+def _import_redis() -> Any:
+    try:
+        import redis.asyncio
+        import redis.asyncio.retry
+        import redis.backoff
+    except ImportError as exc:
+        raise ImportError("RedisCheckpointStore needs the redis driver: pip install 'batonflow[redis]'") from exc
+    return redis
+
+
+class RedisCheckpointStore(StoreBase):
+    """A checkpoint store in the Redis server at ``url`` (``redis://[:password@]host:port/db``).
+
+    Checkpoints live under ``<prefix>data:<id>``, leases under ``<prefix>lease:<id>``: two namespaces, so no
+    checkpoint id can name another's lease. Connecting gives up after ``connect_timeout`` seconds, a command after
+    ``command_timeout``.
+    """
+
+    def __init__(
+        self,
+        url: str,
+        *,
+        prefix: str = "batonflow:ckpt:",
+        connect_timeout: float = 5.0,
+        command_timeout: float = 30.0,
+    ) -> None:
+        driver = _import_redis()
+        self._prefix = prefix
+        self._where = f"Redis checkpoint store at {_location(url)}"
+        self._connection_errors: tuple[type[BaseException], ...] = (
+            driver.exceptions.ConnectionError,
+            driver.exceptions.TimeoutError,
+            OSError,
+        )
+        self._driver_errors: tuple[type[BaseException], ...] = (driver.exceptions.RedisError, OSError)
+        # The client connects lazily, on the first command. One quick retry rides out a dropped connection; the
+        # driver's default (exponential backoff up to seconds) would make an unreachable server look like a hang.
+        self._client: redis.asyncio.Redis = driver.asyncio.Redis.from_url(
+            url,
+            socket_connect_timeout=connect_timeout,
+            socket_timeout=command_timeout,
+            retry=driver.asyncio.retry.Retry(driver.backoff.ExponentialBackoff(cap=0.5, base=0.05), retries=1),
+        )
+        self._claim = self._client.register_script(_CLAIM)
+        self._release = self._client.register_script(_RELEASE)
+
+    def _data_key(self, checkpoint_id: str) -> str:
+        return f"{self._prefix}data:{checkpoint_id}"
+
+    def _lease_key(self, checkpoint_id: str) -> str:
+        return f"{self._prefix}lease:{checkpoint_id}"
+
+    # -- the store -----------------------------------------------------------------------------------------------
+
+    async def get(self, checkpoint_id: str) -> bytes | None:
+        self._check_open()
+        try:
+            data = await self._client.get(self._data_key(checkpoint_id))
+        except self._driver_errors as exc:
+            raise self._error(f"read checkpoint {checkpoint_id!r}", exc) from exc
+        return cast("bytes | None", data)  # decode_responses is off: Redis strings come back as bytes
+
+    async def set(self, checkpoint_id: str, data: bytes) -> None:
+        self._check_open()
+        try:
+            await self._client.set(self._data_key(checkpoint_id), bytes(data))
+        except self._driver_errors as exc:
+            raise self._error(f"write checkpoint {checkpoint_id!r}", exc) from exc
+
+    async def delete(self, checkpoint_id: str) -> None:
+        self._check_open()
+        try:
+            await self._client.delete(self._data_key(checkpoint_id))
+        except self._driver_errors as exc:
+            raise self._error(f"delete checkpoint {checkpoint_id!r}", exc) from exc
+
+    async def claim(self, checkpoint_id: str, owner: str, ttl: float) -> bool:
+        ttl_ms = max(1, round(check_ttl(ttl) * 1000))
+        self._check_open()
+        try:
+            won = await self._claim(keys=[self._lease_key(checkpoint_id)], args=[owner, ttl_ms])
+        except self._driver_errors as exc:
+            raise self._error(f"claim checkpoint {checkpoint_id!r}", exc) from exc
+        return bool(won)
+
+    async def release(self, checkpoint_id: str, owner: str) -> None:
+        self._check_open()
+        try:
+            await self._release(keys=[self._lease_key(checkpoint_id)], args=[owner])
+        except self._driver_errors as exc:
+            raise self._error(f"release checkpoint {checkpoint_id!r}", exc) from exc
+
+    async def close(self) -> None:
+        if not self._closed:
+            self._closed = True
+            await self._client.aclose()
+
+    # -- plumbing ------------------------------------------------------------------------------------------------
+
+    def _check_open(self) -> None:
+        if self._closed:
+            raise closed_error(self._where, "redis")
+
+    def _error(self, operation: str, exc: BaseException) -> StoreError:
+        detail = str(exc) or type(exc).__name__
+        if isinstance(exc, self._connection_errors):
+            # The client connects on the first command, so an unreachable server shows up here.
+            return StoreError(f"{self._where}: cannot connect: {detail} (while trying to {operation})", backend="redis")
+        return StoreError(f"{self._where}: cannot {operation}: {detail}", backend="redis")
+
+
+def _location(url: str) -> str:
+    """``host:port`` without credentials, for messages."""
+    try:
+        parts = urlsplit(url)
+        netloc = parts.netloc.rpartition("@")[2]
+    except ValueError:
+        return "<unparsable URL>"
+    return netloc or parts.path or "localhost:6379"

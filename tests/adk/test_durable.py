@@ -1,0 +1,93 @@
+"""Runs that outlive their process: interrupt in one process, SIGKILL it, resume in another (each store)."""
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import uuid
+from pathlib import Path
+
+import pytest
+
+from batonflow.adk import ChatModelAgent, InterruptInfo, Runner, collect_events
+from batonflow.schema import assistant, user
+from batonflow.store import MemoryCheckpointStore
+from batonflow.testing import ScriptedModel, tool_calls
+from batonflow.tools import ToolContext, tool
+
+CHILD = Path(__file__).with_name("hitl_child.py")
+POSTGRES = "postgresql://postgres@127.0.0.1:5432/test"
+REDIS = "redis://127.0.0.1:6379/0"
+
+
+def store_spec(kind: str, tmp_path: Path) -> str:
+    return {"sqlite": f"sqlite:{tmp_path / 'runs.db'}", "postgres": f"postgres:{POSTGRES}", "redis": f"redis:{REDIS}"}[
+        kind
+    ]
+
+
+def child(*args: str) -> subprocess.Popen[str]:
+    return subprocess.Popen(
+        [sys.executable, str(CHILD), *args], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+    )
+
+
+@pytest.mark.parametrize("kind", ["sqlite", "postgres", "redis"])
+def test_a_run_interrupted_in_a_killed_process_resumes_in_a_fresh_one(kind: str, tmp_path: Path) -> None:
+    spec, checkpoint_id, ledger = store_spec(kind, tmp_path), f"hitl-{uuid.uuid4().hex}", tmp_path / "ledger"
+    first = child("run", spec, checkpoint_id, str(ledger))
+    try:
+        assert first.stdout is not None
+        line = first.stdout.readline()
+        assert line, first.stderr.read() if first.stderr else "child printed nothing"
+        interrupt_id = json.loads(line)["interrupt_id"]
+    finally:
+        os.kill(first.pid, signal.SIGKILL)
+        first.wait(10)
+    assert first.returncode == -signal.SIGKILL
+    assert not ledger.exists()  # nothing was refunded before the approval
+
+    second = child("resume", spec, checkpoint_id, str(ledger), interrupt_id, "approve")
+    out, err = second.communicate(timeout=60)
+    assert second.returncode == 0, err
+    assert json.loads(out.splitlines()[-1]) == {"answer": "Refund done."}
+    assert ledger.read_text() == "refund 42\n"
+
+    # The finished run cannot be replayed: the refund happens once.
+    third = child("resume", spec, checkpoint_id, str(ledger), interrupt_id, "approve")
+    _, err = third.communicate(timeout=60)
+    assert third.returncode != 0
+    assert f"checkpoint[{checkpoint_id}] not exist" in err
+    assert ledger.read_text() == "refund 42\n"
+
+
+async def checkpoint_size(turns: int) -> int:
+    """Bytes of the checkpoint of a conversation of ``turns`` user/assistant pairs stopped by a tool."""
+
+    @tool(threaded=False)
+    def wait(ctx: ToolContext) -> str:
+        """Wait for a human."""
+        ctx.interrupt("approve?")
+
+    history = []
+    for i in range(turns):
+        history += [user(f"question {i}: " + "x" * 80), assistant(f"answer {i}: " + "y" * 80)]
+    agent = ChatModelAgent(name="a", model=ScriptedModel([tool_calls(("wait", {}))]), tools=[wait])
+    store = MemoryCheckpointStore()
+    events = await collect_events(Runner(agent, checkpoint_store=store).run(history, checkpoint_id="c"))
+    action = events[-1].action
+    assert action is not None
+    assert isinstance(action.interrupted, InterruptInfo)
+    data = await store.get("c")
+    assert data is not None
+    return len(data)
+
+
+async def test_checkpoint_size_grows_linearly_with_the_conversation() -> None:
+    small, medium, large = [await checkpoint_size(n) for n in (10, 100, 1000)]
+    per_message_small = (medium - small) / 180
+    per_message_large = (large - medium) / 1800
+    # Each added message costs the same: no history of checkpoints, no quadratic copies.
+    assert per_message_large == pytest.approx(per_message_small, rel=0.25)
+    assert per_message_large < 400  # about 90 characters of text per message, plus framing

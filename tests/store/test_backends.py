@@ -1,0 +1,150 @@
+"""What is particular to each backend: files and pragmas, table names, unreachable servers, missing drivers."""
+
+from __future__ import annotations
+
+import socket
+import sqlite3
+import sys
+import time
+from collections.abc import Awaitable, Callable
+from pathlib import Path
+
+import pytest
+
+from batonflow.errors import RunError, StoreError, UserError
+from batonflow.store import CheckpointStore, PostgresCheckpointStore, RedisCheckpointStore, SqliteCheckpointStore
+
+# -- SQLite ------------------------------------------------------------------------------------------------------------
+
+
+async def test_sqlite_creates_parent_directories_and_uses_wal(tmp_path: Path) -> None:
+    path = tmp_path / "a" / "b" / "checkpoints.db"
+    async with SqliteCheckpointStore(path) as store:
+        await store.set("run-1", b"data")
+    with sqlite3.connect(path) as conn:
+        assert conn.execute("PRAGMA journal_mode").fetchone() == ("wal",)
+        assert conn.execute("SELECT data FROM batonflow_checkpoints WHERE id = 'run-1'").fetchone() == (b"data",)
+
+
+async def test_sqlite_checkpoints_survive_reopening(tmp_path: Path) -> None:
+    async with SqliteCheckpointStore(tmp_path / "c.db") as store:
+        await store.set("run-1", b"data")
+        assert await store.claim("run-1", "worker-a", 30)
+    async with SqliteCheckpointStore(tmp_path / "c.db") as store:
+        assert await store.get("run-1") == b"data"
+        assert await store.claim("run-1", "worker-b", 30) is False
+
+
+async def test_sqlite_does_not_touch_the_disk_before_first_use(tmp_path: Path) -> None:
+    store = SqliteCheckpointStore(tmp_path / "lazy" / "c.db")
+    await store.close()
+    assert not (tmp_path / "lazy").exists()
+
+
+async def test_sqlite_failure_is_a_store_error_naming_the_file(tmp_path: Path) -> None:
+    (tmp_path / "not-a-dir").write_text("a file where a directory should be")
+    path = tmp_path / "not-a-dir" / "c.db"
+    async with SqliteCheckpointStore(path) as store:
+        with pytest.raises(StoreError, match=f"^SQLite checkpoint store at {path}: cannot read checkpoint 'run-1': "):
+            await store.get("run-1")
+
+
+async def test_sqlite_reads_a_file_that_is_not_a_database_as_a_store_error(tmp_path: Path) -> None:
+    path = tmp_path / "c.db"
+    path.write_bytes(b"definitely not sqlite" * 100)
+    async with SqliteCheckpointStore(path) as store:
+        with pytest.raises(StoreError, match="file is not a database") as caught:
+            await store.get("run-1")
+    assert caught.value.backend == "sqlite"
+
+
+@pytest.mark.parametrize("table", ["checkpoints; DROP TABLE x", "1abc", "", "a" * 51, "with space"])
+def test_table_names_must_be_plain_identifiers(tmp_path: Path, table: str) -> None:
+    with pytest.raises(UserError, match="a table name must be a plain SQL identifier"):
+        SqliteCheckpointStore(tmp_path / "c.db", table=table)
+    with pytest.raises(UserError, match="a table name must be a plain SQL identifier"):
+        PostgresCheckpointStore("postgresql://postgres@127.0.0.1:5432/test", table=table)
+
+
+# -- unreachable servers -------------------------------------------------------------------------------------------------
+
+
+def _closed_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+OPERATIONS: dict[str, Callable[[CheckpointStore], Awaitable[object]]] = {
+    "get": lambda s: s.get("run-1"),
+    "set": lambda s: s.set("run-1", b"data"),
+    "delete": lambda s: s.delete("run-1"),
+    "claim": lambda s: s.claim("run-1", "worker-a", 30),
+    "release": lambda s: s.release("run-1", "worker-a"),
+}
+
+
+@pytest.mark.parametrize("operation", OPERATIONS)
+async def test_unreachable_postgres_fails_fast_with_a_store_error(operation: str) -> None:
+    port = _closed_port()
+    store = PostgresCheckpointStore(f"postgresql://postgres:secret@127.0.0.1:{port}/test")
+    started = time.monotonic()
+    with pytest.raises(StoreError) as caught:
+        await OPERATIONS[operation](store)
+    assert time.monotonic() - started < 10
+    message = str(caught.value)
+    assert message.startswith(f"PostgreSQL checkpoint store at 127.0.0.1:{port}: cannot connect: ")
+    assert "secret" not in message
+    assert caught.value.backend == "postgres"
+    assert isinstance(caught.value, RunError)
+    await store.close()
+
+
+@pytest.mark.parametrize("operation", OPERATIONS)
+async def test_unreachable_redis_fails_fast_with_a_store_error(operation: str) -> None:
+    port = _closed_port()
+    store = RedisCheckpointStore(f"redis://:secret@127.0.0.1:{port}/0")
+    started = time.monotonic()
+    with pytest.raises(StoreError) as caught:
+        await OPERATIONS[operation](store)
+    assert time.monotonic() - started < 10
+    message = str(caught.value)
+    assert message.startswith(f"Redis checkpoint store at 127.0.0.1:{port}: cannot connect: ")
+    verb = {"get": "read", "set": "write"}.get(operation, operation)
+    assert message.endswith(f"(while trying to {verb} checkpoint 'run-1')")
+    assert "secret" not in message
+    assert caught.value.backend == "redis"
+    await store.close()
+
+
+async def test_postgres_with_an_unknown_role_names_the_failure() -> None:
+    async with PostgresCheckpointStore("postgresql://no_such_role_bf@127.0.0.1:5432/test") as store:
+        with pytest.raises(
+            StoreError, match=r"^PostgreSQL checkpoint store at 127\.0\.0\.1:5432: cannot connect: .*role"
+        ):
+            await store.get("run-1")
+
+
+async def test_postgres_retries_connecting_after_a_failure() -> None:
+    # A failed connect leaves no broken pool behind: the next call tries again.
+    store = PostgresCheckpointStore(f"postgresql://postgres@127.0.0.1:{_closed_port()}/test")
+    for _ in range(2):
+        with pytest.raises(StoreError, match="cannot connect"):
+            await store.get("run-1")
+    await store.close()
+
+
+# -- missing drivers -----------------------------------------------------------------------------------------------------
+
+
+def test_postgres_without_asyncpg_says_what_to_install(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setitem(sys.modules, "asyncpg", None)
+    with pytest.raises(ImportError, match=r"pip install 'batonflow\[postgres\]'"):
+        PostgresCheckpointStore("postgresql://postgres@127.0.0.1:5432/test")
+
+
+def test_redis_without_the_driver_says_what_to_install(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setitem(sys.modules, "redis", None)
+    monkeypatch.setitem(sys.modules, "redis.asyncio", None)
+    with pytest.raises(ImportError, match=r"pip install 'batonflow\[redis\]'"):
+        RedisCheckpointStore("redis://127.0.0.1:6379/0")

@@ -1,0 +1,34 @@
+"""The public face of batonflow.store."""
+
+from __future__ import annotations
+
+import batonflow.store
+
+
+def test_public_api_is_pinned() -> None:
+    assert sorted(batonflow.store.__all__) == [
+        "CODEC_VERSION",
+        "CheckpointStore",
+        "CodecError",
+        "MemoryCheckpointStore",
+        "PostgresCheckpointStore",
+        "RedisCheckpointStore",
+        "SqliteCheckpointStore",
+        "StoreError",
+        "decode",
+        "encode",
+        "register_builtin_types",
+        "register_type",
+    ]
+    for name in batonflow.store.__all__:
+        assert hasattr(batonflow.store, name)
+
+
+def test_importing_the_store_does_not_import_the_drivers() -> None:
+    # The optional backends import asyncpg and redis when a store is made, so the package imports without extras.
+    import subprocess
+    import sys
+
+    code = "import sys, batonflow.store; print('asyncpg' in sys.modules, 'redis' in sys.modules)"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert out.split() == ["False", "False"]

@@ -1,0 +1,146 @@
+"""Stores shared by several processes: resume exclusivity across processes, and crash safety of SQLite writes."""
+
+from __future__ import annotations
+
+import asyncio
+import inspect
+import json
+import os
+import random
+import signal
+import sys
+import textwrap
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from batonflow.store import SqliteCheckpointStore, decode
+
+Spec = dict[str, Any]
+SHARED_BACKENDS = ["sqlite", "postgres", "redis"]  # the ``spec`` fixture (conftest.py) builds fresh ones
+
+_BUILD = """
+import asyncio, json, sys
+from typing import Any
+from batonflow.store import PostgresCheckpointStore, RedisCheckpointStore, SqliteCheckpointStore
+
+CLASSES = {"sqlite": SqliteCheckpointStore, "postgres": PostgresCheckpointStore, "redis": RedisCheckpointStore}
+
+def build(spec):
+    return CLASSES[spec["kind"]](**spec["args"])
+"""
+
+# Each round: say "ready", wait for the parent's go (a line on stdin), claim, say who won.
+_CLAIMER = (
+    _BUILD
+    + """
+async def main(spec, owner, rounds):
+    async with build(spec) as store:
+        await store.get("warm-up")  # connect and create tables before the race, not during it
+        for round_ in range(rounds):
+            print("ready", flush=True)
+            sys.stdin.readline()
+            won = await store.claim(f"race-{round_}", owner, 30)
+            print("won" if won else "lost", flush=True)
+
+asyncio.run(main(json.loads(sys.argv[1]), sys.argv[2], int(sys.argv[3])))
+"""
+)
+
+
+async def _spawn(script: str, *args: str) -> asyncio.subprocess.Process:
+    return await asyncio.create_subprocess_exec(
+        sys.executable,
+        "-c",
+        script,
+        *args,
+        stdin=asyncio.subprocess.PIPE,
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.PIPE,
+    )
+
+
+async def _read_line(process: asyncio.subprocess.Process) -> str:
+    assert process.stdout is not None
+    line = await asyncio.wait_for(process.stdout.readline(), timeout=60)
+    if not line:
+        assert process.stderr is not None
+        error = await process.stderr.read()
+        pytest.fail(f"child process ended early:\n{error.decode(errors='replace')}")
+    return line.decode().strip()
+
+
+@pytest.mark.parametrize("spec", SHARED_BACKENDS, indirect=True)
+async def test_two_processes_claiming_at_once_let_exactly_one_win(spec: Spec) -> None:
+    rounds = 5
+    children = [await _spawn(_CLAIMER, json.dumps(spec), f"process-{i}", str(rounds)) for i in range(2)]
+    try:
+        for _ in range(rounds):
+            assert [await _read_line(child) for child in children] == ["ready", "ready"]
+            for child in children:
+                assert child.stdin is not None
+                child.stdin.write(b"go\n")
+            await asyncio.gather(*(child.stdin.drain() for child in children if child.stdin is not None))
+            results = [await _read_line(child) for child in children]
+            assert sorted(results) == ["lost", "won"]
+        for child in children:
+            assert await asyncio.wait_for(child.wait(), timeout=60) == 0
+    finally:
+        for child in children:
+            if child.returncode is None:
+                child.kill()
+                await child.wait()
+
+
+# -- SIGKILL in the middle of SQLite writes ---------------------------------------------------------------------------
+
+
+def make_value(i: int) -> dict[str, Any]:
+    """A large checkpoint-like value that can be rebuilt from its index, so a torn write cannot pass for a real one."""
+    rng = random.Random(i)
+    return {"i": i, "blob": rng.randbytes(1_500_000), "text": f"message {i} " * 20_000}
+
+
+_WRITER = (
+    _BUILD
+    + textwrap.dedent(inspect.getsource(make_value))
+    + """
+import random
+from batonflow.store import encode
+
+async def main(spec):
+    # Encoded up front, so that the child spends its time inside SQLite writes, where the kill should land.
+    payloads = [encode(make_value(i)) for i in range(3)]
+    async with build(spec) as store:
+        n = 0
+        while True:
+            await store.set("run-1", payloads[n % 3])
+            if n == 0:
+                print("writing", flush=True)
+            n += 1
+
+asyncio.run(main(json.loads(sys.argv[1])))
+"""
+)
+
+
+@pytest.mark.skipif(not hasattr(signal, "SIGKILL"), reason="needs POSIX signals")
+async def test_sigkill_during_sqlite_writes_leaves_a_whole_checkpoint(tmp_path: Path) -> None:
+    spec: Spec = {"kind": "sqlite", "args": {"path": str(tmp_path / "checkpoints.db")}}
+    rng = random.Random()
+    for _round in range(5):
+        child = await _spawn(_WRITER, json.dumps(spec))
+        try:
+            assert await _read_line(child) == "writing"
+            await asyncio.sleep(rng.uniform(0.05, 0.8))
+        finally:
+            os.kill(child.pid, signal.SIGKILL)
+            await child.wait()
+        assert child.returncode == -signal.SIGKILL
+
+        async with SqliteCheckpointStore(spec["args"]["path"]) as store:
+            data = await store.get("run-1")
+        assert data is not None
+        value = decode(data)  # a torn write would fail its checksum here
+        assert value == make_value(value["i"])

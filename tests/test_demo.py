@@ -1,0 +1,299 @@
+"""The demo: the shop's tools, the printed event stream, the scripted replay, and a run on the real local model."""
+
+from __future__ import annotations
+
+import asyncio
+import io
+import json
+
+import pytest
+
+from batonflow._demo import Shop, ToolThenAnswer, build_system, print_event, run_demo, scripted_model
+from batonflow.adk import AgentEvent, ChatModelAgent, Runner, RunStep, event_from_message
+from batonflow.errors import MaxIterationsError, UserError
+from batonflow.models import ForcedTool
+from batonflow.schema import FunctionCall, Message, Stream, ToolCall, assistant
+from batonflow.testing import FunctionModel
+from batonflow.tools import ToolInfo
+
+REFUND_PATH = (RunStep("router"), RunStep("refund_agent"))
+
+
+async def scripted_output() -> str:
+    out = io.StringIO()
+    await run_demo("scripted", out=out)
+    return out.getvalue()
+
+
+def turn(output: str, number: int) -> str:
+    return output.split(f"== turn {number} of 4 ==")[1].split("== ")[0]
+
+
+# -- the shop's tools -----------------------------------------------------------------------------------------
+
+
+def test_issue_refund_marks_the_order_refunded_and_records_the_refund() -> None:
+    shop = Shop()
+
+    answer = shop.issue_refund("1042", "arrived damaged")
+
+    assert answer == "Refunded 59.00 EUR for order 1042 (X200 headphones)."
+    assert shop.orders["1042"].status == "refunded"
+    assert [(r.order_id, r.amount, r.reason) for r in shop.refunds] == [("1042", 59.0, "arrived damaged")]
+
+
+def test_second_refund_of_an_order_is_refused_and_changes_nothing() -> None:
+    shop = Shop()
+    shop.issue_refund("1042", "arrived damaged")
+
+    answer = shop.issue_refund("1042", "again")
+
+    assert answer == "Order 1042 was already refunded; no second refund was issued."
+    assert len(shop.refunds) == 1
+
+
+def test_unknown_order_id_is_answered_with_the_order_numbers_that_exist() -> None:
+    shop = Shop()
+
+    assert shop.issue_refund("9999", "x") == "No order '9999': expected an order number such as 1042, 1043, 1044."
+    assert shop.lookup_order("abc").startswith("No order 'abc'")
+    assert shop.file_complaint("1", "delivery", "late").startswith("No order '1'")
+    assert shop.refunds == []
+    assert shop.complaints == []
+
+
+def test_order_numbers_are_accepted_with_a_hash_and_spaces() -> None:
+    assert Shop().lookup_order(" #1044 ") == "Order 1044: X100 earbuds; 29.00 EUR; status shipped."
+
+
+def test_file_complaint_returns_a_new_ticket_id_each_time() -> None:
+    shop = Shop()
+
+    first = shop.file_complaint("1043", "delivery", "parcel thrown over the fence")
+    second = shop.file_complaint("1042", "product", "left ear is quiet")
+
+    assert first == "Complaint filed as ticket T-1001 for order 1043 (delivery)."
+    assert second == "Complaint filed as ticket T-1002 for order 1042 (product)."
+    assert [c.ticket for c in shop.complaints] == ["T-1001", "T-1002"]
+
+
+def test_search_products_ranks_products_by_matching_words() -> None:
+    answer = Shop().search_products("headphones with noise cancelling")
+
+    assert answer.startswith("X200: X200 wireless headphones, 59.00 EUR")
+    assert "K3" not in answer
+
+
+def test_search_without_a_match_lists_what_the_shop_sells() -> None:
+    answer = Shop().search_products("bicycle")
+
+    assert answer == (
+        "No product matches 'bicycle'. We sell: X200 wireless headphones, X100 earbuds, K3 kettle, L7 desk lamp."
+    )
+
+
+def test_get_product_answers_details_or_the_ids_that_exist() -> None:
+    shop = Shop()
+
+    assert (
+        shop.get_product("x200") == "X200 wireless headphones (X200): 59.00 EUR; bluetooth 5.3, noise cancelling, 30 h."
+    )
+    assert shop.get_product("Z9") == "No product 'Z9': expected one of X200, X100, K3, L7."
+
+
+def test_tools_schemas_come_from_the_shop_methods() -> None:
+    tree = build_system(scripted_model(), Shop())
+    refund = next(a for a in tree.walk() if a.name == "refund_agent").agent
+    assert isinstance(refund, ChatModelAgent)
+
+    infos = {t.info.name: t.info for t in refund.tools}
+
+    assert list(infos) == ["issue_refund", "lookup_order"]
+    assert infos["issue_refund"].parameters["required"] == ["order_id", "reason"]
+
+
+# -- the scripted replay --------------------------------------------------------------------------------------
+
+
+async def test_scripted_demo_prints_the_model_it_runs_on_first() -> None:
+    output = await scripted_output()
+
+    assert output.splitlines()[0] == "batonflow demo: customer service on model scripted (scripted)"
+
+
+async def test_scripted_demo_routes_each_request_to_its_specialist() -> None:
+    output = await scripted_output()
+
+    for number, agent in [(1, "refund_agent"), (2, "complaint_agent"), (3, "product_agent"), (4, "refund_agent")]:
+        text = turn(output, number)
+        assert '[router] router calls transfer_to_agent(agent_name="' + agent + '")' in text
+        assert f"[router] router → transfer to {agent}" in text
+        assert f"[router → {agent}] {agent}: " in text  # the specialist's final answer
+
+
+async def test_scripted_demo_prints_tool_calls_with_arguments_and_their_results() -> None:
+    output = await scripted_output()
+
+    first = turn(output, 1)
+    assert '[router → refund_agent] refund_agent calls lookup_order(order_id="1042")' in first
+    assert "[router → refund_agent] refund_agent ← issue_refund: Refunded 59.00 EUR for order 1042" in first
+    assert 'calls file_complaint(order_id="1043", category="delivery"' in turn(output, 2)
+    assert 'product_agent calls get_product(product_id="X200")' in turn(output, 3)
+
+
+async def test_scripted_demo_issues_one_refund_and_refuses_the_second() -> None:
+    output = await scripted_output()
+
+    assert "refund_agent ← issue_refund: Order 1042 was already refunded" in turn(output, 4)
+    changes = output.split("== what the tools changed in the shop ==")[1]
+    assert changes.count("refund issued:") == 1
+    assert "refund issued: order 1042, 59.00 EUR" in changes
+    assert "ticket filed:  T-1001 for order 1043 [delivery]" in changes
+
+
+async def test_scripted_demo_prints_the_time_of_each_turn() -> None:
+    output = await scripted_output()
+
+    assert [line.split(":")[0] for line in output.splitlines() if line.startswith("(turn ")] == [
+        "(turn 1",
+        "(turn 2",
+        "(turn 3",
+        "(turn 4",
+    ]
+
+
+async def test_unknown_model_provider_is_a_user_error_that_mentions_scripted() -> None:
+    with pytest.raises(UserError, match="'scripted'"):
+        await run_demo("nonsense:x", out=io.StringIO())
+
+
+async def test_unreachable_model_is_printed_as_error_events_and_the_demo_finishes() -> None:
+    out = io.StringIO()
+
+    await run_demo("openai-compatible:http://127.0.0.1:9/v1#none", out=out, turns=["Refund order 1042."])
+
+    output = out.getvalue()
+    assert "[router] router error: ModelConnectionError" in output
+    assert "nothing: no refund issued, no complaint filed" in output
+
+
+# -- guiding a small model ------------------------------------------------------------------------------------
+
+
+async def print_events_of(runner: Runner, text: str) -> str:
+    out = io.StringIO()
+    async for event in runner.query(text):
+        await print_event(event, out)
+    return out.getvalue()
+
+
+async def test_guided_specialist_is_forced_to_its_main_tool_then_answers_without_tools() -> None:
+    def fn(messages: list[Message], tools: list[ToolInfo]) -> Message:
+        if not tools:
+            return assistant("Done.")
+        name = tools[0].name
+        args = {"agent_name": "refund_agent"} if name == "transfer_to_agent" else {"order_id": "1042", "reason": "x"}
+        return assistant(
+            tool_calls=[ToolCall(index=0, id=name, function=FunctionCall(name=name, arguments=json.dumps(args)))]
+        )
+
+    model = FunctionModel(fn)
+    shop = Shop()
+    runner = Runner(build_system(model, shop, guided=True), enable_streaming=True)
+
+    await print_events_of(runner, "Refund order 1042.")
+
+    assert [(r.tool_choice, [t.name for t in r.tools]) for r in model.requests] == [
+        (ForcedTool("transfer_to_agent"), ["transfer_to_agent"]),
+        (ForcedTool("issue_refund"), ["issue_refund"]),
+        (None, []),
+    ]
+    assert [r.order_id for r in shop.refunds] == ["1042"]
+
+
+def test_guided_model_keeps_the_name_of_the_model_it_wraps() -> None:
+    assert ToolThenAnswer(scripted_model(), "issue_refund").model_name == "scripted"
+
+
+# -- printing events ------------------------------------------------------------------------------------------
+
+
+async def test_streamed_text_is_printed_chunk_by_chunk_as_it_arrives() -> None:
+    reader, writer = Stream.pipe()
+    event = event_from_message(stream=reader)
+    event.agent_name, event.run_path = "refund_agent", REFUND_PATH
+    out = io.StringIO()
+    printing = asyncio.create_task(print_event(event, out))
+
+    writer.send(Message(role="assistant", content=" Your refund"))
+    for _ in range(5):
+        await asyncio.sleep(0)
+    assert out.getvalue() == "[router → refund_agent] refund_agent: Your refund"
+
+    writer.send(Message(role="assistant", content=" is on its way."))
+    writer.close()
+    await printing
+    assert out.getvalue() == "[router → refund_agent] refund_agent: Your refund is on its way.\n"
+
+
+async def test_tool_calls_of_a_streamed_message_are_printed_once_it_is_complete() -> None:
+    chunks = [
+        Message(role="assistant", tool_calls=[ToolCall(index=0, id="c", function=FunctionCall(name="issue_refund"))]),
+        Message(role="assistant", tool_calls=[ToolCall(index=0, function=FunctionCall(arguments='{"order_id": '))]),
+        Message(role="assistant", tool_calls=[ToolCall(index=0, function=FunctionCall(arguments='"1042"}'))]),
+    ]
+    event = event_from_message(stream=Stream.from_list(chunks))
+    event.agent_name, event.run_path = "refund_agent", REFUND_PATH
+    out = io.StringIO()
+
+    await print_event(event, out)
+
+    assert out.getvalue() == '[router → refund_agent] refund_agent calls issue_refund(order_id="1042")\n'
+
+
+async def test_arguments_that_are_not_json_are_printed_as_the_model_wrote_them() -> None:
+    call = ToolCall(index=0, id="c", function=FunctionCall(name="issue_refund", arguments="order 1042"))
+    event = event_from_message(assistant(tool_calls=[call]))
+    event.agent_name, event.run_path = "refund_agent", REFUND_PATH
+    out = io.StringIO()
+
+    await print_event(event, out)
+
+    assert out.getvalue() == "[router → refund_agent] refund_agent calls issue_refund(order 1042)\n"
+
+
+async def test_error_event_is_printed_with_its_run_path_and_error_type() -> None:
+    event = AgentEvent(agent_name="refund_agent", run_path=REFUND_PATH, error=MaxIterationsError())
+    out = io.StringIO()
+
+    await print_event(event, out)
+
+    assert out.getvalue() == "[router → refund_agent] refund_agent error: MaxIterationsError: exceeds max iterations\n"
+
+
+async def test_failed_stream_ends_the_line_and_leaves_the_error_to_the_error_event() -> None:
+    reader, writer = Stream.pipe()
+    event = event_from_message(stream=reader)
+    event.agent_name, event.run_path = "refund_agent", REFUND_PATH
+    writer.send(Message(role="assistant", content="Your"))
+    writer.send_error(RuntimeError("connection lost"))
+    out = io.StringIO()
+
+    await print_event(event, out)
+
+    assert out.getvalue() == "[router → refund_agent] refund_agent: Your [stream failed]\n"
+
+
+# -- the real local model -------------------------------------------------------------------------------------
+
+
+@pytest.mark.real_server
+async def test_demo_on_local_smollm2_completes_and_routes_with_a_transfer() -> None:
+    out = io.StringIO()
+
+    await run_demo("local:smollm2", out=out)
+
+    output = out.getvalue()
+    assert output.startswith("batonflow demo: customer service on model local:smollm2 (SmolLM2-135M-Instruct")
+    assert "[router] router → transfer to " in output
+    assert "4 turns in " in output
