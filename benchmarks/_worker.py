@@ -58,7 +58,7 @@ async def measure(run: Any, *, units: int, plan: Plan) -> dict[str, Any]:
         samples.append((time.perf_counter_ns() - t0) / iterations / units / 1e3)
         cpu_samples.append((time.process_time_ns() - c0) / iterations / units / 1e3)
     return {
-        "median": statistics.median(samples),
+        "wall_median": statistics.median(samples),
         "min": min(samples),
         "max": max(samples),
         # CPU time of this process: on a machine busy with other work it is the steadier figure.
@@ -88,17 +88,19 @@ async def run_concurrent(workloads: Workloads, n: int, plan: Plan) -> dict[str, 
     await asyncio.gather(*(workloads.single_turn() for _ in range(min(n, 10))))
     gc.collect()
     baseline = _max_rss_mb()
-    walls = []
+    walls, cpus = [], []
     for _ in range(plan.concurrent_reps):
         gc.collect()
-        t0 = time.perf_counter_ns()
+        t0, c0 = time.perf_counter_ns(), time.process_time_ns()
         await asyncio.gather(*(workloads.single_turn() for _ in range(n)))
         walls.append((time.perf_counter_ns() - t0) / 1e9)
+        cpus.append((time.process_time_ns() - c0) / 1e9)
     peak = _max_rss_mb()
     return {
         "concurrency": n,
         "wall_s": statistics.median(walls),
         "walls_s": walls,
+        "cpu_s": statistics.median(cpus),
         "baseline_rss_mb": baseline,
         "peak_rss_mb": peak,
         "rss_growth_mb": peak - baseline,

@@ -55,15 +55,16 @@ def test_second_refund_of_an_order_is_refused_and_changes_nothing() -> None:
 def test_unknown_order_id_is_answered_with_the_order_numbers_that_exist() -> None:
     shop = Shop()
 
-    assert shop.issue_refund("9999", "x") == "No order '9999': expected an order number such as 1042, 1043, 1044."
-    assert shop.lookup_order("abc").startswith("No order 'abc'")
-    assert shop.file_complaint("1", "delivery", "late").startswith("No order '1'")
+    assert shop.issue_refund("9999", "x") == "No order 9999: expected an order number such as 1042, 1043, 1044."
+    assert shop.lookup_order("abc").startswith("No order abc:")
+    assert shop.file_complaint("1", "delivery", "late").startswith("No order 1:")
     assert shop.refunds == []
     assert shop.complaints == []
 
 
-def test_order_numbers_are_accepted_with_a_hash_and_spaces() -> None:
-    assert Shop().lookup_order(" #1044 ") == "Order 1044: X100 earbuds; 29.00 EUR; status shipped."
+@pytest.mark.parametrize("order_id", ["1044", " #1044 ", ",1044", "order 1044"])
+def test_order_number_is_found_wherever_it_is_in_the_text(order_id: str) -> None:
+    assert Shop().lookup_order(order_id) == "Order 1044: X100 earbuds; 29.00 EUR; status shipped."
 
 
 def test_file_complaint_returns_a_new_ticket_id_each_time() -> None:
@@ -88,7 +89,7 @@ def test_search_without_a_match_lists_what_the_shop_sells() -> None:
     answer = Shop().search_products("bicycle")
 
     assert answer == (
-        "No product matches 'bicycle'. We sell: X200 wireless headphones, X100 earbuds, K3 kettle, L7 desk lamp."
+        "No product matches bicycle. We sell: X200 wireless headphones, X100 earbuds, K3 kettle, L7 desk lamp."
     )
 
 
@@ -98,7 +99,7 @@ def test_get_product_answers_details_or_the_ids_that_exist() -> None:
     assert (
         shop.get_product("x200") == "X200 wireless headphones (X200): 59.00 EUR; bluetooth 5.3, noise cancelling, 30 h."
     )
-    assert shop.get_product("Z9") == "No product 'Z9': expected one of X200, X100, K3, L7."
+    assert shop.get_product("Z9") == "No product Z9: expected one of X200, X100, K3, L7."
 
 
 def test_tools_schemas_come_from_the_shop_methods() -> None:
@@ -110,6 +111,8 @@ def test_tools_schemas_come_from_the_shop_methods() -> None:
 
     assert list(infos) == ["issue_refund", "lookup_order"]
     assert infos["issue_refund"].parameters["required"] == ["order_id", "reason"]
+    # Bounded, so that a small model's runaway text ends as valid JSON (llama.cpp's grammar enforces maxLength).
+    assert infos["issue_refund"].parameters["properties"]["reason"]["maxLength"] == 100
 
 
 # -- the scripted replay --------------------------------------------------------------------------------------

@@ -6,9 +6,10 @@ Every event of each run is printed as it arrives, streamed text chunk by chunk, 
 end show that the tools really ran.
 
 It runs on the offline SmolLM2-135M model by default, so what it shows is what a 135M-parameter model does:
-fluent but not always right. Two constraints keep it on track: the router's transfer is a forced tool call
-whose ``agent_name`` is an enum of the sub-agents, and each specialist is told when to call its tool and when
-to answer (``ToolThenAnswer``). ``--model scripted`` replays the whole flow without any model.
+fluent but not always right. Three things keep it on track: the router's transfer is a forced tool call whose
+``agent_name`` is an enum of the sub-agents, the router sees a few example routings, and each specialist is
+told when to call its tool and when to answer (``ToolThenAnswer``). ``--model scripted`` replays the whole flow
+without any model.
 """
 
 from __future__ import annotations
@@ -19,7 +20,9 @@ import time
 from collections.abc import Callable, Sequence
 from contextlib import aclosing
 from dataclasses import dataclass, field
-from typing import Literal, TextIO
+from typing import Annotated, Literal, TextIO
+
+from pydantic import Field
 
 from .adk import (
     AgentEvent,
@@ -58,6 +61,10 @@ TURNS = (
 )
 
 ComplaintCategory = Literal["delivery", "product", "staff", "other"]
+# Bounded free text: a small model's runaway string is cut where the bound says (llama.cpp's grammar enforces
+# maxLength), instead of at max_tokens, which would leave the call's JSON unfinished.
+Reason = Annotated[str, Field(max_length=100)]
+Query = Annotated[str, Field(max_length=60)]
 
 # -- the shop: what the tools read and change ------------------------------------------------------------------
 
@@ -133,7 +140,7 @@ class Shop:
             return self._unknown_order(order_id)
         return f"Order {order.id}: {', '.join(order.items)}; {order.amount:.2f} EUR; status {order.status}."
 
-    def issue_refund(self, order_id: str, reason: str) -> str:
+    def issue_refund(self, order_id: str, reason: Reason) -> str:
         """Refund an order in full.
 
         Args:
@@ -149,7 +156,7 @@ class Shop:
         self.refunds.append(Refund(order_id=order.id, amount=order.amount, reason=reason))
         return f"Refunded {order.amount:.2f} EUR for order {order.id} ({', '.join(order.items)})."
 
-    def file_complaint(self, order_id: str, category: ComplaintCategory, text: str) -> str:
+    def file_complaint(self, order_id: str, category: ComplaintCategory, text: Reason) -> str:
         """File a complaint about an order and return its ticket id.
 
         Args:
@@ -164,11 +171,11 @@ class Shop:
         self.complaints.append(Complaint(ticket=ticket, order_id=order.id, category=category, text=text))
         return f"Complaint filed as ticket {ticket} for order {order.id} ({category})."
 
-    def search_products(self, query: str) -> str:
+    def search_products(self, query: Query) -> str:
         """Search the products by name and features.
 
         Args:
-            query: words to look for, such as "noise cancelling headphones"
+            query: words to look for, such as: noise cancelling headphones
         """
         words = {w for w in re.findall(r"[a-z0-9.]+", query.lower()) if len(w) > 2}
 
@@ -177,7 +184,7 @@ class Shop:
 
         found = sorted((p for p in self.products.values() if score(p)), key=score, reverse=True)
         if not found:
-            return f"No product matches {query!r}. We sell: {', '.join(p.name for p in self.products.values())}."
+            return f"No product matches {query}. We sell: {', '.join(p.name for p in self.products.values())}."
         return " ".join(f"{p.id}: {p.name}, {p.price:.2f} EUR ({p.specs})." for p in found[:3])
 
     def get_product(self, product_id: str) -> str:
@@ -188,14 +195,16 @@ class Shop:
         """
         product = self.products.get(product_id.strip().upper())
         if product is None:
-            return f"No product {product_id!r}: expected one of {', '.join(self.products)}."
+            return f"No product {product_id}: expected one of {', '.join(self.products)}."
         return f"{product.name} ({product.id}): {product.price:.2f} EUR; {product.specs}."
 
     def _order(self, order_id: str) -> Order | None:
-        return self.orders.get(order_id.strip().lstrip("#"))
+        # The number wherever it is: small models write "#1042", ",1042" or "order 1042".
+        number = re.search(r"\d+", order_id)
+        return self.orders.get(number.group()) if number else None
 
     def _unknown_order(self, order_id: str) -> str:
-        return f"No order {order_id!r}: expected an order number such as {', '.join(self.orders)}."
+        return f"No order {order_id}: expected an order number such as {', '.join(self.orders)}."
 
 
 # -- the agents -----------------------------------------------------------------------------------------------

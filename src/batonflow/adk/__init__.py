@@ -2,6 +2,7 @@
 
 from ._agent import Agent as Agent
 from ._agent import ResumableAgent as ResumableAgent
+from ._agent_tool import AgentTool as AgentTool
 from ._builtin import ExitTool as ExitTool
 from ._builtin import TransferToAgentTool as TransferToAgentTool
 from ._builtin import get_language as get_language
@@ -42,6 +43,9 @@ from ._interrupt import interrupt as interrupt
 from ._interrupt import stateful_interrupt as stateful_interrupt
 from ._runner import Runner as Runner
 from ._runner import collect_events as collect_events
+from ._workflow import LoopAgent as LoopAgent
+from ._workflow import ParallelAgent as ParallelAgent
+from ._workflow import SequentialAgent as SequentialAgent
 
 __all__ = [
     "Agent",
@@ -50,6 +54,7 @@ __all__ = [
     "AgentInput",
     "AgentMiddleware",
     "AgentOutput",
+    "AgentTool",
     "BreakLoopAction",
     "ChatModelAgent",
     "ChatModelAgentResumeData",
@@ -60,14 +65,17 @@ __all__ = [
     "HistoryRewriter",
     "InterruptCtx",
     "InterruptInfo",
+    "LoopAgent",
     "MessageVariant",
     "ModelRetryConfig",
+    "ParallelAgent",
     "ResumableAgent",
     "ResumeInfo",
     "RunContext",
     "RunSession",
     "RunStep",
     "Runner",
+    "SequentialAgent",
     "SessionEvent",
     "ToolCallHandler",
     "TransferToAgentAction",

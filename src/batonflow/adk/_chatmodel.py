@@ -13,11 +13,11 @@ import re
 from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable, Mapping, Sequence
 from contextlib import aclosing
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, NamedTuple
 
 from ..errors import MaxIterationsError, ResumeError, ToolArgumentsError, UserError
 from ..models import ChatModel, ModelSettings, RetryingModel, ToolChoice
-from ..schema import Message, ToolCall, concat_message_stream, system, tool_message
+from ..schema import Message, Stream, ToolCall, concat_message_stream, system, tool_message
 from ..tools import InterruptSignal, Tool, ToolContext, ToolInfo
 from ._builtin import ExitTool, TransferToAgentTool, transfer_instruction
 from ._context import RunContext
@@ -115,6 +115,14 @@ class _Plan:
     handler: ToolCallHandler
     before: list[StateHook] = field(default_factory=list)
     after: list[StateHook] = field(default_factory=list)
+    emits: bool = False  # some tool sends events while it runs (an agent tool)
+
+
+class _Outcome(NamedTuple):
+    call: ToolCall
+    result: Message
+    action: AgentAction | None
+    failure: BaseException | None
 
 
 class ChatModelAgent:
@@ -270,6 +278,7 @@ class ChatModelAgent:
             handler=handler,
             before=[mw.before_chat_model for mw in self.middlewares if mw.before_chat_model is not None],
             after=[mw.after_chat_model for mw in self.middlewares if mw.after_chat_model is not None],
+            emits=any(getattr(t, "emits_events", False) for t in by_name.values()),
         )
         self._plan = plan
         return plan
@@ -339,8 +348,12 @@ class ChatModelAgent:
             direct_id = _return_directly_call(calls, plan.return_directly)
             interrupts: list[InterruptSignal] = []
             todo = [c for c in calls if c.id not in loop.completed]
-            async with aclosing(self._run_tools(todo, plan, ctx)) as outcomes:
-                async for call, result, action, failure in outcomes:
+            async with aclosing(self._run_tools(todo, plan, ctx, loop.messages)) as outcomes:
+                async for item in outcomes:
+                    if isinstance(item, AgentEvent):
+                        yield item  # sent by a tool while it runs: already attributed, passed through
+                        continue
+                    call, result, action, failure = item
                     if isinstance(failure, InterruptSignal):
                         interrupts.append(failure)
                         continue
@@ -376,45 +389,65 @@ class ChatModelAgent:
                 return
 
     async def _run_tools(
-        self, calls: list[ToolCall], plan: _Plan, ctx: RunContext
-    ) -> AsyncGenerator[tuple[ToolCall, Message, AgentAction | None, BaseException | None], None]:
-        """Each call's outcome as it completes. An interrupt is an outcome like a result: the other calls go on.
-        An exception ends the batch and cancels what still runs."""
-        if self.execute_sequentially or len(calls) == 1:
-            for call in calls:
+        self, calls: list[ToolCall], plan: _Plan, ctx: RunContext, history: list[Message]
+    ) -> AsyncGenerator[_Outcome | AgentEvent, None]:
+        """Each call's outcome as it completes, and the events tools send meanwhile (an agent tool's inner
+        events). An interrupt is an outcome like a result: the other calls go on. An exception ends the batch
+        and cancels what still runs."""
+        if not plan.emits and (self.execute_sequentially or len(calls) == 1):
+            for call in calls:  # the common case, kept free of tasks and queues
                 try:
-                    result, action = await self._call_tool(call, plan, ctx)
+                    result, action = await self._call_tool(call, plan, ctx, history, None)
                 except Exception as failure:
-                    yield call, _NO_RESULT, None, failure
+                    yield _Outcome(call, _NO_RESULT, None, failure)
                     if not isinstance(failure, InterruptSignal):
                         return
                     continue
-                yield call, result, action, None
+                yield _Outcome(call, result, action, None)
             return
-        tasks = {asyncio.ensure_future(self._call_tool(call, plan, ctx)): call for call in calls}
+        channel, writer = Stream.pipe()
+        emit = writer.send if plan.emits else None
+
+        async def run(batch: list[ToolCall]) -> None:
+            for call in batch:
+                try:
+                    result, action = await self._call_tool(call, plan, ctx, history, emit)
+                except Exception as failure:
+                    writer.send(_Outcome(call, _NO_RESULT, None, failure))
+                    if not isinstance(failure, InterruptSignal):
+                        return
+                    continue
+                writer.send(_Outcome(call, result, action, None))
+
+        batches = [calls] if self.execute_sequentially else [[call] for call in calls]
+        tasks = [asyncio.ensure_future(run(batch)) for batch in batches]
         try:
-            pending = set(tasks)
-            while pending:
-                done, pending = await asyncio.wait(pending, return_when=asyncio.FIRST_COMPLETED)
-                for task in done:
-                    call = tasks[task]
-                    raised = task.exception()
-                    if raised is not None:
-                        yield call, _NO_RESULT, None, raised
-                        if not isinstance(raised, InterruptSignal):
-                            return
-                        continue
-                    result, action = task.result()
-                    yield call, result, action, None
+            remaining = len(calls)
+            async for item in channel:
+                yield item
+                if isinstance(item, _Outcome):
+                    remaining -= 1
+                    if remaining == 0 or (item.failure is not None and not isinstance(item.failure, InterruptSignal)):
+                        return
         finally:
             for task in tasks:
                 task.cancel()
             await asyncio.gather(*tasks, return_exceptions=True)
+            await channel.aclose()
 
-    async def _call_tool(self, call: ToolCall, plan: _Plan, ctx: RunContext) -> tuple[Message, AgentAction | None]:
+    async def _call_tool(
+        self,
+        call: ToolCall,
+        plan: _Plan,
+        ctx: RunContext,
+        history: list[Message],
+        emit: Callable[[Any], object] | None,
+    ) -> tuple[Message, AgentAction | None]:
         """One call's result message and action; an interrupt raised by the tool propagates."""
         name = call.function.name
-        tool_ctx = ToolContext(tool_name=name, call_id=call.id, session_values=ctx.session.values, run=ctx)
+        tool_ctx = ToolContext(
+            tool_name=name, call_id=call.id, session_values=ctx.session.values, run=ctx, history=history, emit=emit
+        )
         if name not in plan.tools:
             # An observation, not an error: the model can correct itself (small models do misname tools).
             content = f"tool [{name}] not found: expected one of {sorted(plan.tools)}"

@@ -14,10 +14,12 @@ from ..errors import UserError
 from ..schema import Message
 from ..store import decode, encode, register_type
 from ..tools import AddressSegment, InterruptSignal
+from ._agent_tool import AgentToolState
 from ._chatmodel import ReactState, ToolResult
 from ._context import RunContext, SessionEvent
 from ._events import AgentAction, BreakLoopAction, RunStep, TransferToAgentAction
 from ._interrupt import InterruptRecord, flatten
+from ._workflow import LoopState, ParallelState, SequentialState
 
 __all__ = ["Checkpoint", "decode_checkpoint", "encode_checkpoint"]
 
@@ -42,6 +44,10 @@ for _cls in (
     BreakLoopAction,
     ReactState,
     ToolResult,
+    SequentialState,
+    LoopState,
+    ParallelState,
+    AgentToolState,
 ):
     register_type(_cls)
 del _cls
@@ -51,7 +57,7 @@ async def encode_checkpoint(ctx: RunContext, signal: InterruptSignal) -> bytes:
     """The bytes of a checkpoint for a run stopped by ``signal``; streamed messages are joined first."""
     assert ctx.root_input is not None
     events = []
-    for recorded in ctx.session.events:
+    for recorded in ctx.session.history():
         await recorded.get_message()
         events.append(recorded)
     checkpoint = Checkpoint(

@@ -44,10 +44,21 @@ class SessionEvent:
 
 @dataclass(slots=True, kw_only=True)
 class RunSession:
-    """What every agent of one run shares: session values and the recorded event history."""
+    """What every agent of one run shares: session values and the recorded event history.
+
+    A parallel branch works on a fork: the same values, the history committed before the fork, and a lane of
+    its own for its events, so that branches do not see each other's (reference §A.6).
+    """
 
     values: dict[str, Any] = field(default_factory=dict)
     events: list[SessionEvent] = field(default_factory=list)
+    committed: list[SessionEvent] = field(default_factory=list)
+
+    def history(self) -> list[SessionEvent]:
+        return [*self.committed, *self.events] if self.committed else self.events
+
+    def fork(self) -> RunSession:
+        return RunSession(values=self.values, committed=self.history())
 
 
 @dataclass(slots=True, kw_only=True)

@@ -75,9 +75,9 @@ class FlowAgent:
         return None
 
     def walk(self) -> list[FlowAgent]:
-        """This agent and every agent below it."""
+        """This agent and every agent below it (workflow agents' sub-agents included)."""
         found = [self]
-        for sub in self.sub_agents:
+        for sub in [*self.sub_agents, *getattr(self.agent, "sub_agents", ())]:
             found.extend(sub.walk())
         return found
 
@@ -116,7 +116,7 @@ class FlowAgent:
                 is_resume_target=target.is_resume_target,
                 resume_data=target.data,
             )
-            async with aclosing(self._drive(resume(inner_info, ctx), ctx)) as events:
+            async with aclosing(self._drive(_consumed_after(resume(inner_info, ctx), ctx), ctx)) as events:
                 async for event in events:
                     yield event
             return
@@ -193,7 +193,7 @@ class FlowAgent:
         root = ctx.root_input
         assert root is not None
         entries = [HistoryEntry(message=m, is_user_input=True) for m in root.messages]
-        for recorded in ctx.session.events:
+        for recorded in ctx.session.history():
             action = recorded.action
             if ctx.skip_transfer_messages and action is not None and action.transfer_to_agent is not None:
                 # The transfer tool result goes, and the assistant call to the tool before it.
@@ -206,6 +206,15 @@ class FlowAgent:
         if inspect.isawaitable(messages):
             messages = await messages
         return AgentInput(messages=list(messages), enable_streaming=root.enable_streaming)
+
+
+async def _consumed_after(events: AsyncIterator[AgentEvent], ctx: RunContext) -> AsyncIterator[AgentEvent]:
+    """Forward a resumed agent's events; once it is done, its saved interrupts are spent."""
+    async with aclosing(events) as source:  # type: ignore[type-var]
+        async for event in source:
+            yield event
+    if ctx.resume is not None:
+        ctx.resume.consume(ctx.address)
 
 
 def _as_flow(agent: Agent) -> FlowAgent:

@@ -151,6 +151,14 @@ class ResumePoints:
         record = self.by_address.get(address)
         return record.id if record else None
 
+    def consume(self, address: Address) -> None:
+        """Forget the interrupts at and below ``address`` once resumed there: a later visit of the same address
+        (the next iteration of a loop, say) is a fresh run, not a resume."""
+        n = len(address)
+        for key in [a for a in self.by_address if a[:n] == address]:
+            del self.by_address[key]
+        self._target_addresses = [a for a in self._target_addresses if a[:n] != address]
+
     def next_steps(self, address: Address) -> list[str]:
         """The names of the agents one step below ``address`` on the way to an interrupt."""
         n = len(address)

@@ -7,7 +7,7 @@ context: interrupts, resume data, actions) so that tools never need globals to f
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, NoReturn
 
@@ -31,6 +31,11 @@ class ToolContext:
     # An action for the agent runtime to attach to this call's result event (transfer, exit, …): the
     # Python form of Eino's SendToolGenAction, keyed by the call because the context is the call's own.
     action: Any = field(default=None, repr=False)
+    # The calling agent's transcript up to this call, for tools that pass a conversation on (an agent tool).
+    history: list[Any] = field(default_factory=list, repr=False)
+    # Sends an event to the caller of the run while the tool runs (an agent tool's inner events); None when
+    # nobody listens.
+    emit: Callable[[Any], object] | None = field(default=None, repr=False)
 
     def get_session_value(self, key: str, default: Any = None) -> Any:
         """The session value stored under ``key``, or ``default``."""

@@ -1,0 +1,298 @@
+"""Workflow agents: sub-agents in sequence, in a loop, or in parallel (reference §A.6).
+
+Sub-agents cannot transfer back to the workflow; a transfer inside one is forwarded but changes nothing here.
+An interrupt below becomes the workflow's own composite interrupt, with the position to resume from: the
+index in the sequence, the loop's iteration and index, or the parallel branches still interrupted (branches
+that finished are not run again).
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncGenerator, AsyncIterator, Sequence
+from contextlib import aclosing
+from dataclasses import dataclass, field, replace
+
+from ..errors import ResumeError, UserError
+from ..schema import Stream
+from ..tools import InterruptSignal
+from ._agent import Agent
+from ._context import RunContext, SessionEvent
+from ._events import AgentAction, AgentEvent, AgentInput, RunStep
+from ._flow import FlowAgent, agent_with_options
+from ._interrupt import InterruptInfo, ResumeInfo
+
+__all__ = ["LoopAgent", "ParallelAgent", "SequentialAgent", "WorkflowAgent"]
+
+
+@dataclass(slots=True, kw_only=True)
+class SequentialState:
+    interrupt_index: int
+
+
+@dataclass(slots=True, kw_only=True)
+class LoopState:
+    loop_iterations: int
+    sub_agent_index: int
+
+
+@dataclass(slots=True, kw_only=True)
+class ParallelState:
+    """Every branch's lane of events; on resume the interrupted branches continue on theirs."""
+
+    lanes: dict[int, list[SessionEvent]] = field(default_factory=dict)
+
+
+class WorkflowAgent:
+    """The common part of the workflow agents: a name, a description, and sub-agents kept in their place."""
+
+    kind = "Workflow"
+
+    def __init__(self, *, name: str, description: str = "", sub_agents: Sequence[Agent]) -> None:
+        if not name:
+            raise UserError(f"{type(self).__name__} needs a name: expected a non-empty string, got ''")
+        self.name = name
+        self.description = description
+        self.sub_agents: list[FlowAgent] = []
+        names = [a.name for a in sub_agents]
+        repeated = sorted({n for n in names if names.count(n) > 1 or n == name})
+        if repeated:
+            raise UserError(f"sub-agents of '{name}': expected unique names, got {repeated} more than once")
+        for sub in sub_agents:
+            flow = agent_with_options(sub, disallow_transfer_to_parent=True)
+            if flow.parent is not None:
+                raise UserError("agent has already been set as a sub-agent of another agent")
+            for hook in ("on_set_as_sub_agent", "on_disallow_transfer_to_parent"):
+                method = getattr(flow.agent, hook, None)
+                if method is not None:
+                    method(*((self,) if hook == "on_set_as_sub_agent" else ()))
+            self.sub_agents.append(flow)
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}({self.name!r}, sub_agents={[s.name for s in self.sub_agents]})"
+
+    def run(self, input: AgentInput, ctx: RunContext | None = None) -> AsyncIterator[AgentEvent]:
+        return self._run(_own(ctx, self.name), None)
+
+    def resume(self, info: ResumeInfo, ctx: RunContext | None = None) -> AsyncIterator[AgentEvent]:
+        return self._run(_own(ctx, self.name), info)
+
+    def _run(self, ctx: RunContext, info: ResumeInfo | None) -> AsyncIterator[AgentEvent]:
+        raise NotImplementedError
+
+    def _interrupt(self, ctx: RunContext, info: str, state: object, *subs: InterruptSignal) -> AgentEvent:
+        signal = InterruptSignal(info, address=ctx.address, state=state, subs=subs, id=ctx.interrupt_id(ctx.address))
+        return AgentEvent(action=AgentAction(interrupted=InterruptInfo(data=info), signal=signal))
+
+    async def _step(
+        self, sub: FlowAgent, ctx: RunContext, resuming: ResumeInfo | None
+    ) -> AsyncGenerator[tuple[str, AgentEvent], None]:
+        """Run (or resume) one sub-agent; yields ("event", e) to forward and finally ("last", action event)."""
+        assert ctx.root_input is not None
+        events = sub.resume(resuming, ctx) if resuming is not None else sub.run(ctx.root_input, ctx)
+        held: AgentEvent | None = None
+        async with aclosing(events) as source:  # type: ignore[type-var]
+            async for event in source:
+                if event.error is not None:
+                    yield "error", event
+                    return
+                # Only the last action matters: an event with an action waits until we know it is the last.
+                if held is not None:
+                    yield "event", held
+                    held = None
+                if event.action is not None:
+                    held = event
+                    continue
+                yield "event", event
+        if held is not None:
+            yield "last", held
+
+
+def _own(ctx: RunContext | None, name: str) -> RunContext:
+    """A workflow is normally run by its flow agent, which extends the path; standing alone it does it itself."""
+    return ctx if ctx is not None else RunContext().child(name)
+
+
+def _after(ctx: RunContext, *names: str) -> RunContext:
+    """The context for the next sub-agent: the run path grows with each one that ran (so that later agents see
+    earlier agents' events as history), the address does not."""
+    return replace(ctx, run_path=(*ctx.run_path, *(RunStep(n) for n in names)))
+
+
+class SequentialAgent(WorkflowAgent):
+    """Runs its sub-agents one after the other; stops at an error, an exit or an interrupt."""
+
+    kind = "Sequential"
+
+    async def _run(self, ctx: RunContext, info: ResumeInfo | None) -> AsyncIterator[AgentEvent]:
+        start = 0
+        if info is not None:
+            state = info.interrupt_state
+            if not isinstance(state, SequentialState):
+                yield AgentEvent(error=_bad_state(self, state))
+                return
+            start = state.interrupt_index
+        step_ctx = _after(ctx, *(s.name for s in self.sub_agents[:start]))
+        for index in range(start, len(self.sub_agents)):
+            sub = self.sub_agents[index]
+            resuming = (
+                ResumeInfo(enable_streaming=ctx.enable_streaming) if info is not None and index == start else None
+            )
+            outcome = self._step(sub, step_ctx, resuming)
+            step_ctx = _after(step_ctx, sub.name)
+            async with aclosing(outcome) as steps:
+                async for kind, event in steps:
+                    if kind != "last":
+                        yield event
+                        if kind == "error":
+                            return
+                        continue
+                    action = event.action
+                    assert action is not None
+                    if action.signal is not None:
+                        wrapped = self._interrupt(
+                            ctx,
+                            "Sequential workflow interrupted",
+                            SequentialState(interrupt_index=index),
+                            action.signal,
+                        )
+                        wrapped.agent_name, wrapped.run_path = event.agent_name, event.run_path
+                        yield wrapped
+                        return
+                    yield event
+                    if action.exit:
+                        return
+
+
+class LoopAgent(WorkflowAgent):
+    """Runs its sub-agents in order, again and again: ``max_iterations`` times, or until broken (0 = no limit).
+
+    A sub-agent's ``break_loop`` action ends the innermost loop after that sub-agent; exit ends everything.
+    """
+
+    kind = "Loop"
+
+    def __init__(
+        self, *, name: str, description: str = "", sub_agents: Sequence[Agent], max_iterations: int = 0
+    ) -> None:
+        super().__init__(name=name, description=description, sub_agents=sub_agents)
+        if max_iterations < 0:
+            raise UserError(f"max_iterations: expected 0 (no limit) or more, got {max_iterations}")
+        self.max_iterations = max_iterations
+
+    async def _run(self, ctx: RunContext, info: ResumeInfo | None) -> AsyncIterator[AgentEvent]:
+        if not self.sub_agents:
+            return
+        start_iteration = start_index = 0
+        if info is not None:
+            state = info.interrupt_state
+            if not isinstance(state, LoopState):
+                yield AgentEvent(error=_bad_state(self, state))
+                return
+            start_iteration, start_index = state.loop_iterations, state.sub_agent_index
+        names = [s.name for s in self.sub_agents]
+        step_ctx = _after(ctx, *(names * start_iteration), *names[:start_index])
+        iteration = start_iteration
+        while self.max_iterations == 0 or iteration < self.max_iterations:
+            for index in range(start_index, len(self.sub_agents)):
+                sub = self.sub_agents[index]
+                resuming = None
+                if info is not None:
+                    resuming, info = ResumeInfo(enable_streaming=ctx.enable_streaming), None
+                outcome = self._step(sub, step_ctx, resuming)
+                step_ctx = _after(step_ctx, sub.name)
+                broken = False
+                async with aclosing(outcome) as steps:
+                    async for kind, event in steps:
+                        broken = _mark_break(event, iteration) or broken
+                        if kind != "last":
+                            yield event
+                            if kind == "error":
+                                return
+                            continue
+                        action = event.action
+                        assert action is not None
+                        if action.signal is not None:
+                            state = LoopState(loop_iterations=iteration, sub_agent_index=index)
+                            wrapped = self._interrupt(ctx, "Loop workflow interrupted", state, action.signal)
+                            wrapped.agent_name, wrapped.run_path = event.agent_name, event.run_path
+                            yield wrapped
+                            return
+                        yield event
+                        if action.exit:
+                            return
+                if broken:
+                    return
+            start_index = 0
+            iteration += 1
+
+
+def _mark_break(event: AgentEvent, iteration: int) -> bool:
+    """Claim a break-loop action for this loop (the innermost one); outer loops then ignore it."""
+    action = event.action
+    if action is None or action.break_loop is None or action.break_loop.done:
+        return False
+    action.break_loop.done = True
+    action.break_loop.current_iterations = iteration
+    return True
+
+
+class ParallelAgent(WorkflowAgent):
+    """Runs its sub-agents at the same time. Each sees the history from before the fork plus its own events;
+    their events reach the caller as they come and join the session by time when all are done."""
+
+    kind = "Parallel"
+
+    async def _run(self, ctx: RunContext, info: ResumeInfo | None) -> AsyncIterator[AgentEvent]:
+        if not self.sub_agents:
+            return
+        state = ParallelState()
+        branches = range(len(self.sub_agents))
+        if info is not None:
+            saved = info.interrupt_state
+            if not isinstance(saved, ParallelState):
+                yield AgentEvent(error=_bad_state(self, saved))
+                return
+            state = saved
+            pending = set(ctx.resume.next_steps(ctx.address)) if ctx.resume is not None else set()
+            branches = [i for i in branches if self.sub_agents[i].name in pending]  # type: ignore[assignment]
+        contexts = {}
+        for i in range(len(self.sub_agents)):
+            session = ctx.session.fork()
+            session.events = list(state.lanes.get(i, []))
+            contexts[i] = replace(ctx, session=session)
+        resuming = ResumeInfo(enable_streaming=ctx.enable_streaming) if info is not None else None
+        streams = [Stream.from_async_iter(self._branch(i, contexts[i], resuming)) for i in branches]
+        signals: list[InterruptSignal] = []
+        async with aclosing(Stream.merge(streams)) as merged:
+            async for event in merged:
+                if event.action is not None and event.action.signal is not None:
+                    signals.append(event.action.signal)
+                    continue
+                yield event
+        lanes = {i: contexts[i].session.events for i in range(len(self.sub_agents))}
+        if signals:
+            for lane in lanes.values():
+                for recorded in lane:
+                    await recorded.get_message()  # a checkpoint holds whole messages, never streams
+            wrapped = self._interrupt(ctx, "Parallel workflow interrupted", ParallelState(lanes=lanes), *signals)
+            wrapped.agent_name, wrapped.run_path = self.name, ctx.run_path
+            yield wrapped
+            return
+        joined = sorted((e for lane in lanes.values() for e in lane), key=lambda e: e.ts)
+        ctx.session.events.extend(joined)
+
+    async def _branch(self, index: int, ctx: RunContext, resuming: ResumeInfo | None) -> AsyncIterator[AgentEvent]:
+        sub = self.sub_agents[index]
+        assert ctx.root_input is not None
+        events = sub.resume(resuming, ctx) if resuming is not None else sub.run(ctx.root_input, ctx)
+        async with aclosing(events) as source:  # type: ignore[type-var]
+            async for event in source:
+                yield event
+                if event.action is not None and event.action.signal is not None:
+                    return  # the branch stops forwarding at its interrupt
+
+
+def _bad_state(agent: WorkflowAgent, state: object) -> ResumeError:
+    return ResumeError(
+        f"{agent.kind} agent '{agent.name}' cannot resume: expected its saved position, got {type(state).__name__}"
+    )
