@@ -287,6 +287,22 @@ async def test_failed_stream_ends_the_line_and_leaves_the_error_to_the_error_eve
     assert out.getvalue() == "[router → refund_agent] refund_agent: Your [stream failed]\n"
 
 
+async def test_streamed_tool_result_is_printed_joined() -> None:
+    event = event_from_message(
+        stream=Stream.from_list(
+            [Message(role="tool", content="Refunded "), Message(role="tool", content="59.00 EUR.")]
+        ),
+        role="tool",
+        tool_name="issue_refund",
+    )
+    event.agent_name, event.run_path = "refund_agent", REFUND_PATH
+    out = io.StringIO()
+
+    await print_event(event, out)
+
+    assert out.getvalue() == "[router → refund_agent] refund_agent ← issue_refund: Refunded 59.00 EUR.\n"
+
+
 # -- the real local model -------------------------------------------------------------------------------------
 
 

@@ -442,7 +442,10 @@ async def print_event(event: AgentEvent, out: TextIO) -> None:
         if transfer is not None:
             print(f"{head} → transfer to {transfer.dest_agent_name}", file=out)
         else:
-            result = variant.message.content if variant.message else ""
+            try:
+                result = (await variant.get_message()).content  # a streaming tool's chunks, joined
+            except Exception:
+                result = "[stream failed]"  # the agent reports why in an error event
             print(f"{head} ← {variant.tool_name}: {result}", file=out)
     if event.error is not None:
         print(f"{head} error: {type(event.error).__name__}: {event.error}", file=out)

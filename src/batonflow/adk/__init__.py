@@ -16,6 +16,7 @@ from ._chatmodel import ToolCallHandler as ToolCallHandler
 from ._context import RunContext as RunContext
 from ._context import RunSession as RunSession
 from ._context import SessionEvent as SessionEvent
+from ._deterministic import with_deterministic_transfer as with_deterministic_transfer
 from ._events import AgentAction as AgentAction
 from ._events import AgentEvent as AgentEvent
 from ._events import AgentInput as AgentInput
@@ -41,6 +42,7 @@ from ._interrupt import ResumeInfo as ResumeInfo
 from ._interrupt import composite_interrupt as composite_interrupt
 from ._interrupt import interrupt as interrupt
 from ._interrupt import stateful_interrupt as stateful_interrupt
+from ._prebuilt import supervisor as supervisor
 from ._runner import Runner as Runner
 from ._runner import collect_events as collect_events
 from ._workflow import LoopAgent as LoopAgent
@@ -94,4 +96,6 @@ __all__ = [
     "set_language",
     "set_sub_agents",
     "stateful_interrupt",
+    "supervisor",
+    "with_deterministic_transfer",
 ]

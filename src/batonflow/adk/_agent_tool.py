@@ -16,10 +16,10 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from ..errors import RunError, ToolArgumentsError, UserError
-from ..schema import FunctionCall, Message, ToolCall, assistant, tool_message, user
+from ..schema import Message, user
 from ..tools import ToolContext, ToolInfo
 from ._agent import Agent
-from ._builtin import TRANSFER_TOOL_NAME, transfer_tool_output
+from ._builtin import gen_transfer_messages
 from ._context import RunContext, RunSession, SessionEvent
 from ._events import AgentEvent, AgentInput
 from ._flow import FlowAgent
@@ -136,7 +136,7 @@ class AgentTool:
         if self.full_chat_history:
             # The caller's conversation, as if it had transferred to this agent (reference §A.7).
             caller = parent.run_path[-1].agent_name if parent.run_path else ""
-            history = [*ctx.history[:-1], *_transfer_messages(self.info.name)]
+            history = [*ctx.history[:-1], *gen_transfer_messages(self.info.name)]
             return [
                 rewrite_message(m, caller) if m.role in ("assistant", "tool") else m
                 for m in history
@@ -157,13 +157,3 @@ class AgentTool:
                 )
             request = user(parsed["request"])
         return [request]
-
-
-def _transfer_messages(dest: str) -> list[Message]:
-    """The pair Eino's GenTransferMessages makes: a call to the transfer tool (its argument the bare name) and its
-    result."""
-    call = ToolCall(id="", function=FunctionCall(name=TRANSFER_TOOL_NAME, arguments=dest))
-    return [
-        assistant(tool_calls=[call]),
-        tool_message(transfer_tool_output(dest), tool_call_id="", tool_name=TRANSFER_TOOL_NAME),
-    ]

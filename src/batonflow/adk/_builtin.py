@@ -7,10 +7,12 @@ The texts are the originals' exactly (reference §A.4), in English by default an
 from __future__ import annotations
 
 import json
+import uuid
 from collections.abc import Sequence
 from typing import Any, Literal
 
 from ..errors import ToolArgumentsError, UserError
+from ..schema import FunctionCall, Message, ToolCall, assistant, tool_message
 from ..tools import ToolContext, ToolInfo
 from ._events import new_exit_action, new_transfer_to_agent_action
 
@@ -19,6 +21,7 @@ __all__ = [
     "TRANSFER_TOOL_NAME",
     "ExitTool",
     "TransferToAgentTool",
+    "gen_transfer_messages",
     "get_language",
     "set_language",
     "transfer_instruction",
@@ -81,6 +84,16 @@ def transfer_instruction(agents: Sequence[tuple[str, str]]) -> str:
 
 def transfer_tool_output(dest: str) -> str:
     return _text("transfer_output") % dest
+
+
+def gen_transfer_messages(dest: str) -> tuple[Message, Message]:
+    """An assistant call to ``transfer_to_agent`` (its argument the bare name, as in the original) and its result:
+    what a transfer looks like in a transcript when no model made it."""
+    call_id = uuid.uuid4().hex
+    call = ToolCall(id=call_id, function=FunctionCall(name=TRANSFER_TOOL_NAME, arguments=dest))
+    return assistant(tool_calls=[call]), tool_message(
+        transfer_tool_output(dest), tool_call_id=call_id, tool_name=TRANSFER_TOOL_NAME
+    )
 
 
 def _parse_arguments(tool: str, arguments: str, key: str) -> str:

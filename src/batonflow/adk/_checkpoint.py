@@ -17,6 +17,7 @@ from ..tools import AddressSegment, InterruptSignal
 from ._agent_tool import AgentToolState
 from ._chatmodel import ReactState, ToolResult
 from ._context import RunContext, SessionEvent
+from ._deterministic import DeterministicTransferState
 from ._events import AgentAction, BreakLoopAction, RunStep, TransferToAgentAction
 from ._interrupt import InterruptRecord, flatten
 from ._workflow import LoopState, ParallelState, SequentialState
@@ -48,6 +49,7 @@ for _cls in (
     LoopState,
     ParallelState,
     AgentToolState,
+    DeterministicTransferState,
 ):
     register_type(_cls)
 del _cls

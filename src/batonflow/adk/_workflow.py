@@ -174,9 +174,10 @@ class LoopAgent(WorkflowAgent):
     def __init__(
         self, *, name: str, description: str = "", sub_agents: Sequence[Agent], max_iterations: int = 0
     ) -> None:
-        super().__init__(name=name, description=description, sub_agents=sub_agents)
+        # Checked first: the base class marks the sub-agents as placed, which a failed construction must not do.
         if max_iterations < 0:
             raise UserError(f"max_iterations: expected 0 (no limit) or more, got {max_iterations}")
+        super().__init__(name=name, description=description, sub_agents=sub_agents)
         self.max_iterations = max_iterations
 
     async def _run(self, ctx: RunContext, info: ResumeInfo | None) -> AsyncIterator[AgentEvent]:
