@@ -42,6 +42,10 @@ from ._interrupt import ResumeInfo as ResumeInfo
 from ._interrupt import composite_interrupt as composite_interrupt
 from ._interrupt import interrupt as interrupt
 from ._interrupt import stateful_interrupt as stateful_interrupt
+from ._plan_execute import new_executor as new_executor
+from ._plan_execute import new_planner as new_planner
+from ._plan_execute import new_replanner as new_replanner
+from ._plan_execute import plan_execute_replan as plan_execute_replan
 from ._prebuilt import supervisor as supervisor
 from ._runner import Runner as Runner
 from ._runner import collect_events as collect_events
@@ -90,8 +94,12 @@ __all__ = [
     "get_language",
     "interrupt",
     "new_break_loop_action",
+    "new_executor",
     "new_exit_action",
+    "new_planner",
+    "new_replanner",
     "new_transfer_to_agent_action",
+    "plan_execute_replan",
     "rewrite_message",
     "set_language",
     "set_sub_agents",

@@ -71,7 +71,7 @@ class WorkflowAgent:
         return f"{type(self).__name__}({self.name!r}, sub_agents={[s.name for s in self.sub_agents]})"
 
     def run(self, input: AgentInput, ctx: RunContext | None = None) -> AsyncIterator[AgentEvent]:
-        return self._run(_own(ctx, self.name), None)
+        return self._run(_own(ctx, self.name, input), None)
 
     def resume(self, info: ResumeInfo, ctx: RunContext | None = None) -> AsyncIterator[AgentEvent]:
         return self._run(_own(ctx, self.name), info)
@@ -107,9 +107,13 @@ class WorkflowAgent:
             yield "last", held
 
 
-def _own(ctx: RunContext | None, name: str) -> RunContext:
-    """A workflow is normally run by its flow agent, which extends the path; standing alone it does it itself."""
-    return ctx if ctx is not None else RunContext().child(name)
+def _own(ctx: RunContext | None, name: str, input: AgentInput | None = None) -> RunContext:
+    """A workflow is normally run by its flow agent, which extends the path and sets the root input; standing
+    alone it does both itself."""
+    if ctx is not None:
+        return ctx
+    streaming = input.enable_streaming if input is not None else False
+    return RunContext(root_input=input, enable_streaming=streaming).child(name)
 
 
 def _after(ctx: RunContext, *names: str) -> RunContext:
