@@ -5,41 +5,66 @@ The names here are the public API; subpackages hold the rest (``batonflow.adk``,
 ``batonflow.models``, ``batonflow.tools``, ``batonflow.testing``).
 """
 
+from typing import TYPE_CHECKING, Any
+
 from .adk import Agent as Agent
 from .adk import AgentAction as AgentAction
 from .adk import AgentEvent as AgentEvent
 from .adk import AgentInput as AgentInput
 from .adk import AgentMiddleware as AgentMiddleware
 from .adk import AgentOutput as AgentOutput
+from .adk import AgentTool as AgentTool
 from .adk import BreakLoopAction as BreakLoopAction
 from .adk import ChatModelAgent as ChatModelAgent
+from .adk import ChatModelAgentResumeData as ChatModelAgentResumeData
 from .adk import ChatModelAgentState as ChatModelAgentState
 from .adk import ExitTool as ExitTool
 from .adk import FlowAgent as FlowAgent
 from .adk import HistoryEntry as HistoryEntry
 from .adk import HistoryRewriter as HistoryRewriter
+from .adk import InterruptCtx as InterruptCtx
+from .adk import InterruptInfo as InterruptInfo
+from .adk import LoopAgent as LoopAgent
 from .adk import MessageVariant as MessageVariant
 from .adk import ModelRetryConfig as ModelRetryConfig
+from .adk import ParallelAgent as ParallelAgent
+from .adk import ResumableAgent as ResumableAgent
+from .adk import ResumeInfo as ResumeInfo
 from .adk import RunContext as RunContext
 from .adk import Runner as Runner
 from .adk import RunStep as RunStep
+from .adk import SequentialAgent as SequentialAgent
 from .adk import TransferToAgentAction as TransferToAgentAction
 from .adk import agent_with_options as agent_with_options
 from .adk import collect_events as collect_events
+from .adk import composite_interrupt as composite_interrupt
 from .adk import event_from_message as event_from_message
+from .adk import interrupt as interrupt
 from .adk import new_break_loop_action as new_break_loop_action
+from .adk import new_executor as new_executor
 from .adk import new_exit_action as new_exit_action
+from .adk import new_planner as new_planner
+from .adk import new_replanner as new_replanner
 from .adk import new_transfer_to_agent_action as new_transfer_to_agent_action
+from .adk import plan_execute_replan as plan_execute_replan
 from .adk import set_language as set_language
 from .adk import set_sub_agents as set_sub_agents
+from .adk import stateful_interrupt as stateful_interrupt
+from .adk import supervisor as supervisor
+from .adk import with_deterministic_transfer as with_deterministic_transfer
 from .errors import BatonflowError as BatonflowError
+from .errors import CheckpointNotFoundError as CheckpointNotFoundError
+from .errors import CodecError as CodecError
 from .errors import ConcatError as ConcatError
 from .errors import MaxIterationsError as MaxIterationsError
 from .errors import ModelConnectionError as ModelConnectionError
 from .errors import ModelError as ModelError
 from .errors import ModelHTTPError as ModelHTTPError
 from .errors import ModelTimeoutError as ModelTimeoutError
+from .errors import ResumeConflictError as ResumeConflictError
+from .errors import ResumeError as ResumeError
 from .errors import RunError as RunError
+from .errors import StoreError as StoreError
 from .errors import StreamClosedError as StreamClosedError
 from .errors import ToolArgumentsError as ToolArgumentsError
 from .errors import ToolNotFoundError as ToolNotFoundError
@@ -48,7 +73,6 @@ from .errors import UserError as UserError
 from .models import ChatModel as ChatModel
 from .models import ForcedTool as ForcedTool
 from .models import ModelSettings as ModelSettings
-from .models import OpenAIChatModel as OpenAIChatModel
 from .models import ToolChoice as ToolChoice
 from .models import load_model as load_model
 from .models import with_retry as with_retry
@@ -65,12 +89,30 @@ from .schema import concat_messages as concat_messages
 from .schema import system as system
 from .schema import tool_message as tool_message
 from .schema import user as user
+from .store import CheckpointStore as CheckpointStore
+from .store import MemoryCheckpointStore as MemoryCheckpointStore
+from .store import PostgresCheckpointStore as PostgresCheckpointStore
+from .store import RedisCheckpointStore as RedisCheckpointStore
+from .store import SqliteCheckpointStore as SqliteCheckpointStore
+from .store import register_type as register_type
 from .tools import Tool as Tool
 from .tools import ToolContext as ToolContext
 from .tools import ToolInfo as ToolInfo
 from .tools import tool as tool
 
+if TYPE_CHECKING:
+    from .models import OpenAIChatModel as OpenAIChatModel
+
 __version__ = "0.1.0"
+
+
+def __getattr__(name: str) -> Any:
+    if name == "OpenAIChatModel":  # imported on first use: the openai SDK is slow to import
+        from .models import OpenAIChatModel
+
+        return OpenAIChatModel
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
 
 __all__ = [
     "Agent",
@@ -79,11 +121,16 @@ __all__ = [
     "AgentInput",
     "AgentMiddleware",
     "AgentOutput",
+    "AgentTool",
     "BatonflowError",
     "BreakLoopAction",
     "ChatModel",
     "ChatModelAgent",
+    "ChatModelAgentResumeData",
     "ChatModelAgentState",
+    "CheckpointNotFoundError",
+    "CheckpointStore",
+    "CodecError",
     "ConcatError",
     "ExitTool",
     "FlowAgent",
@@ -91,7 +138,11 @@ __all__ = [
     "FunctionCall",
     "HistoryEntry",
     "HistoryRewriter",
+    "InterruptCtx",
+    "InterruptInfo",
+    "LoopAgent",
     "MaxIterationsError",
+    "MemoryCheckpointStore",
     "Message",
     "MessageStream",
     "MessageVariant",
@@ -102,11 +153,21 @@ __all__ = [
     "ModelSettings",
     "ModelTimeoutError",
     "OpenAIChatModel",
+    "ParallelAgent",
+    "PostgresCheckpointStore",
+    "RedisCheckpointStore",
     "ResponseMeta",
+    "ResumableAgent",
+    "ResumeConflictError",
+    "ResumeError",
+    "ResumeInfo",
     "RunContext",
     "RunError",
     "RunStep",
     "Runner",
+    "SequentialAgent",
+    "SqliteCheckpointStore",
+    "StoreError",
     "Stream",
     "StreamClosedError",
     "Tool",
@@ -123,18 +184,28 @@ __all__ = [
     "agent_with_options",
     "assistant",
     "collect_events",
+    "composite_interrupt",
     "concat_message_stream",
     "concat_messages",
     "event_from_message",
+    "interrupt",
     "load_model",
     "new_break_loop_action",
+    "new_executor",
     "new_exit_action",
+    "new_planner",
+    "new_replanner",
     "new_transfer_to_agent_action",
+    "plan_execute_replan",
+    "register_type",
     "set_language",
     "set_sub_agents",
+    "stateful_interrupt",
+    "supervisor",
     "system",
     "tool",
     "tool_message",
     "user",
+    "with_deterministic_transfer",
     "with_retry",
 ]

@@ -3,15 +3,29 @@
 The in-process llama.cpp model lives in ``batonflow.models.local`` (optional extra ``batonflow[local]``).
 """
 
+from typing import TYPE_CHECKING, Any
+
 from ._base import ChatModel as ChatModel
 from ._base import ForcedTool as ForcedTool
 from ._base import ModelSettings as ModelSettings
 from ._base import ToolChoice as ToolChoice
 from ._load import load_model as load_model
-from ._openai import OpenAIChatModel as OpenAIChatModel
 from ._retry import RetryingModel as RetryingModel
 from ._retry import is_retryable_error as is_retryable_error
 from ._retry import with_retry as with_retry
+
+if TYPE_CHECKING:
+    from ._openai import OpenAIChatModel as OpenAIChatModel
+
+
+def __getattr__(name: str) -> Any:
+    # The openai SDK takes about a second to import; load it when a program first asks for the provider.
+    if name == "OpenAIChatModel":
+        from ._openai import OpenAIChatModel
+
+        return OpenAIChatModel
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
 
 __all__ = [
     "ChatModel",

@@ -8,7 +8,6 @@ from typing import Any
 
 from ..errors import UserError
 from ._base import ChatModel
-from ._openai import OpenAIChatModel
 
 __all__ = ["load_model"]
 
@@ -32,6 +31,12 @@ def load_model(uri: str, **kwargs: Any) -> ChatModel:
     if factory is None:
         raise UserError(f"model URI {uri!r}: expected a provider in {sorted(_PROVIDERS)}, got {provider!r}")
     return factory(name, **kwargs)
+
+
+def OpenAIChatModel(name: str, **kwargs: Any) -> ChatModel:
+    from ._openai import OpenAIChatModel as cls  # the openai SDK takes a second to import: only when used
+
+    return cls(name, **kwargs)
 
 
 def _openai(name: str, **kwargs: Any) -> ChatModel:
