@@ -27,10 +27,36 @@ from batonflow.store import (
 from batonflow.testing import ScriptedModel, tool_calls
 from batonflow.tools import ToolContext, tool
 
-WORDS = (
-    "order refund parcel delivery customer account invoice payment card address courier damaged replace "
-    "return policy warranty support ticket status shipped week days receipt amount charged twice please thanks"
-).split()
+WORDS = [
+    "order",
+    "refund",
+    "parcel",
+    "delivery",
+    "customer",
+    "account",
+    "invoice",
+    "payment",
+    "card",
+    "address",
+    "courier",
+    "damaged",
+    "replace",
+    "return",
+    "policy",
+    "warranty",
+    "support",
+    "ticket",
+    "status",
+    "shipped",
+    "week",
+    "days",
+    "receipt",
+    "amount",
+    "charged",
+    "twice",
+    "please",
+    "thanks",
+]
 
 
 def conversation(n_messages: int, seed: int = 7) -> list[Message]:

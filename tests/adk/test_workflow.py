@@ -555,7 +555,7 @@ async def test_parallel_branches_run_concurrently() -> None:
         ("y", "y done"),
         ("y", "y met x"),
     ]
-    assert {tuple(p) for p in paths(events)} == {("par", "x"), ("par", "y")}
+    assert {tuple(path) for path in paths(events)} == {("par", "x"), ("par", "y")}
 
 
 async def test_parallel_branch_sees_history_from_before_the_fork_but_not_its_siblings() -> None:
@@ -698,7 +698,7 @@ async def test_parallel_interrupts_are_gathered_into_one_while_other_branches_fi
         ("q", "q done"),
         ("q", "q-item approved with ok"),
     ]
-    assert {tuple(p) for p in paths(resumed)} == {("par", "p"), ("par", "q")}
+    assert {tuple(path) for path in paths(resumed)} == {("par", "p"), ("par", "q")}
     assert len(model_of(r).requests) == 1  # the finished branch did not run again
     assert sorted(desk.approved) == ["p-item", "q-item"]
     assert errors(resumed) == []

@@ -32,7 +32,8 @@ class SessionEvent:
     # A streamed message still being produced; resolved before anyone reads the history. Not saved.
     _pending: asyncio.Future[Message] | None = field(default=None, repr=False, compare=False)
     action: AgentAction | None = None
-    ts: int = field(default_factory=time.monotonic_ns)
+    # Wall-clock, not monotonic: lanes restored from a checkpoint written elsewhere are ordered against new ones.
+    ts: int = field(default_factory=time.time_ns)
 
     async def get_message(self) -> Message:
         if self.message is None:
