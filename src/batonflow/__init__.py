@@ -36,21 +36,21 @@ from .adk import RunStep as RunStep
 from .adk import SequentialAgent as SequentialAgent
 from .adk import TransferToAgentAction as TransferToAgentAction
 from .adk import agent_with_options as agent_with_options
+from .adk import break_loop_action as break_loop_action
 from .adk import collect_events as collect_events
 from .adk import composite_interrupt as composite_interrupt
 from .adk import event_from_message as event_from_message
+from .adk import exit_action as exit_action
 from .adk import interrupt as interrupt
-from .adk import new_break_loop_action as new_break_loop_action
 from .adk import new_executor as new_executor
-from .adk import new_exit_action as new_exit_action
 from .adk import new_planner as new_planner
 from .adk import new_replanner as new_replanner
-from .adk import new_transfer_to_agent_action as new_transfer_to_agent_action
 from .adk import plan_execute_replan as plan_execute_replan
 from .adk import set_language as set_language
 from .adk import set_sub_agents as set_sub_agents
 from .adk import stateful_interrupt as stateful_interrupt
 from .adk import supervisor as supervisor
+from .adk import transfer_action as transfer_action
 from .adk import with_deterministic_transfer as with_deterministic_transfer
 from .errors import BatonflowError as BatonflowError
 from .errors import CheckpointNotFoundError as CheckpointNotFoundError
@@ -183,19 +183,18 @@ __all__ = [
     "UserError",
     "agent_with_options",
     "assistant",
+    "break_loop_action",
     "collect_events",
     "composite_interrupt",
     "concat_message_stream",
     "concat_messages",
     "event_from_message",
+    "exit_action",
     "interrupt",
     "load_model",
-    "new_break_loop_action",
     "new_executor",
-    "new_exit_action",
     "new_planner",
     "new_replanner",
-    "new_transfer_to_agent_action",
     "plan_execute_replan",
     "register_type",
     "set_language",
@@ -205,6 +204,7 @@ __all__ = [
     "system",
     "tool",
     "tool_message",
+    "transfer_action",
     "user",
     "with_deterministic_transfer",
     "with_retry",

@@ -15,9 +15,9 @@ from batonflow.adk import (
     Runner,
     collect_events,
     event_from_message,
-    new_exit_action,
-    new_transfer_to_agent_action,
+    exit_action,
     set_sub_agents,
+    transfer_action,
 )
 from batonflow.errors import RunError, UserError
 from batonflow.schema import Message, MessageStream, Stream, assistant
@@ -124,7 +124,7 @@ class Acting:
 
 @pytest.mark.parametrize(
     "action",
-    [new_exit_action(), AgentAction(break_loop=BreakLoopAction(from_agent="acting"))],
+    [exit_action(), AgentAction(break_loop=BreakLoopAction(from_agent="acting"))],
     ids=["exit", "break_loop"],
 )
 async def test_only_interrupts_escape_an_agent_tool(action: AgentAction) -> None:
@@ -146,7 +146,7 @@ async def test_only_interrupts_escape_an_agent_tool(action: AgentAction) -> None
 
 async def test_a_transfer_inside_an_agent_tool_stays_inside() -> None:
     deep = agent("deep", assistant("deep answer"))
-    inner = set_sub_agents(Acting(new_transfer_to_agent_action("deep")), [deep])
+    inner = set_sub_agents(Acting(transfer_action("deep")), [deep])
     outer = agent(
         "boss", tool_calls(("acting", {"request": "r"})), assistant("outer continues"), tools=[AgentTool(inner)]
     )

@@ -16,8 +16,8 @@ from batonflow.adk import (
     agent_with_options,
     collect_events,
     event_from_message,
-    new_transfer_to_agent_action,
     set_sub_agents,
+    transfer_action,
 )
 from batonflow.errors import TransferError, UserError
 from batonflow.schema import Message, assistant, user
@@ -50,7 +50,7 @@ async def test_transfer_runs_the_sub_agent_with_an_extended_run_path() -> None:
     events = await collect_events(Runner(set_sub_agents(router, [refund])).query("money back"))
     assert paths(events) == [["router"], ["router"], ["router", "refund"]]
     assert [e.agent_name for e in events] == ["router", "router", "refund"]
-    assert events[1].action == new_transfer_to_agent_action("refund")
+    assert events[1].action == transfer_action("refund")
     assert events[-1].message_output is not None and events[-1].message_output.message == assistant("Refund issued.")
 
 
@@ -116,7 +116,7 @@ async def test_disallow_transfer_to_parent_hides_the_parent() -> None:
 
 async def test_transfer_to_a_disallowed_parent_is_refused() -> None:
     back = event_from_message(assistant("back"))
-    back.action = new_transfer_to_agent_action("router")
+    back.action = transfer_action("router")
     child = agent_with_options(Scripted("refund", [back]), disallow_transfer_to_parent=True)
     events = await collect_events(Runner(set_sub_agents(agent("router", transfer("refund")), [child])).query("x"))
     assert str(events[-1].error) == "transfer failed: agent 'router' not found when transferring from 'refund'"
@@ -201,7 +201,7 @@ class Scripted:
 
 async def test_only_the_last_action_of_own_events_counts() -> None:
     transfer_event = event_from_message(assistant("go"))
-    transfer_event.action = new_transfer_to_agent_action("b")
+    transfer_event.action = transfer_action("b")
     later = event_from_message(assistant("changed my mind"))
     root = set_sub_agents(Scripted("a", [transfer_event, later]), [agent("b", assistant("never"))])
     events = await collect_events(Runner(root).query("x"))
@@ -212,7 +212,7 @@ async def test_foreign_events_are_forwarded_but_neither_recorded_nor_acted_on() 
     foreign = event_from_message(assistant("inner"))
     foreign.run_path = (RunStep("a"), RunStep("tool_agent"))
     foreign.agent_name = "tool_agent"
-    foreign.action = new_transfer_to_agent_action("b")
+    foreign.action = transfer_action("b")
     b = agent("b", assistant("never"))
     ctx = RunContext()
     root = set_sub_agents(Scripted("a", [foreign]), [b])

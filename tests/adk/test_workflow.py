@@ -20,13 +20,13 @@ from batonflow.adk import (
     Runner,
     RunStep,
     SequentialAgent,
+    break_loop_action,
     collect_events,
     event_from_message,
-    new_break_loop_action,
-    new_exit_action,
-    new_transfer_to_agent_action,
+    exit_action,
     set_sub_agents,
     stateful_interrupt,
+    transfer_action,
 )
 from batonflow.errors import TransferError, UserError
 from batonflow.schema import Message, assistant
@@ -182,7 +182,7 @@ async def test_sequential_sub_agents_cannot_transfer_back_to_the_workflow() -> N
 
 
 async def test_transfer_from_a_sub_agent_to_its_workflow_fails() -> None:
-    a, b = Step("a", {1: lambda: new_transfer_to_agent_action("seq")}), Step("b")
+    a, b = Step("a", {1: lambda: transfer_action("seq")}), Step("b")
     events = await run_all(Runner(SequentialAgent(name="seq", sub_agents=[a, b])).query("go"))
     assert str(events[-1].error) == "transfer failed: agent 'seq' not found when transferring from 'a'"
     assert b.runs == 0
@@ -246,13 +246,13 @@ async def test_sequential_stops_after_an_exit_tool() -> None:
     b = agent("b", assistant("never"))
     events = await run_all(Runner(SequentialAgent(name="seq", sub_agents=[a, b])).query("go"))
     last = events[-1]
-    assert last.action == new_exit_action()
+    assert last.action == exit_action()
     assert said(events)[-1] == ("a", "bye")
     assert model_of(b).requests == []
 
 
 async def test_sequential_stops_after_a_custom_agents_exit_action() -> None:
-    quitter, after = Step("quitter", {1: new_exit_action}), Step("after")
+    quitter, after = Step("quitter", {1: exit_action}), Step("after")
     events = await run_all(Runner(SequentialAgent(name="seq", sub_agents=[quitter, after])).query("go"))
     assert said(events) == [("quitter", "quitter 1")]
     assert after.runs == 0
@@ -266,7 +266,7 @@ async def test_sequential_forwards_a_sub_agents_transfer_and_carries_on() -> Non
     seq = SequentialAgent(name="seq", sub_agents=[set_sub_agents(router, [helper]), b])
     events = await run_all(Runner(seq).query("go"))
     assert [t.name for t in model_of(router).requests[0].tools] == ["transfer_to_agent"]
-    assert events[1].action == new_transfer_to_agent_action("helper")
+    assert events[1].action == transfer_action("helper")
     assert paths(events) == [["seq", "router"], ["seq", "router"], ["seq", "router", "helper"], ["seq", "router", "b"]]
     assert said(events)[2:] == [("helper", "helped"), ("b", "B")]
 
@@ -281,21 +281,21 @@ class ForwardsTransfer:
         assert ctx is not None
         inner = event_from_message(assistant("inner wants b"))
         inner.agent_name, inner.run_path = "inner", (*ctx.run_path, RunStep("inner"))
-        inner.action = new_transfer_to_agent_action("b")
+        inner.action = transfer_action("b")
         yield inner
 
 
 async def test_sequential_ignores_a_transfer_as_the_last_action_of_a_sub_agent() -> None:
     b, c = Step("b"), Step("c")
     events = await run_all(Runner(SequentialAgent(name="seq", sub_agents=[ForwardsTransfer(), b, c])).query("go"))
-    assert events[0].action == new_transfer_to_agent_action("b")  # forwarded
+    assert events[0].action == transfer_action("b")  # forwarded
     assert said(events) == [("inner", "inner wants b"), ("b", "b 1"), ("c", "c 1")]
     assert paths(events)[1:] == [["seq", "wrapper", "b"], ["seq", "wrapper", "b", "c"]]
     assert errors(events) == []
 
 
 async def test_transfer_to_a_sibling_fails_and_stops_the_sequence() -> None:
-    a, b, c = Step("a", {1: lambda: new_transfer_to_agent_action("b")}), Step("b"), Step("c")
+    a, b, c = Step("a", {1: lambda: transfer_action("b")}), Step("b"), Step("c")
     events = await run_all(Runner(SequentialAgent(name="seq", sub_agents=[a, b, c])).query("go"))
     [error] = errors(events)
     assert isinstance(error, TransferError)
@@ -430,7 +430,7 @@ async def test_loop_without_max_iterations_runs_until_a_sub_agent_breaks_it() ->
 
 
 async def test_break_ends_the_loop_even_before_max_iterations() -> None:
-    breaker = Step("breaker", {2: lambda: new_break_loop_action("breaker")})
+    breaker = Step("breaker", {2: lambda: break_loop_action("breaker")})
     events = await run_all(Runner(LoopAgent(name="loop", sub_agents=[breaker], max_iterations=5)).query("go"))
     assert said(events) == [("breaker", "breaker 1"), ("breaker", "breaker 2")]
     assert events[-1].action is not None
@@ -439,7 +439,7 @@ async def test_break_ends_the_loop_even_before_max_iterations() -> None:
 
 async def test_break_in_a_nested_loop_ends_only_the_inner_loop() -> None:
     x, after = Step("x"), Step("after")
-    breaker = Step("breaker", {n: (lambda: new_break_loop_action("breaker")) for n in (2, 4)})
+    breaker = Step("breaker", {n: (lambda: break_loop_action("breaker")) for n in (2, 4)})
     inner = LoopAgent(name="inner", sub_agents=[x, breaker])
     outer = LoopAgent(name="outer", sub_agents=[inner, after], max_iterations=2)
     events = await run_all(Runner(outer).query("go"))
@@ -450,12 +450,12 @@ async def test_break_in_a_nested_loop_ends_only_the_inner_loop() -> None:
 
 async def test_exit_in_a_nested_loop_stops_every_loop() -> None:
     x, after = Step("x"), Step("after")
-    quitter = Step("quitter", {2: new_exit_action})
+    quitter = Step("quitter", {2: exit_action})
     inner = LoopAgent(name="inner", sub_agents=[x, quitter], max_iterations=3)
     outer = LoopAgent(name="outer", sub_agents=[inner, after], max_iterations=3)
     events = await run_all(Runner(outer).query("go"))
     assert [name for name, _ in said(events)] == ["x", "quitter", "x", "quitter"]
-    assert events[-1].action == new_exit_action()
+    assert events[-1].action == exit_action()
     assert after.runs == 0
 
 
@@ -827,3 +827,23 @@ def test_an_agent_already_placed_under_another_agent_is_refused() -> None:
     set_sub_agents(agent("p"), [child])
     with pytest.raises(UserError, match=message):
         SequentialAgent(name="seq", sub_agents=[child])
+
+
+async def test_a_parallel_branch_that_raises_is_reported_with_its_run_path_while_siblings_finish() -> None:
+    @tool
+    async def slow_ok() -> str:
+        """Slow but fine."""
+        await asyncio.sleep(0.02)
+        return "fine"
+
+    @tool(threaded=False)
+    def broken() -> str:
+        """Broken."""
+        raise RuntimeError("branch failed")
+
+    good = agent("good", tool_calls(("slow_ok", {})), assistant("good done"), tools=[slow_ok])
+    bad = agent("bad", tool_calls(("broken", {})), tools=[broken])
+    events = await collect_events(Runner(ParallelAgent(name="par", sub_agents=[good, bad])).query("go"))
+    errors = [e for e in events if e.error is not None]
+    assert [(paths([e])[0], str(e.error)) for e in errors] == [(["par", "bad"], "branch failed")]
+    assert ("good", "good done") in said(events)

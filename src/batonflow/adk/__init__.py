@@ -25,10 +25,10 @@ from ._events import BreakLoopAction as BreakLoopAction
 from ._events import MessageVariant as MessageVariant
 from ._events import RunStep as RunStep
 from ._events import TransferToAgentAction as TransferToAgentAction
+from ._events import break_loop_action as break_loop_action
 from ._events import event_from_message as event_from_message
-from ._events import new_break_loop_action as new_break_loop_action
-from ._events import new_exit_action as new_exit_action
-from ._events import new_transfer_to_agent_action as new_transfer_to_agent_action
+from ._events import exit_action as exit_action
+from ._events import transfer_action as transfer_action
 from ._flow import FlowAgent as FlowAgent
 from ._flow import agent_with_options as agent_with_options
 from ._flow import set_sub_agents as set_sub_agents
@@ -87,23 +87,23 @@ __all__ = [
     "TransferToAgentAction",
     "TransferToAgentTool",
     "agent_with_options",
+    "break_loop_action",
     "collect_events",
     "composite_interrupt",
     "default_history_rewriter",
     "event_from_message",
+    "exit_action",
     "get_language",
     "interrupt",
-    "new_break_loop_action",
     "new_executor",
-    "new_exit_action",
     "new_planner",
     "new_replanner",
-    "new_transfer_to_agent_action",
     "plan_execute_replan",
     "rewrite_message",
     "set_language",
     "set_sub_agents",
     "stateful_interrupt",
     "supervisor",
+    "transfer_action",
     "with_deterministic_transfer",
 ]

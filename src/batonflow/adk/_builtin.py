@@ -14,7 +14,7 @@ from typing import Any, Literal
 from ..errors import ToolArgumentsError, UserError
 from ..schema import FunctionCall, Message, ToolCall, assistant, tool_message
 from ..tools import ToolContext, ToolInfo
-from ._events import new_exit_action, new_transfer_to_agent_action
+from ._events import exit_action, transfer_action
 
 __all__ = [
     "EXIT_TOOL_NAME",
@@ -135,7 +135,7 @@ class TransferToAgentTool:
         # Like the original, the name is not checked here: the flow agent reports an unknown agent.
         dest = _parse_arguments(TRANSFER_TOOL_NAME, arguments, "agent_name")
         if ctx is not None:
-            ctx.action = new_transfer_to_agent_action(dest)
+            ctx.action = transfer_action(dest)
         return transfer_tool_output(dest)
 
 
@@ -155,5 +155,5 @@ class ExitTool:
     async def invoke(self, arguments: str, ctx: ToolContext | None = None) -> str:
         result = _parse_arguments(EXIT_TOOL_NAME, arguments, "final_result")
         if ctx is not None:
-            ctx.action = new_exit_action()
+            ctx.action = exit_action()
         return result

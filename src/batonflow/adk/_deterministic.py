@@ -17,7 +17,7 @@ from ..tools import InterruptSignal
 from ._agent import Agent
 from ._builtin import gen_transfer_messages
 from ._context import RunContext, RunSession, SessionEvent
-from ._events import AgentAction, AgentEvent, AgentInput, event_from_message, new_transfer_to_agent_action
+from ._events import AgentAction, AgentEvent, AgentInput, event_from_message, transfer_action
 from ._flow import FlowAgent
 from ._interrupt import InterruptInfo, ResumeInfo
 
@@ -136,7 +136,7 @@ def _transfer_events(names: Sequence[str]) -> list[AgentEvent]:
         call, result = gen_transfer_messages(name)
         events.append(event_from_message(call))
         transfer = event_from_message(result, role="tool", tool_name=result.tool_name)
-        transfer.action = new_transfer_to_agent_action(name)
+        transfer.action = transfer_action(name)
         events.append(transfer)
     return events
 

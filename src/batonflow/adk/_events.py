@@ -18,10 +18,10 @@ __all__ = [
     "MessageVariant",
     "RunStep",
     "TransferToAgentAction",
+    "break_loop_action",
     "event_from_message",
-    "new_break_loop_action",
-    "new_exit_action",
-    "new_transfer_to_agent_action",
+    "exit_action",
+    "transfer_action",
 ]
 
 
@@ -131,13 +131,13 @@ def event_from_message(
     return AgentEvent(output=AgentOutput(message_output=variant))
 
 
-def new_exit_action() -> AgentAction:
+def exit_action() -> AgentAction:
     return AgentAction(exit=True)
 
 
-def new_transfer_to_agent_action(dest_agent_name: str) -> AgentAction:
+def transfer_action(dest_agent_name: str) -> AgentAction:
     return AgentAction(transfer_to_agent=TransferToAgentAction(dest_agent_name))
 
 
-def new_break_loop_action(agent_name: str) -> AgentAction:
+def break_loop_action(agent_name: str) -> AgentAction:
     return AgentAction(break_loop=BreakLoopAction(from_agent=agent_name))

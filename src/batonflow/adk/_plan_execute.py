@@ -23,7 +23,7 @@ from ..tools import Tool, ToolInfo
 from ._agent import Agent
 from ._chatmodel import ChatModelAgent, render_instruction
 from ._context import RunContext
-from ._events import AgentEvent, AgentInput, event_from_message, new_break_loop_action
+from ._events import AgentEvent, AgentInput, break_loop_action, event_from_message
 from ._workflow import LoopAgent, SequentialAgent
 
 __all__ = [
@@ -476,7 +476,7 @@ class _Replanner:
             yield AgentEvent(error=error)
             return
         if plan is None:
-            yield AgentEvent(action=new_break_loop_action(self.name))
+            yield AgentEvent(action=break_loop_action(self.name))
         else:
             ctx.add_session_value(PLAN, plan)
 
