@@ -59,8 +59,8 @@ async def measure(run: Any, *, units: int, plan: Plan) -> dict[str, Any]:
         cpu_samples.append((time.process_time_ns() - c0) / iterations / units / 1e3)
     return {
         "wall_median": statistics.median(samples),
-        "min": min(samples),
-        "max": max(samples),
+        "wall_min": min(samples),
+        "wall_max": max(samples),
         # CPU time of this process: on a machine busy with other work it is the steadier figure.
         "cpu_median": statistics.median(cpu_samples),
         "reps": plan.reps,

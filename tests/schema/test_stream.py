@@ -256,3 +256,57 @@ async def test_abandoned_generator_stream_is_finalised() -> None:
     del stream
     gc.collect()
     await asyncio.wait_for(finished.wait(), 1)
+
+
+async def test_tap_gives_a_reader_every_chunk_and_the_whole_to_the_tap() -> None:
+    reader, tap = Stream.from_list([1, 2, 3]).tap()
+    assert [x async for x in reader] == [1, 2, 3]
+    assert await tap.chunks() == [1, 2, 3]
+
+
+async def test_tap_whole_can_be_taken_before_the_reader_reads() -> None:
+    reader, tap = Stream.from_list("abc").tap()
+    assert await tap.chunks() == ["a", "b", "c"]
+    assert await reader.collect() == ["a", "b", "c"]
+
+
+async def test_a_reader_closing_early_does_not_stop_the_tap_and_the_source_closes_after_both() -> None:
+    closed: list[bool] = []
+
+    async def gen() -> AsyncIterator[int]:
+        try:
+            for i in range(4):
+                yield i
+        finally:
+            closed.append(True)
+
+    reader, tap = Stream.from_async_iter(gen()).tap()
+    assert await reader.__anext__() == 0
+    await reader.aclose()
+    assert closed == []
+    assert await tap.chunks() == [0, 1, 2, 3]
+    assert closed == [True]
+
+
+async def test_a_source_failure_reaches_the_tap_and_the_reader_at_its_position() -> None:
+    async def gen() -> AsyncIterator[str]:
+        yield "partial"
+        raise Boom("cut")
+
+    reader, tap = Stream.from_async_iter(gen()).tap()
+    assert await reader.__anext__() == "partial"
+    with pytest.raises(Boom, match="cut"):
+        await tap.chunks()
+    with pytest.raises(Boom, match="cut"):
+        await reader.__anext__()
+
+
+async def test_abandoned_tap_reader_and_taken_whole_close_a_pipe() -> None:
+    stream, writer = Stream.pipe()
+    reader, tap = stream.tap()
+    del reader
+    gc.collect()
+    assert not writer.closed  # the tap still wants the rest
+    writer.send(1)
+    writer.close()
+    assert await tap.chunks() == [1]

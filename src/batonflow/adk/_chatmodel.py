@@ -17,7 +17,7 @@ from typing import Any, NamedTuple
 
 from ..errors import MaxIterationsError, ResumeError, ToolArgumentsError, UserError
 from ..models import ChatModel, ModelSettings, RetryingModel, ToolChoice
-from ..schema import Message, Stream, ToolCall, concat_message_stream, system, tool_message
+from ..schema import Message, Stream, ToolCall, concat_messages, system, tool_message
 from ..tools import InterruptSignal, Tool, ToolContext, ToolInfo
 from ._builtin import ExitTool, TransferToAgentTool, transfer_instruction
 from ._context import RunContext
@@ -311,16 +311,16 @@ class ChatModelAgent:
                 tools = view.tools or None
                 try:
                     if streaming:
-                        caller, own = self.model.stream(
+                        caller, whole = self.model.stream(
                             view.messages, tools=tools, tool_choice=tool_choice, settings=self.model_settings
-                        ).copy(2)
+                        ).tap()
                         event = event_from_message(stream=caller)
                         joined: asyncio.Future[Message] = asyncio.get_running_loop().create_future()
                         assert event.output is not None and event.output.message_output is not None
                         event.output.message_output._joined = joined
                         yield event
                         try:
-                            message = await concat_message_stream(own)
+                            message = concat_messages(await whole.chunks())
                         except BaseException as error:
                             joined.set_exception(error)
                             joined.exception()  # retrieved here; history readers re-raise it

@@ -12,7 +12,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
-from ..schema import Message
+from ..schema import Message, Tap, concat_messages
 from ..tools import Address, AddressSegment, InterruptState, ResumeContext
 from ._events import AgentAction, AgentEvent, AgentInput, RunStep
 
@@ -135,14 +135,12 @@ class RunContext:
         elif variant._joined is not None:
             entry._pending = variant._joined
         else:
-            # Someone else's stream: keep a copy of every chunk for the history.
+            # Someone else's stream: keep every chunk for the history.
             assert variant.message_stream is not None
-            variant.message_stream, kept = variant.message_stream.copy(2)
-            entry._pending = asyncio.ensure_future(_join(kept))
+            variant.message_stream, whole = variant.message_stream.tap()
+            entry._pending = asyncio.ensure_future(_join(whole))
         self.session.events.append(entry)
 
 
-async def _join(stream: Any) -> Message:
-    from ..schema import concat_message_stream
-
-    return await concat_message_stream(stream)
+async def _join(whole: Tap[Message]) -> Message:
+    return concat_messages(await whole.chunks())

@@ -19,6 +19,7 @@ from ._messages import tool_message as tool_message
 from ._messages import user as user
 from ._stream import Stream as Stream
 from ._stream import StreamWriter as StreamWriter
+from ._stream import Tap as Tap
 
 MessageStream = Stream[Message]
 """A stream of message chunks, as models produce them."""
@@ -35,6 +36,7 @@ __all__ = [
     "Role",
     "Stream",
     "StreamWriter",
+    "Tap",
     "TextPart",
     "ToolCall",
     "Usage",

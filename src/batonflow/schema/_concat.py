@@ -38,9 +38,12 @@ def concat_messages(messages: Sequence[Message]) -> Message:
     for msg in messages:
         if msg.role != role:
             raise ConcatError(f"cannot concat messages with different roles: {role!r} and {msg.role!r}")
-        name = _same("names", name, msg.name)
-        call_id = _same("tool call ids", call_id, msg.tool_call_id)
-        tool_name = _same("tool names", tool_name, msg.tool_name)
+        if msg.name:
+            name = _same("names", name, msg.name)
+        if msg.tool_call_id:
+            call_id = _same("tool call ids", call_id, msg.tool_call_id)
+        if msg.tool_name:
+            tool_name = _same("tool names", tool_name, msg.tool_name)
         if msg.content:
             content.append(msg.content)
         if msg.reasoning_content:

@@ -17,7 +17,7 @@ from typing import Any, Generic, Protocol, TypeVar, cast
 
 from ..errors import StreamClosedError
 
-__all__ = ["Stream", "StreamWriter"]
+__all__ = ["Stream", "StreamWriter", "Tap"]
 
 T = TypeVar("T")
 U = TypeVar("U")
@@ -103,8 +103,18 @@ class Stream(Generic[T]):
         """n independent readers of this stream's chunks; this stream is spent. ``n < 2`` gives ``[self]``."""
         if n < 2:
             return [self]
-        source = _Tee(*self._take("copy", "copied"), n)
-        return [Stream(_TeeReader(source), source.reader_closed) for _ in range(n)]
+        shared: Tap[T] = Tap(*self._take("copy", "copied"), sides=n)
+        return [Stream(_TapReader(shared, 0), shared.reader_closed) for _ in range(n)]
+
+    def tap(self) -> tuple[Stream[T], Tap[T]]:
+        """A reader of every chunk, and a ``Tap`` whose ``chunks()`` gives them all at once.
+
+        What ``copy(2)`` gives when the second reader only wants the whole (an agent joining the message it is
+        streaming to its caller), at about half the cost per chunk. The source stays open until the tap has
+        every chunk, even if the reader closes early.
+        """
+        tap: Tap[T] = Tap(*self._take("tap", "tapped"), sides=2)
+        return Stream(_TapReader(tap, 0), tap.reader_closed), tap
 
     def convert(self, fn: Callable[[T], U | None]) -> Stream[U]:
         """A stream of ``fn(chunk)`` for each chunk; chunks for which ``fn`` returns None are skipped."""
@@ -247,82 +257,80 @@ class _Convert(Generic[T, U]):
                 return out
 
 
-class _Node:
-    """One chunk of a copied stream; readers walk the linked list, so consumed chunks are freed as they go."""
+class Tap(Generic[T]):
+    """Chunks shared by several sides (the readers of ``copy(n)``; the reader and the whole of ``tap()``), kept in
+    order and pulled from the source by whichever side is ahead. The source closes when every side is done."""
 
-    __slots__ = ("next", "value")
+    __slots__ = ("_closer", "_sides", "anext", "busy", "chunks_", "end", "waiters")
 
-    def __init__(self) -> None:
-        self.value: Any = None
-        self.next: _Node | None = None
-
-
-class _Tee:
-    """The shared side of ``copy(n)``: the source, and the tail of the chunk list that readers extend."""
-
-    __slots__ = ("_closer", "_open", "anext", "busy", "head", "waiters")
-
-    def __init__(self, anext: Callable[[], Awaitable[Any]], closer: _Closer, n: int) -> None:
+    def __init__(self, anext: Callable[[], Awaitable[T]], closer: _Closer, *, sides: int) -> None:
         self.anext = anext
         self._closer = closer
-        self._open = n
+        self._sides = sides
+        self.chunks_: list[T] = []
+        self.end: Any = None  # _END or a _Failure once the source is done
         self.busy = False
         self.waiters: list[asyncio.Future[None]] = []
-        self.head = _Node()
+
+    async def chunks(self) -> list[T]:
+        """Every chunk, reading what the other side has not pulled yet. A failure of the source is raised here,
+        after the chunks before it reached the reader."""
+        try:
+            async for _ in Stream(_TapReader(self, len(self.chunks_))):
+                pass
+        finally:
+            await self.reader_closed()
+        return self.chunks_
 
     async def reader_closed(self) -> None:
-        self._open -= 1
-        if self._open == 0 and self._closer is not None:
+        self._sides -= 1
+        if self._sides == 0 and self._closer is not None:
             closer, self._closer = self._closer, None
             await closer()
 
     def abandon(self) -> None:
-        self._open -= 1
-        if self._open == 0:
+        self._sides -= 1
+        if self._sides == 0:
             _abandon(self._closer)
 
 
-class _TeeReader:
-    __slots__ = ("_node", "_tee")
+class _TapReader:
+    __slots__ = ("_pos", "_tap")
 
-    def __init__(self, tee: _Tee) -> None:
-        self._tee = tee
-        self._node = tee.head
+    def __init__(self, tap: Tap[Any], pos: int) -> None:
+        self._tap = tap
+        self._pos = pos
 
     async def __anext__(self) -> Any:
-        node = self._node
-        while (nxt := node.next) is None:
-            # At the tail: pull the next chunk for every reader, or wait while another reader pulls it.
-            tee = self._tee
-            if tee.busy:
+        tap, pos = self._tap, self._pos
+        chunks = tap.chunks_
+        while pos >= len(chunks):
+            # At the end of what was pulled: pull the next chunk for both sides, or wait for the other side.
+            if tap.end is not None:
+                if tap.end is _END:
+                    raise StopAsyncIteration
+                raise tap.end.error
+            if tap.busy:
                 waiter = asyncio.get_running_loop().create_future()
-                tee.waiters.append(waiter)
+                tap.waiters.append(waiter)
                 await waiter
                 continue
-            tee.busy = True
+            tap.busy = True
             try:
-                value = await tee.anext()
+                chunks.append(await tap.anext())
             except StopAsyncIteration:
-                value = _END
+                tap.end = _END
             except Exception as error:
-                value = _Failure(error)
+                tap.end = _Failure(error)
             finally:
-                tee.busy = False
-                if tee.waiters:
-                    waiters, tee.waiters = tee.waiters, []
+                tap.busy = False
+                if tap.waiters:
+                    waiters, tap.waiters = tap.waiters, []
                     for waiter in waiters:
                         if not waiter.done():
                             waiter.set_result(None)
-            added = _Node()
-            added.value = value
-            node.next = added
-        value = nxt.value
-        if value is _END:
-            raise StopAsyncIteration
-        self._node = nxt
-        if type(value) is _Failure:
-            raise value.error
-        return value
+        self._pos = pos + 1
+        return chunks[pos]
 
 
 class _Merge:
