@@ -1,8 +1,8 @@
 """``python -m benchmarks [--quick]``: batonflow's framework overhead against its peers, in one run.
 
-Each framework runs in its own subprocesses (one per round of W1–W4, a fresh one for W5), one framework at a
-time, so that no framework's imports, caches or garbage slow another down. The table gives batonflow/fastest peer per
-workload; the project's target is at most 0.1 everywhere.
+Each framework runs in its own subprocesses (one per round of W1–W4 and W6, a fresh one for W5), one framework at
+a time, so that no framework's imports, caches or garbage slow another down. The table gives batonflow/fastest peer
+per workload; the project's target is at most 0.1 everywhere.
 """
 
 from __future__ import annotations
@@ -36,6 +36,7 @@ ROWS = [
     ("W5 peak RSS growth (MB)", "w5_concurrent", "rss_growth_mb", 1, True),
     # Context, not a target: mostly what the framework imports.
     ("W5 peak RSS, total (MB)", "w5_concurrent", "peak_rss_mb", 1, False),
+    ("W6 3-branch parallel + agent tools ({clock} µs/run)", "w6_parallel_agent_tool", "{clock}_median", 1, True),
 ]
 
 
@@ -55,7 +56,7 @@ def run_worker(module: str, *options: str) -> dict[str, Any]:
 
 
 def collect(modules: list[str], *, quick: bool, concurrency: int, rounds: int) -> dict[str, dict[str, Any]]:
-    """W1–W4 in ``rounds`` rounds over all frameworks, then W5 once per framework.
+    """W1–W4 and W6 in ``rounds`` rounds over all frameworks, then W5 once per framework.
 
     Rounds spread each framework's measurements over time, so that a burst of other work on the machine does not
     land on one framework alone; each workload keeps its best round (lowest median), per clock.
@@ -118,7 +119,7 @@ def table(
         for module in modules:
             report = reports[module]
             number = value(report, workload, field)
-            cells.append(f"{number:,.{digits}f}" if number is not None else _absent(report))
+            cells.append(f"{number:,.{digits}f}" if number is not None else _absent(report, workload))
         ours = value(reports[SUBJECT], workload, field) if SUBJECT in reports else None
         theirs = [(v, FRAMEWORKS[m]) for m in peers if (v := value(reports[m], workload, field)) is not None]
         if not compared or ours is None or not theirs:
@@ -141,8 +142,10 @@ def verdict(ratios: dict[str, float]) -> list[str]:
     return [head + f"met on all {len(ratios)} compared rows"]
 
 
-def _absent(report: dict[str, Any]) -> str:
-    return "failed" if report["status"] == "ok" else str(report["status"])
+def _absent(report: dict[str, Any], workload: str) -> str:
+    if report["status"] != "ok":
+        return str(report["status"])
+    return "n/a" if workload in report.get("unsupported", ()) else "failed"
 
 
 def render_text(header: list[str], rows: list[list[str]]) -> str:

@@ -1,6 +1,6 @@
 """What every framework module provides, and the fixed shape of each workload.
 
-Every framework runs the same five workloads against a zero-latency fake model. The fakes are stateless: they
+Every framework runs the same six workloads against a zero-latency fake model. The fakes are stateless: they
 pick their answer from the last input item (a dict lookup), so one agent definition serves sequential and
 concurrent runs alike and no framework pays for rebuilding agents or models per run.
 """
@@ -13,14 +13,22 @@ from dataclasses import dataclass
 __all__ = [
     "ANSWER",
     "CHUNK",
+    "N_BRANCHES",
     "N_CHUNKS",
     "N_STEPS",
     "QUESTION",
+    "REQUEST",
     "TOOL_RESULT",
     "Counter",
+    "Run",
     "Workloads",
+    "branch_answer",
+    "branch_name",
     "call_id",
     "check",
+    "check_branches",
+    "inner_answer",
+    "inner_name",
 ]
 
 QUESTION = "hi"
@@ -32,10 +40,31 @@ N_CHUNKS = 2000
 """Chunks of the streamed answer."""
 CHUNK = "w "
 """The text of every streamed chunk."""
+N_BRANCHES = 3
+"""Branches of the parallel agent; each calls its own inner agent as a tool, once."""
+REQUEST = "look it up"
+"""What a branch asks its inner agent."""
 
 
 def call_id(step: int) -> str:
     return f"call_{step}"
+
+
+def branch_name(branch: int) -> str:
+    return f"branch_{branch}"
+
+
+def inner_name(branch: int) -> str:
+    """The inner agent of a branch, and the name of the tool that runs it."""
+    return f"inner_{branch}"
+
+
+def branch_answer(branch: int) -> str:
+    return f"{ANSWER} {branch}"
+
+
+def inner_answer(branch: int) -> str:
+    return f"{TOOL_RESULT} {branch}"
 
 
 Run = Callable[[], Awaitable[None]]
@@ -45,7 +74,8 @@ Run = Callable[[], Awaitable[None]]
 class Workloads:
     """One validated run of each workload; each raises ``AssertionError`` unless the run really happened.
 
-    ``single_turn`` is also what the concurrency workload gathers.
+    ``single_turn`` is also what the concurrency workload gathers. ``parallel_agent_tool`` is ``None`` for a
+    framework that cannot express it (the README says why); the table then shows "n/a".
     """
 
     version: str
@@ -53,6 +83,7 @@ class Workloads:
     tool_loop: Run
     transfer_chain: Run
     stream: Run
+    parallel_agent_tool: Run | None
 
 
 class Counter:
@@ -63,8 +94,26 @@ class Counter:
     def __init__(self) -> None:
         self.n = 0
 
+    def take(self) -> int:
+        """The count so far, starting again from 0."""
+        n, self.n = self.n, 0
+        return n
+
 
 def check(condition: bool, what: str) -> None:
     """``assert`` that survives ``python -O``."""
     if not condition:
         raise AssertionError(what)
+
+
+def check_branches(answers: dict[str, str], tool_results: dict[str, str], inner_runs: list[Counter]) -> None:
+    """W6: every branch answered (``answers`` by branch name), every inner agent's answer came back as its
+    branch's tool result (``tool_results`` by call id), and every inner agent ran once (its model was called once).
+
+    Takes the inner agents' counts, so that the next run starts from 0.
+    """
+    runs = [counter.take() for counter in inner_runs]
+    check(answers == {branch_name(b): branch_answer(b) for b in range(N_BRANCHES)}, f"branches answered {answers}")
+    results = {call_id(b): inner_answer(b) for b in range(N_BRANCHES)}
+    check(tool_results == results, f"agent tools returned {tool_results}")
+    check(runs == [1] * N_BRANCHES, f"inner agents ran {runs} times")

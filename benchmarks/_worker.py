@@ -1,6 +1,6 @@
 """Runs one framework's workloads in this process and prints the results as one JSON object on stdout.
 
-``python -m benchmarks._worker MODULE [--quick]`` times the sequential workloads (W1–W4);
+``python -m benchmarks._worker MODULE [--quick]`` times the sequential workloads (W1–W4, W6);
 ``python -m benchmarks._worker MODULE --concurrent N`` runs N single turns at once (W5) in a fresh process, so
 that its peak RSS belongs to that framework alone.
 """
@@ -20,9 +20,9 @@ from dataclasses import dataclass
 from importlib.metadata import PackageNotFoundError, version
 from typing import Any
 
-from ._common import N_CHUNKS, N_STEPS, Workloads
+from ._common import N_CHUNKS, N_STEPS, Run, Workloads
 
-__all__ = ["Plan", "measure", "run_concurrent", "run_sequential"]
+__all__ = ["Plan", "measure", "run_concurrent", "run_sequential", "sequential"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -68,12 +68,22 @@ async def measure(run: Any, *, units: int, plan: Plan) -> dict[str, Any]:
     }
 
 
+def sequential(workloads: Workloads) -> dict[str, tuple[Run | None, int]]:
+    """Each sequential workload's result key, its run (``None``: the framework cannot express it) and units."""
+    return {
+        "w1_single_turn": (workloads.single_turn, 1),
+        "w2_tool_loop": (workloads.tool_loop, N_STEPS),
+        "w3_transfer_chain": (workloads.transfer_chain, 1),
+        "w4_stream": (workloads.stream, N_CHUNKS),
+        "w6_parallel_agent_tool": (workloads.parallel_agent_tool, 1),
+    }
+
+
 async def run_sequential(workloads: Workloads, plan: Plan) -> dict[str, Any]:
     return {
-        "w1_single_turn": await measure(workloads.single_turn, units=1, plan=plan),
-        "w2_tool_loop": await measure(workloads.tool_loop, units=N_STEPS, plan=plan),
-        "w3_transfer_chain": await measure(workloads.transfer_chain, units=1, plan=plan),
-        "w4_stream": await measure(workloads.stream, units=N_CHUNKS, plan=plan),
+        key: await measure(run, units=units, plan=plan)
+        for key, (run, units) in sequential(workloads).items()
+        if run is not None
     }
 
 
@@ -123,6 +133,7 @@ def main() -> None:
     else:
         workloads = framework.build()  # anything it raises fails this worker, and the table says "failed"
         report.update(status="ok", version=workloads.version)
+        report["unsupported"] = [key for key, (run, _) in sequential(workloads).items() if run is None]
         if args.concurrent:
             report["results"] = asyncio.run(run_concurrent(workloads, args.concurrent, plan))
         else:

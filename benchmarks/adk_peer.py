@@ -2,14 +2,34 @@
 
 Every run gets a new session, as a new conversation does in ADK, and deletes it afterwards so that sessions do
 not pile up over thousands of runs. Transfer is ADK's own: ``sub_agents`` and the ``transfer_to_agent`` call.
+The parallel workload is a ``ParallelAgent`` of ``LlmAgent``s, each with an ``AgentTool`` of an inner ``LlmAgent``.
 """
 
 # No ``from __future__ import annotations``: pydantic reads the fake model's field annotations at run time,
 # and they name classes imported inside ``build``.
+import warnings
 from collections.abc import AsyncGenerator
 from typing import Any
 
-from ._common import ANSWER, CHUNK, N_CHUNKS, N_STEPS, QUESTION, TOOL_RESULT, Counter, Workloads, call_id, check
+from ._common import (
+    ANSWER,
+    CHUNK,
+    N_BRANCHES,
+    N_CHUNKS,
+    N_STEPS,
+    QUESTION,
+    REQUEST,
+    TOOL_RESULT,
+    Counter,
+    Workloads,
+    branch_answer,
+    branch_name,
+    call_id,
+    check,
+    check_branches,
+    inner_answer,
+    inner_name,
+)
 
 NAME = "Google ADK"
 DISTRIBUTION = "google-adk"
@@ -18,11 +38,12 @@ DISTRIBUTION = "google-adk"
 def build() -> Workloads:
     from importlib.metadata import version
 
-    from google.adk.agents import LlmAgent, RunConfig
+    from google.adk.agents import LlmAgent, ParallelAgent, RunConfig
     from google.adk.agents.run_config import StreamingMode
     from google.adk.models import BaseLlm, LlmRequest, LlmResponse
     from google.adk.runners import Runner
     from google.adk.sessions import InMemorySessionService
+    from google.adk.tools import AgentTool
     from google.genai import types
     from pydantic import Field
 
@@ -43,6 +64,18 @@ def build() -> Workloads:
             last = llm_request.contents[-1].parts
             response = last[-1].function_response if last else None
             yield self.answers[response.id if response is not None and response.id else ""]
+
+    class CountingLlm(FakeLlm):
+        """A ``FakeLlm`` that counts its calls: the inner agents' model, so that W6 sees each of them run."""
+
+        counter: Any
+
+        async def generate_content_async(
+            self, llm_request: LlmRequest, stream: bool = False
+        ) -> AsyncGenerator[LlmResponse, None]:
+            self.counter.n += 1
+            async for response in super().generate_content_async(llm_request, stream):
+                yield response
 
     # Whole responses report usage, as real models do: without it ADK logs a warning on every model call.
     usage = types.GenerateContentResponseUsageMetadata(prompt_token_count=1, candidates_token_count=1)
@@ -90,6 +123,19 @@ def build() -> Workloads:
     streaming = runner(agent("a", FakeLlm(model="fake", answers={}, chunks=chunks)))
     sse = RunConfig(streaming_mode=StreamingMode.SSE)
 
+    # Each branch sees the question, calls its inner agent (which sees only the request), then answers.
+    inner_runs = [Counter() for _ in range(N_BRANCHES)]
+    branches = []
+    for i in range(N_BRANCHES):
+        inner_answers = {"": model_says(types.Part(text=inner_answer(i)))}
+        inner = agent(inner_name(i), CountingLlm(model="fake", answers=inner_answers, counter=inner_runs[i]))
+        asking = calling(i, inner_name(i), {"request": REQUEST})
+        model = FakeLlm(model="fake", answers={"": asking, call_id(i): model_says(types.Part(text=branch_answer(i)))})
+        branches.append(agent(branch_name(i), model, tools=[AgentTool(agent=inner)]))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # deprecated in ADK 2 in favour of Workflow, still ADK's parallel agent
+        parallel = runner(ParallelAgent(name="par", sub_agents=branches))
+
     question = types.Content(role="user", parts=[types.Part(text=QUESTION)])
 
     async def events(runner: Runner, run_config: RunConfig | None = None) -> AsyncGenerator[Any, None]:
@@ -132,10 +178,23 @@ def build() -> Workloads:
                 n += event.content.parts[0].text == CHUNK
         check(n == N_CHUNKS, f"streamed {n} chunks")
 
+    async def parallel_agent_tool() -> None:
+        answers, tool_results = {}, {}
+        async for event in events(parallel):
+            if event.error_code:
+                raise RuntimeError(f"{event.error_code}: {event.error_message}")
+            for part in event.content.parts if event.content and event.content.parts else ():
+                if part.function_response is not None:
+                    tool_results[part.function_response.id] = part.function_response.response["result"]
+                elif part.text:
+                    answers[event.author] = part.text
+        check_branches(answers, tool_results, inner_runs)
+
     return Workloads(
         version=version(DISTRIBUTION),
         single_turn=single_turn,
         tool_loop=tool_loop,
         transfer_chain=transfer_chain,
         stream=stream,
+        parallel_agent_tool=parallel_agent_tool,
     )

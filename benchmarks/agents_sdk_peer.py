@@ -1,12 +1,35 @@
 """OpenAI Agents SDK: ``Agent`` run by ``Runner.run`` / ``Runner.run_streamed`` on a ``Model`` fake, tracing
-disabled; transfer through ``handoffs``."""
+disabled; transfer through ``handoffs``.
+
+The SDK has no parallel agent: the parallel workload gathers three ``Runner.run`` calls with ``asyncio.gather``,
+each of an agent whose tool is an inner agent (``Agent.as_tool``).
+"""
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import AsyncIterator
 from typing import Any
 
-from ._common import ANSWER, CHUNK, N_CHUNKS, N_STEPS, QUESTION, TOOL_RESULT, Counter, Workloads, call_id, check
+from ._common import (
+    ANSWER,
+    CHUNK,
+    N_BRANCHES,
+    N_CHUNKS,
+    N_STEPS,
+    QUESTION,
+    REQUEST,
+    TOOL_RESULT,
+    Counter,
+    Workloads,
+    branch_answer,
+    branch_name,
+    call_id,
+    check,
+    check_branches,
+    inner_answer,
+    inner_name,
+)
 
 NAME = "Agents SDK"
 DISTRIBUTION = "openai-agents"
@@ -15,7 +38,7 @@ DISTRIBUTION = "openai-agents"
 def build() -> Workloads:
     from importlib.metadata import version
 
-    from agents import Agent, ModelResponse, Runner, Usage, function_tool, set_tracing_disabled
+    from agents import Agent, ModelResponse, Runner, ToolCallOutputItem, Usage, function_tool, set_tracing_disabled
     from agents.models.interface import Model
     from openai.types.responses import (
         Response,
@@ -45,6 +68,17 @@ def build() -> Workloads:
         async def stream_response(self, *args: Any, **kwargs: Any) -> AsyncIterator[Any]:
             for event in self._events:
                 yield event
+
+    class CountingModel(FakeModel):
+        """A ``FakeModel`` that counts its calls: the inner agents' model, so that W6 sees each of them run."""
+
+        def __init__(self, answers: dict[str, ModelResponse], counter: Counter) -> None:
+            super().__init__(answers)
+            self._counter = counter
+
+        async def get_response(self, system_instructions: Any, input: Any, *args: Any, **kwargs: Any) -> ModelResponse:
+            self._counter.n += 1
+            return await super().get_response(system_instructions, input, *args, **kwargs)
 
     def responding(item: ResponseOutputItem) -> ModelResponse:
         return ModelResponse(output=[item], usage=Usage(requests=1), response_id=None)
@@ -109,6 +143,16 @@ def build() -> Workloads:
     deltas.append(ResponseCompletedEvent(response=whole, sequence_number=N_CHUNKS, type="response.completed"))
     streaming = agent("a", FakeModel({}, deltas))
 
+    # Each branch sees the question, calls its inner agent (which sees only the request), then answers.
+    inner_runs = [Counter() for _ in range(N_BRANCHES)]
+    branches = []
+    for i in range(N_BRANCHES):
+        inner = agent(inner_name(i), CountingModel({"": responding(text_message(inner_answer(i)))}, inner_runs[i]))
+        tool = inner.as_tool(tool_name=inner_name(i), tool_description=f"agent {inner_name(i)}")
+        asking = calling(i, inner_name(i), f'{{"input": "{REQUEST}"}}')
+        model = FakeModel({"": asking, call_id(i): responding(text_message(branch_answer(i)))})
+        branches.append(agent(branch_name(i), model, tools=[tool]))
+
     async def single_turn() -> None:
         result = await Runner.run(single, QUESTION)
         check(result.final_output == ANSWER, f"single turn answered {result.final_output!r}")
@@ -132,10 +176,20 @@ def build() -> Workloads:
                 n += event.data.delta == CHUNK
         check(n == N_CHUNKS, f"streamed {n} chunks")
 
+    async def parallel_agent_tool() -> None:
+        answers, tool_results = {}, {}
+        for result in await asyncio.gather(*(Runner.run(branch, QUESTION) for branch in branches)):
+            answers[result.last_agent.name] = result.final_output
+            for item in result.new_items:
+                if isinstance(item, ToolCallOutputItem):
+                    tool_results[item.raw_item["call_id"]] = item.output
+        check_branches(answers, tool_results, inner_runs)
+
     return Workloads(
         version=version(DISTRIBUTION),
         single_turn=single_turn,
         tool_loop=tool_loop,
         transfer_chain=transfer_chain,
         stream=stream,
+        parallel_agent_tool=parallel_agent_tool,
     )

@@ -1,11 +1,30 @@
-"""batonflow: ``ChatModelAgent`` run by a ``Runner``; transfer through ``set_sub_agents``."""
+"""batonflow: ``ChatModelAgent`` run by a ``Runner``; transfer through ``set_sub_agents``; a ``ParallelAgent`` of
+agents that call an ``AgentTool``."""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 from typing import Any
 
-from ._common import ANSWER, CHUNK, N_CHUNKS, N_STEPS, QUESTION, TOOL_RESULT, Counter, Workloads, call_id, check
+from ._common import (
+    ANSWER,
+    CHUNK,
+    N_BRANCHES,
+    N_CHUNKS,
+    N_STEPS,
+    QUESTION,
+    REQUEST,
+    TOOL_RESULT,
+    Counter,
+    Workloads,
+    branch_answer,
+    branch_name,
+    call_id,
+    check,
+    check_branches,
+    inner_answer,
+    inner_name,
+)
 
 NAME = "batonflow"
 DISTRIBUTION = "batonflow"
@@ -14,7 +33,7 @@ DISTRIBUTION = "batonflow"
 def build() -> Workloads:
     from importlib.metadata import version
 
-    from batonflow.adk import ChatModelAgent, Runner, set_sub_agents
+    from batonflow.adk import AgentTool, ChatModelAgent, ParallelAgent, Runner, set_sub_agents
     from batonflow.schema import FunctionCall, Message, Stream, ToolCall, assistant
     from batonflow.tools import tool
 
@@ -32,6 +51,17 @@ def build() -> Workloads:
 
         def stream(self, messages: Sequence[Message], **_: Any) -> Stream[Message]:
             return Stream.from_list(self._chunks)
+
+    class CountingModel(FakeModel):
+        """A ``FakeModel`` that counts its calls: the inner agents' model, so that W6 sees each of them run."""
+
+        def __init__(self, answers: dict[str, Message], counter: Counter) -> None:
+            super().__init__(answers)
+            self._counter = counter
+
+        async def generate(self, messages: Sequence[Message], **_: Any) -> Message:
+            self._counter.n += 1
+            return await super().generate(messages)
 
     def calling(step: int, name: str, arguments: str) -> Message:
         function = FunctionCall(name=name, arguments=arguments)
@@ -69,6 +99,16 @@ def build() -> Workloads:
     chunks = [assistant(CHUNK) for _ in range(N_CHUNKS)]
     streaming = Runner(agent("a", FakeModel({}, chunks)), enable_streaming=True)
 
+    # Each branch sees the question, calls its inner agent (which sees only the request), then answers.
+    inner_runs = [Counter() for _ in range(N_BRANCHES)]
+    branches = []
+    for i in range(N_BRANCHES):
+        inner = agent(inner_name(i), CountingModel({"": assistant(inner_answer(i))}, inner_runs[i]))
+        asking = calling(i, inner_name(i), f'{{"request": "{REQUEST}"}}')
+        model = FakeModel({"": asking, call_id(i): assistant(branch_answer(i))})
+        branches.append(agent(branch_name(i), model, tools=[AgentTool(inner)]))
+    parallel = Runner(ParallelAgent(name="par", sub_agents=branches))
+
     async def final_message(runner: Runner) -> tuple[str, Message | None]:
         agent_name, message = "", None
         async for event in runner.query(QUESTION):
@@ -104,10 +144,25 @@ def build() -> Workloads:
                     n += chunk.content == CHUNK
         check(n == N_CHUNKS, f"streamed {n} chunks")
 
+    async def parallel_agent_tool() -> None:
+        answers, tool_results = {}, {}
+        async for event in parallel.query(QUESTION):
+            if event.error is not None:
+                raise event.error
+            if event.message_output is not None:
+                message = event.message_output.message
+                assert message is not None
+                if message.role == "tool":
+                    tool_results[message.tool_call_id] = message.content
+                elif message.content:
+                    answers[event.agent_name] = message.content
+        check_branches(answers, tool_results, inner_runs)
+
     return Workloads(
         version=version(DISTRIBUTION),
         single_turn=single_turn,
         tool_loop=tool_loop,
         transfer_chain=transfer_chain,
         stream=stream,
+        parallel_agent_tool=parallel_agent_tool,
     )

@@ -2,6 +2,8 @@
 
 Transfer follows LangGraph's handoff pattern: each agent is a ReAct subgraph in a parent graph, and its handoff
 tool returns ``Command(goto=..., graph=Command.PARENT)`` with the tool message added to the shared history.
+The parallel workload fans out from ``START`` to three ReAct subgraphs and joins them at ``END``; each one's tool
+invokes another compiled ReAct agent, as in LangGraph's agent-as-a-tool pattern.
 """
 
 # No ``from __future__ import annotations``: LangChain reads the tools' and the model's annotations at run time,
@@ -10,7 +12,25 @@ import warnings
 from collections.abc import AsyncIterator, Sequence
 from typing import Annotated, Any
 
-from ._common import ANSWER, CHUNK, N_CHUNKS, N_STEPS, QUESTION, TOOL_RESULT, Counter, Workloads, call_id, check
+from ._common import (
+    ANSWER,
+    CHUNK,
+    N_BRANCHES,
+    N_CHUNKS,
+    N_STEPS,
+    QUESTION,
+    REQUEST,
+    TOOL_RESULT,
+    Counter,
+    Workloads,
+    branch_answer,
+    branch_name,
+    call_id,
+    check,
+    check_branches,
+    inner_answer,
+    inner_name,
+)
 
 NAME = "LangGraph"
 DISTRIBUTION = "langgraph"
@@ -61,6 +81,15 @@ def build() -> Workloads:
             for chunk in self.chunks:
                 yield chunk
 
+    class CountingChatModel(FakeChatModel):
+        """A ``FakeChatModel`` that counts its calls: the inner agents' model, so that W6 sees each of them run."""
+
+        counter: Any
+
+        async def _agenerate(self, messages: list[BaseMessage], stop: Any = None, **kwargs: Any) -> ChatResult:
+            self.counter.n += 1
+            return await super()._agenerate(messages, stop, **kwargs)
+
     def result(message: AIMessage) -> ChatResult:
         return ChatResult(generations=[ChatGeneration(message=message)])
 
@@ -77,8 +106,8 @@ def build() -> Workloads:
         counter.n += 1
         return TOOL_RESULT
 
-    def agent(model: FakeChatModel, tools: Sequence[BaseTool] = ()) -> Any:
-        return create_react_agent(model, list(tools), prompt="Be brief.")
+    def agent(model: FakeChatModel, tools: Sequence[BaseTool] = (), name: str | None = None) -> Any:
+        return create_react_agent(model, list(tools), prompt="Be brief.", name=name)
 
     single = agent(FakeChatModel(answers={"": answer}))
 
@@ -104,6 +133,35 @@ def build() -> Workloads:
     graph.add_edge(START, "root")
     graph.add_edge("B", END)
     chain = graph.compile()
+
+    def asking(branch: int) -> BaseTool:
+        """The branch's tool: a run of its inner agent, which sees only the request."""
+        inner_result = result(AIMessage(content=inner_answer(branch), id=f"ai-{inner_name(branch)}"))
+        inner = agent(
+            CountingChatModel(answers={"": inner_result}, counter=inner_runs[branch]), name=inner_name(branch)
+        )
+
+        @tool(inner_name(branch), description=f"agent {inner_name(branch)}")
+        async def ask(request: str) -> str:
+            state = await inner.ainvoke({"messages": [("user", request)]})
+            return state["messages"][-1].content
+
+        return ask
+
+    # Each branch sees the question, calls its inner agent, then answers; its messages are named after it. The
+    # message ids differ between branches: the shared history merges the branches' messages by id.
+    inner_runs = [Counter() for _ in range(N_BRANCHES)]
+    fan = StateGraph(MessagesState)
+    for i in range(N_BRANCHES):
+        call = {"name": inner_name(i), "args": {"request": REQUEST}, "id": call_id(i)}
+        replies = {
+            "": result(AIMessage(content="", id=f"ai-{branch_name(i)}-call", tool_calls=[call])),
+            call_id(i): result(AIMessage(content=branch_answer(i), id=f"ai-{branch_name(i)}-answer")),
+        }
+        fan.add_node(agent(FakeChatModel(answers=replies), [asking(i)], name=branch_name(i)))
+        fan.add_edge(START, branch_name(i))
+    fan.add_edge([branch_name(i) for i in range(N_BRANCHES)], END)
+    parallel = fan.compile()
 
     chunks = [ChatGenerationChunk(message=AIMessageChunk(content=CHUNK, id="ai-stream")) for _ in range(N_CHUNKS)]
     streaming = agent(FakeChatModel(answers={}, chunks=chunks))
@@ -133,10 +191,20 @@ def build() -> Workloads:
             n += chunk.content == CHUNK
         check(n == N_CHUNKS, f"streamed {n} chunks")
 
+    async def parallel_agent_tool() -> None:
+        answers, tool_results = {}, {}
+        for message in (await parallel.ainvoke({"messages": [("user", QUESTION)]}))["messages"]:
+            if isinstance(message, ToolMessage):
+                tool_results[message.tool_call_id] = message.content
+            elif isinstance(message, AIMessage) and message.content:
+                answers[message.name] = message.content
+        check_branches(answers, tool_results, inner_runs)
+
     return Workloads(
         version=version(DISTRIBUTION),
         single_turn=single_turn,
         tool_loop=tool_loop,
         transfer_chain=transfer_chain,
         stream=stream,
+        parallel_agent_tool=parallel_agent_tool,
     )

@@ -112,7 +112,7 @@ def test_tools_schemas_come_from_the_shop_methods() -> None:
     assert list(infos) == ["issue_refund", "lookup_order"]
     assert infos["issue_refund"].parameters["required"] == ["order_id", "reason"]
     # Bounded, so that a small model's runaway text ends as valid JSON (llama.cpp's grammar enforces maxLength).
-    assert infos["issue_refund"].parameters["properties"]["reason"]["maxLength"] == 100
+    assert infos["issue_refund"].parameters["properties"]["reason"]["maxLength"] == 80
 
 
 # -- the scripted replay --------------------------------------------------------------------------------------
@@ -212,6 +212,17 @@ async def test_guided_specialist_is_forced_to_its_main_tool_then_answers_without
         (None, []),
     ]
     assert [r.order_id for r in shop.refunds] == ["1042"]
+
+
+async def test_router_runs_on_its_own_model_when_given_one() -> None:
+    model, router_model = scripted_model(), scripted_model()
+    runner = Runner(build_system(model, Shop(), router_model=router_model), enable_streaming=True)
+
+    await print_events_of(runner, "Refund order 1042.")
+
+    assert [r.tool_choice for r in router_model.requests] == [ForcedTool("transfer_to_agent")]
+    assert all(r.tool_choice is None for r in model.requests)
+    assert [t.name for t in model.requests[0].tools] == ["issue_refund", "lookup_order"]
 
 
 def test_guided_model_keeps_the_name_of_the_model_it_wraps() -> None:

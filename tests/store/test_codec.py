@@ -540,3 +540,12 @@ def test_memoryview_and_bytearray_payloads_decode() -> None:
     data = encode({"a": (1,)})
     assert decode(bytearray(data)) == {"a": (1,)}
     assert decode(memoryview(data)) == {"a": (1,)}
+
+
+def test_a_datetime_with_a_sub_second_utc_offset_keeps_its_offset() -> None:
+    from datetime import datetime, timedelta, timezone
+
+    moment = datetime(2000, 1, 1, tzinfo=timezone(timedelta(microseconds=1)))
+    back = decode(encode(moment))
+    assert back == moment
+    assert back.utcoffset() == timedelta(microseconds=1)

@@ -14,8 +14,8 @@ import dataclasses
 import enum
 import math
 from collections.abc import Callable, Iterable
-from datetime import date, datetime, timedelta
-from typing import Any
+from datetime import date, datetime, timedelta, timezone
+from typing import Any, TypeVar
 
 from pydantic import BaseModel
 
@@ -24,6 +24,8 @@ from ._registry import BY_NAME, BY_TYPE
 from ._wire import CLS, HINT_REGISTER, TAG, PathError, key_segment
 
 __all__ = ["from_tree", "to_tree"]
+
+T = TypeVar("T")
 
 
 # -- encoding --------------------------------------------------------------------------------------------------------
@@ -104,12 +106,21 @@ def _unsupported(obj: Any) -> PathError:
     )
 
 
+def _datetime_to_tree(value: datetime) -> Any:
+    """An ISO string; an aware datetime also carries its UTC offset as [days, seconds, microseconds], because
+    ``fromisoformat`` drops the sub-second part of an offset."""
+    offset = value.utcoffset()
+    if offset is None:
+        return value.isoformat()
+    return [value.replace(tzinfo=None).isoformat(), offset.days, offset.seconds, offset.microseconds]
+
+
 _TAG_ENCODERS: dict[type, Callable[[Any], Any]] = {
     tuple: lambda v: {TAG: "tuple", "v": _items_to_tree(v)},
     bytes: lambda v: {TAG: "bytes", "v": base64.b64encode(v).decode("ascii")},
     set: lambda v: {TAG: "set", "v": _items_to_tree(v)},
     frozenset: lambda v: {TAG: "frozenset", "v": _items_to_tree(v)},
-    datetime: lambda v: {TAG: "datetime", "v": v.isoformat()},
+    datetime: lambda v: {TAG: "datetime", "v": _datetime_to_tree(v)},
     date: lambda v: {TAG: "date", "v": v.isoformat()},
     timedelta: lambda v: {TAG: "timedelta", "v": [v.days, v.seconds, v.microseconds]},
 }
@@ -224,14 +235,30 @@ def _bytes_from_tree(value: Any) -> bytes:
         raise PathError("malformed bytes value: not base64") from None
 
 
-def _iso_from_tree(parse: Callable[[str], Any], tag: str) -> Callable[[Any], Any]:
-    def from_iso(value: Any) -> Any:
+def _iso_from_tree(parse: Callable[[str], T], tag: str) -> Callable[[Any], T]:
+    def from_iso(value: Any) -> T:
         try:
             return parse(_expect(value, str, tag))
         except ValueError:
             raise PathError(f"malformed {tag} value: {value!r} is not an ISO 8601 {tag}") from None
 
     return from_iso
+
+
+def _datetime_from_tree(value: Any) -> datetime:
+    if type(value) is str:
+        return _naive_datetime(value)
+    parts = _expect(value, list, "datetime")
+    if len(parts) != 4 or type(parts[0]) is not str:
+        raise PathError(f"malformed datetime value: expected an ISO string and its UTC offset, got {value!r}")
+    moment = _naive_datetime(parts[0])
+    try:
+        return moment.replace(tzinfo=timezone(_timedelta_from_tree(parts[1:])))
+    except ValueError:
+        raise PathError(f"malformed datetime value: {value!r} has an impossible UTC offset") from None
+
+
+_naive_datetime = _iso_from_tree(datetime.fromisoformat, "datetime")
 
 
 def _timedelta_from_tree(value: Any) -> timedelta:
@@ -251,7 +278,7 @@ _TAG_DECODERS: dict[str, Callable[[Any], Any]] = {
     "set": lambda v: set(_hashable(_items_from_tree(_expect(v, list, "set")), "set")),
     "frozenset": lambda v: frozenset(_hashable(_items_from_tree(_expect(v, list, "frozenset")), "frozenset")),
     "float": _float_from_tree,
-    "datetime": _iso_from_tree(datetime.fromisoformat, "datetime"),
+    "datetime": _datetime_from_tree,
     "date": _iso_from_tree(date.fromisoformat, "date"),
     "timedelta": _timedelta_from_tree,
 }
