@@ -543,8 +543,6 @@ def test_memoryview_and_bytearray_payloads_decode() -> None:
 
 
 def test_a_datetime_with_a_sub_second_utc_offset_keeps_its_offset() -> None:
-    from datetime import datetime, timedelta, timezone
-
     moment = datetime(2000, 1, 1, tzinfo=timezone(timedelta(microseconds=1)))
     back = decode(encode(moment))
     assert back == moment
