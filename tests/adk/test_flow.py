@@ -290,3 +290,20 @@ async def test_each_run_has_its_own_session() -> None:
     assert values == ["1", "2"]
     # The second run's model input holds only the second query: no history leaks between runs.
     assert [m.content for m in model_of(a).requests[1].messages] == ["second"]
+
+
+async def test_a_custom_agents_streamed_message_is_joined_into_the_history() -> None:
+    from batonflow.schema import Stream
+
+    streamed = event_from_message(stream=Stream.from_list([assistant("part one, "), assistant("part two")]))
+    handoff = event_from_message(assistant("over to b"))
+    handoff.action = transfer_action("b")
+    b = agent("b", assistant("done"))
+    events = await collect_events(Runner(set_sub_agents(Scripted("a", [streamed, handoff]), [b])).query("x"))
+    assert events[0].message_output is not None
+    assert events[0].message_output.message == assistant("part one, part two")  # the caller still got every chunk
+    assert isinstance(b.model, ScriptedModel)
+    assert [m.content for m in b.model.requests[0].messages[1:3]] == [
+        "x",
+        "For context: [a] said: part one, part two.",
+    ]

@@ -29,16 +29,17 @@ class SessionEvent:
     agent_name: str
     run_path: tuple[RunStep, ...]
     message: Message | None = None
-    # A streamed message still being produced; resolved before anyone reads the history. Not saved.
-    _pending: asyncio.Future[Message] | None = field(default=None, repr=False, compare=False)
+    # A streamed message still being produced: joined when someone reads the history. Not saved.
+    _pending: asyncio.Future[Message] | Tap[Message] | None = field(default=None, repr=False, compare=False)
     action: AgentAction | None = None
     # Wall-clock, not monotonic: lanes restored from a checkpoint written elsewhere are ordered against new ones.
     ts: int = field(default_factory=time.time_ns)
 
     async def get_message(self) -> Message:
         if self.message is None:
-            assert self._pending is not None
-            self.message = await self._pending
+            pending = self._pending
+            assert pending is not None
+            self.message = concat_messages(await pending.chunks()) if isinstance(pending, Tap) else await pending
             self._pending = None
         return self.message
 
@@ -137,10 +138,5 @@ class RunContext:
         else:
             # Someone else's stream: keep every chunk for the history.
             assert variant.message_stream is not None
-            variant.message_stream, whole = variant.message_stream.tap()
-            entry._pending = asyncio.ensure_future(_join(whole))
+            variant.message_stream, entry._pending = variant.message_stream.tap()
         self.session.events.append(entry)
-
-
-async def _join(whole: Tap[Message]) -> Message:
-    return concat_messages(await whole.chunks())
