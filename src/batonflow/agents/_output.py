@@ -1,0 +1,360 @@
+"""Typed output for agents: the schema instruction, parsing and validation (Solon's ``outputSchema``/``toBean``).
+
+A pydantic model class is validated by pydantic; a JSON Schema dict by a small checker here (type, enum, const,
+properties, required, additionalProperties, items, length/count/range limits, pattern, any/one/allOf, local
+``$ref``s), so that no JSON Schema library is needed.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, TypeVar, overload
+
+from pydantic import BaseModel, ValidationError
+
+from ..adk._builtin import get_language
+from ..adk._events import AgentEvent
+from ..errors import RunError, UserError
+from ..schema import Message
+from ..tools._feedback import describe_json_text, describe_json_value
+
+__all__ = ["OutputSchema", "parse_output"]
+
+M = TypeVar("M", bound=BaseModel)
+
+OutputSchema = type[BaseModel] | Mapping[str, Any]
+"""A pydantic model class, or a JSON Schema as a dict."""
+
+_SCHEMA_INSTRUCTION = {
+    "en": (
+        "Answer with JSON only: one JSON value that matches the JSON Schema below. Write nothing before or after "
+        "it and do not put it in a Markdown code block.\n\nJSON Schema:\n"
+    ),
+    "zh": "只用 JSON 回答：输出一个符合下面 JSON Schema 的 JSON 值。前后不要写任何其他内容，也不要放进 Markdown 代码块。\n\nJSON Schema：\n",
+}
+
+
+# -- output schemas (Solon's outputSchema and toBean) ---------------------------------------------------------------
+
+
+@overload
+def parse_output(source: AgentEvent | Message | str, schema: type[M]) -> M: ...
+
+
+@overload
+def parse_output(source: AgentEvent | Message | str, schema: Mapping[str, Any]) -> Any: ...
+
+
+def parse_output(source: AgentEvent | Message | str, schema: OutputSchema) -> Any:
+    """The answer in ``source`` as a value of ``schema`` (Solon's ``toBean``).
+
+    ``source`` is an agent's event, a message or the answer's text; ``schema`` a pydantic model class (an instance
+    is returned) or a JSON Schema dict (the validated JSON value is returned). A ```` ```json ```` fence around the
+    JSON is ignored. An answer that does not fit raises ``RunError`` saying what was expected and what was found.
+    """
+    spec = _Schema.of(schema)
+    if isinstance(source, AgentEvent):
+        output = source.output
+        if spec.model is not None and output is not None and isinstance(output.customized_output, spec.model):
+            return output.customized_output
+        variant = output.message_output if output is not None else None
+        if variant is None:
+            raise UserError(f"parse_output: expected an event carrying a message, got {source!r}")
+        if variant.message is None:
+            raise UserError(
+                "parse_output: expected a read message, got an unread stream; "
+                "await event.message_output.get_message() first"
+            )
+        text = variant.message.text
+    elif isinstance(source, Message):
+        text = source.text
+    else:
+        text = source
+    return spec.parse(text)
+
+
+_FENCE = re.compile(r"^```[A-Za-z0-9_-]*\s*(.*?)\s*```$", re.DOTALL)
+
+
+@dataclass(frozen=True, slots=True)
+class _Schema:
+    """An output schema ready to use: its JSON Schema for the prompt, and how answers are checked against it."""
+
+    label: str
+    json_schema: dict[str, Any]
+    text: str  # the schema as JSON, for the instruction
+    model: type[BaseModel] | None = None
+
+    @staticmethod
+    def of(schema: OutputSchema) -> _Schema:
+        if isinstance(schema, type) and issubclass(schema, BaseModel):
+            json_schema = schema.model_json_schema()
+            return _Schema(schema.__name__, json_schema, json.dumps(json_schema, ensure_ascii=False), schema)
+        if not isinstance(schema, Mapping):
+            raise UserError(
+                f"output_schema: expected a pydantic BaseModel subclass or a JSON Schema dict, got {schema!r}"
+            )
+        json_schema = dict(schema)
+        try:
+            text = json.dumps(json_schema, ensure_ascii=False)
+        except (TypeError, ValueError) as error:
+            raise UserError(f"output_schema: expected a JSON Schema made of JSON values, got {error}") from None
+        _check_refs(json_schema, json_schema)
+        title = json_schema.get("title")
+        return _Schema(title if isinstance(title, str) and title else "the output schema", json_schema, text)
+
+    def instruction(self) -> str:
+        return _SCHEMA_INSTRUCTION[get_language()] + self.text
+
+    def parse(self, text: str) -> Any:
+        stripped = text.strip()
+        fenced = _FENCE.match(stripped)
+        if fenced is not None:
+            stripped = fenced[1]
+        try:
+            data = json.loads(stripped)
+        except ValueError as error:
+            reason = error.msg if isinstance(error, json.JSONDecodeError) else str(error)
+            raise self._failure(text, f"not valid JSON ({reason})") from None
+        if self.model is None:
+            clauses: list[str] = []
+            _check(data, self.json_schema, self.json_schema, [], clauses)
+            if clauses:
+                raise self._failure(text, "; ".join(clauses))
+            return data
+        try:
+            return self.model.model_validate_json(stripped)
+        except ValidationError as error:
+            raise self._failure(text, _describe(error, data)) from None
+
+    def _failure(self, text: str, why: str) -> RunError:
+        return RunError(f"expected JSON matching {self.label}, got {describe_json_text(text)}: {why}")
+
+
+# pydantic says "Input should be a valid integer, unable to parse string as an integer": the clause after the comma
+# repeats what the value shows.
+_SHOULD = re.compile(r"^\w+ should (.*?)(?:, (?:unable to|got a) .*)?$", re.DOTALL)
+_NOT_AN_OBJECT = frozenset({"model_type", "model_attributes_type", "dict_type"})
+
+
+def _describe(error: ValidationError, data: Any) -> str:
+    """One ``expected …, got …`` clause per mistake, naming each place by its path in the answer."""
+    clauses: list[str] = []
+    for item in error.errors(include_url=False):
+        path = _data_path(item["loc"], data)
+        where = _where(path)
+        kind = item["type"]
+        if kind == "missing":
+            clause = f"expected {where}, got nothing"
+        elif kind == "extra_forbidden":
+            clause = f"expected no field {where}, got {_show(item.get('input'))}"
+        elif kind in _NOT_AN_OBJECT:
+            clause = f"expected {where} to be an object, got {describe_json_value(item.get('input'))}"
+        else:
+            should = _SHOULD.match(item["msg"])
+            requirement = f"to {should[1]}" if should else f"to be valid ({item['msg']})"
+            clause = f"expected {where} {requirement}, got {_show(item.get('input'))}"
+        if clause not in clauses:
+            clauses.append(clause)
+    return "; ".join(clauses)
+
+
+def _data_path(loc: tuple[str | int, ...], data: Any) -> list[str | int]:
+    """The steps of pydantic's error location that name places in the answer (it adds steps of its own, such as
+    the member of a union it tried); the last step may name a key that is missing."""
+    path: list[str | int] = []
+    for index, step in enumerate(loc):
+        present = (isinstance(data, dict) and step in data) or (
+            isinstance(data, list) and isinstance(step, int) and 0 <= step < len(data)
+        )
+        if present:
+            data = data[step]
+        elif index < len(loc) - 1 or not isinstance(data, dict):
+            continue
+        path.append(step)
+    return path
+
+
+def _where(path: Sequence[str | int]) -> str:
+    if not path:
+        return "the answer"
+    text = ""
+    for step in path:
+        if isinstance(step, int):
+            text += f"[{step}]"
+        else:
+            text += f".{step}" if text else step
+    return f"'{text}'"
+
+
+def _show(value: Any) -> str:
+    if isinstance(value, str):
+        text = repr(value)
+    else:
+        try:
+            text = json.dumps(value, ensure_ascii=False)
+        except (TypeError, ValueError):
+            text = repr(value)
+    return text if len(text) <= 100 else text[:100] + "..."
+
+
+# -- a JSON Schema check for dict schemas ---------------------------------------------------------------------------
+# The keywords models are asked to follow in practice: type, enum, const, properties, required,
+# additionalProperties, items, the size and range bounds, pattern, anyOf/oneOf/allOf and local $refs. Other keywords
+# are annotations here, as JSON Schema treats keywords it does not know.
+
+_TYPES: dict[str, Callable[[Any], bool]] = {
+    "object": lambda v: isinstance(v, dict),
+    "array": lambda v: isinstance(v, list),
+    "string": lambda v: isinstance(v, str),
+    "boolean": lambda v: isinstance(v, bool),
+    "null": lambda v: v is None,
+    "number": lambda v: isinstance(v, int | float) and not isinstance(v, bool),
+    "integer": lambda v: (isinstance(v, int) and not isinstance(v, bool)) or (isinstance(v, float) and v.is_integer()),
+}
+
+
+def _resolve(ref: str, root: Mapping[str, Any]) -> Any:
+    if ref == "#":
+        return root
+    if not ref.startswith("#/"):
+        raise UserError(f"output_schema: expected local $refs ('#/$defs/Name'), got {ref!r}")
+    node: Any = root
+    for step in ref[2:].split("/"):
+        step = step.replace("~1", "/").replace("~0", "~")
+        if not isinstance(node, Mapping) or step not in node:
+            raise UserError(f"output_schema: expected $ref {ref!r} to name a part of the schema, got nothing there")
+        node = node[step]
+    return node
+
+
+def _check_refs(node: Any, root: Mapping[str, Any]) -> None:
+    if isinstance(node, Mapping):
+        ref = node.get("$ref")
+        if isinstance(ref, str):
+            _resolve(ref, root)
+        for value in node.values():
+            _check_refs(value, root)
+    elif isinstance(node, list):
+        for value in node:
+            _check_refs(value, root)
+
+
+def _kind(schema: Any, root: Mapping[str, Any]) -> str:
+    """A few words for what a schema accepts: "integer", "string or null", "one of 'a', 'b'"."""
+    if not isinstance(schema, Mapping):
+        return "a value"
+    if isinstance(schema.get("$ref"), str):
+        return _kind(_resolve(schema["$ref"], root), root)
+    if "enum" in schema:
+        return "one of " + ", ".join(_show(v) for v in schema["enum"])
+    if "const" in schema:
+        return _show(schema["const"])
+    members = schema.get("anyOf") or schema.get("oneOf")
+    if isinstance(members, list):
+        return " or ".join(_kind(m, root) for m in members)
+    kind = schema.get("type")
+    if isinstance(kind, list):
+        return " or ".join(str(k) for k in kind)
+    if kind == "array" and isinstance(schema.get("items"), Mapping):
+        return f"array of {_kind(schema['items'], root)}"
+    return kind if isinstance(kind, str) else "a value"
+
+
+def _check(value: Any, schema: Any, root: Mapping[str, Any], path: list[str | int], out: list[str]) -> None:
+    """Append to ``out`` one clause per way ``value`` breaks ``schema``."""
+    if not isinstance(schema, Mapping):
+        if schema is False:
+            out.append(f"expected nothing at {_where(path)}, got {_show(value)}")
+        return
+    where = _where(path)
+    if isinstance(schema.get("$ref"), str):
+        _check(value, _resolve(schema["$ref"], root), root, path, out)
+    for member in schema.get("allOf", ()):
+        _check(value, member, root, path, out)
+    for keyword in ("anyOf", "oneOf"):
+        members = schema.get(keyword)
+        if isinstance(members, list):
+            fits = sum(1 for m in members if not _errors(value, m, root, path))
+            if fits == 0:
+                out.append(f"expected {where} to be {_kind({keyword: members}, root)}, got {_show(value)}")
+            elif keyword == "oneOf" and fits > 1:
+                out.append(
+                    f"expected {where} to fit exactly one of its oneOf schemas, got {_show(value)} fitting {fits}"
+                )
+    kind = schema.get("type")
+    if kind is not None:
+        kinds = kind if isinstance(kind, list) else [kind]
+        if not any(_TYPES.get(k, lambda _: True)(value) for k in kinds):
+            out.append(f"expected {where} to be {_kind(schema, root)}, got {_show(value)}")
+            return
+    if "enum" in schema and value not in schema["enum"]:
+        out.append(f"expected {where} to be {_kind({'enum': schema['enum']}, root)}, got {_show(value)}")
+    if "const" in schema and value != schema["const"]:
+        out.append(f"expected {where} to be {_show(schema['const'])}, got {_show(value)}")
+    if isinstance(value, str):
+        _check_bounds(where, len(value), schema, "minLength", "maxLength", "characters", out)
+        pattern = schema.get("pattern")
+        if isinstance(pattern, str) and re.search(pattern, value) is None:
+            out.append(f"expected {where} to match {pattern!r}, got {_show(value)}")
+    elif isinstance(value, int | float) and not isinstance(value, bool):
+        for keyword, holds, sign in _RANGES:
+            limit = schema.get(keyword)
+            if isinstance(limit, int | float) and not holds(value, limit):
+                out.append(f"expected {where} to be {sign} {limit}, got {_show(value)}")
+    elif isinstance(value, list):
+        _check_bounds(where, len(value), schema, "minItems", "maxItems", "items", out)
+        items = schema.get("items")
+        if isinstance(items, Mapping | bool):
+            for index, item in enumerate(value):
+                _check(item, items, root, [*path, index], out)
+    elif isinstance(value, dict):
+        _check_object(value, schema, root, path, out)
+
+
+_RANGES: tuple[tuple[str, Callable[[float, float], bool], str], ...] = (
+    ("minimum", lambda v, limit: v >= limit, ">="),
+    ("maximum", lambda v, limit: v <= limit, "<="),
+    ("exclusiveMinimum", lambda v, limit: v > limit, ">"),
+    ("exclusiveMaximum", lambda v, limit: v < limit, "<"),
+)
+
+
+def _check_bounds(
+    where: str, size: int, schema: Mapping[str, Any], low: str, high: str, unit: str, out: list[str]
+) -> None:
+    least, most = schema.get(low), schema.get(high)
+    if isinstance(least, int) and size < least:
+        out.append(f"expected {where} to have at least {least} {unit}, got {size}")
+    if isinstance(most, int) and size > most:
+        out.append(f"expected {where} to have at most {most} {unit}, got {size}")
+
+
+def _check_object(
+    value: dict[str, Any], schema: Mapping[str, Any], root: Mapping[str, Any], path: list[str | int], out: list[str]
+) -> None:
+    properties = schema.get("properties")
+    properties = properties if isinstance(properties, Mapping) else {}
+    for name in schema.get("required", ()):
+        if name not in value:
+            kind = _kind(properties.get(name), root)
+            out.append(f"expected {_where([*path, name])}{f' ({kind})' if kind != 'a value' else ''}, got nothing")
+    extra = schema.get("additionalProperties", True)
+    for name, item in value.items():
+        if name in properties:
+            _check(item, properties[name], root, [*path, name], out)
+        elif extra is False:
+            known = ", ".join(_where([*path, n]) for n in properties)
+            expected = f"one of {known}" if known else "no fields"
+            out.append(f"expected {expected}, got unknown {_where([*path, name])}")
+        elif isinstance(extra, Mapping):
+            _check(item, extra, root, [*path, name], out)
+
+
+def _errors(value: Any, schema: Any, root: Mapping[str, Any], path: list[str | int]) -> list[str]:
+    found: list[str] = []
+    _check(value, schema, root, path, found)
+    return found

@@ -1,0 +1,120 @@
+"""Sessions in Redis: shared by every worker that can reach the server (DESIGN §7).
+
+The keys are the original's (Solon's ``RedisAgentSession``, reference §B.0), under a prefix: ``<prefix><id>:messages``
+is a list with one codec payload per message, ``<prefix><id>:snapshot`` a string with the state record (Solon keeps
+its whole ``FlowContext`` there, which is what the record is: attributes, pending flag and reason, snapshot).
+``RPUSH`` of a batch is one command, so concurrent appends never interleave; replacing, deleting and reading are
+``MULTI``/``EXEC`` transactions, so each is one atomic step on the server.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import cast
+
+from ..schema import Message
+from ._base import StoreBase
+from ._session_conn import RedisConnection
+from ._sessions import (
+    SessionData,
+    SessionState,
+    build_data,
+    check_last,
+    check_session_id,
+    encode_messages,
+    encode_state,
+)
+
+__all__ = ["RedisSessionStore"]
+
+
+class RedisSessionStore(StoreBase):
+    """A session store in the Redis server at ``url`` (``redis://[:password@]host:port/db``).
+
+    A session's keys are ``<prefix><id>:messages`` and ``<prefix><id>:snapshot``; the suffixes differ, so no id can
+    name another id's key. Connecting gives up after ``connect_timeout`` seconds, a command after
+    ``command_timeout``.
+    """
+
+    def __init__(
+        self,
+        url: str,
+        *,
+        prefix: str = "batonflow:session:",
+        connect_timeout: float = 5.0,
+        command_timeout: float = 30.0,
+    ) -> None:
+        self._prefix = prefix
+        self._redis = RedisConnection(
+            url,
+            who="RedisSessionStore",
+            what="session store",
+            connect_timeout=connect_timeout,
+            command_timeout=command_timeout,
+        )
+
+    def _messages_key(self, session_id: str) -> str:
+        return f"{self._prefix}{session_id}:messages"
+
+    def _snapshot_key(self, session_id: str) -> str:
+        return f"{self._prefix}{session_id}:snapshot"
+
+    async def get(self, session_id: str, *, last: int | None = None) -> SessionData | None:
+        check_session_id(session_id)
+        check_last(last)
+        self._redis.check_open()
+        try:
+            async with self._redis.client.pipeline(transaction=True) as pipe:
+                pipe.lrange(self._messages_key(session_id), 0 if last is None else -last, -1)
+                pipe.get(self._snapshot_key(session_id))
+                replies = await pipe.execute()
+        except self._redis.errors as exc:
+            raise self._redis.error(f"read session {session_id!r}", exc) from exc
+        # decode_responses is off: Redis strings come back as bytes
+        return build_data(session_id, cast("list[bytes]", replies[0]), cast("bytes | None", replies[1]))
+
+    async def append_messages(self, session_id: str, messages: Sequence[Message]) -> None:
+        check_session_id(session_id)
+        data = encode_messages(session_id, messages)
+        if not data:
+            return
+        self._redis.check_open()
+        try:
+            await self._redis.client.rpush(self._messages_key(session_id), *data)
+        except self._redis.errors as exc:
+            raise self._redis.error(f"append to session {session_id!r}", exc) from exc
+
+    async def replace_messages(self, session_id: str, messages: Sequence[Message]) -> None:
+        check_session_id(session_id)
+        data = encode_messages(session_id, messages)
+        self._redis.check_open()
+        key = self._messages_key(session_id)
+        try:
+            async with self._redis.client.pipeline(transaction=True) as pipe:
+                pipe.delete(key)
+                if data:
+                    pipe.rpush(key, *data)
+                await pipe.execute()
+        except self._redis.errors as exc:
+            raise self._redis.error(f"replace the messages of session {session_id!r}", exc) from exc
+
+    async def set_state(self, session_id: str, state: SessionState) -> None:
+        check_session_id(session_id)
+        data = encode_state(session_id, state)
+        self._redis.check_open()
+        try:
+            await self._redis.client.set(self._snapshot_key(session_id), data)
+        except self._redis.errors as exc:
+            raise self._redis.error(f"write the state of session {session_id!r}", exc) from exc
+
+    async def delete(self, session_id: str) -> None:
+        check_session_id(session_id)
+        self._redis.check_open()
+        try:
+            await self._redis.client.delete(self._messages_key(session_id), self._snapshot_key(session_id))
+        except self._redis.errors as exc:
+            raise self._redis.error(f"delete session {session_id!r}", exc) from exc
+
+    async def close(self) -> None:
+        self._closed = True
+        await self._redis.close()

@@ -1,0 +1,249 @@
+"""Sessions in SQL: SQLite (the embedded default) and PostgreSQL (shared by every worker, DESIGN §7).
+
+Two tables: ``<table>`` holds one state record per session, ``<table>_messages`` one row per message, in order of an
+ever-growing sequence number. A batch of messages is inserted in one transaction, so a reader sees all of it or
+none, and a session's writes are serialised (SQLite's write lock; a per-session advisory lock in PostgreSQL), so
+two batches appended at the same time land one after the other, never interleaved. ``get`` reads messages and state
+in one read transaction: a state and the messages it was saved with.
+"""
+
+from __future__ import annotations
+
+import os
+import sqlite3
+import time
+from collections.abc import Sequence
+from typing import Any
+
+from ..schema import Message
+from ._base import StoreBase, check_table_name
+from ._session_conn import PostgresPool, SqliteConnection, transaction
+from ._sessions import (
+    SessionData,
+    SessionState,
+    build_data,
+    check_last,
+    check_session_id,
+    encode_messages,
+    encode_state,
+)
+
+__all__ = ["PostgresSessionStore", "SqliteSessionStore"]
+
+
+class SqliteSessionStore(StoreBase):
+    """A session store in the SQLite database at ``path`` (created, with its parent directories, on first use).
+
+    States go in ``table``, messages in ``<table>_messages``; the file may be the one a ``SqliteCheckpointStore``
+    uses. ``timeout`` is how long a write waits for another process's lock before it fails.
+    """
+
+    def __init__(
+        self, path: str | os.PathLike[str], *, table: str = "batonflow_sessions", timeout: float = 10.0
+    ) -> None:
+        self._table = check_table_name(table)
+        self._messages = f"{table}_messages"
+        self._conn = SqliteConnection(
+            path,
+            timeout=timeout,
+            where=f"SQLite session store at {path}",
+            schema=[
+                f"CREATE TABLE IF NOT EXISTS {self._table} "
+                "(id TEXT PRIMARY KEY, state BLOB NOT NULL, updated_at REAL NOT NULL)",
+                # INTEGER PRIMARY KEY is the rowid: a new row's is above every existing one, hence insertion order.
+                f"CREATE TABLE IF NOT EXISTS {self._messages} "
+                "(seq INTEGER PRIMARY KEY, session_id TEXT NOT NULL, data BLOB NOT NULL)",
+                f"CREATE INDEX IF NOT EXISTS {table}_msg_idx ON {self._messages} (session_id, seq)",
+            ],
+        )
+        self.path = self._conn.path
+
+    async def get(self, session_id: str, *, last: int | None = None) -> SessionData | None:
+        check_session_id(session_id)
+        check_last(last)
+
+        def get(conn: sqlite3.Connection) -> tuple[list[bytes], bytes | None]:
+            with transaction(conn, write=False):
+                rows = conn.execute(
+                    f"SELECT data FROM (SELECT seq, data FROM {self._messages} WHERE session_id = ? "
+                    "ORDER BY seq DESC LIMIT ?) ORDER BY seq",
+                    (session_id, -1 if last is None else last),  # LIMIT -1: no limit
+                ).fetchall()
+                state = conn.execute(f"SELECT state FROM {self._table} WHERE id = ?", (session_id,)).fetchone()
+            return [bytes(r[0]) for r in rows], None if state is None else bytes(state[0])
+
+        messages, state = await self._conn.run(f"cannot read session {session_id!r}", get)
+        return build_data(session_id, messages, state)
+
+    async def append_messages(self, session_id: str, messages: Sequence[Message]) -> None:
+        check_session_id(session_id)
+        data = encode_messages(session_id, messages)
+        if not data:
+            return
+
+        def append(conn: sqlite3.Connection) -> None:
+            with transaction(conn):
+                self._insert(conn, session_id, data)
+
+        await self._conn.run(f"cannot append to session {session_id!r}", append)
+
+    async def replace_messages(self, session_id: str, messages: Sequence[Message]) -> None:
+        check_session_id(session_id)
+        data = encode_messages(session_id, messages)
+
+        def replace(conn: sqlite3.Connection) -> None:
+            with transaction(conn):
+                conn.execute(f"DELETE FROM {self._messages} WHERE session_id = ?", (session_id,))
+                self._insert(conn, session_id, data)
+
+        await self._conn.run(f"cannot replace the messages of session {session_id!r}", replace)
+
+    async def set_state(self, session_id: str, state: SessionState) -> None:
+        check_session_id(session_id)
+        data = encode_state(session_id, state)
+
+        def set_state(conn: sqlite3.Connection) -> None:
+            conn.execute(
+                f"INSERT INTO {self._table} (id, state, updated_at) VALUES (?, ?, ?) "
+                "ON CONFLICT (id) DO UPDATE SET state = excluded.state, updated_at = excluded.updated_at",
+                (session_id, data, time.time()),
+            )
+
+        await self._conn.run(f"cannot write the state of session {session_id!r}", set_state)
+
+    async def delete(self, session_id: str) -> None:
+        check_session_id(session_id)
+
+        def delete(conn: sqlite3.Connection) -> None:
+            with transaction(conn):
+                conn.execute(f"DELETE FROM {self._messages} WHERE session_id = ?", (session_id,))
+                conn.execute(f"DELETE FROM {self._table} WHERE id = ?", (session_id,))
+
+        await self._conn.run(f"cannot delete session {session_id!r}", delete)
+
+    async def close(self) -> None:
+        self._closed = True
+        await self._conn.close()
+
+    def _insert(self, conn: sqlite3.Connection, session_id: str, data: list[bytes]) -> None:
+        conn.executemany(
+            f"INSERT INTO {self._messages} (session_id, data) VALUES (?, ?)", [(session_id, d) for d in data]
+        )
+
+
+class PostgresSessionStore(StoreBase):
+    """A session store in the PostgreSQL database at ``dsn`` (``postgresql://user:password@host:port/db``).
+
+    States go in ``table``, messages in ``<table>_messages``; both are created on first use. Connecting gives up
+    after ``connect_timeout`` seconds, a statement after ``command_timeout``.
+    """
+
+    def __init__(
+        self,
+        dsn: str,
+        *,
+        table: str = "batonflow_sessions",
+        connect_timeout: float = 5.0,
+        command_timeout: float | None = 30.0,
+        max_connections: int = 10,
+    ) -> None:
+        self._table = check_table_name(table)
+        self._messages = f"{table}_messages"
+        self._db = PostgresPool(
+            dsn,
+            who="PostgresSessionStore",
+            what="session store",
+            lock_name=self._table,
+            connect_timeout=connect_timeout,
+            command_timeout=command_timeout,
+            max_connections=max_connections,
+            schema=(
+                f"CREATE TABLE IF NOT EXISTS {self._table} "
+                "(id TEXT PRIMARY KEY, state BYTEA NOT NULL, updated_at TIMESTAMPTZ NOT NULL);"
+                f"CREATE TABLE IF NOT EXISTS {self._messages} "
+                "(seq BIGINT GENERATED ALWAYS AS IDENTITY PRIMARY KEY, session_id TEXT NOT NULL, data BYTEA NOT NULL);"
+                f"CREATE INDEX IF NOT EXISTS {table}_msg_idx ON {self._messages} (session_id, seq)"
+            ),
+        )
+
+    async def get(self, session_id: str, *, last: int | None = None) -> SessionData | None:
+        check_session_id(session_id)
+        check_last(last)
+        pool = await self._db.get()
+        try:
+            async with pool.acquire() as conn, conn.transaction(isolation="repeatable_read", readonly=True):
+                rows = await conn.fetch(
+                    f"SELECT data FROM (SELECT seq, data FROM {self._messages} WHERE session_id = $1 "
+                    "ORDER BY seq DESC LIMIT $2) AS latest ORDER BY seq",
+                    session_id,
+                    last,  # LIMIT NULL: no limit
+                )
+                state = await conn.fetchval(f"SELECT state FROM {self._table} WHERE id = $1", session_id)
+        except self._db.errors as exc:
+            raise self._db.error(f"cannot read session {session_id!r}", exc) from exc
+        return build_data(session_id, [bytes(r[0]) for r in rows], None if state is None else bytes(state))
+
+    async def append_messages(self, session_id: str, messages: Sequence[Message]) -> None:
+        check_session_id(session_id)
+        data = encode_messages(session_id, messages)
+        if not data:
+            return
+        pool = await self._db.get()
+        try:
+            async with pool.acquire() as conn, conn.transaction():
+                await self._lock(conn, session_id)
+                await self._insert(conn, session_id, data)
+        except self._db.errors as exc:
+            raise self._db.error(f"cannot append to session {session_id!r}", exc) from exc
+
+    async def replace_messages(self, session_id: str, messages: Sequence[Message]) -> None:
+        check_session_id(session_id)
+        data = encode_messages(session_id, messages)
+        pool = await self._db.get()
+        try:
+            async with pool.acquire() as conn, conn.transaction():
+                await self._lock(conn, session_id)
+                await conn.execute(f"DELETE FROM {self._messages} WHERE session_id = $1", session_id)
+                await self._insert(conn, session_id, data)
+        except self._db.errors as exc:
+            raise self._db.error(f"cannot replace the messages of session {session_id!r}", exc) from exc
+
+    async def set_state(self, session_id: str, state: SessionState) -> None:
+        check_session_id(session_id)
+        data = encode_state(session_id, state)
+        pool = await self._db.get()
+        try:
+            await pool.execute(
+                f"INSERT INTO {self._table} (id, state, updated_at) VALUES ($1, $2, now()) "
+                "ON CONFLICT (id) DO UPDATE SET state = EXCLUDED.state, updated_at = EXCLUDED.updated_at",
+                session_id,
+                data,
+            )
+        except self._db.errors as exc:
+            raise self._db.error(f"cannot write the state of session {session_id!r}", exc) from exc
+
+    async def delete(self, session_id: str) -> None:
+        check_session_id(session_id)
+        pool = await self._db.get()
+        try:
+            async with pool.acquire() as conn, conn.transaction():
+                await self._lock(conn, session_id)
+                await conn.execute(f"DELETE FROM {self._messages} WHERE session_id = $1", session_id)
+                await conn.execute(f"DELETE FROM {self._table} WHERE id = $1", session_id)
+        except self._db.errors as exc:
+            raise self._db.error(f"cannot delete session {session_id!r}", exc) from exc
+
+    async def close(self) -> None:
+        self._closed = True
+        await self._db.close()
+
+    async def _lock(self, conn: Any, session_id: str) -> None:
+        # Identity values are handed out as rows are inserted, not at commit: without this lock two batches
+        # appended at once could interleave, and an append racing a replace could land before the new list.
+        await conn.execute("SELECT pg_advisory_xact_lock(hashtextextended($1, 0))", f"{self._table}:{session_id}")
+
+    async def _insert(self, conn: Any, session_id: str, data: list[bytes]) -> None:
+        if data:
+            await conn.executemany(
+                f"INSERT INTO {self._messages} (session_id, data) VALUES ($1, $2)", [(session_id, d) for d in data]
+            )

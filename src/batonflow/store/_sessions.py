@@ -1,0 +1,238 @@
+"""Conversation sessions in a store: the ``SessionStore`` interface, what it holds, and the in-memory backend.
+
+A conversation session (Solon's ``AgentSession``, DESIGN §2.4) outlives calls: its messages, and one state record
+with the shared attributes, the pending flag and reason, and the snapshot an interrupted run resumes from. It is
+not the per-run checkpoint (``CheckpointStore``): a pending session carries its run's checkpoint as the snapshot
+(DESIGN §2.3), opaque bytes to the store.
+
+Messages are an ordered list that grows by appending, so two workers adding to the same conversation both land;
+the state is one record, replaced whole. Every backend writes values through the checkpoint codec (JSON trees for
+the file backend), so what can be stored, and the errors for what cannot, are the same everywhere.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any, Protocol, runtime_checkable
+
+from ..errors import CodecError, UserError
+from ..schema import Message
+from ._base import StoreBase, closed_error
+from ._codec import decode, encode
+
+__all__ = ["MemorySessionStore", "SessionData", "SessionState", "SessionStore"]
+
+
+@dataclass(slots=True, kw_only=True)
+class SessionState:
+    """Everything a session holds besides its messages; a store writes it as one record."""
+
+    attrs: dict[str, Any] = field(default_factory=dict)
+    """Shared state of the conversation; values must be encodable by the codec (``register_type`` for your own)."""
+    pending: bool = False
+    pending_reason: str | None = None
+    snapshot: bytes | None = None
+    """What an interrupted run needs to continue (the runtime puts its checkpoint here); opaque to the store."""
+
+
+@dataclass(slots=True, kw_only=True)
+class SessionData:
+    """What a store holds for one session."""
+
+    messages: list[Message] = field(default_factory=list)
+    state: SessionState = field(default_factory=SessionState)
+
+
+@runtime_checkable
+class SessionStore(Protocol):
+    """Where conversation sessions live. Every method is a coroutine; driver failures raise ``StoreError``, data that
+    cannot be encoded or decoded raises ``CodecError``."""
+
+    async def get(self, session_id: str, *, last: int | None = None) -> SessionData | None:
+        """The session's messages (only the ``last`` ones, when given) and state, read at one moment; None when the
+        store holds neither messages nor state for ``session_id``."""
+        ...
+
+    async def append_messages(self, session_id: str, messages: Sequence[Message]) -> None:
+        """Add ``messages`` at the end, together: appends made at the same time never interleave or overwrite."""
+        ...
+
+    async def replace_messages(self, session_id: str, messages: Sequence[Message]) -> None:
+        """Make ``messages`` the session's whole message list, atomically."""
+        ...
+
+    async def set_state(self, session_id: str, state: SessionState) -> None:
+        """Replace the session's state record, atomically."""
+        ...
+
+    async def delete(self, session_id: str) -> None:
+        """Forget the session's messages and state; nothing happens when there are none."""
+        ...
+
+    async def close(self) -> None:
+        """Release connections and threads. Idempotent."""
+        ...
+
+
+# -- what every backend shares -----------------------------------------------------------------------------------
+
+
+def check_session_id(session_id: str) -> str:
+    if not isinstance(session_id, str) or not session_id:
+        raise UserError(f"a session id must be a non-empty string, got {session_id!r}")
+    return session_id
+
+
+def check_last(last: int | None) -> int | None:
+    if last is not None and (type(last) is not int or last < 1):
+        raise UserError(f"last must be None (every message) or a count >= 1, got {last!r}")
+    return last
+
+
+def tail(items: list[Any], last: int | None) -> list[Any]:
+    """The ``last`` items of ``items`` (all of them for None)."""
+    return items if last is None else items[-last:]
+
+
+def message_what(session_id: str) -> str:
+    return f"message of session {session_id!r}"
+
+
+def state_what(session_id: str) -> str:
+    return f"state of session {session_id!r}"
+
+
+def check_messages(messages: Sequence[Message]) -> list[Message]:
+    if isinstance(messages, Message | str | bytes):
+        raise UserError(f"expected a sequence of messages, got {type(messages).__qualname__}")
+    out = list(messages)
+    for i, message in enumerate(out):
+        if not isinstance(message, Message):
+            raise UserError(f"expected a Message at index {i}, got {type(message).__qualname__}")
+    return out
+
+
+def encode_messages(session_id: str, messages: Sequence[Message]) -> list[bytes]:
+    what = message_what(session_id)
+    return [encode(m, what=what) for m in check_messages(messages)]
+
+
+def decode_message(session_id: str, data: bytes) -> Message:
+    what = message_what(session_id)
+    value = decode(data, what=what)
+    return expect_message(value, what)
+
+
+def expect_message(value: Any, what: str) -> Message:
+    if type(value) is not Message:
+        raise CodecError(f"cannot decode {what}: expected a Message, got {type(value).__qualname__}", path="$")
+    return value
+
+
+def state_to_value(state: SessionState) -> dict[str, Any]:
+    if not isinstance(state, SessionState):
+        raise UserError(f"expected a SessionState, got {type(state).__qualname__}")
+    return {
+        "attrs": state.attrs,
+        "pending": state.pending,
+        "pending_reason": state.pending_reason,
+        "snapshot": state.snapshot,
+    }
+
+
+_STATE_FIELDS: dict[str, tuple[type, ...]] = {
+    "attrs": (dict,),
+    "pending": (bool,),
+    "pending_reason": (str, type(None)),
+    "snapshot": (bytes, type(None)),
+}
+
+
+def state_from_value(value: Any, what: str) -> SessionState:
+    """The state in a decoded record, checked field by field: a record that does not fit is a ``CodecError``."""
+    if type(value) is not dict:
+        raise CodecError(f"cannot decode {what}: expected an object, got {type(value).__qualname__}", path="$")
+    if value.keys() != _STATE_FIELDS.keys():
+        raise CodecError(
+            f"cannot decode {what}: expected the fields {sorted(_STATE_FIELDS)}, got {sorted(map(str, value))}",
+            path="$",
+        )
+    for name, types in _STATE_FIELDS.items():
+        if type(value[name]) not in types:
+            expected = " or ".join("null" if t is type(None) else t.__name__ for t in types)
+            raise CodecError(
+                f"cannot decode {what}: expected {expected} at $.{name}, got {type(value[name]).__qualname__}",
+                path=f"$.{name}",
+            )
+    return SessionState(**value)
+
+
+def encode_state(session_id: str, state: SessionState) -> bytes:
+    return encode(state_to_value(state), what=state_what(session_id))
+
+
+def decode_state(session_id: str, data: bytes) -> SessionState:
+    what = state_what(session_id)
+    return state_from_value(decode(data, what=what), what)
+
+
+def build_data(session_id: str, messages: list[bytes], state: bytes | None) -> SessionData | None:
+    """The ``SessionData`` of raw stored values, as the byte-storing backends read them."""
+    if not messages and state is None:
+        return None
+    return SessionData(
+        messages=[decode_message(session_id, m) for m in messages],
+        state=SessionState() if state is None else decode_state(session_id, state),
+    )
+
+
+# -- the in-memory backend -------------------------------------------------------------------------------------------
+
+
+class MemorySessionStore(StoreBase):
+    """Sessions in this process's memory. Values still go through the codec, so what works here works on every
+    backend, and a value read back is a copy, never the object that was saved. Every method finishes without
+    awaiting, so each one is atomic with respect to the other tasks of the event loop."""
+
+    def __init__(self) -> None:
+        self._messages: dict[str, list[bytes]] = {}
+        self._states: dict[str, bytes] = {}
+
+    async def get(self, session_id: str, *, last: int | None = None) -> SessionData | None:
+        check_session_id(session_id)
+        check_last(last)
+        self._check_open()
+        return build_data(session_id, tail(self._messages.get(session_id, []), last), self._states.get(session_id))
+
+    async def append_messages(self, session_id: str, messages: Sequence[Message]) -> None:
+        check_session_id(session_id)
+        data = encode_messages(session_id, messages)
+        self._check_open()
+        if data:
+            self._messages.setdefault(session_id, []).extend(data)
+
+    async def replace_messages(self, session_id: str, messages: Sequence[Message]) -> None:
+        check_session_id(session_id)
+        data = encode_messages(session_id, messages)
+        self._check_open()
+        if data:
+            self._messages[session_id] = data
+        else:
+            self._messages.pop(session_id, None)
+
+    async def set_state(self, session_id: str, state: SessionState) -> None:
+        check_session_id(session_id)
+        data = encode_state(session_id, state)
+        self._check_open()
+        self._states[session_id] = data
+
+    async def delete(self, session_id: str) -> None:
+        check_session_id(session_id)
+        self._check_open()
+        self._messages.pop(session_id, None)
+        self._states.pop(session_id, None)
+
+    def _check_open(self) -> None:
+        if self._closed:
+            raise closed_error("memory session store", "memory")
