@@ -70,7 +70,7 @@ class FlowAgent:
         for sub in self.sub_agents:
             if sub.name == name:
                 return sub
-        if self.parent is not None and self.parent.name == name:
+        if self.parent is not None and self.parent.name == name and not self.disallow_transfer_to_parent:
             return self.parent
         return None
 
@@ -171,7 +171,7 @@ class FlowAgent:
         if transfer is None:
             return
         dest = self.find_agent(transfer.dest_agent_name)
-        if dest is None or (dest is self.parent and self.disallow_transfer_to_parent):
+        if dest is None:
             yield self._error(
                 TransferError(
                     f"transfer failed: agent '{transfer.dest_agent_name}' not found when transferring from '{self.name}'"
