@@ -86,14 +86,14 @@ async def opened(backend: Backend) -> AsyncIterator[SessionStore]:
 
 def new_backend(kind: str, tmp_path: Path) -> Backend:
     token = uuid.uuid4().hex[:12]
-    args: dict[str, Any] = {
+    options: dict[str, dict[str, Any]] = {
         "memory": {},
         "sqlite": {"path": tmp_path / "nested" / "sessions.db"},
         "postgres": {"dsn": POSTGRES_DSN, "table": f"bf_sess_{token}"},
         "redis": {"url": REDIS_URL, "prefix": f"batonflow-test:{token}:"},
         "file": {"directory": tmp_path / "sessions"},
-    }[kind]
-    return Backend(kind, args)
+    }
+    return Backend(kind, options[kind])
 
 
 @pytest.fixture(params=BACKENDS)

@@ -4,6 +4,8 @@
 dataclasses, pydantic models and enums travel in them. A ``CheckpointStore`` keeps the bytes and hands out resume
 leases: ``MemoryCheckpointStore``, ``SqliteCheckpointStore`` (the embedded default), and, with their extras,
 ``PostgresCheckpointStore`` (``batonflow[postgres]``) and ``RedisCheckpointStore`` (``batonflow[redis]``).
+A ``SessionStore`` keeps conversations across runs (messages, state, the snapshot of a pending run) on the same
+backends, plus ``FileSessionStore`` (ndjson messages and a JSON snapshot, as Solon's file session).
 """
 
 from ..errors import CodecError as CodecError
@@ -17,16 +19,32 @@ from ._postgres import PostgresCheckpointStore as PostgresCheckpointStore
 from ._redis import RedisCheckpointStore as RedisCheckpointStore
 from ._registry import register_builtin_types as register_builtin_types
 from ._registry import register_type as register_type
+from ._session_file import FileSessionStore as FileSessionStore
+from ._session_redis import RedisSessionStore as RedisSessionStore
+from ._session_sql import PostgresSessionStore as PostgresSessionStore
+from ._session_sql import SqliteSessionStore as SqliteSessionStore
+from ._sessions import MemorySessionStore as MemorySessionStore
+from ._sessions import SessionData as SessionData
+from ._sessions import SessionState as SessionState
+from ._sessions import SessionStore as SessionStore
 from ._sqlite import SqliteCheckpointStore as SqliteCheckpointStore
 
 __all__ = [
     "CODEC_VERSION",
     "CheckpointStore",
     "CodecError",
+    "FileSessionStore",
     "MemoryCheckpointStore",
+    "MemorySessionStore",
     "PostgresCheckpointStore",
+    "PostgresSessionStore",
     "RedisCheckpointStore",
+    "RedisSessionStore",
+    "SessionData",
+    "SessionState",
+    "SessionStore",
     "SqliteCheckpointStore",
+    "SqliteSessionStore",
     "StoreError",
     "decode",
     "encode",
