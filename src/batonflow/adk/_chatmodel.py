@@ -17,6 +17,7 @@ from typing import Any, NamedTuple
 
 from ..errors import MaxIterationsError, ResumeError, ToolArgumentsError, UserError
 from ..models import ChatModel, ModelSettings, RetryingModel, ToolChoice
+from ..observe._trace import OpenReason
 from ..schema import Message, Stream, ToolCall, concat_messages, system, tool_message
 from ..tools import InterruptSignal, Tool, ToolContext, ToolInfo
 from ._builtin import ExitTool, TransferToAgentTool, transfer_instruction
@@ -300,6 +301,7 @@ class ChatModelAgent:
     ) -> AsyncIterator[AgentEvent]:
         view = ChatModelAgentState(messages=loop.messages, tools=list(plan.infos))
         tool_choice = self.tool_choice if plan.infos else None
+        trace = ctx.trace
         while True:
             if loop.pending is None:
                 if loop.remaining <= 0:
@@ -309,7 +311,10 @@ class ChatModelAgent:
                 for hook in plan.before:
                     await _maybe_await(hook(view, ctx))
                 tools = view.tools or None
+                reason: OpenReason | None = None
                 try:
+                    if trace is not None:
+                        reason = await trace.reason_start(self.model.model_name, view.messages, view.tools)
                     if streaming:
                         caller, whole = self.model.stream(
                             view.messages, tools=tools, tool_choice=tool_choice, settings=self.model_settings
@@ -326,12 +331,20 @@ class ChatModelAgent:
                             joined.exception()  # retrieved here; history readers re-raise it
                             raise
                         joined.set_result(message)
+                        if reason is not None:
+                            await reason.end(message)
+                            reason = None
                     else:
                         message = await self.model.generate(
                             view.messages, tools=tools, tool_choice=tool_choice, settings=self.model_settings
                         )
+                        if reason is not None:
+                            await reason.end(message)
+                            reason = None
                         yield event_from_message(message)
                 except Exception as error:
+                    if reason is not None:
+                        await reason.end(error=error)
                     yield AgentEvent(error=error)
                     return
                 view.messages.append(message)
@@ -348,6 +361,7 @@ class ChatModelAgent:
             direct_id = _return_directly_call(calls, plan.return_directly)
             interrupts: list[InterruptSignal] = []
             todo = [c for c in calls if c.id not in loop.completed]
+            acting = await trace.action_start(todo) if trace is not None else None
             async with aclosing(self._run_tools(todo, plan, ctx, loop.messages)) as outcomes:
                 async for item in outcomes:
                     if isinstance(item, AgentEvent):
@@ -358,11 +372,15 @@ class ChatModelAgent:
                         interrupts.append(failure)
                         continue
                     if failure is not None:
+                        if acting is not None:
+                            await acting.end(error=failure)
                         yield AgentEvent(error=failure)
                         return
                     loop.completed[call.id] = ToolResult(message=result, action=action)
                     if call.id != direct_id:
                         yield _tool_event(result, action)
+            if acting is not None:
+                await acting.end(interrupted=bool(interrupts))
             if interrupts:
                 signal = InterruptSignal(
                     None,
@@ -394,10 +412,11 @@ class ChatModelAgent:
         """Each call's outcome as it completes, and the events tools send meanwhile (an agent tool's inner
         events). An interrupt is an outcome like a result: the other calls go on. An exception ends the batch
         and cancels what still runs."""
+        call_tool = self._call_tool if ctx.trace is None else self._traced_call_tool
         if not plan.emits and (self.execute_sequentially or len(calls) == 1):
             for call in calls:  # the common case, kept free of tasks and queues
                 try:
-                    result, action = await self._call_tool(call, plan, ctx, history, None)
+                    result, action = await call_tool(call, plan, ctx, history, None)
                 except Exception as failure:
                     yield _Outcome(call, _NO_RESULT, None, failure)
                     if not isinstance(failure, InterruptSignal):
@@ -411,7 +430,7 @@ class ChatModelAgent:
         async def run(batch: list[ToolCall]) -> None:
             for call in batch:
                 try:
-                    result, action = await self._call_tool(call, plan, ctx, history, emit)
+                    result, action = await call_tool(call, plan, ctx, history, emit)
                 except Exception as failure:
                     writer.send(_Outcome(call, _NO_RESULT, None, failure))
                     if not isinstance(failure, InterruptSignal):
@@ -457,6 +476,17 @@ class ChatModelAgent:
             except ToolArgumentsError as error:
                 content = str(error)
         return tool_message(content, tool_call_id=call.id, tool_name=name), tool_ctx.action
+
+    async def _traced_call_tool(
+        self,
+        call: ToolCall,
+        plan: _Plan,
+        ctx: RunContext,
+        history: list[Message],
+        emit: Callable[[Any], object] | None,
+    ) -> tuple[Message, AgentAction | None]:
+        assert ctx.trace is not None
+        return await ctx.trace.tool_call(call, self._call_tool(call, plan, ctx, history, emit))
 
     async def _invoke_tool(self, call: ToolCall, ctx: ToolContext) -> str:
         assert self._plan is not None

@@ -12,6 +12,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
+from ..observe._trace import TraceScope, current_scope
 from ..schema import Message, Tap, concat_messages
 from ..tools import Address, AddressSegment, InterruptState, ResumeContext
 from ._events import AgentAction, AgentEvent, AgentInput, RunStep
@@ -80,6 +81,9 @@ class RunContext:
     address: Address = ()
     # Set while resuming: the saved interrupts and the resume's targets.
     resume: ResumePoints | None = None
+    # Where trace events go; None (the usual case) when the run has no trace callbacks. A context created
+    # inside a traced tool call (an agent tool's inner run) joins that call's trace.
+    trace: TraceScope | None = field(default_factory=current_scope, repr=False, compare=False)
 
     def child(self, agent_name: str) -> RunContext:
         return replace(

@@ -81,10 +81,14 @@ class FlowAgent:
             found.extend(sub.walk())
         return found
 
-    async def run(self, input: AgentInput, ctx: RunContext | None = None) -> AsyncIterator[AgentEvent]:
+    def run(self, input: AgentInput, ctx: RunContext | None = None) -> AsyncIterator[AgentEvent]:
         ctx = (ctx if ctx is not None else RunContext(enable_streaming=input.enable_streaming)).child(self.name)
         if len(ctx.run_path) == 1:
             ctx.root_input = input
+        # Not a generator itself, so that an untraced run pays no extra layer per event.
+        return self._run(ctx) if ctx.trace is None else _traced(self.name, self._run(ctx), ctx)
+
+    async def _run(self, ctx: RunContext) -> AsyncIterator[AgentEvent]:
         try:
             agent_input = await self._agent_input(ctx)
         except Exception as error:
@@ -94,9 +98,12 @@ class FlowAgent:
             async for event in events:
                 yield event
 
-    async def resume(self, info: ResumeInfo, ctx: RunContext | None = None) -> AsyncIterator[AgentEvent]:
+    def resume(self, info: ResumeInfo, ctx: RunContext | None = None) -> AsyncIterator[AgentEvent]:
         """Go down the saved interrupt's path and resume the agent that was interrupted (reference §A.5)."""
         ctx = (ctx if ctx is not None else RunContext()).child(self.name)
+        return self._resume(info, ctx) if ctx.trace is None else _traced(self.name, self._resume(info, ctx), ctx)
+
+    async def _resume(self, info: ResumeInfo, ctx: RunContext) -> AsyncIterator[AgentEvent]:
         state = ctx.get_interrupt_state()
         if state.was_interrupted:
             resume = getattr(self.agent, "resume", None)
@@ -206,6 +213,15 @@ class FlowAgent:
         if inspect.isawaitable(messages):
             messages = await messages
         return AgentInput(messages=list(messages), enable_streaming=root.enable_streaming)
+
+
+async def _traced(name: str, events: AsyncIterator[AgentEvent], ctx: RunContext) -> AsyncIterator[AgentEvent]:
+    """``events`` (not started yet) between the agent's ``AgentStart`` and ``AgentEnd`` trace events."""
+    assert ctx.trace is not None
+    ctx.trace = scope = await ctx.trace.enter_agent(name, ctx.run_path)
+    async with aclosing(scope.traced_agent(events)) as traced:
+        async for event in traced:
+            yield event
 
 
 async def _consumed_after(events: AsyncIterator[AgentEvent], ctx: RunContext) -> AsyncIterator[AgentEvent]:

@@ -8,17 +8,20 @@ from __future__ import annotations
 
 import asyncio
 import uuid
+from collections import deque
 from collections.abc import AsyncGenerator, AsyncIterator, Mapping, Sequence
 from contextlib import aclosing
 from typing import Any
 
 from ..errors import CheckpointNotFoundError, ResumeConflictError, UserError
+from ..observe._events import TraceEvent
+from ..observe._trace import RunTrace, TraceCallback
 from ..schema import Message, Stream, user
-from ..store import CheckpointStore
+from ..store import CheckpointStore, MemoryCheckpointStore, SessionStore
 from ._agent import Agent
 from ._checkpoint import decode_checkpoint, encode_checkpoint
 from ._context import RunContext, RunSession
-from ._events import AgentEvent, AgentInput
+from ._events import AgentEvent, AgentInput, MessageVariant
 from ._flow import FlowAgent
 from ._interrupt import InterruptInfo, ResumeInfo, ResumePoints, interrupt_contexts
 
@@ -31,6 +34,9 @@ class Runner:
     A Runner holds configuration only; concurrent runs do not share state. With a ``checkpoint_store``, a run
     given a ``checkpoint_id`` saves a checkpoint when it is interrupted — before the caller sees the interrupt —
     and ``resume(checkpoint_id, targets=...)`` continues it, in this process or in another one.
+
+    ``callbacks`` (``batonflow.observe``) get every trace event of every run, sync or async; the last one of a
+    run is ``RunEnd`` with its ``RunMetrics``. ``stream_trace`` gives agent and trace events in one stream.
     """
 
     def __init__(
@@ -42,6 +48,9 @@ class Runner:
         skip_transfer_messages: bool = False,
         checkpoint_store: CheckpointStore | None = None,
         resume_lease: float = 300.0,
+        callbacks: Sequence[TraceCallback] = (),
+        session_store: SessionStore | None = None,
+        session_window: int | None = 8,
     ) -> None:
         self.agent = agent if isinstance(agent, FlowAgent) else FlowAgent(agent)
         self.enable_streaming = enable_streaming
@@ -49,6 +58,11 @@ class Runner:
         self.skip_transfer_messages = skip_transfer_messages
         self.checkpoint_store = checkpoint_store
         self.resume_lease = resume_lease
+        # Trace callbacks (batonflow.observe): each gets every trace event of every run; none means no tracing.
+        self.callbacks = tuple(callbacks)
+        # Conversations across runs (``run(..., session_id=...)``): the window of past messages each run is fed.
+        self.session_store = session_store
+        self.session_window = session_window
         _check_tree(self.agent)
 
     def run(
@@ -57,26 +71,85 @@ class Runner:
         *,
         session_values: Mapping[str, Any] | None = None,
         checkpoint_id: str | None = None,
+        session_id: str | None = None,
+        targets: Mapping[str, Any] | None = None,
     ) -> Stream[AgentEvent]:
-        """The events of one run on ``messages``; read them with ``async for``, close the stream to stop early."""
+        """The events of one run on ``messages``; read them with ``async for``, close the stream to stop early.
+
+        With ``session_id`` the run continues that conversation of the ``session_store``: it is fed the latest
+        ``session_window`` messages before ``messages``, and the prompt and the final answer are added to it. A run
+        that is interrupted leaves the conversation pending; calling again with no messages resumes it (``targets``
+        as for ``resume``).
+        """
+        if session_id is not None:
+            if self.session_store is None:
+                raise UserError(
+                    f"cannot continue session {session_id!r}: expected Runner(..., session_store=...), got no store"
+                )
+            conversation = self._conversation(self.session_store, session_id, list(messages), session_values, targets)
+            return Stream.from_async_iter(conversation)
         if checkpoint_id is not None and self.checkpoint_store is None:
             raise UserError(
                 f"cannot save checkpoint {checkpoint_id!r}: expected Runner(..., checkpoint_store=...), got no store"
             )
+        return Stream.from_async_iter(
+            self._run(messages, session_values, self.checkpoint_store, checkpoint_id, self.callbacks)
+        )
+
+    def _run(
+        self,
+        messages: Sequence[Message],
+        session_values: Mapping[str, Any] | None,
+        store: CheckpointStore | None,
+        checkpoint_id: str | None,
+        callbacks: Sequence[TraceCallback],
+    ) -> AsyncIterator[AgentEvent]:
         values = {**self.session_values, **(session_values or {})}
         ctx = RunContext(
             session=RunSession(values=values),
             enable_streaming=self.enable_streaming,
             skip_transfer_messages=self.skip_transfer_messages,
         )
+        trace = RunTrace(callbacks, agent_name=self.agent.name) if callbacks else None
+        if trace is not None:
+            ctx.trace = trace.root()
         input = AgentInput(messages=list(messages), enable_streaming=self.enable_streaming)
         ctx.root_input = input
-        return Stream.from_async_iter(self._events(self.agent.run(input, ctx), ctx, checkpoint_id))
+        events = self._events(self.agent.run(input, ctx), ctx, store, checkpoint_id)
+        return events if trace is None else trace.wrap(events)
 
     def query(
-        self, text: str, *, session_values: Mapping[str, Any] | None = None, checkpoint_id: str | None = None
+        self,
+        text: str,
+        *,
+        session_values: Mapping[str, Any] | None = None,
+        checkpoint_id: str | None = None,
+        session_id: str | None = None,
     ) -> Stream[AgentEvent]:
-        return self.run([user(text)], session_values=session_values, checkpoint_id=checkpoint_id)
+        return self.run([user(text)], session_values=session_values, checkpoint_id=checkpoint_id, session_id=session_id)
+
+    def stream_trace(
+        self,
+        messages: Sequence[Message] | str,
+        *,
+        session_values: Mapping[str, Any] | None = None,
+        checkpoint_id: str | None = None,
+    ) -> Stream[AgentEvent | TraceEvent]:
+        """One run's agent events and trace events in one stream, in the order they happened (for UIs).
+
+        The Runner's callbacks get the trace events too. The last item is the ``RunEnd`` with the run's metrics.
+        """
+        if checkpoint_id is not None and self.checkpoint_store is None:
+            raise UserError(
+                f"cannot save checkpoint {checkpoint_id!r}: expected Runner(..., checkpoint_store=...), got no store"
+            )
+        if isinstance(messages, str):
+            messages = [user(messages)]
+        pending: deque[TraceEvent] = deque()
+        events = self._run(
+            messages, session_values, self.checkpoint_store, checkpoint_id, (*self.callbacks, pending.append)
+        )
+        return Stream.from_async_iter(_interleave(events, pending))
 
     def resume(self, checkpoint_id: str, targets: Mapping[str, Any] | None = None) -> Stream[AgentEvent]:
         """Continue the run saved under ``checkpoint_id``.
@@ -100,6 +173,7 @@ class Runner:
             raise ResumeConflictError(f"checkpoint[{checkpoint_id}] is being resumed by another runner")
         try:
             checkpoint = decode_checkpoint(data)
+            trace = RunTrace(self.callbacks, agent_name=self.agent.name) if self.callbacks else None
             ctx = RunContext(
                 session=RunSession(values=checkpoint.values, events=checkpoint.events),
                 root_input=AgentInput(messages=checkpoint.root_messages, enable_streaming=checkpoint.enable_streaming),
@@ -107,9 +181,14 @@ class Runner:
                 skip_transfer_messages=self.skip_transfer_messages,
                 resume=ResumePoints(checkpoint.interrupts, targets),
             )
+            if trace is not None:
+                ctx.trace = trace.root()
             outcome: list[bool] = []
             events = self.agent.resume(ResumeInfo(enable_streaming=checkpoint.enable_streaming), ctx)
-            async with aclosing(self._events(events, ctx, checkpoint_id, outcome)) as forwarded:
+            forwarding = self._events(events, ctx, store, checkpoint_id, outcome)
+            if trace is not None:
+                forwarding = trace.wrap(forwarding, resumed=True)
+            async with aclosing(forwarding) as forwarded:
                 async for event in forwarded:
                     yield event
             if not outcome:
@@ -118,10 +197,55 @@ class Runner:
         finally:
             await store.release(checkpoint_id, owner)
 
+    async def _conversation(
+        self,
+        store: SessionStore,
+        session_id: str,
+        messages: list[Message],
+        session_values: Mapping[str, Any] | None,
+        targets: Mapping[str, Any] | None,
+    ) -> AsyncIterator[AgentEvent]:
+        # A conversation session (DESIGN §2.4) lives with the Solon agent layer; the pending run's checkpoint is its
+        # snapshot, so a pending conversation is an interrupted run whose checkpoint is stored with it.
+        from ..agents._session import Session
+
+        session = await Session.load(store, session_id)
+        checkpoints, key = MemoryCheckpointStore(), "conversation"
+        if messages:
+            history = session.latest(self.session_window)
+            session.add(*messages)
+            events = self._run([*history, *messages], session_values, checkpoints, key, self.callbacks)
+        else:
+            if not session.is_pending or session.snapshot is None:
+                raise UserError(f"session {session_id!r} has nothing to resume: expected a pending run, got none")
+            await checkpoints.set(key, session.snapshot)
+            events = self._resume(checkpoints, key, dict(targets or {}))
+        answer: Message | None = None
+        interrupt: InterruptInfo | None = None
+        async with aclosing(events) as source:  # type: ignore[type-var]
+            async for event in source:
+                yield event
+                action = event.action
+                if action is not None and isinstance(action.interrupted, InterruptInfo):
+                    interrupt = action.interrupted
+                variant = event.message_output
+                if variant is not None and variant.role == "assistant":
+                    answer = _whole(variant) or answer
+        if interrupt is not None:
+            session.pending(True, str(interrupt.data))
+            session.snapshot = await checkpoints.get(key)
+        else:
+            session.pending(False)
+            session.snapshot = None
+            if answer is not None and not answer.tool_calls:
+                session.add(answer)
+        await session.save()
+
     async def _events(
         self,
         events: AsyncIterator[AgentEvent],
         ctx: RunContext,
+        store: CheckpointStore | None,
         checkpoint_id: str | None,
         interrupted: list[bool] | None = None,
     ) -> AsyncGenerator[AgentEvent, None]:
@@ -140,10 +264,10 @@ class Runner:
                         action.interrupted.interrupt_contexts = interrupt_contexts(action.signal)
                         if interrupted is not None:
                             interrupted.append(True)
-                        if checkpoint_id is not None and self.checkpoint_store is not None:
+                        if checkpoint_id is not None and store is not None:
                             try:
                                 data = await encode_checkpoint(ctx, action.signal)
-                                await self.checkpoint_store.set(checkpoint_id, data)
+                                await store.set(checkpoint_id, data)
                             except Exception as error:
                                 # Nothing was saved: say so instead of showing an interrupt that cannot resume.
                                 yield AgentEvent(
@@ -166,6 +290,19 @@ class Runner:
         return self.run_sync([user(text)], session_values=session_values)
 
 
+async def _interleave(
+    events: AsyncIterator[AgentEvent], pending: deque[TraceEvent]
+) -> AsyncIterator[AgentEvent | TraceEvent]:
+    """Each agent event after the trace events emitted while it was produced."""
+    async with aclosing(events) as source:  # type: ignore[type-var]
+        async for event in source:
+            while pending:
+                yield pending.popleft()
+            yield event
+    while pending:
+        yield pending.popleft()
+
+
 async def collect_events(events: Stream[AgentEvent]) -> list[AgentEvent]:
     """Every event of ``events``, with each streamed message read and joined into a whole message."""
     collected = []
@@ -180,6 +317,16 @@ async def collect_events(events: Stream[AgentEvent]) -> list[AgentEvent]:
                         event.error = error
             collected.append(event)
     return collected
+
+
+def _whole(variant: MessageVariant) -> Message | None:
+    """The whole message of a variant the caller has read, without reading its stream again."""
+    if not variant.is_streaming or variant.message is not None:
+        return variant.message
+    joined = variant._joined
+    if joined is not None and joined.done() and not joined.cancelled() and joined.exception() is None:
+        return joined.result()
+    return None
 
 
 def _check_tree(root: FlowAgent) -> None:

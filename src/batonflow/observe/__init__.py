@@ -1,0 +1,57 @@
+"""Observability: trace events, run metrics, callbacks and OpenTelemetry spans (DESIGN §2.2).
+
+``Runner(agent, callbacks=[cb])`` sends every trace event of a run to ``cb`` (sync or async);
+``Runner.stream_trace(...)`` gives one stream of agent events and trace events in order. The last trace event
+of a run is ``RunEnd``, whose ``metrics`` (a ``RunMetrics``) hold the run's tokens, calls and durations, in
+total and by agent. ``OpenTelemetryTracer()`` is a callback that records GenAI spans.
+"""
+
+from ._events import ActionEnd as ActionEnd
+from ._events import ActionStart as ActionStart
+from ._events import AgentEnd as AgentEnd
+from ._events import AgentStart as AgentStart
+from ._events import ContextSize as ContextSize
+from ._events import HITLDecided as HITLDecided
+from ._events import HITLPending as HITLPending
+from ._events import PlanEvent as PlanEvent
+from ._events import ReasonEnd as ReasonEnd
+from ._events import ReasonStart as ReasonStart
+from ._events import RunEnd as RunEnd
+from ._events import RunStart as RunStart
+from ._events import SupervisorDelta as SupervisorDelta
+from ._events import TeamEnd as TeamEnd
+from ._events import TeamStart as TeamStart
+from ._events import ToolCallEnd as ToolCallEnd
+from ._events import ToolCallStart as ToolCallStart
+from ._events import TraceEvent as TraceEvent
+from ._metrics import Metrics as Metrics
+from ._metrics import RunMetrics as RunMetrics
+from ._otel import OpenTelemetryTracer as OpenTelemetryTracer
+from ._trace import TraceCallback as TraceCallback
+from ._trace import TraceScope as TraceScope
+
+__all__ = [
+    "ActionEnd",
+    "ActionStart",
+    "AgentEnd",
+    "AgentStart",
+    "ContextSize",
+    "HITLDecided",
+    "HITLPending",
+    "Metrics",
+    "OpenTelemetryTracer",
+    "PlanEvent",
+    "ReasonEnd",
+    "ReasonStart",
+    "RunEnd",
+    "RunMetrics",
+    "RunStart",
+    "SupervisorDelta",
+    "TeamEnd",
+    "TeamStart",
+    "ToolCallEnd",
+    "ToolCallStart",
+    "TraceCallback",
+    "TraceEvent",
+    "TraceScope",
+]
