@@ -19,7 +19,7 @@ from ..adk._builtin import get_language
 from ..adk._events import AgentEvent
 from ..errors import RunError, UserError
 from ..schema import Message
-from ..tools._feedback import describe_json_text, describe_json_value
+from ..tools._feedback import data_path, describe_json_text, describe_json_value, show_value
 
 __all__ = ["OutputSchema", "parse_output"]
 
@@ -144,38 +144,22 @@ def _describe(error: ValidationError, data: Any) -> str:
     """One ``expected …, got …`` clause per mistake, naming each place by its path in the answer."""
     clauses: list[str] = []
     for item in error.errors(include_url=False):
-        path = _data_path(item["loc"], data)
+        path = data_path(item["loc"], data)
         where = _where(path)
         kind = item["type"]
         if kind == "missing":
             clause = f"expected {where}, got nothing"
         elif kind == "extra_forbidden":
-            clause = f"expected no field {where}, got {_show(item.get('input'))}"
+            clause = f"expected no field {where}, got {show_value(item.get('input'))}"
         elif kind in _NOT_AN_OBJECT:
             clause = f"expected {where} to be an object, got {describe_json_value(item.get('input'))}"
         else:
             should = _SHOULD.match(item["msg"])
             requirement = f"to {should[1]}" if should else f"to be valid ({item['msg']})"
-            clause = f"expected {where} {requirement}, got {_show(item.get('input'))}"
+            clause = f"expected {where} {requirement}, got {show_value(item.get('input'))}"
         if clause not in clauses:
             clauses.append(clause)
     return "; ".join(clauses)
-
-
-def _data_path(loc: tuple[str | int, ...], data: Any) -> list[str | int]:
-    """The steps of pydantic's error location that name places in the answer (it adds steps of its own, such as
-    the member of a union it tried); the last step may name a key that is missing."""
-    path: list[str | int] = []
-    for index, step in enumerate(loc):
-        present = (isinstance(data, dict) and step in data) or (
-            isinstance(data, list) and isinstance(step, int) and 0 <= step < len(data)
-        )
-        if present:
-            data = data[step]
-        elif index < len(loc) - 1 or not isinstance(data, dict):
-            continue
-        path.append(step)
-    return path
 
 
 def _where(path: Sequence[str | int]) -> str:
@@ -188,17 +172,6 @@ def _where(path: Sequence[str | int]) -> str:
         else:
             text += f".{step}" if text else step
     return f"'{text}'"
-
-
-def _show(value: Any) -> str:
-    if isinstance(value, str):
-        text = repr(value)
-    else:
-        try:
-            text = json.dumps(value, ensure_ascii=False)
-        except (TypeError, ValueError):
-            text = repr(value)
-    return text if len(text) <= 100 else text[:100] + "..."
 
 
 # -- a JSON Schema check for dict schemas ---------------------------------------------------------------------------
@@ -250,9 +223,9 @@ def _kind(schema: Any, root: Mapping[str, Any]) -> str:
     if isinstance(schema.get("$ref"), str):
         return _kind(_resolve(schema["$ref"], root), root)
     if "enum" in schema:
-        return "one of " + ", ".join(_show(v) for v in schema["enum"])
+        return "one of " + ", ".join(show_value(v) for v in schema["enum"])
     if "const" in schema:
-        return _show(schema["const"])
+        return show_value(schema["const"])
     members = schema.get("anyOf") or schema.get("oneOf")
     if isinstance(members, list):
         return " or ".join(_kind(m, root) for m in members)
@@ -268,7 +241,7 @@ def _check(value: Any, schema: Any, root: Mapping[str, Any], path: list[str | in
     """Append to ``out`` one clause per way ``value`` breaks ``schema``."""
     if not isinstance(schema, Mapping):
         if schema is False:
-            out.append(f"expected nothing at {_where(path)}, got {_show(value)}")
+            out.append(f"expected nothing at {_where(path)}, got {show_value(value)}")
         return
     where = _where(path)
     if isinstance(schema.get("$ref"), str):
@@ -280,31 +253,31 @@ def _check(value: Any, schema: Any, root: Mapping[str, Any], path: list[str | in
         if isinstance(members, list):
             fits = sum(1 for m in members if not _errors(value, m, root, path))
             if fits == 0:
-                out.append(f"expected {where} to be {_kind({keyword: members}, root)}, got {_show(value)}")
+                out.append(f"expected {where} to be {_kind({keyword: members}, root)}, got {show_value(value)}")
             elif keyword == "oneOf" and fits > 1:
                 out.append(
-                    f"expected {where} to fit exactly one of its oneOf schemas, got {_show(value)} fitting {fits}"
+                    f"expected {where} to fit exactly one of its oneOf schemas, got {show_value(value)} fitting {fits}"
                 )
     kind = schema.get("type")
     if kind is not None:
         kinds = kind if isinstance(kind, list) else [kind]
         if not any(_TYPES.get(k, lambda _: True)(value) for k in kinds):
-            out.append(f"expected {where} to be {_kind(schema, root)}, got {_show(value)}")
+            out.append(f"expected {where} to be {_kind(schema, root)}, got {show_value(value)}")
             return
     if "enum" in schema and value not in schema["enum"]:
-        out.append(f"expected {where} to be {_kind({'enum': schema['enum']}, root)}, got {_show(value)}")
+        out.append(f"expected {where} to be {_kind({'enum': schema['enum']}, root)}, got {show_value(value)}")
     if "const" in schema and value != schema["const"]:
-        out.append(f"expected {where} to be {_show(schema['const'])}, got {_show(value)}")
+        out.append(f"expected {where} to be {show_value(schema['const'])}, got {show_value(value)}")
     if isinstance(value, str):
         _check_bounds(where, len(value), schema, "minLength", "maxLength", "characters", out)
         pattern = schema.get("pattern")
         if isinstance(pattern, str) and re.search(pattern, value) is None:
-            out.append(f"expected {where} to match {pattern!r}, got {_show(value)}")
+            out.append(f"expected {where} to match {pattern!r}, got {show_value(value)}")
     elif isinstance(value, int | float) and not isinstance(value, bool):
         for keyword, holds, sign in _RANGES:
             limit = schema.get(keyword)
             if isinstance(limit, int | float) and not holds(value, limit):
-                out.append(f"expected {where} to be {sign} {limit}, got {_show(value)}")
+                out.append(f"expected {where} to be {sign} {limit}, got {show_value(value)}")
     elif isinstance(value, list):
         _check_bounds(where, len(value), schema, "minItems", "maxItems", "items", out)
         items = schema.get("items")

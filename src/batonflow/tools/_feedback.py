@@ -12,7 +12,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
-__all__ = ["describe_json_text", "describe_json_value", "describe_validation_error"]
+__all__ = ["data_path", "describe_json_text", "describe_json_value", "describe_validation_error", "show_value"]
 
 _MAX_TEXT = 200
 _MAX_VALUE = 100
@@ -45,7 +45,7 @@ def describe_validation_error(error: ValidationError, data: dict[str, Any], sche
     """One clause per distinct mistake, joined by "; ". ``data`` is what was validated; ``schema`` its schema."""
     clauses: list[str] = []
     for item in error.errors(include_url=False):
-        path = _path(item["loc"], data)
+        path = data_path(item["loc"], data)
         clause = _clause(item["type"], item["msg"], item.get("input"), path, schema)
         if clause not in clauses:
             clauses.append(clause)
@@ -67,10 +67,10 @@ def _clause(kind: str, msg: str, value: Any, path: list[str | int], schema: dict
         return f"expected no {'arguments' if len(path) == 1 else 'fields'}, got unknown {where}"
     match = _SHOULD.match(msg)
     requirement = f"to {match[1]}" if match else f"to be valid ({msg})"
-    return f"expected {where} {requirement}, got {_show(value)}"
+    return f"expected {where} {requirement}, got {show_value(value)}"
 
 
-def _path(loc: tuple[str | int, ...], data: Any) -> list[str | int]:
+def data_path(loc: tuple[str | int, ...], data: Any) -> list[str | int]:
     """The part of pydantic's error location that names places in ``data``.
 
     pydantic also puts steps of its own in the location (the member of a union that was tried, as in
@@ -100,7 +100,7 @@ def _dotted(path: list[str | int]) -> str:
     return text
 
 
-def _show(value: Any) -> str:
+def show_value(value: Any) -> str:
     if isinstance(value, str):
         text = repr(value)
     else:
@@ -141,9 +141,9 @@ def _type_name(node: dict[str, Any] | None, defs: dict[str, Any]) -> str:
     if "$ref" in node:
         return _type_name(defs.get(node["$ref"].rsplit("/", 1)[-1]), defs)
     if "enum" in node:
-        return "one of " + ", ".join(_show(value) for value in node["enum"])
+        return "one of " + ", ".join(show_value(value) for value in node["enum"])
     if "const" in node:
-        return _show(node["const"])
+        return show_value(node["const"])
     members = node.get("anyOf") or node.get("oneOf")
     if members:
         return " or ".join(name for name in (_type_name(member, defs) for member in members) if name)
