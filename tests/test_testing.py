@@ -107,3 +107,20 @@ async def test_function_model_that_returns_no_message_is_a_user_error() -> None:
 
 def test_split_message_keeps_words_whole() -> None:
     assert [c.content for c in split_message(assistant("a bb  ccc"))[1:]] == ["a", " bb", "  ccc"]
+
+
+async def test_push_model_streams_what_the_test_pushes_and_refuses_misuse() -> None:
+    from batonflow.testing import PushModel
+
+    model = PushModel()
+    stream = model.stream([user("hi")])
+    model.push(assistant("a"))
+    assert (await stream.__anext__()).content == "a"
+    model.fail(Boom("gone"))
+    with pytest.raises(Boom, match="gone"):
+        await stream.__anext__()
+    with pytest.raises(UserError, match="expected one stream\\(\\) call, got call 2"):
+        model.stream([user("again")])
+    with pytest.raises(UserError, match="only streams"):
+        await model.generate([user("x")])
+    assert isinstance(model, ChatModel)

@@ -19,7 +19,7 @@ from .models._base import check_tool_choice
 from .schema import FunctionCall, Message, MessageStream, ResponseMeta, Stream, ToolCall, concat_messages
 from .tools import ToolInfo
 
-__all__ = ["FunctionModel", "ModelRequest", "ScriptStep", "ScriptedModel", "split_message", "tool_calls"]
+__all__ = ["FunctionModel", "ModelRequest", "PushModel", "ScriptStep", "ScriptedModel", "split_message", "tool_calls"]
 
 ScriptStep: TypeAlias = Message | BaseException | Sequence[Message | BaseException]
 """One scripted answer: a message, an exception to raise, or explicit stream chunks (an exception among them is
@@ -132,6 +132,48 @@ class ScriptedModel(_RecordingModel):
             raise AssertionError(
                 f"ScriptedModel was not used up: {self.remaining} of {len(self._script)} responses left"
             )
+
+
+class PushModel(_RecordingModel):
+    """A model with one streamed answer that the test writes chunk by chunk (``push``, then ``finish`` or ``fail``),
+    to see what reaches a caller before the model is done."""
+
+    def __init__(self, *, model_name: str = "push") -> None:
+        super().__init__()
+        self.model_name = model_name
+        self._stream, self._writer = Stream.pipe()
+
+    def push(self, chunk: Message) -> None:
+        self._writer.send(chunk)
+
+    def finish(self) -> None:
+        self._writer.close()
+
+    def fail(self, error: BaseException) -> None:
+        self._writer.send_error(error)
+
+    async def generate(
+        self,
+        messages: Sequence[Message],
+        *,
+        tools: Sequence[ToolInfo] | None = None,
+        tool_choice: ToolChoice | None = None,
+        settings: ModelSettings | None = None,
+    ) -> Message:
+        raise UserError("PushModel only streams: expected a stream() call, got generate()")
+
+    def stream(
+        self,
+        messages: Sequence[Message],
+        *,
+        tools: Sequence[ToolInfo] | None = None,
+        tool_choice: ToolChoice | None = None,
+        settings: ModelSettings | None = None,
+    ) -> MessageStream:
+        if self.requests:
+            raise UserError(f"PushModel has one answer: expected one stream() call, got call {len(self.requests) + 1}")
+        self._record(messages, tools, tool_choice, settings, streaming=True)
+        return self._stream
 
 
 ModelFunction: TypeAlias = Callable[[list[Message], list[ToolInfo]], Message | Awaitable[Message]]

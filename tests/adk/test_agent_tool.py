@@ -1,5 +1,5 @@
 import asyncio
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncIterator
 
 import pytest
 
@@ -20,9 +20,9 @@ from batonflow.adk import (
     transfer_action,
 )
 from batonflow.errors import RunError, UserError
-from batonflow.schema import Message, MessageStream, Stream, assistant
-from batonflow.testing import ScriptedModel, tool_calls
-from batonflow.tools import ToolContext, ToolInfo, tool
+from batonflow.schema import Message, assistant
+from batonflow.testing import PushModel, ScriptedModel, tool_calls
+from batonflow.tools import ToolContext, tool
 
 
 def agent(name: str, *responses: Message, **kw: object) -> ChatModelAgent:
@@ -198,25 +198,8 @@ def noop() -> str:
     return "noop!"
 
 
-class PipeModel:
-    """Streams one answer fed by the test, chunk by chunk."""
-
-    model_name = "pipe"
-
-    def __init__(self) -> None:
-        self.stream_, self.writer = Stream.pipe()
-
-    async def generate(self, messages: Sequence[Message], **kw: object) -> Message:
-        raise NotImplementedError
-
-    def stream(
-        self, messages: Sequence[Message], *, tools: Sequence[ToolInfo] | None = None, **kw: object
-    ) -> MessageStream:
-        return self.stream_
-
-
 async def test_tokens_stream_through_agent_tool_inside_a_loop_inside_a_flow() -> None:
-    model = PipeModel()
+    model = PushModel()
     inner = ChatModelAgent(name="writer", description="writes", model=model)  # type: ignore[arg-type]
     outer = agent("editor", tool_calls(("writer", {"request": "write"})), assistant("edited"), tools=[AgentTool(inner)])
     loop = LoopAgent(name="rounds", max_iterations=1, sub_agents=[outer])
@@ -235,11 +218,11 @@ async def test_tokens_stream_through_agent_tool_inside_a_loop_inside_a_flow() ->
     assert variant is not None
     assert variant.is_streaming
     assert variant.message_stream is not None
-    model.writer.send(assistant("Once "))
+    model.push(assistant("Once "))
     first = await asyncio.wait_for(variant.message_stream.__anext__(), 2)
     assert first.content == "Once "  # delivered while the model is still writing
-    model.writer.send(assistant("upon a time."))
-    model.writer.close()
+    model.push(assistant("upon a time."))
+    model.finish()
     assert [c.content async for c in variant.message_stream] == ["upon a time."]
     rest = await collect_events(stream)
     assert texts(rest)[-1] == "edited"

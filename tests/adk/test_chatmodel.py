@@ -1,5 +1,5 @@
 import asyncio
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncIterator
 
 import pytest
 
@@ -17,9 +17,9 @@ from batonflow.adk import (
 )
 from batonflow.errors import MaxIterationsError, ModelHTTPError, UserError
 from batonflow.models import ModelSettings, ToolChoice
-from batonflow.schema import Message, MessageStream, Stream, ToolCall, assistant, user
-from batonflow.testing import ScriptedModel, tool_calls
-from batonflow.tools import ToolContext, ToolInfo, tool
+from batonflow.schema import Message, ToolCall, assistant, user
+from batonflow.testing import PushModel, ScriptedModel, tool_calls
+from batonflow.tools import ToolContext, tool
 
 
 @tool(threaded=False)
@@ -368,33 +368,16 @@ def test_duplicate_tool_names_are_a_user_error() -> None:
 # -- streaming ---------------------------------------------------------------------------------------------------
 
 
-class PipeModel:
-    """A model whose single streamed answer is fed by the test, chunk by chunk."""
-
-    model_name = "pipe"
-
-    def __init__(self) -> None:
-        self.stream_, self.writer = Stream.pipe()
-
-    async def generate(self, messages: Sequence[Message], **kw: object) -> Message:
-        raise NotImplementedError
-
-    def stream(
-        self, messages: Sequence[Message], *, tools: Sequence[ToolInfo] | None = None, **kw: object
-    ) -> MessageStream:
-        return self.stream_
-
-
 async def test_streaming_reaches_the_caller_chunk_by_chunk() -> None:
-    model = PipeModel()
+    model = PushModel()
     stream = Runner(ChatModelAgent(name="a", model=model), enable_streaming=True).query("hi")  # type: ignore[arg-type]
     event = await stream.__anext__()
     variant = event.message_output
     assert variant is not None and variant.is_streaming and variant.message_stream is not None
-    model.writer.send(assistant("Hel"))
+    model.push(assistant("Hel"))
     assert (await variant.message_stream.__anext__()).content == "Hel"  # before the model has finished
-    model.writer.send(assistant("lo"))
-    model.writer.close()
+    model.push(assistant("lo"))
+    model.finish()
     assert (await variant.message_stream.__anext__()).content == "lo"
     assert [e async for e in stream] == []
 
