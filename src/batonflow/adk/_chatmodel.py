@@ -13,13 +13,22 @@ import re
 from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable, Mapping, Sequence
 from contextlib import aclosing
 from dataclasses import dataclass, field
-from typing import Any, NamedTuple
+from typing import Any, NamedTuple, NoReturn
 
 from ..errors import MaxIterationsError, ResumeError, ToolArgumentsError, UserError
 from ..models import ChatModel, ModelSettings, RetryingModel, ToolChoice
 from ..observe._trace import OpenReason
 from ..schema import Message, Stream, ToolCall, concat_messages, system, tool_message
-from ..tools import InterruptSignal, Tool, ToolContext, ToolInfo
+from ..tools import (
+    Address,
+    AddressSegment,
+    InterruptSignal,
+    InterruptState,
+    ResumeContext,
+    Tool,
+    ToolContext,
+    ToolInfo,
+)
 from ._builtin import ExitTool, TransferToAgentTool, transfer_instruction
 from ._context import RunContext
 from ._events import AgentAction, AgentEvent, AgentInput, event_from_message
@@ -32,6 +41,7 @@ __all__ = [
     "ChatModelAgentState",
     "ModelRetryConfig",
     "ReactState",
+    "ToolBatch",
     "ToolCallHandler",
     "ToolResult",
     "render_instruction",
@@ -64,6 +74,34 @@ class AgentMiddleware:
     before_chat_model: StateHook | None = None
     after_chat_model: StateHook | None = None
     wrap_tool_call: Callable[[ToolCallHandler], ToolCallHandler] | None = None
+    before_tools: Callable[[ToolBatch], Awaitable[None] | None] | None = None
+
+
+@dataclass(slots=True, kw_only=True, eq=False)
+class ToolBatch:
+    """The tool calls of one model turn, before any of them runs: what ``AgentMiddleware.before_tools`` sees.
+
+    A middleware may change a call's arguments (replace it in ``calls``), answer a call without running it
+    (``results[call_id] = text``), end the run with an answer instead (``final_answer``; every call then gets that
+    answer as its result, so the transcript stays valid), or suspend the whole batch with ``interrupt`` — nothing
+    runs, and on resume the batch comes back here, where ``get_interrupt_state``/``get_resume_context`` tell
+    what was saved and decided (human-in-the-loop approval works this way).
+    """
+
+    calls: list[ToolCall]
+    ctx: RunContext
+    address: Address
+    results: dict[str, str] = field(default_factory=dict)
+    final_answer: str | None = None
+
+    def interrupt(self, info: Any, state: Any = None) -> NoReturn:
+        raise InterruptSignal(info, address=self.address, state=state, id=self.ctx.interrupt_id(self.address))
+
+    def get_interrupt_state(self) -> InterruptState:
+        return self.ctx.interrupt_state(self.address)
+
+    def get_resume_context(self) -> ResumeContext:
+        return self.ctx.resume_context(self.address)
 
 
 @dataclass(slots=True, kw_only=True)
@@ -117,6 +155,7 @@ class _Plan:
     before: list[StateHook] = field(default_factory=list)
     after: list[StateHook] = field(default_factory=list)
     emits: bool = False  # some tool sends events while it runs (an agent tool)
+    before_tools: list[Callable[[ToolBatch], Awaitable[None] | None]] = field(default_factory=list)
 
 
 class _Outcome(NamedTuple):
@@ -279,6 +318,7 @@ class ChatModelAgent:
             handler=handler,
             before=[mw.before_chat_model for mw in self.middlewares if mw.before_chat_model is not None],
             after=[mw.after_chat_model for mw in self.middlewares if mw.after_chat_model is not None],
+            before_tools=[mw.before_tools for mw in self.middlewares if mw.before_tools is not None],
             emits=any(getattr(t, "emits_events", False) for t in by_name.values()),
         )
         self._plan = plan
@@ -361,6 +401,35 @@ class ChatModelAgent:
             direct_id = _return_directly_call(calls, plan.return_directly)
             interrupts: list[InterruptSignal] = []
             todo = [c for c in calls if c.id not in loop.completed]
+            if plan.before_tools and todo:
+                batch = ToolBatch(
+                    calls=todo, ctx=ctx, address=(*ctx.address, AddressSegment("tool", "batch", str(loop.remaining)))
+                )
+                try:
+                    for batch_hook in plan.before_tools:
+                        await _maybe_await(batch_hook(batch))
+                except InterruptSignal as suspended:
+                    interrupts.append(suspended)  # the whole batch waits: nothing runs
+                    todo = []
+                else:
+                    if batch.final_answer is not None:
+                        batch.results = {c.id: batch.final_answer for c in todo}
+                    for call in todo:
+                        if call.id in batch.results:
+                            answered = tool_message(
+                                batch.results[call.id], tool_call_id=call.id, tool_name=call.function.name
+                            )
+                            loop.completed[call.id] = ToolResult(message=answered)
+                            yield _tool_event(answered, None)
+                    if batch.final_answer is not None:
+                        loop.messages.extend(loop.completed[c.id].message for c in calls)
+                        loop.pending, loop.completed = None, {}
+                        answer = Message(role="assistant", content=batch.final_answer)
+                        loop.messages.append(answer)
+                        yield event_from_message(answer)
+                        self._save_output(answer, ctx)
+                        return
+                    todo = [c for c in batch.calls if c.id not in loop.completed]
             acting = await trace.action_start(todo) if trace is not None else None
             async with aclosing(self._run_tools(todo, plan, ctx, loop.messages)) as outcomes:
                 async for item in outcomes:
@@ -413,6 +482,8 @@ class ChatModelAgent:
         events). An interrupt is an outcome like a result: the other calls go on. An exception ends the batch
         and cancels what still runs."""
         call_tool = self._call_tool if ctx.trace is None else self._traced_call_tool
+        if not calls:
+            return
         if not plan.emits and (self.execute_sequentially or len(calls) == 1):
             for call in calls:  # the common case, kept free of tasks and queues
                 try:

@@ -1,5 +1,9 @@
 """Solon-AI's agent kinds, interceptors and conversation sessions, on the runtime of ``batonflow.adk``."""
 
+from ._hitl import HITL as HITL
+from ._hitl import HITLDecision as HITLDecision
+from ._hitl import HITLPending as HITLPending
+from ._hitl import PendingTask as PendingTask
 from ._interceptors import stop_loop as stop_loop
 from ._interceptors import tool_retry as tool_retry
 from ._interceptors import tool_sanitizer as tool_sanitizer
@@ -7,4 +11,15 @@ from ._session import Session as Session
 from ._simple import SimpleAgent as SimpleAgent
 from ._simple import parse_output as parse_output
 
-__all__ = ["Session", "SimpleAgent", "parse_output", "stop_loop", "tool_retry", "tool_sanitizer"]
+__all__ = [
+    "HITL",
+    "HITLDecision",
+    "HITLPending",
+    "PendingTask",
+    "Session",
+    "SimpleAgent",
+    "parse_output",
+    "stop_loop",
+    "tool_retry",
+    "tool_sanitizer",
+]

@@ -1,0 +1,187 @@
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from batonflow.adk import ChatModelAgent, InterruptInfo, Runner, collect_events, set_language
+from batonflow.agents import HITL, HITLPending
+from batonflow.errors import UserError
+from batonflow.schema import Message, assistant
+from batonflow.store import MemoryCheckpointStore, SqliteCheckpointStore
+from batonflow.testing import ScriptedModel, tool_calls
+from batonflow.tools import tool
+
+
+class Shop:
+    def __init__(self) -> None:
+        self.refunds: list[tuple[int, float]] = []
+        self.lookups: list[int] = []
+
+    def tools(self) -> list[Any]:
+        @tool(threaded=False)
+        def refund(order_id: int, amount: float) -> str:
+            """Refund money."""
+            self.refunds.append((order_id, amount))
+            return f"refunded {amount} for order {order_id}"
+
+        @tool(threaded=False)
+        def lookup(order_id: int) -> str:
+            """Look up an order."""
+            self.lookups.append(order_id)
+            return f"order {order_id}"
+
+        return [refund, lookup]
+
+
+def agent(shop: Shop, *responses: Message, hitl: HITL | None = None) -> ChatModelAgent:
+    hitl = hitl or HITL().on_sensitive_tool("refund")
+    return ChatModelAgent(
+        name="support", model=ScriptedModel(list(responses)), tools=shop.tools(), middlewares=[hitl.middleware()]
+    )
+
+
+def pending_of(events: list[Any]) -> tuple[str, HITLPending]:
+    info = events[-1].action.interrupted
+    assert isinstance(info, InterruptInfo)
+    [root] = info.interrupt_contexts
+    assert isinstance(root.info, HITLPending)
+    return root.id, root.info
+
+
+REFUND = tool_calls(("refund", {"order_id": 7, "amount": 30.0}), ("lookup", {"order_id": 7}))
+
+
+async def test_a_sensitive_call_suspends_the_whole_batch_before_anything_runs() -> None:
+    shop = Shop()
+    runner = Runner(agent(shop, REFUND), checkpoint_store=MemoryCheckpointStore())
+    events = await collect_events(runner.query("refund 7", checkpoint_id="c"))
+    _, pending = pending_of(events)
+    assert [(t.call_id, t.tool_name, t.comment) for t in pending.tasks] == [
+        ("call_1", "refund", "Sensitive operation: a person must confirm it")
+    ]
+    assert events[-1].action.interrupted.interrupt_contexts[0].address == "agent:support;tool:batch:19"
+    assert shop.refunds == [] and shop.lookups == []  # not even the harmless lookup ran
+
+
+async def test_approval_runs_the_batch_without_asking_the_model_again() -> None:
+    shop = Shop()
+    support = agent(shop, REFUND, assistant("Refunded."))
+    runner = Runner(support, checkpoint_store=MemoryCheckpointStore())
+    interrupt_id, _ = pending_of(await collect_events(runner.query("refund 7", checkpoint_id="c")))
+    events = await collect_events(runner.resume("c", {interrupt_id: {"call_1": HITL.approve()}}))
+    assert shop.refunds == [(7, 30.0)]
+    assert shop.lookups == [7]
+    assert events[-1].message_output.message.content == "Refunded."  # type: ignore[union-attr]
+    assert isinstance(support.model, ScriptedModel)
+    assert len(support.model.requests) == 2
+
+
+async def test_approval_with_modified_arguments_and_always_allow() -> None:
+    shop = Shop()
+    allowed: list[tuple[str, dict[str, Any]]] = []
+    hitl = HITL().on_sensitive_tool("refund").on_approved(lambda name, args: allowed.append((name, args)))
+    runner = Runner(agent(shop, REFUND, assistant("ok"), hitl=hitl), checkpoint_store=MemoryCheckpointStore())
+    interrupt_id, _ = pending_of(await collect_events(runner.query("refund 7", checkpoint_id="c")))
+    decision = HITL.approve(modified_args={"amount": 10.0}, always_allow=True)
+    await collect_events(runner.resume("c", {interrupt_id: {"call_1": decision}}))
+    assert shop.refunds == [(7, 10.0)]
+    assert allowed == [("refund", {"order_id": 7, "amount": 10.0})]
+
+
+async def test_skip_answers_the_call_without_running_it() -> None:
+    shop = Shop()
+    support = agent(shop, REFUND, assistant("Skipped it."))
+    runner = Runner(support, checkpoint_store=MemoryCheckpointStore())
+    interrupt_id, _ = pending_of(await collect_events(runner.query("refund 7", checkpoint_id="c")))
+    await collect_events(runner.resume("c", {interrupt_id: {"call_1": HITL.skip()}}))
+    assert shop.refunds == []
+    assert isinstance(support.model, ScriptedModel)
+    observations = [m.content for m in support.model.requests[1].messages if m.role == "tool"]
+    assert observations == ["Operation skipped: please continue with the next step.", "order 7"]
+
+
+async def test_rejecting_the_only_sensitive_call_ends_the_run_with_a_valid_transcript() -> None:
+    shop = Shop()
+    support = agent(shop, REFUND)
+    runner = Runner(support, checkpoint_store=MemoryCheckpointStore())
+    interrupt_id, _ = pending_of(await collect_events(runner.query("refund 7", checkpoint_id="c")))
+    events = await collect_events(runner.resume("c", {interrupt_id: {"call_1": HITL.reject()}}))
+    assert shop.refunds == [] and shop.lookups == []
+    said = [(e.message_output.role, e.message_output.message.content) for e in events if e.message_output]  # type: ignore[union-attr]
+    assert said == [
+        ("tool", "Operation rejected: human approval was not granted."),
+        ("tool", "Operation rejected: human approval was not granted."),
+        ("assistant", "Operation rejected: human approval was not granted."),
+    ]
+
+
+async def test_rejecting_one_of_several_sensitive_calls_answers_only_that_one() -> None:
+    shop = Shop()
+    calls = tool_calls(("refund", {"order_id": 1, "amount": 5.0}), ("refund", {"order_id": 2, "amount": 6.0}))
+    support = agent(shop, calls, assistant("One refunded."))
+    runner = Runner(support, checkpoint_store=MemoryCheckpointStore())
+    interrupt_id, pending = pending_of(await collect_events(runner.query("two refunds", checkpoint_id="c")))
+    assert [t.call_id for t in pending.tasks] == ["call_1", "call_2"]
+    await collect_events(runner.resume("c", {interrupt_id: {"call_1": HITL.reject(), "call_2": HITL.approve()}}))
+    assert shop.refunds == [(2, 6.0)]
+    assert isinstance(support.model, ScriptedModel)
+    assert [m.content for m in support.model.requests[1].messages if m.role == "tool"] == [
+        "Operation rejected: human approval was not granted.",
+        "refunded 6.0 for order 2",
+    ]
+
+
+async def test_a_resume_without_decisions_suspends_the_batch_again_with_the_same_id() -> None:
+    runner = Runner(agent(Shop(), REFUND), checkpoint_store=MemoryCheckpointStore())
+    first, _ = pending_of(await collect_events(runner.query("refund 7", checkpoint_id="c")))
+    again, _ = pending_of(await collect_events(runner.resume("c")))
+    assert again == first
+
+
+async def test_a_strategy_decides_which_calls_need_a_person() -> None:
+    shop = Shop()
+    hitl = HITL().on_tool("refund", lambda args, ctx: "large refund" if args["amount"] > 100 else None)
+    small = tool_calls(("refund", {"order_id": 1, "amount": 5.0}))
+    runner = Runner(agent(shop, small, assistant("done"), hitl=hitl))
+    await collect_events(runner.query("small refund"))
+    assert shop.refunds == [(1, 5.0)]
+
+
+async def test_a_pending_approval_survives_a_restart(tmp_path: Path) -> None:
+    path = tmp_path / "runs.db"
+    store = SqliteCheckpointStore(path)
+    interrupt_id, _ = pending_of(
+        await collect_events(Runner(agent(Shop(), REFUND), checkpoint_store=store).query("x", checkpoint_id="c"))
+    )
+    await store.close()
+    shop = Shop()  # a new process: new agent, new store object on the same file
+    store = SqliteCheckpointStore(path)
+    runner = Runner(agent(shop, assistant("Refunded.")), checkpoint_store=store)
+    await collect_events(runner.resume("c", {interrupt_id: {"call_1": HITL.approve()}}))
+    assert shop.refunds == [(7, 30.0)]
+    await store.close()
+
+
+async def test_decisions_that_are_not_hitl_decisions_are_refused() -> None:
+    runner = Runner(agent(Shop(), REFUND), checkpoint_store=MemoryCheckpointStore())
+    interrupt_id, _ = pending_of(await collect_events(runner.query("x", checkpoint_id="c")))
+    events = await collect_events(runner.resume("c", {interrupt_id: {"call_1": "yes"}}))
+    assert isinstance(events[-1].error, UserError)
+    assert "expected a HITLDecision for call 'call_1', got str" in str(events[-1].error)
+
+
+@pytest.fixture
+def chinese() -> Iterator[None]:
+    set_language("zh")
+    yield
+    set_language("en")
+
+
+async def test_the_original_chinese_texts(chinese: None) -> None:
+    shop = Shop()
+    runner = Runner(agent(shop, REFUND), checkpoint_store=MemoryCheckpointStore())
+    interrupt_id, pending = pending_of(await collect_events(runner.query("x", checkpoint_id="c")))
+    assert pending.tasks[0].comment == "敏感操作，需要人工介入确认"
+    events = await collect_events(runner.resume("c", {interrupt_id: {"call_1": HITL.reject()}}))
+    assert events[-1].message_output.message.content == "操作拒绝：人工审批未通过。"  # type: ignore[union-attr]
