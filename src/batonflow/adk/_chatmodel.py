@@ -9,22 +9,18 @@ from __future__ import annotations
 
 import asyncio
 import inspect
-import re
-from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable, Mapping, Sequence
+from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable, Sequence
 from contextlib import aclosing
 from dataclasses import dataclass, field
-from typing import Any, NamedTuple, NoReturn
+from typing import Any, NamedTuple
 
 from ..errors import MaxIterationsError, ResumeError, ToolArgumentsError, UserError
 from ..models import ChatModel, ModelSettings, RetryingModel, ToolChoice
 from ..observe._trace import OpenReason
 from ..schema import Message, Stream, ToolCall, concat_messages, system, tool_message
 from ..tools import (
-    Address,
     AddressSegment,
     InterruptSignal,
-    InterruptState,
-    ResumeContext,
     Tool,
     ToolContext,
     ToolInfo,
@@ -33,6 +29,14 @@ from ._builtin import ExitTool, TransferToAgentTool, transfer_instruction
 from ._context import RunContext
 from ._events import AgentAction, AgentEvent, AgentInput, event_from_message
 from ._interrupt import InterruptInfo, ResumeInfo
+from ._middleware import (
+    AgentMiddleware,
+    ChatModelAgentState,
+    StateHook,
+    ToolBatch,
+    ToolCallHandler,
+    render_instruction,
+)
 
 __all__ = [
     "AgentMiddleware",
@@ -46,62 +50,6 @@ __all__ = [
     "ToolResult",
     "render_instruction",
 ]
-
-ToolCallHandler = Callable[[ToolCall, ToolContext], Awaitable[str]]
-"""Runs one tool call and returns its observation; ``AgentMiddleware.wrap_tool_call`` wraps one."""
-
-
-@dataclass(slots=True, kw_only=True)
-class ChatModelAgentState:
-    """What the next model call will see; middlewares may change it."""
-
-    messages: list[Message]
-    tools: list[ToolInfo]
-
-
-StateHook = Callable[[ChatModelAgentState, RunContext], Awaitable[None] | None]
-
-
-@dataclass(slots=True, kw_only=True)
-class AgentMiddleware:
-    """Extends a ChatModelAgent: extra instruction and tools, hooks around each model call, tool-call wrapping.
-
-    Several middlewares apply in order; for ``wrap_tool_call`` the first is the outermost wrapper.
-    """
-
-    additional_instruction: str = ""
-    additional_tools: Sequence[Tool] = ()
-    before_chat_model: StateHook | None = None
-    after_chat_model: StateHook | None = None
-    wrap_tool_call: Callable[[ToolCallHandler], ToolCallHandler] | None = None
-    before_tools: Callable[[ToolBatch], Awaitable[None] | None] | None = None
-
-
-@dataclass(slots=True, kw_only=True, eq=False)
-class ToolBatch:
-    """The tool calls of one model turn, before any of them runs: what ``AgentMiddleware.before_tools`` sees.
-
-    A middleware may change a call's arguments (replace it in ``calls``), answer a call without running it
-    (``results[call_id] = text``), end the run with an answer instead (``final_answer``; every call then gets that
-    answer as its result, so the transcript stays valid), or suspend the whole batch with ``interrupt`` — nothing
-    runs, and on resume the batch comes back here, where ``get_interrupt_state``/``get_resume_context`` tell
-    what was saved and decided (human-in-the-loop approval works this way).
-    """
-
-    calls: list[ToolCall]
-    ctx: RunContext
-    address: Address
-    results: dict[str, str] = field(default_factory=dict)
-    final_answer: str | None = None
-
-    def interrupt(self, info: Any, state: Any = None) -> NoReturn:
-        raise InterruptSignal(info, address=self.address, state=state, id=self.ctx.interrupt_id(self.address))
-
-    def get_interrupt_state(self) -> InterruptState:
-        return self.ctx.interrupt_state(self.address)
-
-    def get_resume_context(self) -> ResumeContext:
-        return self.ctx.resume_context(self.address)
 
 
 @dataclass(slots=True, kw_only=True)
@@ -589,30 +537,3 @@ def _return_directly_call(calls: list[ToolCall], names: frozenset[str]) -> str |
 async def _maybe_await(result: Awaitable[None] | None) -> None:
     if result is not None:
         await result
-
-
-_PLACEHOLDER = re.compile(r"\{\{|\}\}|\{([A-Za-z_][A-Za-z0-9_]*)\}|\{[^{}]*\}")
-
-
-def render_instruction(template: str, values: Mapping[str, Any]) -> str:
-    """Fill ``{name}`` placeholders from session values (``{{`` and ``}}`` for literal braces).
-
-    Only plain names are looked up — no attribute or index access — so a template cannot reach into objects.
-    """
-
-    def fill(match: re.Match[str]) -> str:
-        text = match.group(0)
-        if text in ("{{", "}}"):
-            return text[0]
-        key = match.group(1)
-        if key is None:
-            raise UserError(
-                f"failed to format instruction: expected '{{name}}' placeholders or '{{{{'/'}}}}' for braces, got {text!r}"
-            )
-        if key not in values:
-            raise UserError(
-                f"failed to format instruction: expected a session value named {key!r}, got only {sorted(values)}"
-            )
-        return str(values[key])
-
-    return _PLACEHOLDER.sub(fill, template)

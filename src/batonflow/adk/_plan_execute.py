@@ -17,7 +17,7 @@ from typing import Any, Protocol, TypeAlias, runtime_checkable
 
 from ..errors import RunError, UserError
 from ..models import ChatModel, ForcedTool, ToolChoice
-from ..schema import Message, Role, assistant, concat_message_stream
+from ..schema import Message, Role, assistant, concat_messages
 from ..store import register_type
 from ..tools import Tool, ToolInfo
 from ._agent import Agent
@@ -636,9 +636,9 @@ async def _ask(
     assistant text; an answer without tool calls shows nothing (the caller reports it).
     """
     if streaming:
-        shown, own = model.stream(messages, tools=tools, tool_choice=tool_choice).copy(2)
+        shown, whole = model.stream(messages, tools=tools, tool_choice=tool_choice).tap()
         yield event_from_message(stream=shown.convert(_first_call_arguments()) if as_arguments else shown)
-        yield await concat_message_stream(own)
+        yield concat_messages(await whole.chunks())
         return
     message = await model.generate(messages, tools=tools, tool_choice=tool_choice)
     if not as_arguments:
