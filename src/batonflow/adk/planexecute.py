@@ -3,21 +3,21 @@ replanner either revises the plan or responds, in a loop. Its prompts, tools and
 constructors are also in ``batonflow.adk``.
 """
 
-from ._plan_execute import EXECUTED_STEP as EXECUTED_STEP
-from ._plan_execute import EXECUTED_STEPS as EXECUTED_STEPS
-from ._plan_execute import EXECUTOR_PROMPT as EXECUTOR_PROMPT
-from ._plan_execute import PLAN as PLAN
-from ._plan_execute import PLAN_TOOL as PLAN_TOOL
-from ._plan_execute import PLANNER_PROMPT as PLANNER_PROMPT
-from ._plan_execute import REPLANNER_PROMPT as REPLANNER_PROMPT
-from ._plan_execute import RESPOND_TOOL as RESPOND_TOOL
-from ._plan_execute import USER_INPUT as USER_INPUT
-from ._plan_execute import ExecutedStep as ExecutedStep
-from ._plan_execute import ExecutionContext as ExecutionContext
-from ._plan_execute import MessagesPlaceholder as MessagesPlaceholder
-from ._plan_execute import Plan as Plan
-from ._plan_execute import PlanLike as PlanLike
-from ._plan_execute import PromptTemplate as PromptTemplate
+from ._plan import EXECUTED_STEP as EXECUTED_STEP
+from ._plan import EXECUTED_STEPS as EXECUTED_STEPS
+from ._plan import EXECUTOR_PROMPT as EXECUTOR_PROMPT
+from ._plan import PLAN as PLAN
+from ._plan import PLAN_TOOL as PLAN_TOOL
+from ._plan import PLANNER_PROMPT as PLANNER_PROMPT
+from ._plan import REPLANNER_PROMPT as REPLANNER_PROMPT
+from ._plan import RESPOND_TOOL as RESPOND_TOOL
+from ._plan import USER_INPUT as USER_INPUT
+from ._plan import ExecutedStep as ExecutedStep
+from ._plan import ExecutionContext as ExecutionContext
+from ._plan import MessagesPlaceholder as MessagesPlaceholder
+from ._plan import Plan as Plan
+from ._plan import PlanLike as PlanLike
+from ._plan import PromptTemplate as PromptTemplate
 from ._plan_execute import new_executor as new_executor
 from ._plan_execute import new_planner as new_planner
 from ._plan_execute import new_replanner as new_replanner
