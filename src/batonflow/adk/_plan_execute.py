@@ -86,7 +86,6 @@ class _Planner:
                 messages = await _messages(self.gen_input(user_input))
             else:
                 messages = PLANNER_PROMPT.format({"input": user_input})
-            message: Message | None = None
             answer = _ask(
                 self.model,
                 messages,
@@ -96,13 +95,10 @@ class _Planner:
                 streaming=input.enable_streaming,
                 as_arguments=tool is not None,
             )
-            async with aclosing(answer) as items:
-                async for item in items:
-                    if isinstance(item, AgentEvent):
-                        yield item
-                    else:
-                        message = item
-            assert message is not None
+            answered: list[Message] = []
+            async for event in _shown(answer, answered):
+                yield event
+            message = answered[-1]
             if tool is None:
                 text = message.content
             else:
@@ -166,7 +162,6 @@ class _Replanner:
             else:
                 values = {**_prompt_values(context), "plan_tool": plan_tool.name, "respond_tool": respond.name}
                 messages = REPLANNER_PROMPT.format(values)
-            message: Message | None = None
             answer = _ask(
                 self.model,
                 messages,
@@ -176,13 +171,10 @@ class _Replanner:
                 streaming=input.enable_streaming,
                 as_arguments=True,
             )
-            async with aclosing(answer) as items:
-                async for item in items:
-                    if isinstance(item, AgentEvent):
-                        yield item
-                    else:
-                        message = item
-            assert message is not None
+            answered: list[Message] = []
+            async for event in _shown(answer, answered):
+                yield event
+            message = answered[-1]
             expected = f"'{plan_tool.name}' or '{respond.name}'"
             _require_tool_call(message, expected)
             call = message.tool_calls[0].function
@@ -363,6 +355,16 @@ async def _ask(
     elif message.tool_calls:
         yield event_from_message(assistant(message.tool_calls[0].function.arguments))
     yield message
+
+
+async def _shown(answer: AsyncGenerator[AgentEvent | Message, None], into: list[Message]) -> AsyncIterator[AgentEvent]:
+    """Forward the events of an ``_ask`` answer and put its whole message into ``into``."""
+    async with aclosing(answer) as items:
+        async for item in items:
+            if isinstance(item, AgentEvent):
+                yield item
+            else:
+                into.append(item)
 
 
 def _first_call_arguments() -> Callable[[Message], Message]:

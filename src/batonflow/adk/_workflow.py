@@ -79,9 +79,17 @@ class WorkflowAgent:
     def _run(self, ctx: RunContext, info: ResumeInfo | None) -> AsyncIterator[AgentEvent]:
         raise NotImplementedError
 
-    def _interrupt(self, ctx: RunContext, info: str, state: object, *subs: InterruptSignal) -> AgentEvent:
+    def _interrupt(
+        self, ctx: RunContext, info: str, state: object, *subs: InterruptSignal, at: AgentEvent | None = None
+    ) -> AgentEvent:
+        """The workflow's composite interrupt; it stands where ``at`` (the sub-agent's interrupt) stood, or, for a
+        gathering of several, at the workflow itself."""
         signal = InterruptSignal(info, address=ctx.address, state=state, subs=subs, id=ctx.interrupt_id(ctx.address))
-        return AgentEvent(action=AgentAction(interrupted=InterruptInfo(data=info), signal=signal))
+        return AgentEvent(
+            agent_name=at.agent_name if at is not None else self.name,
+            run_path=at.run_path if at is not None else ctx.run_path,
+            action=AgentAction(interrupted=InterruptInfo(data=info), signal=signal),
+        )
 
     async def _step(
         self, sub: FlowAgent, ctx: RunContext, resuming: ResumeInfo | None
@@ -158,8 +166,8 @@ class SequentialAgent(WorkflowAgent):
                             "Sequential workflow interrupted",
                             SequentialState(interrupt_index=index),
                             action.signal,
+                            at=event,
                         )
-                        wrapped.agent_name, wrapped.run_path = event.agent_name, event.run_path
                         yield wrapped
                         return
                     yield event
@@ -218,8 +226,7 @@ class LoopAgent(WorkflowAgent):
                         assert action is not None
                         if action.signal is not None:
                             state = LoopState(loop_iterations=iteration, sub_agent_index=index)
-                            wrapped = self._interrupt(ctx, "Loop workflow interrupted", state, action.signal)
-                            wrapped.agent_name, wrapped.run_path = event.agent_name, event.run_path
+                            wrapped = self._interrupt(ctx, "Loop workflow interrupted", state, action.signal, at=event)
                             yield wrapped
                             return
                         yield event
@@ -280,7 +287,6 @@ class ParallelAgent(WorkflowAgent):
                 for recorded in lane:
                     await recorded.get_message()  # a checkpoint holds whole messages, never streams
             wrapped = self._interrupt(ctx, "Parallel workflow interrupted", ParallelState(lanes=lanes), *signals)
-            wrapped.agent_name, wrapped.run_path = self.name, ctx.run_path
             yield wrapped
             return
         joined = sorted((e for lane in lanes.values() for e in lane), key=lambda e: e.ts)
