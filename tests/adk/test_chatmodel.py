@@ -12,6 +12,7 @@ from batonflow.adk import (
     ModelRetryConfig,
     RunContext,
     Runner,
+    ToolBatch,
     ToolCallHandler,
     collect_events,
 )
@@ -316,6 +317,47 @@ async def test_middlewares_extend_instruction_tools_and_wrap_calls() -> None:
     assert messages_of(events)[1].content == "A(B(extra!))"
     assert seen_before == [2, 5]
     assert messages_of(events)[-1].content == "DONE"
+
+
+async def test_agent_and_round_hooks_run_once_each_at_their_points() -> None:
+    log: list[str] = []
+
+    def start(state: ChatModelAgentState, ctx: RunContext) -> None:
+        log.append(f"start {len(state.messages)}")
+        state.messages.append(user("(context)"))
+
+    async def end(state: ChatModelAgentState, ctx: RunContext) -> None:
+        log.append(f"end {state.messages[-1].content}")
+
+    def tools_done(batch: ToolBatch) -> None:
+        log.append(f"tools {sorted(batch.results.items())}")
+
+    model = ScriptedModel([tool_calls(("add", {"a": 1, "b": 2}), ("add", {"a": 2, "b": 2})), assistant("done")])
+    middleware = AgentMiddleware(before_agent=start, after_agent=end, after_tools=tools_done)
+    agent = ChatModelAgent(name="a", instruction="I.", model=model, tools=[add], middlewares=[middleware])
+    await run(agent)
+    assert log == ["start 2", "tools [('call_1', '3'), ('call_2', '4')]", "end done"]
+    assert model.requests[0].messages[-1].content == "(context)"
+
+
+async def test_after_agent_does_not_run_when_the_agent_fails_or_is_interrupted() -> None:
+    ended: list[str] = []
+
+    @tool(threaded=False)
+    def ask(ctx: ToolContext) -> str:
+        """Ask a person."""
+        ctx.interrupt("who?")
+
+    def end(state: ChatModelAgentState, ctx: RunContext) -> None:
+        ended.append("end")
+
+    model = ScriptedModel([tool_calls(("ask", {})), RuntimeError("down")])
+    for script in ([tool_calls(("ask", {}))], [RuntimeError("down")]):
+        model = ScriptedModel(script)
+        agent = ChatModelAgent(name="a", model=model, tools=[ask], middlewares=[AgentMiddleware(after_agent=end)])
+        events = await run(agent)
+        assert events[-1].error is not None or events[-1].action is not None
+    assert ended == []
 
 
 async def test_tool_choice_and_settings_reach_the_model() -> None:

@@ -428,3 +428,25 @@ async def test_sanitizer_outside_retry_fills_in_an_empty_result_that_came_after_
     )
     assert observations(await run(agent)) == ["[No output from tool]"]
     assert (len(calls), sleeps.delays) == (2, [1.0])
+
+
+# -- Solon's class names -----------------------------------------------------------------------------------------
+
+
+async def test_the_interceptor_classes_behave_as_their_factories() -> None:
+    from batonflow.agents.middleware import StopLoopInterceptor, ToolRetryInterceptor, ToolSanitizerInterceptor
+
+    agent, model = agent_with(*same_call(3), assistant("done"), tools=[lookup], middlewares=[StopLoopInterceptor()])
+    await run(agent)
+    assert model.requests[3].messages[-1].content == LOOP_REMINDER_3
+
+    fetch, calls = flaky(2)
+    sleeps = Sleeps()
+    agent, _ = agent_with(
+        tool_calls(("fetch", {})),
+        assistant("done"),
+        tools=[fetch],
+        middlewares=[ToolRetryInterceptor(sleep=sleeps), ToolSanitizerInterceptor(max_length=1)],
+    )
+    assert observations(await run(agent)) == ["o... [Content Truncated due to length]"]
+    assert (len(calls), sleeps.delays) == (3, [1.0, 2.0])

@@ -12,6 +12,7 @@ from ._chatmodel import ChatModelAgent as ChatModelAgent
 from ._chatmodel import ChatModelAgentResumeData as ChatModelAgentResumeData
 from ._chatmodel import ChatModelAgentState as ChatModelAgentState
 from ._chatmodel import ModelRetryConfig as ModelRetryConfig
+from ._chatmodel import ToolBatch as ToolBatch
 from ._chatmodel import ToolCallHandler as ToolCallHandler
 from ._context import RunContext as RunContext
 from ._context import RunSession as RunSession
@@ -83,6 +84,7 @@ __all__ = [
     "Runner",
     "SequentialAgent",
     "SessionEvent",
+    "ToolBatch",
     "ToolCallHandler",
     "TransferToAgentAction",
     "TransferToAgentTool",

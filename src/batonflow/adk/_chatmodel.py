@@ -45,6 +45,7 @@ __all__ = [
     "ChatModelAgentState",
     "ModelRetryConfig",
     "ReactState",
+    "Route",
     "ToolBatch",
     "ToolCallHandler",
     "ToolResult",
@@ -70,6 +71,22 @@ class ReactState:
     remaining: int
     pending: Message | None = None
     completed: dict[str, ToolResult] = field(default_factory=dict)
+    turn: int = 0  # model calls made so far
+    corrections: int = 0  # consecutive answers sent back to the model (empty, unparsable, off-schema)
+
+
+@dataclass(slots=True)
+class Route:
+    """What a loop does with the model's message (``ChatModelAgent._route``): run its tool calls (``act``, with
+    the message as it goes into the transcript), finish (``answer``: the final message, or None when it is the
+    model's own), or ask again with ``feedback`` appended (then the model's message stays in the transcript only
+    if ``keep``). ``show`` is False for a message not worth an event (an empty answer)."""
+
+    act: Message | None = None
+    answer: Message | None = None
+    feedback: list[Message] | None = None
+    keep: bool = True
+    show: bool = True
 
 
 @dataclass(slots=True, kw_only=True)
@@ -103,7 +120,11 @@ class _Plan:
     before: list[StateHook] = field(default_factory=list)
     after: list[StateHook] = field(default_factory=list)
     emits: bool = False  # some tool sends events while it runs (an agent tool)
+    actions: frozenset[str] = frozenset()  # the built-in tools that act on the run: transfer, exit
     before_tools: list[Callable[[ToolBatch], Awaitable[None] | None]] = field(default_factory=list)
+    after_tools: list[Callable[[ToolBatch], Awaitable[None] | None]] = field(default_factory=list)
+    start: list[StateHook] = field(default_factory=list)
+    end: list[StateHook] = field(default_factory=list)
 
 
 class _Outcome(NamedTuple):
@@ -234,6 +255,7 @@ class ChatModelAgent:
         instruction = self.instruction
         tools = list(self.tools)
         return_directly = set(self.return_directly)
+        actions: set[str] = set()
         targets = list(self._sub_agents)
         if self._parent is not None and not self._disallow_transfer_to_parent:
             targets.append(self._parent)
@@ -243,10 +265,11 @@ class ChatModelAgent:
             )
             transfer = TransferToAgentTool([name for name, _ in targets])
             tools.append(transfer)
-            return_directly.add(transfer.info.name)
+            actions.add(transfer.info.name)
         if self.exit is not None:
             tools.append(self.exit)
-            return_directly.add(self.exit.info.name)
+            actions.add(self.exit.info.name)
+        return_directly |= actions
         handler: ToolCallHandler = self._invoke_tool
         for mw in self.middlewares:
             if mw.additional_instruction:
@@ -267,7 +290,11 @@ class ChatModelAgent:
             before=[mw.before_chat_model for mw in self.middlewares if mw.before_chat_model is not None],
             after=[mw.after_chat_model for mw in self.middlewares if mw.after_chat_model is not None],
             before_tools=[mw.before_tools for mw in self.middlewares if mw.before_tools is not None],
+            after_tools=[mw.after_tools for mw in self.middlewares if mw.after_tools is not None],
+            start=[mw.before_agent for mw in self.middlewares if mw.before_agent is not None],
+            end=[mw.after_agent for mw in self.middlewares if mw.after_agent is not None],
             emits=any(getattr(t, "emits_events", False) for t in by_name.values()),
+            actions=frozenset(actions),
         )
         self._plan = plan
         return plan
@@ -288,24 +315,54 @@ class ChatModelAgent:
         self, loop: ReactState, plan: _Plan, streaming: bool, ctx: RunContext
     ) -> AsyncIterator[AgentEvent]:
         view = ChatModelAgentState(messages=loop.messages, tools=list(plan.infos))
-        tool_choice = self.tool_choice if plan.infos else None
+        if plan.start and loop.turn == 0 and loop.pending is None:
+            for hook in plan.start:
+                await _maybe_await(hook(view, ctx))
+            loop.messages = view.messages
+        if plan.end:
+            async with aclosing(self._loop(loop, view, plan, streaming, ctx)) as events:
+                finished = True
+                async for event in events:
+                    if event.error is not None or (event.action is not None and event.action.interrupted is not None):
+                        finished = False
+                    yield event
+            if finished:
+                view.messages = loop.messages
+                for hook in plan.end:
+                    await _maybe_await(hook(view, ctx))
+            return
+        async for event in self._loop(loop, view, plan, streaming, ctx):
+            yield event
+
+    async def _loop(
+        self, loop: ReactState, view: ChatModelAgentState, plan: _Plan, streaming: bool, ctx: RunContext
+    ) -> AsyncGenerator[AgentEvent, None]:
         trace = ctx.trace
         while True:
             if loop.pending is None:
-                if loop.remaining <= 0:
-                    yield AgentEvent(error=MaxIterationsError())
+                stop = self._next_turn(loop)
+                if isinstance(stop, Message):
+                    loop.messages.append(stop)
+                    yield event_from_message(stop)
+                    self._save_output(stop, ctx)
+                    return
+                if stop is not None:
+                    yield AgentEvent(error=stop)
                     return
                 loop.remaining -= 1
+                loop.turn += 1
                 for hook in plan.before:
                     await _maybe_await(hook(view, ctx))
-                tools = view.tools or None
+                request, tools = self._request(view)
+                tool_choice = self.tool_choice if tools else None
                 reason: OpenReason | None = None
+                route: Route | None = None
                 try:
                     if trace is not None:
-                        reason = await trace.reason_start(self.model.model_name, view.messages, view.tools)
+                        reason = await trace.reason_start(self.model.model_name, request, tools or ())
                     if streaming:
                         caller, whole = self.model.stream(
-                            view.messages, tools=tools, tool_choice=tool_choice, settings=self.model_settings
+                            request, tools=tools, tool_choice=tool_choice, settings=self.model_settings
                         ).tap()
                         event = event_from_message(stream=caller)
                         joined: asyncio.Future[Message] = asyncio.get_running_loop().create_future()
@@ -324,30 +381,44 @@ class ChatModelAgent:
                             reason = None
                     else:
                         message = await self.model.generate(
-                            view.messages, tools=tools, tool_choice=tool_choice, settings=self.model_settings
+                            request, tools=tools, tool_choice=tool_choice, settings=self.model_settings
                         )
                         if reason is not None:
                             await reason.end(message)
                             reason = None
-                        yield event_from_message(message)
+                        route = self._route(message, loop, plan)
+                        if route.show:
+                            yield event_from_message(message)
                 except Exception as error:
                     if reason is not None:
                         await reason.end(error=error)
                     yield AgentEvent(error=error)
                     return
-                view.messages.append(message)
+                if route is None:
+                    route = self._route(message, loop, plan)
+                if route.feedback is not None:
+                    if route.keep:
+                        view.messages.append(message)
+                    view.messages.extend(route.feedback)
+                    loop.messages = view.messages
+                    continue
+                view.messages.append(route.act or message)
                 for hook in plan.after:
                     await _maybe_await(hook(view, ctx))
                 loop.messages = view.messages
-                if not message.tool_calls:
-                    self._save_output(message, ctx)
+                if route.act is None:
+                    if route.answer is not None:
+                        loop.messages.append(route.answer)
+                        yield event_from_message(route.answer)
+                    self._save_output(route.answer or message, ctx)
                     return
-                loop.pending, loop.completed = message, {}
+                loop.pending, loop.completed = route.act, {}
 
             # The tool phase: run the calls that have not finished yet (all of them, unless resuming).
             calls = loop.pending.tool_calls
-            direct_id = _return_directly_call(calls, plan.return_directly)
+            direct_id = self._direct_call(calls, plan)
             interrupts: list[InterruptSignal] = []
+            notes: dict[str, str] = {}
             todo = [c for c in calls if c.id not in loop.completed]
             if plan.before_tools and todo:
                 batch = ToolBatch(
@@ -378,6 +449,7 @@ class ChatModelAgent:
                         self._save_output(answer, ctx)
                         return
                     todo = [c for c in batch.calls if c.id not in loop.completed]
+                    notes = batch.notes
             acting = await trace.action_start(todo) if trace is not None else None
             async with aclosing(self._run_tools(todo, plan, ctx, loop.messages)) as outcomes:
                 async for item in outcomes:
@@ -393,12 +465,18 @@ class ChatModelAgent:
                             await acting.end(error=failure)
                         yield AgentEvent(error=failure)
                         return
+                    if notes and call.id in notes:
+                        result = tool_message(
+                            result.content + notes[call.id], tool_call_id=call.id, tool_name=call.function.name
+                        )
                     loop.completed[call.id] = ToolResult(message=result, action=action)
                     if call.id != direct_id:
                         yield _tool_event(result, action)
             if acting is not None:
                 await acting.end(interrupted=bool(interrupts))
             if interrupts:
+                for said in self._interrupt_messages(interrupts):
+                    yield event_from_message(said)
                 signal = InterruptSignal(
                     None,
                     address=ctx.address,
@@ -407,6 +485,7 @@ class ChatModelAgent:
                         remaining=loop.remaining,
                         pending=loop.pending,
                         completed=dict(loop.completed),
+                        turn=loop.turn,
                     ),
                     subs=tuple(interrupts),
                     id=ctx.interrupt_id(ctx.address),
@@ -416,12 +495,61 @@ class ChatModelAgent:
             # The transcript keeps the calls' order, whatever order they finished in.
             loop.messages.extend(loop.completed[c.id].message for c in calls)
             view.messages = loop.messages
+            if plan.after_tools:
+                done = ToolBatch(
+                    calls=list(calls),
+                    ctx=ctx,
+                    address=(*ctx.address, AddressSegment("tool", "batch", str(loop.remaining))),
+                    results={c.id: loop.completed[c.id].message.content for c in calls},
+                )
+                for batch_hook in plan.after_tools:
+                    await _maybe_await(batch_hook(done))
             held = loop.completed.get(direct_id) if direct_id is not None else None
+            round_answer = self._round_answer(calls, loop.completed, plan) if held is None else None
             loop.pending, loop.completed = None, {}
             if held is not None:
                 yield _tool_event(held.message, held.action)
                 self._save_output(held.message, ctx)
                 return
+            if round_answer is not None:
+                loop.messages.append(round_answer)
+                yield event_from_message(round_answer)
+                self._save_output(round_answer, ctx)
+                return
+
+    # -- the policy of the loop: what ReActAgent changes ---------------------------------------------------------
+
+    def _next_turn(self, loop: ReactState) -> Message | BaseException | None:
+        """Before a model call: None to make it, an error to end the run, or a final answer instead."""
+        return MaxIterationsError() if loop.remaining <= 0 else None
+
+    def _request(self, state: ChatModelAgentState) -> tuple[list[Message], list[ToolInfo] | None]:
+        """The messages and tools the model is sent."""
+        return state.messages, state.tools or None
+
+    def _route(self, message: Message, loop: ReactState, plan: _Plan) -> Route:
+        """Tool calls are run; anything else is the answer."""
+        return Route(act=message) if message.tool_calls else Route()
+
+    def _direct_call(self, calls: list[ToolCall], plan: _Plan) -> str | None:
+        """The call whose result ends the run, held back to be the last event: the last return-directly one."""
+        return _return_directly_call(calls, plan.return_directly)
+
+    def _round_answer(self, calls: list[ToolCall], results: dict[str, ToolResult], plan: _Plan) -> Message | None:
+        """A final answer made of a round's results, ending the run (none here: see ``_direct_call``)."""
+        return None
+
+    def _interrupt_messages(self, interrupts: list[InterruptSignal]) -> list[Message]:
+        """Messages said to the caller before a round's interrupt is passed on."""
+        return []
+
+    def _tool_failure(self, call: ToolCall, error: Exception, plan: _Plan) -> str | None:
+        """The observation for a call that failed, or None when the failure ends the run."""
+        return str(error) if isinstance(error, ToolArgumentsError) else None
+
+    def _tool_not_found(self, name: str, plan: _Plan) -> str:
+        # An observation, not an error: the model can correct itself (small models do misname tools).
+        return f"tool [{name}] not found: expected one of {sorted(plan.tools)}"
 
     async def _run_tools(
         self, calls: list[ToolCall], plan: _Plan, ctx: RunContext, history: list[Message]
@@ -487,13 +615,17 @@ class ChatModelAgent:
             tool_name=name, call_id=call.id, session_values=ctx.session.values, run=ctx, history=history, emit=emit
         )
         if name not in plan.tools:
-            # An observation, not an error: the model can correct itself (small models do misname tools).
-            content = f"tool [{name}] not found: expected one of {sorted(plan.tools)}"
+            content = self._tool_not_found(name, plan)
         else:
             try:
                 content = await plan.handler(call, tool_ctx)
-            except ToolArgumentsError as error:
-                content = str(error)
+            except InterruptSignal:
+                raise
+            except Exception as error:
+                observed = self._tool_failure(call, error, plan)
+                if observed is None:
+                    raise
+                content = observed
         return tool_message(content, tool_call_id=call.id, tool_name=name), tool_ctx.action
 
     async def _traced_call_tool(

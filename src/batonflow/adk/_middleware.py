@@ -38,34 +38,45 @@ StateHook = Callable[[ChatModelAgentState, RunContext], Awaitable[None] | None]
 
 @dataclass(slots=True, kw_only=True)
 class AgentMiddleware:
-    """Extends a ChatModelAgent: extra instruction and tools, hooks around each model call, tool-call wrapping.
+    """Extends a ChatModelAgent: extra instruction and tools, hooks around the run, each model call and each
+    round of tool calls, and tool-call wrapping (Solon's interceptor hooks: agent start/end, reason start/end,
+    action start/end, and wrap tool, which sees each call's start and end).
 
-    Several middlewares apply in order; for ``wrap_tool_call`` the first is the outermost wrapper.
+    ``before_agent`` runs once, before a run's first model call (not on resume); ``after_agent`` when the agent
+    finishes (not when it is interrupted, nor when it ends with an error). ``before_tools`` sees a round's calls
+    before any runs (see ``ToolBatch``), ``after_tools`` the same batch once they have run, with ``results``
+    holding every call's observation. Several middlewares apply in order; for ``wrap_tool_call`` the first is the
+    outermost wrapper.
     """
 
     additional_instruction: str = ""
     additional_tools: Sequence[Tool] = ()
+    before_agent: StateHook | None = None
+    after_agent: StateHook | None = None
     before_chat_model: StateHook | None = None
     after_chat_model: StateHook | None = None
     wrap_tool_call: Callable[[ToolCallHandler], ToolCallHandler] | None = None
     before_tools: Callable[[ToolBatch], Awaitable[None] | None] | None = None
+    after_tools: Callable[[ToolBatch], Awaitable[None] | None] | None = None
 
 
 @dataclass(slots=True, kw_only=True, eq=False)
 class ToolBatch:
     """The tool calls of one model turn, before any of them runs: what ``AgentMiddleware.before_tools`` sees.
 
-    A middleware may change a call's arguments (replace it in ``calls``), answer a call without running it
-    (``results[call_id] = text``), end the run with an answer instead (``final_answer``; every call then gets that
-    answer as its result, so the transcript stays valid), or suspend the whole batch with ``interrupt`` — nothing
-    runs, and on resume the batch comes back here, where ``get_interrupt_state``/``get_resume_context`` tell
-    what was saved and decided (human-in-the-loop approval works this way).
+        A middleware may change a call's arguments (replace it in ``calls``), answer a call without running it
+        (``results[call_id] = text``), end the run with an answer instead (``final_answer``; every call then gets that
+        answer as its result, so the transcript stays valid), append text to a call's result once it has run
+    (``notes[call_id] = text``), or suspend the whole batch with ``interrupt`` — nothing
+        runs, and on resume the batch comes back here, where ``get_interrupt_state``/``get_resume_context`` tell
+        what was saved and decided (human-in-the-loop approval works this way).
     """
 
     calls: list[ToolCall]
     ctx: RunContext
     address: Address
     results: dict[str, str] = field(default_factory=dict)
+    notes: dict[str, str] = field(default_factory=dict)
     final_answer: str | None = None
 
     def interrupt(self, info: Any, state: Any = None) -> NoReturn:

@@ -231,14 +231,16 @@ class Runner:
                 variant = event.message_output
                 if variant is not None and variant.role == "assistant":
                     answer = _whole(variant) or answer
+        # What the agent said is part of the conversation even when the run waits (a question asking for
+        # feedback); a request for tool calls is not.
+        if answer is not None and not answer.tool_calls:
+            session.add(answer)
         if interrupt is not None:
             session.pending(True, str(interrupt.data))
             session.snapshot = await checkpoints.get(key)
         else:
             session.pending(False)
             session.snapshot = None
-            if answer is not None and not answer.tool_calls:
-                session.add(answer)
         await session.save()
 
     async def _events(

@@ -7,18 +7,24 @@ from ._hitl import PendingTask as PendingTask
 from ._interceptors import stop_loop as stop_loop
 from ._interceptors import tool_retry as tool_retry
 from ._interceptors import tool_sanitizer as tool_sanitizer
+from ._planning import planning as planning
+from ._react import FeedbackRequest as FeedbackRequest
+from ._react import ReActAgent as ReActAgent
 from ._session import Session as Session
 from ._simple import SimpleAgent as SimpleAgent
 from ._simple import parse_output as parse_output
 
 __all__ = [
     "HITL",
+    "FeedbackRequest",
     "HITLDecision",
     "HITLPending",
     "PendingTask",
+    "ReActAgent",
     "Session",
     "SimpleAgent",
     "parse_output",
+    "planning",
     "stop_loop",
     "tool_retry",
     "tool_sanitizer",

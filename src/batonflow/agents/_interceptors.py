@@ -18,7 +18,14 @@ from ..errors import ToolArgumentsError, UserError
 from ..schema import Message, ToolCall, user
 from ..tools import InterruptSignal, ToolContext
 
-__all__ = ["stop_loop", "tool_retry", "tool_sanitizer"]
+__all__ = [
+    "StopLoopInterceptor",
+    "ToolRetryInterceptor",
+    "ToolSanitizerInterceptor",
+    "stop_loop",
+    "tool_retry",
+    "tool_sanitizer",
+]
 
 # -- stop_loop (Solon: StopLoopInterceptor) ----------------------------------------------------------------------
 
@@ -178,3 +185,30 @@ def tool_sanitizer(*, max_length: int | None = 2000, sanitize: Callable[[str], s
         return call
 
     return AgentMiddleware(wrap_tool_call=wrap_tool_call)
+
+
+# -- the same, under Solon's class names -------------------------------------------------------------------------
+
+
+class StopLoopInterceptor(AgentMiddleware):
+    """``stop_loop(...)`` as a middleware class (Solon's ``StopLoopInterceptor``)."""
+
+    def __init__(self, *, max_repeat_count: int = 3, window_size: int = 8, match_arguments: bool = True) -> None:
+        made = stop_loop(max_repeat_count=max_repeat_count, window_size=window_size, match_arguments=match_arguments)
+        super().__init__(before_chat_model=made.before_chat_model)
+
+
+class ToolRetryInterceptor(AgentMiddleware):
+    """``tool_retry(...)`` as a middleware class (Solon's ``ToolRetryInterceptor``)."""
+
+    def __init__(
+        self, *, max_attempts: int = 3, delay: float = 1.0, sleep: Callable[[float], Awaitable[object]] = asyncio.sleep
+    ) -> None:
+        super().__init__(wrap_tool_call=tool_retry(max_attempts=max_attempts, delay=delay, sleep=sleep).wrap_tool_call)
+
+
+class ToolSanitizerInterceptor(AgentMiddleware):
+    """``tool_sanitizer(...)`` as a middleware class (Solon's ``ToolSanitizerInterceptor``)."""
+
+    def __init__(self, *, max_length: int | None = 2000, sanitize: Callable[[str], str] | None = None) -> None:
+        super().__init__(wrap_tool_call=tool_sanitizer(max_length=max_length, sanitize=sanitize).wrap_tool_call)

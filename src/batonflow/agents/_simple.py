@@ -247,19 +247,7 @@ class SimpleAgent:
             # Added after rendering: the schema's braces are JSON, not placeholders.
             schema_text = self._schema.instruction()
             instruction = f"{instruction}\n\n{schema_text}" if instruction else schema_text
-        messages = input.messages
-        turn = len(messages)
-        while turn > 0 and messages[turn - 1].role == "user":
-            turn -= 1
-        turn = min(turn, len(messages) - 1)
-        history = [m for m in messages[:turn] if m.role != "system"]
-        if self.history_window is not None:
-            history = history[len(history) - self.history_window :] if self.history_window else []
-        # A window must not open on results of tool calls it cut off: strict providers refuse orphan results.
-        start = 0
-        while start < len(history) and history[start].role == "tool":
-            start += 1
-        return [*([system(instruction)] if instruction else []), *history[start:], *messages[turn:]]
+        return [*([system(instruction)] if instruction else []), *windowed(input.messages, self.history_window)]
 
     def _conclude(self, message: Message, event: AgentEvent, ctx: RunContext) -> RunError | None:
         """Parse the answer and store it; the validation failure, if any (then nothing is stored)."""
@@ -278,6 +266,25 @@ class SimpleAgent:
         if self.output_key:
             ctx.add_session_value(self.output_key, value)
         return None
+
+
+def windowed(messages: Sequence[Message], window: int | None) -> list[Message]:
+    """The current prompt, after the last ``window`` non-system messages before it (all of them for None).
+
+    The current prompt is the run of user messages that ends ``messages`` (the last message if that is not a user
+    message). A window never opens on tool results whose calls it cut off: strict providers refuse orphan results.
+    """
+    turn = len(messages)
+    while turn > 0 and messages[turn - 1].role == "user":
+        turn -= 1
+    turn = min(turn, len(messages) - 1)
+    history = [m for m in messages[:turn] if m.role != "system"]
+    if window is not None:
+        history = history[len(history) - window :] if window else []
+    start = 0
+    while start < len(history) and history[start].role == "tool":
+        start += 1
+    return [*history[start:], *messages[turn:]]
 
 
 @dataclass(slots=True)

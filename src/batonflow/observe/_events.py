@@ -154,33 +154,51 @@ class ToolCallEnd(_Base):
     duration_ms: float = 0.0
 
 
-# -- declared for the parts of the runtime that do not exist yet (Solon's teams, planning, HITL) -----------------
+# -- emitted by Solon's agent kinds and interceptors -------------------------------------------------------------
 
 
 @dataclass(slots=True, kw_only=True)
 class PlanEvent(_Base):
+    """A ReActAgent in planning mode created, advanced or revised its plan; ``current`` is the 0-based index of the
+    step under way (``len(plans)`` when all are done)."""
+
     kind: Literal["plan"] = "plan"
     stage: Literal["create", "progress", "revise"] = "create"
     plans: tuple[str, ...] = ()
+    current: int = 0
 
 
 @dataclass(slots=True, kw_only=True)
 class HITLPending(_Base):
+    """A batch of tool calls waits for a person; ``tasks`` are the HITL interceptor's ``PendingTask``s."""
+
     kind: Literal["hitl_pending"] = "hitl_pending"
     tasks: tuple[Any, ...] = ()
 
 
 @dataclass(slots=True, kw_only=True)
 class HITLDecided(_Base):
+    """A person's decision (a ``HITLDecision``) was applied to a pending call."""
+
     kind: Literal["hitl_decided"] = "hitl_decided"
+    call_id: str = ""
+    tool_name: str = ""
     decision: Any = None
 
 
 @dataclass(slots=True, kw_only=True)
 class ContextSize(_Base):
+    """The size of the context a model call is about to get, after any compression: ``removed`` messages were
+    replaced (by a summary when ``summarized``)."""
+
     kind: Literal["context_size"] = "context_size"
     message_count: int = 0
     tokens: int = 0
+    removed: int = 0
+    summarized: bool = False
+
+
+# -- declared for the parts of the runtime that do not exist yet (teams) -----------------------------------------
 
 
 @dataclass(slots=True, kw_only=True)

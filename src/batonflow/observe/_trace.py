@@ -201,6 +201,11 @@ class TraceScope:
         finally:
             await self.exit_agent(error)
 
+    async def event(self, kind: Callable[..., TraceEvent], **fields: Any) -> None:
+        """Emit a point event of this scope (a plan change, a HITL decision, a context size): a span of its own,
+        nested in this one, with the given fields."""
+        await self.trace.emit(kind(**self._ids(self.trace.new_id(), self.span_id), **fields))
+
     # -- model calls ----------------------------------------------------------------------------------------------
 
     async def reason_start(self, model: str, messages: Sequence[Message], tools: Sequence[Any]) -> OpenReason:

@@ -1,0 +1,7 @@
+"""Solon-AI's ReAct interceptors under their original names, as ``ChatModelAgent``/``ReActAgent`` middlewares."""
+
+from ._interceptors import StopLoopInterceptor as StopLoopInterceptor
+from ._interceptors import ToolRetryInterceptor as ToolRetryInterceptor
+from ._interceptors import ToolSanitizerInterceptor as ToolSanitizerInterceptor
+
+__all__ = ["StopLoopInterceptor", "ToolRetryInterceptor", "ToolSanitizerInterceptor"]
