@@ -85,3 +85,31 @@ def test_adding_metrics_sums_counts_but_not_the_duration() -> None:
     assert (a.prompt_tokens, a.cached_tokens, a.model_calls, a.tool_calls, a.duration_ms) == (40, 10, 3, 1, 3.0)
     assert a.cache_rate == 25.0
     assert Metrics().cache_rate == 0.0
+
+
+async def test_a_simple_agents_model_calls_are_traced_and_counted_retries_included() -> None:
+    from batonflow.agents import SimpleAgent
+
+    async def no_wait(_: float) -> None:
+        return None
+
+    for streaming in (False, True):
+        model = ScriptedModel([used(assistant(""), 5, 0), used(assistant("hello"), 10, 2)])
+        simple = SimpleAgent(name="s", model=model, sleep=no_wait)
+        seen: list[TraceEvent] = []
+        runner = Runner(simple, callbacks=[seen.append], enable_streaming=streaming)
+        await collect_events(runner.query("q"))
+        kinds = [e.kind for e in seen]
+        assert kinds == [
+            "run_start",
+            "agent_start",
+            "reason_start",
+            "reason_end",
+            "reason_start",
+            "reason_end",
+            "agent_end",
+            "run_end",
+        ], streaming
+        end = seen[-1]
+        assert isinstance(end, RunEnd) and end.metrics is not None
+        assert counts(end.metrics.agents["s"]) == (15, 2, 17, 0, 2, 0)

@@ -23,8 +23,9 @@ from typing import TypeVar
 from ..adk._chatmodel import render_instruction
 from ..adk._context import RunContext
 from ..adk._events import AgentEvent, AgentInput, event_from_message
-from ..errors import ModelError, RunError, UserError
+from ..errors import ModelError, RunError, StreamClosedError, UserError
 from ..models import ChatModel, ModelSettings, is_retryable_error
+from ..observe._trace import OpenReason
 from ..schema import Message, MessageStream, Stream, concat_messages, system
 from ..tools import Tool, ToolInfo
 from ._output import OutputSchema, _Schema, parse_output
@@ -123,8 +124,18 @@ class SimpleAgent:
                 yield event
 
     async def _generate(self, messages: list[Message], ctx: RunContext) -> AsyncGenerator[AgentEvent, None]:
+        trace = ctx.trace
+
         async def attempt() -> Message | None:
-            message = await self.model.generate(messages, tools=self.tools or None, settings=self.model_settings)
+            reason = await trace.reason_start(self.model.model_name, messages, self.tools) if trace else None
+            try:
+                message = await self.model.generate(messages, tools=self.tools or None, settings=self.model_settings)
+            except Exception as error:
+                if reason is not None:
+                    await reason.end(error=error)
+                raise
+            if reason is not None:
+                await reason.end(message)
             return None if _is_empty(message) else message
 
         try:
@@ -140,7 +151,7 @@ class SimpleAgent:
 
     async def _stream(self, messages: list[Message], ctx: RunContext) -> AsyncGenerator[AgentEvent, None]:
         try:
-            held, rest = await self._with_retries(lambda: self._open_stream(messages))
+            held, rest = await self._with_retries(lambda: self._open_stream(messages, ctx))
         except Exception as error:
             yield AgentEvent(error=error)
             return
@@ -174,11 +185,18 @@ class SimpleAgent:
         if done.failure is not None:
             yield AgentEvent(error=done.failure)
 
-    async def _open_stream(self, messages: list[Message]) -> tuple[list[Message], MessageStream] | None:
+    async def _open_stream(
+        self, messages: list[Message], ctx: RunContext
+    ) -> tuple[list[Message], MessageStream] | None:
         """The model's stream, read up to its first visible chunk (returned with the chunks before it); None if
         the answer ended empty. Chunks that show nothing (a role, response meta) are held back, so that an empty
-        answer can be retried without the caller having seen any of it."""
+        answer can be retried without the caller having seen any of it. Traced, the stream ends the model call's
+        span when it ends."""
+        trace = ctx.trace
+        reason = await trace.reason_start(self.model.model_name, messages, self.tools) if trace else None
         stream = self.model.stream(messages, tools=self.tools or None, settings=self.model_settings)
+        if reason is not None:
+            stream = Stream.from_async_iter(_traced(stream, reason))
         held: list[Message] = []
         keep = False
         try:
@@ -294,6 +312,23 @@ class _Done:
     event: AgentEvent | None = None
     message: Message | None = None
     failure: RunError | None = None
+
+
+async def _traced(stream: MessageStream, reason: OpenReason) -> AsyncIterator[Message]:
+    """``stream``'s chunks; at its end the model call's ``ReasonEnd`` with the whole message (or the error)."""
+    chunks: list[Message] = []
+    error: BaseException | None = StreamClosedError("the reader stopped before the model's answer ended")
+    try:
+        async for chunk in stream:
+            chunks.append(chunk)
+            yield chunk
+        error = None
+    except Exception as failure:
+        error = failure
+        raise
+    finally:
+        await stream.aclose()
+        await reason.end(concat_messages(chunks) if error is None else None, error=error)
 
 
 def _is_empty(message: Message) -> bool:
