@@ -1,5 +1,15 @@
 """Solon-AI's agent kinds, interceptors and conversation sessions, on the runtime of ``batonflow.adk``."""
 
+from ._compression import CompositeStrategy as CompositeStrategy
+from ._compression import CompressionStrategy as CompressionStrategy
+from ._compression import ContextCompressionInterceptor as ContextCompressionInterceptor
+from ._compression import HierarchicalSummaryStrategy as HierarchicalSummaryStrategy
+from ._compression import InMemoryVectorStore as InMemoryVectorStore
+from ._compression import KeyInfoExtractionStrategy as KeyInfoExtractionStrategy
+from ._compression import LLMSummaryStrategy as LLMSummaryStrategy
+from ._compression import VectorStore as VectorStore
+from ._compression import VectorStoreArchiveStrategy as VectorStoreArchiveStrategy
+from ._compression import estimate_tokens as estimate_tokens
 from ._hitl import HITL as HITL
 from ._hitl import HITLDecision as HITLDecision
 from ._hitl import HITLPending as HITLPending
@@ -16,13 +26,23 @@ from ._simple import parse_output as parse_output
 
 __all__ = [
     "HITL",
+    "CompositeStrategy",
+    "CompressionStrategy",
+    "ContextCompressionInterceptor",
     "FeedbackRequest",
     "HITLDecision",
     "HITLPending",
+    "HierarchicalSummaryStrategy",
+    "InMemoryVectorStore",
+    "KeyInfoExtractionStrategy",
+    "LLMSummaryStrategy",
     "PendingTask",
     "ReActAgent",
     "Session",
     "SimpleAgent",
+    "VectorStore",
+    "VectorStoreArchiveStrategy",
+    "estimate_tokens",
     "parse_output",
     "planning",
     "stop_loop",

@@ -1,0 +1,651 @@
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import pytest
+
+from batonflow.adk import (
+    AgentEvent,
+    AgentMiddleware,
+    ChatModelAgent,
+    ChatModelAgentState,
+    InterruptInfo,
+    RunContext,
+    Runner,
+    collect_events,
+)
+from batonflow.agents._compression import (
+    CompositeStrategy,
+    ContextCompressionInterceptor,
+    HierarchicalSummaryStrategy,
+    InMemoryVectorStore,
+    KeyInfoExtractionStrategy,
+    LLMSummaryStrategy,
+    VectorStoreArchiveStrategy,
+    estimate_tokens,
+)
+from batonflow.errors import ModelHTTPError, UserError
+from batonflow.observe import ContextSize, TraceEvent
+from batonflow.schema import FunctionCall, ImagePart, Message, ToolCall, assistant, system, tool_message, user
+from batonflow.store import MemoryCheckpointStore
+from batonflow.testing import ScriptedModel, tool_calls
+from batonflow.tools import Tool, ToolContext, tool
+
+HEADER = "[Summary of the earlier conversation, compressed to save context]"
+
+
+@tool(threaded=False)
+def lookup(key: str) -> str:
+    """Look a key up."""
+    return f"value of {key}"
+
+
+def turns(n: int, start: int = 0, name: str = "lookup") -> list[Message]:
+    """``n`` assistant turns calling ``name``, each with its own call id (``c<i>_1``)."""
+    return [tool_calls((name, {"key": f"k{i}"}), id_prefix=f"c{i}_") for i in range(start, start + n)]
+
+
+def agent_with(
+    *responses: Message,
+    middlewares: Sequence[AgentMiddleware],
+    tools: Sequence[Tool] = (lookup,),
+    instruction: str = "Be brief.",
+) -> tuple[ChatModelAgent, ScriptedModel]:
+    model = ScriptedModel(list(responses))
+    agent = ChatModelAgent(name="a", model=model, instruction=instruction, tools=tools, middlewares=middlewares)
+    return agent, model
+
+
+async def run(agent: ChatModelAgent, text: str = "go", **runner: Any) -> list[AgentEvent]:
+    events = await collect_events(Runner(agent, **runner).query(text))
+    assert events[-1].error is None, events[-1].error
+    return events
+
+
+def shape(messages: Sequence[Message]) -> list[str]:
+    """Each message as ``role:text`` (an assistant's calls by id), to compare transcripts at a glance."""
+    out = []
+    for m in messages:
+        if m.extra.get("compressed"):
+            out.append("summary")
+        elif m.role == "assistant" and m.tool_calls:
+            out.append("call:" + ",".join(c.id for c in m.tool_calls))
+        elif m.role == "tool":
+            out.append(f"result:{m.tool_call_id}")
+        else:
+            out.append(f"{m.role}:{m.text}")
+    return out
+
+
+def summaries(messages: Sequence[Message]) -> list[Message]:
+    return [m for m in messages if m.extra.get("compressed") is True]
+
+
+def assert_valid(messages: Sequence[Message]) -> None:
+    """What strict providers demand: tool results right after the call they answer, every call answered."""
+    open_calls: set[str] = set()
+    for m in messages:
+        if m.role == "tool":
+            assert m.tool_call_id in open_calls, f"tool result {m.tool_call_id} does not follow its call"
+            open_calls.discard(m.tool_call_id)
+            continue
+        assert not open_calls, f"calls {open_calls} have no result"
+        open_calls = {c.id for c in m.tool_calls} if m.role == "assistant" else set()
+    assert not open_calls
+
+
+def observations(events: list[AgentEvent]) -> list[str]:
+    found = []
+    for event in events:
+        variant = event.message_output
+        if variant is not None and variant.message is not None and variant.message.role == "tool":
+            found.append(variant.message.content)
+    return found
+
+
+def prompt_of(model: ScriptedModel, call: int = 0) -> str:
+    """The user message a strategy's model got."""
+    return model.requests[call].messages[-1].content
+
+
+async def before_chat_model(middleware: AgentMiddleware, state: ChatModelAgentState) -> None:
+    """Run a middleware's hook by itself, as the agent does before a model call."""
+    assert middleware.before_chat_model is not None
+    result = middleware.before_chat_model(state, RunContext())
+    if result is not None:
+        await result
+
+
+def http_error(status: int, text: str) -> ModelHTTPError:
+    return ModelHTTPError(f"'m': HTTP {status}: {text}", status_code=status, model="m")
+
+
+# -- thresholds and floors -----------------------------------------------------------------------------------------
+
+
+async def test_compression_starts_only_above_max_messages_and_without_strategy_truncates() -> None:
+    agent, model = agent_with(
+        *turns(6), assistant("done"), middlewares=[ContextCompressionInterceptor(max_messages=10)]
+    )
+    await run(agent)
+    assert len(model.requests[4].messages) == 10  # at the limit: untouched
+    # 12 > 10: the oldest turns go, the task stays, no summary without a strategy.
+    assert shape(model.requests[5].messages) == [
+        "system:Be brief.",
+        "user:go",
+        "call:c3_1",
+        "result:c3_1",
+        "call:c4_1",
+        "result:c4_1",
+    ]
+    model.assert_complete()
+
+
+async def test_max_messages_below_the_floor_of_10_is_raised_to_10() -> None:
+    interceptor = ContextCompressionInterceptor(max_messages=4)
+    assert interceptor.max_messages == 10
+    agent, model = agent_with(*turns(6), assistant("done"), middlewares=[interceptor])
+    await run(agent)
+    assert len(model.requests[4].messages) == 10
+    assert len(model.requests[5].messages) == 6
+
+
+async def test_compression_starts_when_tokens_exceed_context_length_times_ratio() -> None:
+    def count(m: Message) -> int:
+        return 500 if m.role == "tool" else 10
+
+    interceptor = ContextCompressionInterceptor(
+        max_messages=100, context_length=4000, max_context_ratio=0.5, count_tokens=count
+    )
+    assert interceptor.threshold == 2000
+    agent, model = agent_with(*turns(5), assistant("done"), middlewares=[interceptor], instruction="")
+    await run(agent)
+    assert len(model.requests[3].messages) == 7  # 1540 tokens
+    # 2050 tokens > 2000: the recent messages that fit in half the budget stay, at least 3, with their calls.
+    assert shape(model.requests[4].messages) == ["user:go", "call:c2_1", "result:c2_1", "call:c3_1", "result:c3_1"]
+    # Half the budget leaves room: the next call is not compressed again.
+    assert len(model.requests[5].messages) == 7
+
+
+async def test_at_least_three_recent_messages_stay_even_when_they_exceed_the_token_budget() -> None:
+    def count(m: Message) -> int:
+        return 5000 if m.role == "tool" else 10
+
+    interceptor = ContextCompressionInterceptor(context_length=4000, count_tokens=count)
+    agent, model = agent_with(*turns(3), assistant("done"), middlewares=[interceptor], instruction="")
+    await run(agent)
+    assert shape(model.requests[3].messages) == ["user:go", "call:c1_1", "result:c1_1", "call:c2_1", "result:c2_1"]
+
+
+# -- MicroCompact --------------------------------------------------------------------------------------------------
+
+
+def test_per_message_cap_is_half_the_threshold_but_at_least_2000_tokens() -> None:
+    assert ContextCompressionInterceptor(context_length=100_000, max_context_ratio=0.5).per_message_cap == 25_000
+    assert ContextCompressionInterceptor(context_length=4000).per_message_cap == 2000
+
+
+async def test_micro_compact_caps_a_long_message_keeping_its_head_and_tail() -> None:
+    long_text = "A" * 6000 + "M" * 6000 + "Z" * 6000
+
+    @tool(threaded=False)
+    def dump() -> str:
+        """Dump a log."""
+        return long_text
+
+    interceptor = ContextCompressionInterceptor(context_length=4000)
+    agent, model = agent_with(tool_calls(("dump", {})), assistant("done"), middlewares=[interceptor], tools=[dump])
+    events = await run(agent)
+    seen = model.requests[1].messages[-1]
+    assert seen.role == "tool"
+    assert seen.content.startswith("AAAA")
+    assert seen.content.endswith("ZZZZ")
+    assert "characters omitted to save context" in seen.content
+    assert 1900 <= estimate_tokens(seen) <= 2000
+    assert observations(events) == [long_text]  # the event the caller got is not rewritten
+
+
+async def test_the_task_is_never_micro_compacted() -> None:
+    task = "T" * 20_000
+    interceptor = ContextCompressionInterceptor(context_length=4000)
+    agent, model = agent_with(*turns(1), assistant("done"), middlewares=[interceptor])
+    await run(agent, task)
+    assert [m.content for m in model.requests[1].messages[:2]] == ["Be brief.", task]
+
+
+# -- what is kept ------------------------------------------------------------------------------------------------
+
+
+async def test_system_and_task_messages_before_the_first_assistant_message_are_kept() -> None:
+    agent, model = agent_with(
+        *turns(6), assistant("done"), middlewares=[ContextCompressionInterceptor(max_messages=10)]
+    )
+    events = await collect_events(Runner(agent).run([user("part 1"), user("part 2")]))
+    assert events[-1].error is None
+    assert len(model.requests[3].messages) == 9
+    assert shape(model.requests[4].messages) == [
+        "system:Be brief.",
+        "user:part 1",
+        "user:part 2",
+        "call:c2_1",
+        "result:c2_1",
+        "call:c3_1",
+        "result:c3_1",
+    ]
+
+
+async def test_a_tool_call_is_never_separated_from_its_results() -> None:
+    parallel = tool_calls(*[("lookup", {"key": f"p{i}"}) for i in range(4)], id_prefix="p_")
+    agent, model = agent_with(
+        *turns(2), parallel, assistant("done"), middlewares=[ContextCompressionInterceptor(max_messages=10)]
+    )
+    await run(agent)
+    seen = model.requests[3].messages
+    # Keeping the 3 most recent messages would start at a result; the cut moves back to their call.
+    assert shape(seen) == [
+        "system:Be brief.",
+        "user:go",
+        "call:p_1,p_2,p_3,p_4",
+        "result:p_1",
+        "result:p_2",
+        "result:p_3",
+        "result:p_4",
+    ]
+    assert_valid(seen)
+
+
+async def test_compression_removes_dangling_tool_results_and_empty_assistant_messages() -> None:
+    interceptor = ContextCompressionInterceptor(max_messages=10)
+    messages = [system("s"), user("go")]
+    for i in range(1, 5):
+        messages += [turns(1, i)[0], tool_message(f"r{i}", tool_call_id=f"c{i}_1")]
+    messages += [
+        assistant(""),  # empty
+        tool_message("orphan", tool_call_id="c1_1"),  # the id of a call that is long gone
+        turns(1, 5)[0],
+        tool_message("r5", tool_call_id="c5_1"),
+    ]
+    state = ChatModelAgentState(messages=messages, tools=[])
+    await before_chat_model(interceptor, state)
+    assert shape(state.messages) == ["system:s", "user:go", "call:c5_1", "result:c5_1"]
+    assert state.messages is messages  # changed in place: the agent's loop holds this list
+
+
+async def test_a_transcript_under_the_limits_is_left_alone() -> None:
+    interceptor = ContextCompressionInterceptor()
+    messages = [system("s"), user("go"), assistant(""), tool_message("orphan", tool_call_id="x")]
+    original = list(messages)
+    state = ChatModelAgentState(messages=messages, tools=[])
+    await before_chat_model(interceptor, state)
+    assert state.messages == original
+
+
+# -- strategies ----------------------------------------------------------------------------------------------------
+
+
+async def test_llm_summary_replaces_the_expired_messages_with_a_marked_summary() -> None:
+    summarizer = ScriptedModel([assistant("Looked up k0 to k2.")])
+    interceptor = ContextCompressionInterceptor(max_messages=10, strategy=LLMSummaryStrategy(summarizer))
+    agent, model = agent_with(*turns(6), assistant("done"), middlewares=[interceptor])
+    await run(agent)
+    seen = model.requests[5].messages
+    assert shape(seen) == [
+        "system:Be brief.",
+        "user:go",
+        "summary",
+        "call:c3_1",
+        "result:c3_1",
+        "call:c4_1",
+        "result:c4_1",
+    ]
+    summary = seen[2]
+    assert summary.role == "user"
+    assert summary.content == f"{HEADER}\nLooked up k0 to k2."
+    assert_valid(seen)
+    instruction, prompt = summarizer.requests[0].messages
+    assert instruction.role == "system"
+    assert "at most 300 characters" in instruction.content
+    assert "value of k0" in prompt.content
+    assert "value of k2" in prompt.content
+    assert "value of k3" not in prompt.content
+    summarizer.assert_complete()
+
+
+async def test_llm_summary_folds_the_previous_summary_into_the_next_one() -> None:
+    summarizer = ScriptedModel([assistant("S1"), assistant("S2")])
+    interceptor = ContextCompressionInterceptor(max_messages=10, strategy=LLMSummaryStrategy(summarizer))
+    agent, model = agent_with(*turns(7), assistant("done"), middlewares=[interceptor])
+    await run(agent)
+    second = prompt_of(summarizer, 1)
+    assert second.startswith("Summary so far:\nS1\n\nMessages:\n")
+    assert "value of k3" in second
+    assert "value of k0" not in second
+    seen = model.requests[7].messages
+    assert [m.content for m in summaries(seen)] == [f"{HEADER}\nS2"]
+    assert shape(seen)[:3] == ["system:Be brief.", "user:go", "summary"]
+
+
+async def test_llm_summary_halves_its_input_on_a_prompt_too_long_error() -> None:
+    too_long = http_error(400, "This model's maximum context length is 4096 tokens.")
+    summarizer = ScriptedModel([too_long, assistant("short")])
+    interceptor = ContextCompressionInterceptor(max_messages=10, strategy=LLMSummaryStrategy(summarizer))
+    agent, model = agent_with(*turns(6), assistant("done"), middlewares=[interceptor])
+    await run(agent)
+    first, second = prompt_of(summarizer, 0), prompt_of(summarizer, 1)
+    assert "value of k0" in first
+    assert len(second) < len(first)
+    assert "value of k0" not in second  # the older half went
+    assert "value of k2" in second
+    assert summaries(model.requests[5].messages)[0].content == f"{HEADER}\nshort"
+
+
+async def test_strategy_model_calls_are_retried_on_transient_errors() -> None:
+    summarizer = ScriptedModel([http_error(503, "overloaded"), assistant("S")])
+    interceptor = ContextCompressionInterceptor(max_messages=10, strategy=LLMSummaryStrategy(summarizer), max_retries=1)
+    agent, model = agent_with(*turns(6), assistant("done"), middlewares=[interceptor])
+    await run(agent)
+    assert len(summarizer.requests) == 2
+    assert summaries(model.requests[5].messages)[0].content == f"{HEADER}\nS"
+
+
+async def test_key_info_extraction_puts_a_list_of_facts_in_the_summary() -> None:
+    extractor = ScriptedModel([assistant("- k0 = value of k0\n- k1 = value of k1")])
+    interceptor = ContextCompressionInterceptor(max_messages=10, strategy=KeyInfoExtractionStrategy(extractor))
+    agent, model = agent_with(*turns(6), assistant("done"), middlewares=[interceptor])
+    await run(agent)
+    [summary] = summaries(model.requests[5].messages)
+    assert summary.content == (
+        f"{HEADER}\nKey facts, parameters and conclusions:\n- k0 = value of k0\n- k1 = value of k1"
+    )
+    instruction = extractor.requests[0].messages[0].content
+    for word in ("facts", "parameters", "conclusions", "bullet list"):
+        assert word in instruction
+
+
+async def test_hierarchical_summary_folds_the_rolling_summary_across_compressions() -> None:
+    summarizer = ScriptedModel([assistant("R1"), assistant("R2")])
+    strategy = HierarchicalSummaryStrategy(summarizer)
+    interceptor = ContextCompressionInterceptor(max_messages=10, strategy=strategy)
+    agent, model = agent_with(*turns(7), assistant("done"), middlewares=[interceptor])
+    await run(agent)
+    assert prompt_of(summarizer, 0).startswith("Current summary:\n(none yet)\n\nNew messages:\n")
+    second = prompt_of(summarizer, 1)
+    assert second.startswith("Current summary:\nR1\n\nNew messages:\n")
+    assert "summary of earlier messages" not in second  # the summary message is the rolling summary: not fed twice
+    assert "value of k3" in second
+    assert "at most 500 tokens" in summarizer.requests[0].messages[0].content
+    assert [m.content for m in summaries(model.requests[7].messages)] == [f"{HEADER}\nR2"]
+
+
+async def test_hierarchical_summary_is_cut_to_max_summary_tokens() -> None:
+    summarizer = ScriptedModel([assistant("word " * 2000)])
+    strategy = HierarchicalSummaryStrategy(summarizer, max_summary_tokens=50)
+    agent, model = agent_with(
+        *turns(6), assistant("done"), middlewares=[ContextCompressionInterceptor(max_messages=10, strategy=strategy)]
+    )
+    await run(agent)
+    [summary] = summaries(model.requests[5].messages)
+    text = summary.content.removeprefix(HEADER + "\n")
+    assert text.startswith("word word")
+    assert estimate_tokens(Message(role="user", content=text)) <= 50 + 4
+
+
+def reader() -> Tool:
+    @tool(threaded=False)
+    def read(key: str) -> str:
+        """Read a page."""
+        return "the secret code is 7421" if key == "k0" else f"page {key}: weather notes, nothing else"
+
+    return read
+
+
+async def test_vector_archive_lets_the_agent_recall_an_archived_fact() -> None:
+    strategy = VectorStoreArchiveStrategy(InMemoryVectorStore())
+    interceptor = ContextCompressionInterceptor(max_messages=10, strategy=strategy)
+    assert [t.info.name for t in interceptor.additional_tools] == ["recall_history"]
+    agent, model = agent_with(
+        *turns(5, name="read"),
+        tool_calls(("recall_history", {"query": "what was the secret code?", "limit": 1})),
+        assistant("7421"),
+        middlewares=[interceptor],
+        tools=[reader()],
+    )
+    events = await run(agent)
+    assert "recall_history" in [t.name for t in model.requests[0].tools]
+    [summary] = summaries(model.requests[5].messages)
+    assert "call recall_history" in summary.content
+    assert "secret" not in "".join(m.content for m in model.requests[5].messages)  # it was compressed away
+    assert observations(events)[-1] == "[1] tool result (read): the secret code is 7421"
+
+
+async def test_vector_archive_keeps_each_run_to_its_own_archive() -> None:
+    strategy = VectorStoreArchiveStrategy(InMemoryVectorStore())
+    agent, _ = agent_with(
+        *turns(5, name="read"),
+        assistant("done"),
+        tool_calls(("recall_history", {"query": "secret code"})),
+        assistant("nothing"),
+        middlewares=[ContextCompressionInterceptor(max_messages=10, strategy=strategy)],
+        tools=[reader()],
+    )
+    await run(agent)  # archives the secret
+    events = await run(agent)  # a new run: a new archive
+    assert observations(events) == ["No archived messages match 'secret code'."]
+
+
+async def test_in_memory_vector_store_ranks_by_cosine_similarity_within_a_namespace() -> None:
+    store = InMemoryVectorStore()
+    await store.add("a", ["the cat sat on the mat", "stock prices fell sharply", "a cat and a dog"])
+    await store.add("b", ["cat cat cat"])
+    assert await store.search("a", "a cat on a mat", 2) == ["the cat sat on the mat", "a cat and a dog"]
+    assert await store.search("a", "stock prices", 5) == ["stock prices fell sharply"]
+    assert await store.search("a", "unrelated words", 3) == []
+    assert await store.search("c", "cat", 3) == []
+
+
+async def test_in_memory_vector_store_uses_a_pluggable_async_embedder() -> None:
+    embedded: list[str] = []
+
+    async def embed(text: str) -> list[float]:
+        embedded.append(text)
+        return [1.0, 0.0] if "x" in text else [0.0, 1.0]
+
+    store = InMemoryVectorStore(embed)
+    await store.add("n", ["xa", "yb"])
+    assert await store.search("n", "x?", 1) == ["xa"]
+    assert embedded == ["xa", "yb", "x?"]
+
+
+async def test_in_memory_vector_store_refuses_embeddings_of_different_sizes() -> None:
+    store = InMemoryVectorStore(lambda text: [1.0] * len(text))
+    await store.add("n", ["ab"])
+    with pytest.raises(UserError, match="expected embeddings of 2 dimensions, got 3"):
+        await store.add("n", ["abc"])
+
+
+async def test_composite_joins_what_its_strategies_write_with_a_markdown_rule() -> None:
+    first = ScriptedModel([assistant("S")])
+    second = ScriptedModel([assistant("- fact")])
+    archive = VectorStoreArchiveStrategy(InMemoryVectorStore())
+    composite = CompositeStrategy(LLMSummaryStrategy(first), KeyInfoExtractionStrategy(second), archive)
+    interceptor = ContextCompressionInterceptor(max_messages=10, strategy=composite)
+    assert [t.info.name for t in interceptor.additional_tools] == ["recall_history"]
+    agent, model = agent_with(*turns(6), assistant("done"), middlewares=[interceptor])
+    await run(agent)
+    [summary] = summaries(model.requests[5].messages)
+    assert summary.content == (
+        f"{HEADER}\nS\n\n---\n\nKey facts, parameters and conclusions:\n- fact\n\n---\n\n"
+        "Earlier messages of this conversation were archived. To look up a detail from them, "
+        "call recall_history with a query."
+    )
+
+
+async def test_composite_leaves_out_a_strategy_that_fails() -> None:
+    failing = ScriptedModel([http_error(400, "bad request")])
+    working = ScriptedModel([assistant("S")])
+    composite = CompositeStrategy(LLMSummaryStrategy(failing), LLMSummaryStrategy(working))
+    agent, model = agent_with(
+        *turns(6), assistant("done"), middlewares=[ContextCompressionInterceptor(max_messages=10, strategy=composite)]
+    )
+    await run(agent)
+    assert summaries(model.requests[5].messages)[0].content == f"{HEADER}\nS"
+
+
+# -- events --------------------------------------------------------------------------------------------------------
+
+
+async def test_a_context_size_event_reports_every_model_call() -> None:
+    trace: list[TraceEvent] = []
+    summarizer = ScriptedModel([assistant("S")])
+    interceptor = ContextCompressionInterceptor(max_messages=10, strategy=LLMSummaryStrategy(summarizer))
+    agent, model = agent_with(*turns(6), assistant("done"), middlewares=[interceptor])
+    await run(agent, callbacks=[trace.append])
+    sizes = [e for e in trace if isinstance(e, ContextSize)]
+    assert len(sizes) == len(model.requests) == 7
+    assert [(e.removed, e.summarized) for e in sizes] == [(0, False)] * 5 + [(6, True), (0, False)]
+    for event, request in zip(sizes, model.requests, strict=True):
+        assert event.message_count == len(request.messages)
+        assert event.tokens == sum(estimate_tokens(m) for m in request.messages)
+        assert event.agent_name == "a"
+
+
+async def test_a_context_size_event_counts_truncated_messages_as_not_summarized() -> None:
+    trace: list[TraceEvent] = []
+    agent, _ = agent_with(*turns(6), assistant("done"), middlewares=[ContextCompressionInterceptor(max_messages=10)])
+    await run(agent, callbacks=[trace.append])
+    sizes = [e for e in trace if isinstance(e, ContextSize)]
+    assert (sizes[5].message_count, sizes[5].removed, sizes[5].summarized) == (6, 6, False)
+
+
+# -- checkpoints ---------------------------------------------------------------------------------------------------
+
+
+async def test_the_compressed_transcript_and_rolling_summary_survive_an_interrupt_and_resume() -> None:
+    @tool(threaded=False)
+    def approve(ctx: ToolContext) -> str:
+        """Ask a human."""
+        if not ctx.get_interrupt_state().was_interrupted:
+            ctx.interrupt("approve?")
+        return "approved"
+
+    summarizer = ScriptedModel([assistant("R1"), assistant("R2")])
+    interceptor = ContextCompressionInterceptor(max_messages=10, strategy=HierarchicalSummaryStrategy(summarizer))
+    agent, model = agent_with(
+        *turns(5),
+        tool_calls(("approve", {}), id_prefix="ok_"),
+        *turns(1, 5),
+        assistant("done"),
+        middlewares=[interceptor],
+        tools=[lookup, approve],
+    )
+    store = MemoryCheckpointStore()
+    events = await collect_events(Runner(agent, checkpoint_store=store).query("go", checkpoint_id="c"))
+    action = events[-1].action
+    assert action is not None and isinstance(action.interrupted, InterruptInfo)
+    assert len(summarizer.requests) == 1
+
+    await collect_events(Runner(agent, checkpoint_store=store).resume("c"))
+    # The resumed loop continues from the compressed transcript, summary (and its tag) included.
+    assert shape(model.requests[6].messages)[:3] == ["system:Be brief.", "user:go", "summary"]
+    assert summaries(model.requests[6].messages)[0].content == f"{HEADER}\nR1"
+    # The rolling summary came back from the checkpoint's session values and was folded.
+    assert prompt_of(summarizer, 1).startswith("Current summary:\nR1\n")
+    assert [m.content for m in summaries(model.requests[7].messages)] == [f"{HEADER}\nR2"]
+    model.assert_complete()
+
+
+# -- failures and bad input ----------------------------------------------------------------------------------------
+
+
+async def test_a_failing_strategy_leaves_the_transcript_as_it_is_and_compression_is_tried_again() -> None:
+    summarizer = ScriptedModel([http_error(400, "bad request"), assistant("S")])
+    interceptor = ContextCompressionInterceptor(max_messages=10, strategy=LLMSummaryStrategy(summarizer))
+    agent, model = agent_with(*turns(6), assistant("done"), middlewares=[interceptor])
+    await run(agent)
+    assert len(model.requests[5].messages) == 12  # nothing lost
+    assert summaries(model.requests[6].messages)[0].content == f"{HEADER}\nS"
+    assert_valid(model.requests[6].messages)
+
+
+async def test_an_empty_summary_counts_as_a_failure_and_loses_nothing() -> None:
+    summarizer = ScriptedModel([assistant(""), assistant("S")])
+    interceptor = ContextCompressionInterceptor(max_messages=10, strategy=LLMSummaryStrategy(summarizer))
+    agent, model = agent_with(*turns(6), assistant("done"), middlewares=[interceptor])
+    await run(agent)
+    assert len(model.requests[5].messages) == 12
+    assert summaries(model.requests[6].messages)[0].content == f"{HEADER}\nS"
+
+
+async def test_a_failing_strategy_truncates_once_the_transcript_exceeds_the_context_length() -> None:
+    def count(m: Message) -> int:
+        return 500 if m.role == "tool" else 10
+
+    summarizer = ScriptedModel([http_error(400, "bad request"), http_error(400, "bad request")])
+    interceptor = ContextCompressionInterceptor(
+        max_messages=100, context_length=2000, strategy=LLMSummaryStrategy(summarizer), count_tokens=count
+    )
+    agent, model = agent_with(*turns(4), assistant("done"), middlewares=[interceptor])
+    await run(agent)
+    assert len(model.requests[3].messages) == 8  # 1550 tokens: over the threshold, within the context length
+    seen = model.requests[4].messages  # 2060 tokens: the model could not take it
+    assert shape(seen) == ["system:Be brief.", "user:go", "call:c2_1", "result:c2_1", "call:c3_1", "result:c3_1"]
+
+
+async def test_a_developer_mistake_in_a_strategy_is_not_swallowed() -> None:
+    summarizer = ScriptedModel([])  # no answer scripted: a UserError
+    interceptor = ContextCompressionInterceptor(max_messages=10, strategy=LLMSummaryStrategy(summarizer))
+    agent, _ = agent_with(*turns(6), assistant("done"), middlewares=[interceptor])
+    events = await collect_events(Runner(agent).query("go"))
+    assert isinstance(events[-1].error, UserError)
+
+
+@pytest.mark.parametrize(
+    ("options", "expected"),
+    [
+        ({"max_messages": "15"}, "max_messages: expected an int number of messages, got '15'"),
+        ({"max_context_ratio": 1.5}, r"max_context_ratio: expected a number in \(0, 1\], got 1.5"),
+        ({"max_context_ratio": 0}, r"max_context_ratio: expected a number in \(0, 1\], got 0"),
+        ({"context_length": 0}, r"context_length \(tokens\): expected an int >= 1, got 0"),
+        ({"max_retries": -1}, "max_retries: expected an int >= 0, got -1"),
+        ({"strategy": "summary"}, "strategy: expected a CompressionStrategy .*, got str"),
+        ({"count_tokens": 4}, "count_tokens: expected a function of a Message, got int"),
+    ],
+)
+def test_invalid_interceptor_options_say_what_was_expected_and_found(options: dict[str, Any], expected: str) -> None:
+    with pytest.raises(UserError, match=expected):
+        ContextCompressionInterceptor(**options)
+
+
+NOT_A_MODEL: Any = "gpt-4o"
+NOT_A_STORE: Any = {}
+NOT_A_STRATEGY: Any = object()
+
+
+@pytest.mark.parametrize(
+    ("make", "expected"),
+    [
+        (lambda: LLMSummaryStrategy(NOT_A_MODEL), "LLMSummaryStrategy model: expected a ChatModel, got str"),
+        (
+            lambda: HierarchicalSummaryStrategy(ScriptedModel([]), max_summary_tokens=0),
+            "max_summary_tokens: expected an int >= 1, got 0",
+        ),
+        (lambda: VectorStoreArchiveStrategy(NOT_A_STORE), "expected a VectorStore .*, got dict"),
+        (lambda: CompositeStrategy(), "expected at least one strategy, got none"),
+        (lambda: CompositeStrategy(NOT_A_STRATEGY), "expected a CompressionStrategy .*, got object"),
+    ],
+)
+def test_invalid_strategy_options_say_what_was_expected_and_found(make: Callable[[], object], expected: str) -> None:
+    with pytest.raises(UserError, match=expected):
+        make()
+
+
+# -- the token estimate ----------------------------------------------------------------------------------------
+
+
+def test_estimate_tokens_counts_ascii_by_fours_other_characters_singly_calls_and_media() -> None:
+    assert estimate_tokens(user("abcd" * 10)) == 4 + 10
+    assert estimate_tokens(user("你好世界")) == 4 + 4
+    call = Message(
+        role="assistant", tool_calls=[ToolCall(id="1", function=FunctionCall(name="look", arguments='{"k": 1}'))]
+    )
+    assert estimate_tokens(call) == 4 + 1 + 2
+    assert estimate_tokens(user([ImagePart(url="https://x/y.png")])) == 4 + 85
