@@ -50,10 +50,21 @@ def test_batonflow_demo_with_an_unknown_model_exits_1_without_a_traceback() -> N
 def test_demo_runs_on_the_local_smollm2_model_by_default(monkeypatch: pytest.MonkeyPatch) -> None:
     seen: list[str] = []
 
-    async def fake_run_demo(model_uri: str, *, out: TextIO) -> None:
+    async def fake_run_demo(model_uri: str, *, out: TextIO, approve: str) -> None:
         seen.append(model_uri)
+        seen.append(approve)
 
     monkeypatch.setattr(_demo, "run_demo", fake_run_demo)
 
     assert main(["demo"]) == 0
-    assert seen == ["local:smollm2"]
+    assert seen == ["local:smollm2", "auto"]
+
+
+def test_demo_approve_no_rejects_every_refund(capsys: pytest.CaptureFixture[str]) -> None:
+    code = main(["demo", "--model", "scripted", "--approve", "no"])
+
+    output = capsys.readouterr().out
+    assert code == 0
+    assert "rejected by the user" in output
+    assert "approved by the user" not in output
+    assert "refund issued" not in output

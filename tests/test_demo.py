@@ -8,21 +8,44 @@ import json
 
 import pytest
 
-from batonflow._demo import Shop, ToolThenAnswer, build_system, print_event, run_demo, scripted_model
-from batonflow.adk import AgentEvent, ChatModelAgent, Runner, RunStep, event_from_message
+from batonflow._demo import Approval, Shop, ToolThenAnswer, build_system, print_event, run_demo, scripted_model
+from batonflow.adk import (
+    AgentAction,
+    AgentEvent,
+    ChatModelAgent,
+    InterruptCtx,
+    InterruptInfo,
+    Runner,
+    RunStep,
+    collect_events,
+    event_from_message,
+)
+from batonflow.agents import HITL, HITLPending, PendingTask
 from batonflow.errors import MaxIterationsError, UserError
 from batonflow.models import ForcedTool
 from batonflow.schema import FunctionCall, Message, Stream, ToolCall, assistant
+from batonflow.store import MemoryCheckpointStore
 from batonflow.testing import FunctionModel
 from batonflow.tools import ToolInfo
 
 REFUND_PATH = (RunStep("router"), RunStep("refund_agent"))
 
 
-async def scripted_output() -> str:
+class Terminal(io.StringIO):
+    """Typed answers, as if from a terminal."""
+
+    def isatty(self) -> bool:
+        return True
+
+
+async def scripted_output(stdin: io.StringIO | None = None, approve: Approval = "auto") -> str:
     out = io.StringIO()
-    await run_demo("scripted", out=out)
+    await run_demo("scripted", out=out, approve=approve, stdin=stdin or io.StringIO())
     return out.getvalue()
+
+
+def shop_state(output: str) -> str:
+    return output.split("== what the tools changed in the shop ==")[1]
 
 
 def turn(output: str, number: int) -> str:
@@ -144,14 +167,78 @@ async def test_scripted_demo_prints_tool_calls_with_arguments_and_their_results(
     assert 'product_agent calls get_product(product_id="X200")' in turn(output, 3)
 
 
-async def test_scripted_demo_issues_one_refund_and_refuses_the_second() -> None:
+async def test_scripted_demo_stops_a_refund_for_approval_before_it_runs() -> None:
+    first = turn(await scripted_output(), 1)
+
+    waiting = first.index(
+        '[router → refund_agent] refund_agent waits for approval: issue_refund(order_id="1042", '
+        'reason="Order 1042 arrived damaged. Please refund it.") (A refund pays money back: approve it?)\n'
+        'approve issue_refund(order_id="1042", reason="Order 1042 arrived damaged. Please refund it.")? [y/n] '
+    )
+    assert waiting < first.index("refund_agent ← issue_refund:")
+    assert "lookup_order" in first[:waiting]  # not sensitive: it ran without asking
+
+
+async def test_without_a_terminal_the_first_refund_is_approved_and_the_later_one_rejected() -> None:
     output = await scripted_output()
 
-    assert "refund_agent ← issue_refund: Order 1042 was already refunded" in turn(output, 4)
-    changes = output.split("== what the tools changed in the shop ==")[1]
-    assert changes.count("refund issued:") == 1
-    assert "refund issued: order 1042, 59.00 EUR" in changes
-    assert "ticket filed:  T-1001 for order 1043 [delivery]" in changes
+    first, last = turn(output, 1), turn(output, 4)
+    assert "[y/n] y  (stdin is not a terminal: the first refund is approved, later ones rejected)\n" in first
+    assert "→ approved by the user\n" in first
+    assert (
+        "refund_agent ← issue_refund: Refunded 59.00 EUR for order 1042 (X200 headphones). (Note: approved by the user)"
+    ) in first
+    assert 'waits for approval: issue_refund(order_id="1044"' in last
+    assert "[y/n] n  (stdin is not a terminal" in last
+    assert "→ rejected by the user\n" in last
+    assert "refund_agent ← issue_refund: Operation rejected: human approval was not granted." in last
+    assert "[router → refund_agent] refund_agent: Operation rejected: human approval was not granted." in last
+
+
+async def test_the_shop_state_shows_the_refund_only_for_the_approved_order() -> None:
+    state = shop_state(await scripted_output())
+
+    assert state.count("refund issued:") == 1
+    assert "refund issued: order 1042, 59.00 EUR" in state
+    assert "ticket filed:  T-1001 for order 1043 [delivery]" in state
+    assert "orders now:    1042 refunded, 1043 delivered, 1044 shipped\n" in state
+    assert state.split("== the approvals ==\n")[1].splitlines()[:2] == [
+        'approved: issue_refund(order_id="1042", reason="Order 1042 arrived damaged. Please refund it.")',
+        'rejected: issue_refund(order_id="1044", reason="Please refund order 1044 too, the earbuds.")',
+    ]
+
+
+async def test_at_a_terminal_the_person_decides_each_refund() -> None:
+    output = await scripted_output(Terminal("n\ny\n"))
+
+    assert "? [y/n] → rejected by the user" in turn(output, 1)  # the terminal echoes what was typed
+    assert "? [y/n] → approved by the user" in turn(output, 4)
+    assert "orders now:    1042 delivered, 1043 delivered, 1044 refunded" in shop_state(output)
+
+
+async def test_ask_repeats_the_question_until_it_gets_y_or_n_and_rejects_when_input_ends() -> None:
+    output = await scripted_output(io.StringIO("maybe\nYes\n"), approve="ask")
+
+    first = turn(output, 1)
+    assert first.count("[y/n] ") == 2
+    assert "[y/n] maybe\n" in first and "[y/n] Yes\n→ approved by the user" in first
+    assert "[y/n] n  (no more input)\n→ rejected by the user" in turn(output, 4)
+
+
+@pytest.mark.parametrize(
+    ("approve", "orders"),
+    [("yes", "1042 refunded, 1043 delivered, 1044 refunded"), ("no", "1042 delivered, 1043 delivered, 1044 shipped")],
+)
+async def test_approve_yes_or_no_decides_every_refund_alike(approve: Approval, orders: str) -> None:
+    output = await scripted_output(Terminal(), approve=approve)
+
+    assert output.count(f"[y/n] {approve[0]}  (--approve {approve})") == 2
+    assert f"orders now:    {orders}" in shop_state(output)
+
+
+async def test_unknown_approval_mode_is_a_user_error() -> None:
+    with pytest.raises(UserError, match="approve: expected one of auto, ask, yes, no, got 'maybe'"):
+        await run_demo("scripted", out=io.StringIO(), approve="maybe", stdin=io.StringIO())  # type: ignore[arg-type]
 
 
 async def test_scripted_demo_prints_the_time_of_each_turn() -> None:
@@ -167,13 +254,15 @@ async def test_scripted_demo_prints_the_time_of_each_turn() -> None:
 
 async def test_unknown_model_provider_is_a_user_error_that_mentions_scripted() -> None:
     with pytest.raises(UserError, match="'scripted'"):
-        await run_demo("nonsense:x", out=io.StringIO())
+        await run_demo("nonsense:x", out=io.StringIO(), stdin=io.StringIO())
 
 
 async def test_unreachable_model_is_printed_as_error_events_and_the_demo_finishes() -> None:
     out = io.StringIO()
 
-    await run_demo("openai-compatible:http://127.0.0.1:9/v1#none", out=out, turns=["Refund order 1042."])
+    await run_demo(
+        "openai-compatible:http://127.0.0.1:9/v1#none", out=out, turns=["Refund order 1042."], stdin=io.StringIO()
+    )
 
     output = out.getvalue()
     assert "[router] router error: ModelConnectionError" in output
@@ -202,9 +291,12 @@ async def test_guided_specialist_is_forced_to_its_main_tool_then_answers_without
 
     model = FunctionModel(fn)
     shop = Shop()
-    runner = Runner(build_system(model, shop, guided=True), enable_streaming=True)
+    runner = Runner(build_system(model, shop, guided=True), checkpoint_store=MemoryCheckpointStore())
 
-    await print_events_of(runner, "Refund order 1042.")
+    events = await collect_events(runner.query("Refund order 1042.", checkpoint_id="c"))
+    [waiting] = events[-1].action.interrupted.interrupt_contexts  # type: ignore[union-attr]
+    assert shop.refunds == []
+    await collect_events(runner.resume("c", targets={waiting.id: {"issue_refund": HITL.approve()}}))
 
     assert [(r.tool_choice, [t.name for t in r.tools]) for r in model.requests] == [
         (ForcedTool("transfer_to_agent"), ["transfer_to_agent"]),
@@ -276,6 +368,24 @@ async def test_arguments_that_are_not_json_are_printed_as_the_model_wrote_them()
     assert out.getvalue() == "[router → refund_agent] refund_agent calls issue_refund(order 1042)\n"
 
 
+async def test_interrupt_for_approval_is_printed_with_each_pending_call() -> None:
+    tasks = tuple(
+        PendingTask(call_id=f"c{n}", tool_name="issue_refund", arguments=f'{{"order_id": "{n}"}}', comment="why")
+        for n in (1042, 1044)
+    )
+    cause = InterruptCtx(id="i", address="a", info=HITLPending(tasks=tasks), is_root_cause=True)
+    interrupted = InterruptInfo(data=cause.info, interrupt_contexts=[cause])
+    event = AgentEvent(agent_name="refund_agent", run_path=REFUND_PATH, action=AgentAction(interrupted=interrupted))
+    out = io.StringIO()
+
+    await print_event(event, out)
+
+    assert out.getvalue() == (
+        '[router → refund_agent] refund_agent waits for approval: issue_refund(order_id="1042") (why)\n'
+        '[router → refund_agent] refund_agent waits for approval: issue_refund(order_id="1044") (why)\n'
+    )
+
+
 async def test_error_event_is_printed_with_its_run_path_and_error_type() -> None:
     event = AgentEvent(agent_name="refund_agent", run_path=REFUND_PATH, error=MaxIterationsError())
     out = io.StringIO()
@@ -321,7 +431,7 @@ async def test_streamed_tool_result_is_printed_joined() -> None:
 async def test_demo_on_local_smollm2_completes_and_routes_with_a_transfer() -> None:
     out = io.StringIO()
 
-    await run_demo("local:smollm2", out=out)
+    await run_demo("local:smollm2", out=out, stdin=io.StringIO())
 
     output = out.getvalue()
     assert output.startswith("batonflow demo: customer service on model local:smollm2 (SmolLM2-135M-Instruct")

@@ -52,6 +52,16 @@ from .adk import stateful_interrupt as stateful_interrupt
 from .adk import supervisor as supervisor
 from .adk import transfer_action as transfer_action
 from .adk import with_deterministic_transfer as with_deterministic_transfer
+from .agents import HITL as HITL
+from .agents import ContextCompressionInterceptor as ContextCompressionInterceptor
+from .agents import HITLDecision as HITLDecision
+from .agents import HITLInterceptor as HITLInterceptor
+from .agents import ReActAgent as ReActAgent
+from .agents import Session as Session
+from .agents import SimpleAgent as SimpleAgent
+from .agents.middleware import StopLoopInterceptor as StopLoopInterceptor
+from .agents.middleware import ToolRetryInterceptor as ToolRetryInterceptor
+from .agents.middleware import ToolSanitizerInterceptor as ToolSanitizerInterceptor
 from .errors import BatonflowError as BatonflowError
 from .errors import CheckpointNotFoundError as CheckpointNotFoundError
 from .errors import CodecError as CodecError
@@ -90,10 +100,16 @@ from .schema import system as system
 from .schema import tool_message as tool_message
 from .schema import user as user
 from .store import CheckpointStore as CheckpointStore
+from .store import FileSessionStore as FileSessionStore
 from .store import MemoryCheckpointStore as MemoryCheckpointStore
+from .store import MemorySessionStore as MemorySessionStore
 from .store import PostgresCheckpointStore as PostgresCheckpointStore
+from .store import PostgresSessionStore as PostgresSessionStore
 from .store import RedisCheckpointStore as RedisCheckpointStore
+from .store import RedisSessionStore as RedisSessionStore
+from .store import SessionStore as SessionStore
 from .store import SqliteCheckpointStore as SqliteCheckpointStore
+from .store import SqliteSessionStore as SqliteSessionStore
 from .store import register_type as register_type
 from .tools import Tool as Tool
 from .tools import ToolContext as ToolContext
@@ -115,6 +131,7 @@ def __getattr__(name: str) -> Any:
 
 
 __all__ = [
+    "HITL",
     "Agent",
     "AgentAction",
     "AgentEvent",
@@ -132,10 +149,14 @@ __all__ = [
     "CheckpointStore",
     "CodecError",
     "ConcatError",
+    "ContextCompressionInterceptor",
     "ExitTool",
+    "FileSessionStore",
     "FlowAgent",
     "ForcedTool",
     "FunctionCall",
+    "HITLDecision",
+    "HITLInterceptor",
     "HistoryEntry",
     "HistoryRewriter",
     "InterruptCtx",
@@ -143,6 +164,7 @@ __all__ = [
     "LoopAgent",
     "MaxIterationsError",
     "MemoryCheckpointStore",
+    "MemorySessionStore",
     "Message",
     "MessageStream",
     "MessageVariant",
@@ -155,7 +177,10 @@ __all__ = [
     "OpenAIChatModel",
     "ParallelAgent",
     "PostgresCheckpointStore",
+    "PostgresSessionStore",
+    "ReActAgent",
     "RedisCheckpointStore",
+    "RedisSessionStore",
     "ResponseMeta",
     "ResumableAgent",
     "ResumeConflictError",
@@ -166,7 +191,12 @@ __all__ = [
     "RunStep",
     "Runner",
     "SequentialAgent",
+    "Session",
+    "SessionStore",
+    "SimpleAgent",
     "SqliteCheckpointStore",
+    "SqliteSessionStore",
+    "StopLoopInterceptor",
     "StoreError",
     "Stream",
     "StreamClosedError",
@@ -177,6 +207,8 @@ __all__ = [
     "ToolContext",
     "ToolInfo",
     "ToolNotFoundError",
+    "ToolRetryInterceptor",
+    "ToolSanitizerInterceptor",
     "TransferError",
     "TransferToAgentAction",
     "Usage",

@@ -5,6 +5,11 @@ work on a small in-memory shop through tools (look up and refund orders, file co
 Every event of each run is printed as it arrives, streamed text chunk by chunk, and the shop's changes at the
 end show that the tools really ran.
 
+A refund needs a person: ``issue_refund`` is a sensitive tool (``HITLInterceptor``), so a run that would refund
+stops with the pending call, saved in the Runner's checkpoint store. The demo shows it, asks for a decision
+(``[y/n]`` on a terminal) and resumes the run with it. Without a terminal (CI, a pipe) it approves the first
+refund and rejects the later ones, so one run shows both outcomes.
+
 It runs on the offline SmolLM2-135M model by default, so what it shows is what a 135M-parameter model does:
 fluent but not always right. Three things keep it on track: the router's transfer is a forced tool call whose
 ``agent_name`` is an enum of the sub-agents, the router sees a few example routings, and each specialist is
@@ -16,11 +21,12 @@ from __future__ import annotations
 
 import json
 import re
+import sys
 import time
 from collections.abc import Callable, Sequence
 from contextlib import aclosing
 from dataclasses import dataclass, field
-from typing import Annotated, Literal, TextIO
+from typing import Annotated, Literal, TextIO, TypeAlias
 
 from pydantic import Field
 
@@ -29,11 +35,14 @@ from .adk import (
     AgentInput,
     ChatModelAgent,
     FlowAgent,
+    InterruptCtx,
+    InterruptInfo,
     RunContext,
     Runner,
     agent_with_options,
     set_sub_agents,
 )
+from .agents import HITL, HITLDecision, HITLInterceptor, HITLPending, PendingTask
 from .errors import UserError
 from .models import ChatModel, ForcedTool, ModelSettings, ToolChoice, load_model
 from .schema import (
@@ -48,16 +57,27 @@ from .schema import (
     tool_message,
     user,
 )
+from .store import MemoryCheckpointStore
 from .testing import FunctionModel
 from .tools import ToolInfo, tool
 
-__all__ = ["TURNS", "Shop", "ToolThenAnswer", "build_system", "print_events", "run_demo", "scripted_model"]
+__all__ = [
+    "TURNS",
+    "Approval",
+    "Approver",
+    "Shop",
+    "ToolThenAnswer",
+    "build_system",
+    "print_events",
+    "run_demo",
+    "scripted_model",
+]
 
 TURNS = (
     "Order 1042 arrived damaged. Please refund it.",
     "I want to complain: the courier threw order 1043 over the fence.",
     "Do you sell headphones with noise cancelling?",
-    "Refund order 1042 again, please.",
+    "Please refund order 1044 too, the earbuds.",
 )
 
 ComplaintCategory = Literal["delivery", "product", "staff", "other"]
@@ -302,10 +322,16 @@ def build_system(
     """The customer-service tree on ``model`` (the router on ``router_model`` if given), with tools over ``shop``.
 
     ``guided`` wraps each specialist's model in ``ToolThenAnswer`` (for small local models); a specialist's
-    first tool is its main one.
+    first tool is its main one. ``issue_refund`` waits for a person's approval (run it with a checkpoint store).
     """
 
-    def specialist(name: str, description: str, instruction: str, functions: list[Callable[..., str]]) -> FlowAgent:
+    def specialist(
+        name: str,
+        description: str,
+        instruction: str,
+        functions: list[Callable[..., str]],
+        middlewares: Sequence[HITLInterceptor] = (),
+    ) -> FlowAgent:
         # threaded=False: the shop is plain memory, so its tools run on the event loop and a refund's
         # check-then-set cannot interleave with another call's.
         tools = [tool(threaded=False)(fn) for fn in functions]
@@ -317,6 +343,7 @@ def build_system(
             tools=tools,
             model_settings=ModelSettings(max_tokens=120, temperature=0),
             max_iterations=4,
+            middlewares=list(middlewares),
         )
         # A specialist answers; it does not hand the customer back to the router (no ping-pong between them).
         return agent_with_options(agent, disallow_transfer_to_parent=True)
@@ -336,6 +363,7 @@ def build_system(
         "refunds and money back",
         "You refund orders. Call issue_refund with the order number, then tell the customer the result briefly.",
         [shop.issue_refund, shop.lookup_order],
+        [HITLInterceptor().on_sensitive_tool("issue_refund", comment="A refund pays money back: approve it?")],
     )
     complaint = specialist(
         "complaint_agent",
@@ -449,15 +477,32 @@ async def print_event(event: AgentEvent, out: TextIO) -> None:
             except Exception:
                 result = "[stream failed]"  # the agent reports why in an error event
             print(f"{head} ← {variant.tool_name}: {result}", file=out)
+    interrupted = event.action.interrupted if event.action is not None else None
+    if isinstance(interrupted, InterruptInfo):
+        for cause in interrupted.interrupt_contexts:
+            if isinstance(cause.info, HITLPending):
+                for task in cause.info.tasks:
+                    print(f"{head} waits for approval: {_task(task)} ({task.comment})", file=out)
+            else:
+                print(f"{head} interrupted: {cause.info}", file=out)
     if event.error is not None:
         print(f"{head} error: {type(event.error).__name__}: {event.error}", file=out)
 
 
-async def print_events(events: Stream[AgentEvent], out: TextIO) -> None:
-    """Print every event of a run as it arrives."""
+def _task(task: PendingTask) -> str:
+    return f"{task.tool_name}({_arguments(task.arguments)})"
+
+
+async def print_events(events: Stream[AgentEvent], out: TextIO) -> list[InterruptCtx]:
+    """Print every event of a run as it arrives; the interrupts the run stopped at, if it did."""
+    stopped: list[InterruptCtx] = []
     async with aclosing(events):
         async for event in events:
             await print_event(event, out)
+            interrupted = event.action.interrupted if event.action is not None else None
+            if isinstance(interrupted, InterruptInfo):
+                stopped = interrupted.interrupt_contexts
+    return stopped
 
 
 def print_changes(shop: Shop, out: TextIO) -> None:
@@ -468,6 +513,70 @@ def print_changes(shop: Shop, out: TextIO) -> None:
         print(f"ticket filed:  {c.ticket} for order {c.order_id} [{c.category}]: {c.text}", file=out)
     if not shop.refunds and not shop.complaints:
         print("nothing: no refund issued, no complaint filed", file=out)
+    print(f"orders now:    {', '.join(f'{o.id} {o.status}' for o in shop.orders.values())}", file=out)
+
+
+# -- approvals --------------------------------------------------------------------------------------------------
+
+Approval: TypeAlias = Literal["auto", "ask", "yes", "no"]
+
+
+class Approver:
+    """Decides the demo's pending refunds, as the person at the terminal or by a rule.
+
+    ``ask`` asks ``[y/n]`` on ``stdin``; ``yes`` and ``no`` decide every refund alike; ``auto`` asks when ``stdin``
+    is a terminal, and otherwise (CI, a pipe) approves the first refund and rejects the later ones, so that one
+    run shows both outcomes.
+    """
+
+    def __init__(self, mode: Approval, *, stdin: TextIO, out: TextIO) -> None:
+        if mode not in ("auto", "ask", "yes", "no"):
+            raise UserError(f"approve: expected one of auto, ask, yes, no, got {mode!r}")
+        self.mode = "ask" if mode == "auto" and stdin.isatty() else mode
+        self.stdin = stdin
+        self.out = out
+        self.decided: list[tuple[PendingTask, HITLDecision]] = []
+
+    def decide(self, task: PendingTask) -> HITLDecision:
+        prompt = f"approve {_task(task)}? [y/n] "
+        if self.mode == "ask":
+            approved = self._ask(prompt)
+        else:
+            approved = self.mode == "yes" or (self.mode == "auto" and not self.decided)
+            why = "stdin is not a terminal: the first refund is approved, later ones rejected"
+            rule = why if self.mode == "auto" else f"--approve {self.mode}"
+            print(f"{prompt}{'y' if approved else 'n'}  ({rule})", file=self.out)
+        decision = HITL.approve("approved by the user") if approved else HITL.reject("rejected by the user")
+        print(f"→ {decision.comment}", file=self.out, flush=True)
+        self.decided.append((task, decision))
+        return decision
+
+    def _ask(self, prompt: str) -> bool:
+        while True:
+            print(prompt, end="", file=self.out, flush=True)
+            line = self.stdin.readline()
+            if not line:
+                print("n  (no more input)", file=self.out)
+                return False
+            if not self.stdin.isatty():
+                print(line.strip(), file=self.out)  # what a terminal would have echoed
+            answer = line.strip().lower()
+            if answer in ("y", "yes", "n", "no"):
+                return answer.startswith("y")
+
+    def targets(self, stopped: Sequence[InterruptCtx]) -> dict[str, dict[str, HITLDecision]]:
+        """The resume's targets for the approvals a run stopped at: a decision for each pending call."""
+        return {
+            cause.id: {task.call_id: self.decide(task) for task in cause.info.tasks}
+            for cause in stopped
+            if isinstance(cause.info, HITLPending)
+        }
+
+    def print_decisions(self) -> None:
+        if self.decided:
+            print("\n== the approvals ==", file=self.out)
+        for task, decision in self.decided:
+            print(f"{'approved' if decision.action == 'approve' else 'rejected'}: {_task(task)}", file=self.out)
 
 
 # -- the demo -------------------------------------------------------------------------------------------------
@@ -480,11 +589,21 @@ def _load_model(uri: str) -> ChatModel:
         raise UserError(f"{error} (the demo also takes 'scripted', a replay without any model)") from error
 
 
-async def run_demo(model_uri: str, *, out: TextIO, turns: Sequence[str] = TURNS) -> None:
+async def run_demo(
+    model_uri: str,
+    *,
+    out: TextIO,
+    turns: Sequence[str] = TURNS,
+    approve: Approval = "auto",
+    stdin: TextIO | None = None,
+) -> None:
     """Run each of ``turns`` as its own run of the customer-service tree on ``model_uri``, printing as it goes.
 
-    Raises ``UserError`` for a model URI that cannot work; failures during the runs are printed as error events.
+    A run that stops for a refund's approval is resumed with the decision of ``approve`` (see ``Approver``; it
+    reads ``stdin``, ``sys.stdin`` by default). Raises ``UserError`` for a model URI that cannot work; failures
+    during the runs are printed as error events.
     """
+    approver = Approver(approve, stdin=stdin or sys.stdin, out=out)
     model = scripted_model() if model_uri == "scripted" else _load_model(model_uri)
     local = model_uri.startswith("local:")
     # llama.cpp keeps the last prompt of a loaded model in its cache: with a model of its own, the router's long
@@ -497,14 +616,26 @@ async def run_demo(model_uri: str, *, out: TextIO, turns: Sequence[str] = TURNS)
         build_system(model, shop, guided=local, router_model=router_model),
         enable_streaming=True,
         skip_transfer_messages=True,  # the specialist sees the request, not the router's transfer call
+        checkpoint_store=MemoryCheckpointStore(),  # where a run waiting for an approval is kept
     )
     print(f"batonflow demo: customer service on model {model_uri} ({model.model_name})", file=out)
     print("agents: router → refund_agent | complaint_agent | product_agent", file=out)
-    total = time.perf_counter()
+    total = 0.0
     for number, text in enumerate(turns, 1):
         print(f"\n== turn {number} of {len(turns)} ==\nuser: {text}", file=out, flush=True)
-        started = time.perf_counter()
-        await print_events(runner.query(text), out)
-        print(f"(turn {number}: {time.perf_counter() - started:.2f} s)", file=out, flush=True)
+        checkpoint_id = f"turn-{number}"
+        events = runner.query(text, checkpoint_id=checkpoint_id)
+        running = 0.0  # the agents' time, without the time a person takes to decide
+        while True:
+            started = time.perf_counter()
+            stopped = await print_events(events, out)
+            running += time.perf_counter() - started
+            targets = approver.targets(stopped)
+            if not targets:
+                break
+            events = runner.resume(checkpoint_id, targets=targets)
+        print(f"(turn {number}: {running:.2f} s)", file=out, flush=True)
+        total += running
     print_changes(shop, out)
-    print(f"\n{len(turns)} turns in {time.perf_counter() - total:.2f} s", file=out)
+    approver.print_decisions()
+    print(f"\n{len(turns)} turns in {total:.2f} s", file=out)

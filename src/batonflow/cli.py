@@ -26,11 +26,18 @@ def main(argv: Sequence[str] | None = None) -> int:
         "openai-compatible:http://host:port/v1#model, ollama:llama3.2, "
         "scripted (a deterministic replay without any model)",
     )
+    demo.add_argument(
+        "--approve",
+        choices=["auto", "ask", "yes", "no"],
+        default="auto",
+        help="refund approvals: ask on a terminal, else approve the first and reject the rest (auto, the "
+        "default); always ask; approve all; reject all",
+    )
     args = parser.parse_args(argv)
     from ._demo import run_demo
 
     try:
-        asyncio.run(run_demo(args.model, out=sys.stdout))
+        asyncio.run(run_demo(args.model, out=sys.stdout, approve=args.approve))
     except BatonflowError as error:
         print(f"batonflow: {error}", file=sys.stderr)
         return 1

@@ -4,8 +4,9 @@ from typing import Any
 
 import pytest
 
-from batonflow.adk import ChatModelAgent, InterruptInfo, Runner, collect_events, set_language
-from batonflow.agents import HITL, HITLPending
+from batonflow import observe
+from batonflow.adk import AgentMiddleware, ChatModelAgent, InterruptInfo, Runner, collect_events, set_language
+from batonflow.agents import HITL, HITLDecision, HITLInterceptor, HITLPending, PendingTask
 from batonflow.errors import UserError
 from batonflow.schema import Message, assistant
 from batonflow.store import MemoryCheckpointStore, SqliteCheckpointStore
@@ -34,11 +35,9 @@ class Shop:
         return [refund, lookup]
 
 
-def agent(shop: Shop, *responses: Message, hitl: HITL | None = None) -> ChatModelAgent:
-    hitl = hitl or HITL().on_sensitive_tool("refund")
-    return ChatModelAgent(
-        name="support", model=ScriptedModel(list(responses)), tools=shop.tools(), middlewares=[hitl.middleware()]
-    )
+def agent(shop: Shop, *responses: Message, hitl: HITLInterceptor | None = None) -> ChatModelAgent:
+    hitl = hitl or HITLInterceptor().on_sensitive_tool("refund")
+    return ChatModelAgent(name="support", model=ScriptedModel(list(responses)), tools=shop.tools(), middlewares=[hitl])
 
 
 def pending_of(events: list[Any]) -> tuple[str, HITLPending]:
@@ -80,7 +79,7 @@ async def test_approval_runs_the_batch_without_asking_the_model_again() -> None:
 async def test_approval_with_modified_arguments_and_always_allow() -> None:
     shop = Shop()
     allowed: list[tuple[str, dict[str, Any]]] = []
-    hitl = HITL().on_sensitive_tool("refund").on_approved(lambda name, args: allowed.append((name, args)))
+    hitl = HITLInterceptor().on_sensitive_tool("refund").on_approved(lambda name, args: allowed.append((name, args)))
     runner = Runner(agent(shop, REFUND, assistant("ok"), hitl=hitl), checkpoint_store=MemoryCheckpointStore())
     interrupt_id, _ = pending_of(await collect_events(runner.query("refund 7", checkpoint_id="c")))
     decision = HITL.approve(modified_args={"amount": 10.0}, always_allow=True)
@@ -141,7 +140,7 @@ async def test_a_resume_without_decisions_suspends_the_batch_again_with_the_same
 
 async def test_a_strategy_decides_which_calls_need_a_person() -> None:
     shop = Shop()
-    hitl = HITL().on_tool("refund", lambda args, ctx: "large refund" if args["amount"] > 100 else None)
+    hitl = HITLInterceptor().on_tool("refund", lambda args, ctx: "large refund" if args["amount"] > 100 else None)
     small = tool_calls(("refund", {"order_id": 1, "amount": 5.0}))
     runner = Runner(agent(shop, small, assistant("done"), hitl=hitl))
     await collect_events(runner.query("small refund"))
@@ -169,6 +168,107 @@ async def test_decisions_that_are_not_hitl_decisions_are_refused() -> None:
     events = await collect_events(runner.resume("c", {interrupt_id: {"call_1": "yes"}}))
     assert isinstance(events[-1].error, UserError)
     assert "expected a HITLDecision for call 'call_1', got str" in str(events[-1].error)
+
+
+def test_the_interceptor_is_the_middleware_and_says_which_tools_it_watches() -> None:
+    hitl = HITLInterceptor().on_sensitive_tool("refund").on_tool("lookup", lambda args, ctx: None)
+    assert isinstance(hitl, AgentMiddleware)
+    assert hitl.before_tools is not None
+    assert repr(hitl) == "HITLInterceptor(tools=['lookup', 'refund'])"
+
+
+async def test_an_approval_comment_is_noted_in_the_result_of_its_call() -> None:
+    shop = Shop()
+    support = agent(shop, REFUND, assistant("Refunded."))
+    runner = Runner(support, checkpoint_store=MemoryCheckpointStore())
+    interrupt_id, _ = pending_of(await collect_events(runner.query("refund 7", checkpoint_id="c")))
+    events = await collect_events(runner.resume("c", {interrupt_id: {"call_1": HITL.approve("regular customer")}}))
+    said = [e.message_output.message.content for e in events if e.message_output and e.message_output.role == "tool"]  # type: ignore[union-attr]
+    assert said == ["refunded 30.0 for order 7 (Note: regular customer)", "order 7"]
+    assert isinstance(support.model, ScriptedModel)
+    assert [m.content for m in support.model.requests[1].messages if m.role == "tool"] == said
+
+
+async def test_a_decision_for_a_call_that_is_not_pending_is_refused_and_nothing_runs() -> None:
+    shop = Shop()
+    runner = Runner(agent(shop, REFUND), checkpoint_store=MemoryCheckpointStore())
+    interrupt_id, _ = pending_of(await collect_events(runner.query("x", checkpoint_id="c")))
+    # call_2 is in the batch, but not sensitive: nobody was asked about it.
+    decisions = {"call_1": HITL.approve(), "call_2": HITL.skip(), "call_9": HITL.reject()}
+    events = await collect_events(runner.resume("c", {interrupt_id: decisions}))
+    assert isinstance(events[-1].error, UserError)
+    assert str(events[-1].error) == (
+        "HITL resume data: expected decisions for the pending call ids ['call_1'], "
+        "got ['call_1', 'call_2', 'call_9'] (unknown: ['call_2', 'call_9'])"
+    )
+    assert shop.refunds == [] and shop.lookups == []
+
+
+async def test_a_refused_resume_keeps_the_checkpoint_for_a_second_one_with_the_right_ids() -> None:
+    shop = Shop()
+    store = MemoryCheckpointStore()
+    runner = Runner(agent(shop, REFUND, assistant("Refunded.")), checkpoint_store=store)
+    interrupt_id, _ = pending_of(await collect_events(runner.query("x", checkpoint_id="c")))
+    refused = await collect_events(runner.resume("c", {interrupt_id: {"call_9": HITL.approve()}}))
+    assert isinstance(refused[-1].error, UserError)
+    assert await store.get("c") is not None
+    events = await collect_events(runner.resume("c", {interrupt_id: {"call_1": HITL.approve()}}))
+    assert events[-1].error is None
+    assert shop.refunds == [(7, 30.0)]
+
+
+async def test_resume_data_that_is_not_a_mapping_of_decisions_is_refused() -> None:
+    runner = Runner(agent(Shop(), REFUND), checkpoint_store=MemoryCheckpointStore())
+    interrupt_id, _ = pending_of(await collect_events(runner.query("x", checkpoint_id="c")))
+    events = await collect_events(runner.resume("c", {interrupt_id: HITL.approve()}))
+    assert isinstance(events[-1].error, UserError)
+    assert (
+        str(events[-1].error) == "HITL resume data: expected a mapping of call ids to HITLDecisions, got HITLDecision"
+    )
+
+
+async def test_decisions_apply_to_the_tasks_the_person_was_shown_even_if_the_strategy_changed() -> None:
+    shop = Shop()
+    limit = [10.0]
+    hitl = HITLInterceptor().on_tool("refund", lambda args, ctx: "large" if args["amount"] > limit[0] else None)
+    runner = Runner(agent(shop, REFUND, hitl=hitl), checkpoint_store=MemoryCheckpointStore())
+    interrupt_id, pending = pending_of(await collect_events(runner.query("x", checkpoint_id="c")))
+    assert [t.comment for t in pending.tasks] == ["large"]
+    limit[0] = 100.0  # the refund would now pass on its own, but a person rejected it
+    await collect_events(runner.resume("c", {interrupt_id: {"call_1": HITL.reject()}}))
+    assert shop.refunds == []
+
+
+async def test_the_suspension_and_each_decision_are_trace_events() -> None:
+    traced: list[observe.TraceEvent] = []
+
+    async def record(event: observe.TraceEvent) -> None:
+        if isinstance(event, (observe.HITLPending, observe.HITLDecided)):
+            traced.append(event)
+
+    calls = tool_calls(("refund", {"order_id": 1, "amount": 5.0}), ("refund", {"order_id": 2, "amount": 6.0}))
+    runner = Runner(agent(Shop(), calls, assistant("ok")), checkpoint_store=MemoryCheckpointStore(), callbacks=[record])
+    interrupt_id, pending = pending_of(await collect_events(runner.query("x", checkpoint_id="c")))
+    assert [(type(e), e.agent_name) for e in traced] == [(observe.HITLPending, "support")]
+    assert isinstance(traced[0], observe.HITLPending) and traced[0].tasks == pending.tasks
+    traced.clear()
+    approve, skip = HITL.approve(), HITL.skip("not now")
+    await collect_events(runner.resume("c", {interrupt_id: {"call_1": approve, "call_2": skip}}))
+    assert [(e.call_id, e.tool_name, e.decision) for e in traced if isinstance(e, observe.HITLDecided)] == [
+        ("call_1", "refund", approve),
+        ("call_2", "refund", skip),
+    ]
+    assert len(traced) == 2
+
+
+def test_decisions_made_by_the_helper() -> None:
+    assert HITL.approve("ok", modified_args={"amount": 1}, always_allow=True) == HITLDecision(
+        action="approve", comment="ok", modified_args={"amount": 1}, always_allow=True
+    )
+    assert HITL.reject("no") == HITLDecision(action="reject", comment="no")
+    assert HITL.skip() == HITLDecision(action="skip")
+    task = PendingTask(call_id="c", tool_name="refund", arguments="{}", comment="why")
+    assert str(HITLPending(tasks=(task,))) == "refund({}): why"
 
 
 @pytest.fixture

@@ -188,11 +188,15 @@ class Runner:
             forwarding = self._events(events, ctx, store, checkpoint_id, outcome)
             if trace is not None:
                 forwarding = trace.wrap(forwarding, resumed=True)
+            refused = False
             async with aclosing(forwarding) as forwarded:
                 async for event in forwarded:
+                    refused = isinstance(event.error, UserError)
                     yield event
-            if not outcome:
-                # Resumed to the end: a later resume must not replay it (its tools would run twice).
+            if not outcome and not refused:
+                # Resumed to the end: a later resume must not replay it (its tools would run twice). A resume that
+                # ends refusing what it was given (resume data of the wrong kind) keeps the checkpoint, so the
+                # caller can try again with the right data.
                 await store.delete(checkpoint_id)
         finally:
             await store.release(checkpoint_id, owner)

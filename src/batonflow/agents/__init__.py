@@ -12,6 +12,7 @@ from ._compression import VectorStoreArchiveStrategy as VectorStoreArchiveStrate
 from ._compression import estimate_tokens as estimate_tokens
 from ._hitl import HITL as HITL
 from ._hitl import HITLDecision as HITLDecision
+from ._hitl import HITLInterceptor as HITLInterceptor
 from ._hitl import HITLPending as HITLPending
 from ._hitl import PendingTask as PendingTask
 from ._interceptors import stop_loop as stop_loop
@@ -31,6 +32,7 @@ __all__ = [
     "ContextCompressionInterceptor",
     "FeedbackRequest",
     "HITLDecision",
+    "HITLInterceptor",
     "HITLPending",
     "HierarchicalSummaryStrategy",
     "InMemoryVectorStore",

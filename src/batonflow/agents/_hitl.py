@@ -1,12 +1,14 @@
 """Human in the loop: Solon's HITL interceptor on batonflow's interrupts (reference §B.2, DESIGN §2.3).
 
-Register the tools that need a person (``on_tool`` with a strategy, or ``on_sensitive_tool``). When a model turn
-calls any of them, the **whole batch** of that turn's calls waits, nothing run, as an interrupt whose info is a
-``HITLPending`` listing the tasks. Resume with decisions for the tasks, keyed by call id:
-``runner.resume(checkpoint_id, targets={interrupt_id: {call_id: HITL.approve()}})``. The batch then goes straight
-to the tools — the model is not asked again: approved calls run (with modified arguments if given), skipped ones
-get the skip text, rejected ones the reject text; when the only sensitive call is rejected the run ends with it.
-Built on interrupts and checkpoints, a pending approval survives a restart with a persistent store.
+``HITLInterceptor`` is a ``ChatModelAgent`` middleware. Register the tools that need a person (``on_tool`` with a
+strategy, or ``on_sensitive_tool``). When a model turn calls any of them, the **whole batch** of that turn's calls
+waits, nothing run, as an interrupt whose info is a ``HITLPending`` listing the tasks. Resume with decisions for
+the tasks, keyed by call id: ``runner.resume(checkpoint_id, targets={interrupt_id: {call_id: HITL.approve()}})``
+(``HITL`` makes the decisions, as Solon's static helper does). The batch then goes straight to the tools — the
+model is not asked again: approved calls run (with modified arguments if given, and the approval's comment noted
+in their result), skipped ones get the skip text, rejected ones the reject text; when the only sensitive call is
+rejected the run ends with it. Built on interrupts and checkpoints, a pending approval survives a restart with a
+persistent store. With trace callbacks, the suspension and each decision applied are trace events.
 """
 
 from __future__ import annotations
@@ -17,13 +19,14 @@ from dataclasses import dataclass, field, replace
 from typing import Any, Literal
 
 from ..adk._builtin import get_language
-from ..adk._chatmodel import AgentMiddleware, ToolBatch
 from ..adk._context import RunContext
+from ..adk._middleware import AgentMiddleware, ToolBatch
 from ..errors import UserError
+from ..observe import _events as trace_events
 from ..schema import FunctionCall, ToolCall
 from ..store import register_type
 
-__all__ = ["HITL", "HITLDecision", "HITLPending", "PendingTask"]
+__all__ = ["HITL", "HITLDecision", "HITLInterceptor", "HITLPending", "HITLStrategy", "PendingTask"]
 
 _TEXTS = {
     "sensitive": {"en": "Sensitive operation: a person must confirm it", "zh": "敏感操作，需要人工介入确认"},
@@ -69,36 +72,13 @@ HITLStrategy = Callable[[dict[str, Any], RunContext], str | None]
 
 
 class HITL:
-    """The approval interceptor. ``middleware()`` gives the ``AgentMiddleware`` to put on a ``ChatModelAgent``."""
-
-    def __init__(self) -> None:
-        self._strategies: dict[str, HITLStrategy] = {}
-        self._on_approved: Callable[[str, dict[str, Any]], None] | None = None
-
-    def on_tool(self, name: str, strategy: HITLStrategy) -> HITL:
-        self._strategies[name] = strategy
-        return self
-
-    def on_sensitive_tool(self, *names: str, comment: str | None = None) -> HITL:
-        """These tools always need a person; ``comment`` tells them why (a default text otherwise)."""
-        for name in names:
-            self._strategies[name] = lambda _args, _ctx: comment or _text("sensitive")
-        return self
-
-    def on_approved(self, callback: Callable[[str, dict[str, Any]], None]) -> HITL:
-        """Called with the tool name and arguments of each approval marked ``always_allow``."""
-        self._on_approved = callback
-        return self
-
-    def middleware(self) -> AgentMiddleware:
-        return AgentMiddleware(before_tools=self._before_tools)
-
-    # -- decisions, for the resume data ------------------------------------------------------------------------
+    """The decisions a person gives on resume: ``{call_id: HITL.approve()}`` (Solon's static ``HITL`` helper)."""
 
     @staticmethod
     def approve(
         comment: str | None = None, *, modified_args: Mapping[str, Any] | None = None, always_allow: bool = False
     ) -> HITLDecision:
+        """Run the call; ``modified_args`` are merged into its arguments, ``comment`` is noted in its result."""
         return HITLDecision(action="approve", comment=comment, modified_args=modified_args, always_allow=always_allow)
 
     @staticmethod
@@ -109,28 +89,60 @@ class HITL:
     def skip(comment: str | None = None) -> HITLDecision:
         return HITLDecision(action="skip", comment=comment)
 
+
+class HITLInterceptor(AgentMiddleware):
+    """The approval interceptor, itself the middleware: ``ChatModelAgent(..., middlewares=[HITLInterceptor()
+    .on_sensitive_tool("refund")])``. It holds configuration only, so one serves any number of agents and runs."""
+
+    __slots__ = ("_on_approved", "_strategies")
+
+    def __init__(self) -> None:
+        super().__init__(before_tools=self._before_tools)
+        self._strategies: dict[str, HITLStrategy] = {}
+        self._on_approved: Callable[[str, dict[str, Any]], None] | None = None
+
+    def __repr__(self) -> str:
+        return f"HITLInterceptor(tools={sorted(self._strategies)})"
+
+    def on_tool(self, name: str, strategy: HITLStrategy) -> HITLInterceptor:
+        self._strategies[name] = strategy
+        return self
+
+    def on_sensitive_tool(self, *names: str, comment: str | None = None) -> HITLInterceptor:
+        """These tools always need a person; ``comment`` tells them why (a default text otherwise)."""
+        for name in names:
+            self._strategies[name] = lambda _args, _ctx: comment or _text("sensitive")
+        return self
+
+    def on_approved(self, callback: Callable[[str, dict[str, Any]], None]) -> HITLInterceptor:
+        """Called with the tool name and arguments of each approval marked ``always_allow``."""
+        self._on_approved = callback
+        return self
+
     # -- the batch hook ----------------------------------------------------------------------------------------
 
-    def _before_tools(self, batch: ToolBatch) -> None:
-        sensitive = [(call, reason) for call in batch.calls if (reason := self._reason(call, batch.ctx)) is not None]
-        if not sensitive:
+    async def _before_tools(self, batch: ToolBatch) -> None:
+        tasks = self._pending_tasks(batch)
+        if not tasks:
             return
-        data = batch.get_resume_context().data
-        decisions: Mapping[str, Any] = data if isinstance(data, Mapping) else {}
-        for call_id, decision in decisions.items():
-            if not isinstance(decision, HITLDecision):
-                raise UserError(
-                    f"HITL resume data: expected a HITLDecision for call {call_id!r}, got {type(decision).__name__}"
+        decisions = _decisions(batch, tasks)
+        trace = batch.ctx.trace
+        if any(t.call_id not in decisions for t in tasks):
+            if trace is not None:
+                await trace.event(trace_events.HITLPending, tasks=tasks)
+            # The tasks are saved with the interrupt: on resume the decisions are checked against what the person
+            # was shown, even if a strategy would now judge the calls differently.
+            batch.interrupt(HITLPending(tasks=tasks), state=HITLPending(tasks=tasks))
+        if trace is not None:
+            for task in tasks:
+                await trace.event(
+                    trace_events.HITLDecided,
+                    call_id=task.call_id,
+                    tool_name=task.tool_name,
+                    decision=decisions[task.call_id],
                 )
-        if any(call.id not in decisions for call, _ in sensitive):
-            tasks = tuple(
-                PendingTask(call_id=c.id, tool_name=c.function.name, arguments=c.function.arguments, comment=reason)
-                for c, reason in sensitive
-            )
-            batch.interrupt(HITLPending(tasks=tasks))
-        rejected = [call for call, _ in sensitive if decisions[call.id].action == "reject"]
-        if rejected and len(sensitive) == 1:
-            batch.final_answer = _text("rejected")
+        if len(tasks) == 1 and decisions[tasks[0].call_id].action == "reject":
+            batch.final_answer = _text("rejected")  # Solon ends the run when its only sensitive call is rejected
             return
         for index, call in enumerate(batch.calls):
             decision = decisions.get(call.id)
@@ -142,6 +154,18 @@ class HITL:
                 batch.results[call.id] = _text("rejected")
             else:
                 batch.calls[index] = self._approved(call, decision)
+                if decision.comment:
+                    batch.notes[call.id] = f" (Note: {decision.comment})"
+
+    def _pending_tasks(self, batch: ToolBatch) -> tuple[PendingTask, ...]:
+        saved = batch.get_interrupt_state()
+        if saved.was_interrupted and isinstance(saved.state, HITLPending):
+            return saved.state.tasks
+        return tuple(
+            PendingTask(call_id=c.id, tool_name=c.function.name, arguments=c.function.arguments, comment=reason)
+            for c in batch.calls
+            if (reason := self._reason(c, batch.ctx)) is not None
+        )
 
     def _approved(self, call: ToolCall, decision: HITLDecision) -> ToolCall:
         arguments = _arguments(call)
@@ -155,6 +179,28 @@ class HITL:
     def _reason(self, call: ToolCall, ctx: RunContext) -> str | None:
         strategy = self._strategies.get(call.function.name)
         return None if strategy is None else strategy(_arguments(call), ctx)
+
+
+def _decisions(batch: ToolBatch, tasks: tuple[PendingTask, ...]) -> dict[str, HITLDecision]:
+    """The resume's decisions, checked: a mapping of pending call ids to ``HITLDecision``s (empty if none given)."""
+    data = batch.get_resume_context().data
+    if data is None:
+        return {}
+    if not isinstance(data, Mapping):
+        raise UserError(f"HITL resume data: expected a mapping of call ids to HITLDecisions, got {type(data).__name__}")
+    expected = [t.call_id for t in tasks]
+    unknown = sorted(str(key) for key in data if key not in expected)
+    if unknown:
+        raise UserError(
+            f"HITL resume data: expected decisions for the pending call ids {expected}, "
+            f"got {sorted(map(str, data))} (unknown: {unknown})"
+        )
+    for call_id, decision in data.items():
+        if not isinstance(decision, HITLDecision):
+            raise UserError(
+                f"HITL resume data: expected a HITLDecision for call {call_id!r}, got {type(decision).__name__}"
+            )
+    return dict(data)
 
 
 def _arguments(call: ToolCall) -> dict[str, Any]:
