@@ -285,3 +285,49 @@ async def test_the_original_chinese_texts(chinese: None) -> None:
     assert pending.tasks[0].comment == "敏感操作，需要人工介入确认"
     events = await collect_events(runner.resume("c", {interrupt_id: {"call_1": HITL.reject()}}))
     assert events[-1].message_output.message.content == "操作拒绝：人工审批未通过。"  # type: ignore[union-attr]
+
+
+@pytest.mark.parametrize(
+    ("decision", "answer", "ledger_text"),
+    [
+        ("approve", "Refund done.", "refund 42\n"),
+        ("reject", "Operation rejected: human approval was not granted.", None),
+    ],
+)
+def test_a_react_agents_pending_approval_survives_a_killed_process_on_sqlite(
+    tmp_path: Path, decision: str, answer: str, ledger_text: str | None
+) -> None:
+    import json
+    import os
+    import signal
+    import subprocess
+    import sys
+
+    child = Path(__file__).with_name("hitl_react_child.py")
+    database, ledger = str(tmp_path / "runs.db"), tmp_path / "ledger"
+    first = subprocess.Popen(
+        [sys.executable, str(child), "run", database, str(ledger)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert first.stdout is not None
+        line = first.stdout.readline()
+        assert line, first.stderr.read() if first.stderr else "child printed nothing"
+        pending = json.loads(line)
+    finally:
+        os.kill(first.pid, signal.SIGKILL)
+        first.wait(10)
+    assert pending["tasks"] == [["call_1", "refund"]]
+    assert not ledger.exists()  # nothing ran before the decision
+
+    second = subprocess.run(
+        [sys.executable, str(child), "resume", database, str(ledger), pending["interrupt_id"], decision],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert second.returncode == 0, second.stderr
+    assert json.loads(second.stdout.splitlines()[-1]) == {"answer": answer}
+    assert (ledger.read_text() if ledger.exists() else None) == ledger_text
