@@ -550,11 +550,14 @@ async def test_file_store_corrupt_line_is_a_codec_error_naming_the_file_and_line
     path = tmp_path / "s1.messages.ndjson"
     async with FileSessionStore(tmp_path) as store:
         await store.append_messages("s1", turn(0) + turn(1))
+        await store.append_messages("s2", turn(2))
         lines = path.read_text("utf-8").splitlines()
         lines[2] = lines[2][:15]  # torn mid-object
         path.write_text("\n".join(lines) + "\n", "utf-8")
         with pytest.raises(CodecError) as caught:
             await store.get("s1")
+        other = await store.get("s2")  # the other sessions are untouched
+        assert other is not None and other.messages == turn(2)
     assert str(caught.value).startswith(f"cannot decode message of session 's1' ({path}, line 3): invalid JSON: ")
 
 
