@@ -360,6 +360,42 @@ async def test_after_agent_does_not_run_when_the_agent_fails_or_is_interrupted()
     assert ended == []
 
 
+async def test_on_model_error_may_change_the_request_and_make_the_call_again() -> None:
+    seen: list[tuple[str, int]] = []
+
+    def narrow(state: ChatModelAgentState, error: Exception, attempt: int, ctx: RunContext) -> bool:
+        seen.append((str(error), attempt))
+        state.messages.append(user("(shorter)"))
+        return attempt < 2
+
+    middleware = AgentMiddleware(on_model_error=narrow)
+    model = ScriptedModel([RuntimeError("too long"), RuntimeError("still"), assistant("ok")])
+    agent = ChatModelAgent(name="a", model=model, middlewares=[middleware], max_iterations=1)
+    events = await run(agent)
+    assert isinstance(events[-1].error, RuntimeError) and str(events[-1].error) == "still"
+    assert seen == [("too long", 1), ("still", 2)]
+
+    model = ScriptedModel([RuntimeError("too long"), assistant("ok")])
+    agent = ChatModelAgent(name="a", model=model, middlewares=[middleware], max_iterations=1)
+    events = await run(agent)
+    assert messages_of(events)[-1].content == "ok"  # the failed call did not use up the only iteration
+    assert model.requests[1].messages[-1].content == "(shorter)"
+
+
+async def test_on_model_error_does_not_retry_a_streamed_call() -> None:
+    asked: list[int] = []
+
+    def again(state: ChatModelAgentState, error: Exception, attempt: int, ctx: RunContext) -> bool:
+        asked.append(attempt)
+        return True
+
+    model = ScriptedModel([RuntimeError("down"), assistant("ok")])
+    agent = ChatModelAgent(name="a", model=model, middlewares=[AgentMiddleware(on_model_error=again)])
+    events = await run(agent, streaming=True)
+    assert any(isinstance(e.error, RuntimeError) for e in events)
+    assert asked == [] and len(model.requests) == 1
+
+
 async def test_tool_choice_and_settings_reach_the_model() -> None:
     model = ScriptedModel([tool_calls(("add", {"a": 1, "b": 1})), assistant("2")])
     settings = ModelSettings(temperature=0.0)

@@ -649,3 +649,36 @@ def test_estimate_tokens_counts_ascii_by_fours_other_characters_singly_calls_and
     )
     assert estimate_tokens(call) == 4 + 1 + 2
     assert estimate_tokens(user([ImagePart(url="https://x/y.png")])) == 4 + 85
+
+
+# -- reason retry: a prompt the model refuses as too long ----------------------------------------------------------
+
+
+async def test_a_prompt_too_long_error_compresses_below_the_thresholds_and_the_call_is_made_again() -> None:
+    too_long = http_error(400, "This model's maximum context length is 4096 tokens")
+    agent, model = agent_with(*turns(5), too_long, assistant("done"), middlewares=[ContextCompressionInterceptor()])
+    sizes: list[tuple[int, int]] = []
+
+    def on_event(event: Any) -> None:
+        if event.kind == "context_size":
+            sizes.append((event.message_count, event.removed))
+
+    events = await run(agent, callbacks=[on_event])
+    last = events[-1].message_output
+    assert last is not None and last.message is not None and last.message.content == "done"
+    failed, retried = model.requests[5], model.requests[6]
+    assert len(failed.messages) == 12  # under max_messages 15: no compression before the call
+    assert len(retried.messages) < len(failed.messages)
+    assert shape(retried.messages)[:2] == ["system:Be brief.", "user:go"]
+    assert_valid(retried.messages)
+    assert sizes[-2][1] > 0  # the forced compression was reported
+    model.assert_complete()
+
+
+async def test_other_model_errors_are_not_retried_by_compression() -> None:
+    agent, model = agent_with(
+        *turns(5), http_error(500, "context length exceeded"), middlewares=[ContextCompressionInterceptor()]
+    )
+    events = await collect_events(Runner(agent).query("go"))
+    assert isinstance(events[-1].error, ModelHTTPError)
+    assert len(model.requests) == 6

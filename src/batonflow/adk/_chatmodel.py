@@ -32,6 +32,7 @@ from ._interrupt import InterruptInfo, ResumeInfo
 from ._middleware import (
     AgentMiddleware,
     ChatModelAgentState,
+    ModelErrorHook,
     StateHook,
     ToolBatch,
     ToolCallHandler,
@@ -125,6 +126,7 @@ class _Plan:
     after_tools: list[Callable[[ToolBatch], Awaitable[None] | None]] = field(default_factory=list)
     start: list[StateHook] = field(default_factory=list)
     end: list[StateHook] = field(default_factory=list)
+    model_error: list[ModelErrorHook] = field(default_factory=list)
 
 
 class _Outcome(NamedTuple):
@@ -293,6 +295,7 @@ class ChatModelAgent:
             after_tools=[mw.after_tools for mw in self.middlewares if mw.after_tools is not None],
             start=[mw.before_agent for mw in self.middlewares if mw.before_agent is not None],
             end=[mw.after_agent for mw in self.middlewares if mw.after_agent is not None],
+            model_error=[mw.on_model_error for mw in self.middlewares if mw.on_model_error is not None],
             emits=any(getattr(t, "emits_events", False) for t in by_name.values()),
             actions=frozenset(actions),
         )
@@ -338,9 +341,10 @@ class ChatModelAgent:
         self, loop: ReactState, view: ChatModelAgentState, plan: _Plan, streaming: bool, ctx: RunContext
     ) -> AsyncGenerator[AgentEvent, None]:
         trace = ctx.trace
+        failures = 0  # failed model calls of this turn, for the on_model_error hooks
         while True:
             if loop.pending is None:
-                stop = self._next_turn(loop)
+                stop = self._next_turn(loop) if not failures else None
                 if isinstance(stop, Message):
                     loop.messages.append(stop)
                     yield event_from_message(stop)
@@ -392,8 +396,15 @@ class ChatModelAgent:
                 except Exception as error:
                     if reason is not None:
                         await reason.end(error=error)
+                    if plan.model_error and not streaming:
+                        failures += 1
+                        if await self._retry_after(error, failures, view, plan, ctx):
+                            loop.remaining += 1  # the failed call is not a turn
+                            loop.turn -= 1
+                            continue
                     yield AgentEvent(error=error)
                     return
+                failures = 0
                 if route is None:
                     route = self._route(message, loop, plan)
                 if route.feedback is not None:
@@ -516,6 +527,21 @@ class ChatModelAgent:
                 yield event_from_message(round_answer)
                 self._save_output(round_answer, ctx)
                 return
+
+    async def _retry_after(
+        self, error: Exception, failures: int, view: ChatModelAgentState, plan: _Plan, ctx: RunContext
+    ) -> bool:
+        """Whether a middleware wants the failed model call made again (every hook is asked; never more than
+        ``_MAX_CALL_RETRIES`` times a turn, whatever they say)."""
+        if failures > _MAX_CALL_RETRIES:
+            return False
+        again = False
+        for hook in plan.model_error:
+            answer = hook(view, error, failures, ctx)
+            if inspect.isawaitable(answer):
+                answer = await answer
+            again = bool(answer) or again
+        return again
 
     # -- the policy of the loop: what ReActAgent changes ---------------------------------------------------------
 
@@ -649,6 +675,7 @@ class ChatModelAgent:
 
 
 _NO_RESULT = Message(role="tool")
+_MAX_CALL_RETRIES = 10
 
 
 def _tool_event(message: Message, action: AgentAction | None) -> AgentEvent:

@@ -15,6 +15,7 @@ from ._context import RunContext
 __all__ = [
     "AgentMiddleware",
     "ChatModelAgentState",
+    "ModelErrorHook",
     "StateHook",
     "ToolBatch",
     "ToolCallHandler",
@@ -34,6 +35,7 @@ class ChatModelAgentState:
 
 
 StateHook = Callable[[ChatModelAgentState, RunContext], Awaitable[None] | None]
+ModelErrorHook = Callable[[ChatModelAgentState, Exception, int, RunContext], Awaitable[bool] | bool]
 
 
 @dataclass(slots=True, kw_only=True)
@@ -45,8 +47,11 @@ class AgentMiddleware:
     ``before_agent`` runs once, before a run's first model call (not on resume); ``after_agent`` when the agent
     finishes (not when it is interrupted, nor when it ends with an error). ``before_tools`` sees a round's calls
     before any runs (see ``ToolBatch``), ``after_tools`` the same batch once they have run, with ``results``
-    holding every call's observation. Several middlewares apply in order; for ``wrap_tool_call`` the first is the
-    outermost wrapper.
+    holding every call's observation. ``on_model_error(state, error, attempt, ctx)`` is Solon's reason retry: when
+    a model call fails (``attempt`` counts the failures of this turn) it may change ``state`` — narrow the context
+    after a prompt-too-long error, say — and return True to make the call again; a streamed call is not made
+    again once its stream reached the caller. Several middlewares apply in order; for ``wrap_tool_call`` the first
+    is the outermost wrapper.
     """
 
     additional_instruction: str = ""
@@ -58,6 +63,7 @@ class AgentMiddleware:
     wrap_tool_call: Callable[[ToolCallHandler], ToolCallHandler] | None = None
     before_tools: Callable[[ToolBatch], Awaitable[None] | None] | None = None
     after_tools: Callable[[ToolBatch], Awaitable[None] | None] | None = None
+    on_model_error: ModelErrorHook | None = None
 
 
 @dataclass(slots=True, kw_only=True, eq=False)

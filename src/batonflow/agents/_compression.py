@@ -605,6 +605,7 @@ class ContextCompressionInterceptor(AgentMiddleware):
         self.max_retries = max_retries
         super().__init__(
             before_chat_model=self._before_chat_model,
+            on_model_error=self._on_model_error,
             additional_tools=_tools_of(strategy) if strategy is not None else (),
         )
 
@@ -651,6 +652,30 @@ class ContextCompressionInterceptor(AgentMiddleware):
             await ctx.trace.event(
                 ContextSize, message_count=len(current), tokens=sum(tokens), removed=removed, summarized=summarized
             )
+
+    async def _on_model_error(
+        self, state: ChatModelAgentState, error: Exception, attempt: int, ctx: RunContext
+    ) -> bool:
+        """Solon's reason retry: a prompt the model found too long is compressed whatever the thresholds say, and
+        the call made again — up to ``max_retries`` times a turn, and only while compressing removes something."""
+        if attempt > self.max_retries or not _is_prompt_too_long(error):
+            return False
+        messages = state.messages
+        tokens = [self.count_tokens(m) for m in messages]
+        compressed, counted, summarized = await self._compress(list(messages), tokens, _task_end(messages), ctx)
+        if len(compressed) >= len(messages) and not summarized:
+            return False
+        messages[:] = compressed
+        if ctx.trace is not None:
+            removed = len(tokens) - len(compressed) + int(summarized)
+            await ctx.trace.event(
+                ContextSize,
+                message_count=len(compressed),
+                tokens=sum(counted),
+                removed=removed,
+                summarized=summarized,
+            )
+        return True
 
     def _micro_compact(self, message: Message, tokens: int) -> tuple[Message, int]:
         cap = self.per_message_cap
