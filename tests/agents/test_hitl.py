@@ -131,6 +131,22 @@ async def test_rejecting_one_of_several_sensitive_calls_answers_only_that_one() 
     ]
 
 
+async def test_decisions_for_some_of_the_calls_are_kept_until_the_others_are_decided(tmp_path: Path) -> None:
+    shop = Shop()
+    calls = tool_calls(("refund", {"order_id": 1, "amount": 5.0}), ("refund", {"order_id": 2, "amount": 6.0}))
+    store = SqliteCheckpointStore(tmp_path / "runs.db")  # the kept decisions go through the codec
+    runner = Runner(agent(shop, calls, assistant("Both done.")), checkpoint_store=store)
+    interrupt_id, _ = pending_of(await collect_events(runner.query("two refunds", checkpoint_id="c")))
+    again, pending = pending_of(await collect_events(runner.resume("c", {interrupt_id: {"call_1": HITL.approve()}})))
+    assert again == interrupt_id
+    assert [t.call_id for t in pending.tasks] == ["call_2"]  # only the undecided call is asked about
+    assert shop.refunds == []  # nothing runs until the whole batch is decided
+    events = await collect_events(runner.resume("c", {interrupt_id: {"call_2": HITL.approve()}}))
+    assert events[-1].error is None
+    assert shop.refunds == [(1, 5.0), (2, 6.0)]
+    await store.close()
+
+
 async def test_a_resume_without_decisions_suspends_the_batch_again_with_the_same_id() -> None:
     runner = Runner(agent(Shop(), REFUND), checkpoint_store=MemoryCheckpointStore())
     first, _ = pending_of(await collect_events(runner.query("refund 7", checkpoint_id="c")))

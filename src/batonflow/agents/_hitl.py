@@ -67,6 +67,14 @@ class HITLPending:
         return "; ".join(f"{t.tool_name}({t.arguments}): {t.comment}" for t in self.tasks)
 
 
+@dataclass(frozen=True, slots=True, kw_only=True)
+class _Waiting:
+    """What a HITL interrupt saves: every task the person was shown, and the decisions given so far."""
+
+    tasks: tuple[PendingTask, ...]
+    decided: dict[str, HITLDecision] = field(default_factory=dict)
+
+
 HITLStrategy = Callable[[dict[str, Any], RunContext], str | None]
 """Given a call's arguments, the reason a person must look at it, or None to let it through."""
 
@@ -122,17 +130,19 @@ class HITLInterceptor(AgentMiddleware):
     # -- the batch hook ----------------------------------------------------------------------------------------
 
     async def _before_tools(self, batch: ToolBatch) -> None:
-        tasks = self._pending_tasks(batch)
+        tasks, decided = self._pending_tasks(batch)
         if not tasks:
             return
-        decisions = _decisions(batch, tasks)
+        decisions = {**decided, **_decisions(batch, tasks)}
         trace = batch.ctx.trace
-        if any(t.call_id not in decisions for t in tasks):
+        waiting = tuple(t for t in tasks if t.call_id not in decisions)
+        if waiting:
             if trace is not None:
-                await trace.event(trace_events.HITLPending, tasks=tasks)
+                await trace.event(trace_events.HITLPending, tasks=waiting)
             # The tasks are saved with the interrupt: on resume the decisions are checked against what the person
-            # was shown, even if a strategy would now judge the calls differently.
-            batch.interrupt(HITLPending(tasks=tasks), state=HITLPending(tasks=tasks))
+            # was shown, even if a strategy would now judge the calls differently. Decisions given for some of
+            # them are kept: the next resume needs only the others.
+            batch.interrupt(HITLPending(tasks=waiting), state=_Waiting(tasks=tasks, decided=decisions))
         if trace is not None:
             for task in tasks:
                 await trace.event(
@@ -157,15 +167,19 @@ class HITLInterceptor(AgentMiddleware):
                 if decision.comment:
                     batch.notes[call.id] = f" (Note: {decision.comment})"
 
-    def _pending_tasks(self, batch: ToolBatch) -> tuple[PendingTask, ...]:
+    def _pending_tasks(self, batch: ToolBatch) -> tuple[tuple[PendingTask, ...], dict[str, HITLDecision]]:
+        """The tasks of this batch and the decisions already given: saved by an earlier interrupt, or new."""
         saved = batch.get_interrupt_state()
-        if saved.was_interrupted and isinstance(saved.state, HITLPending):
-            return saved.state.tasks
-        return tuple(
+        if saved.was_interrupted and isinstance(saved.state, _Waiting):
+            return saved.state.tasks, dict(saved.state.decided)
+        if saved.was_interrupted and isinstance(saved.state, HITLPending):  # checkpoints saved before _Waiting
+            return saved.state.tasks, {}
+        tasks = tuple(
             PendingTask(call_id=c.id, tool_name=c.function.name, arguments=c.function.arguments, comment=reason)
             for c in batch.calls
             if (reason := self._reason(c, batch.ctx)) is not None
         )
+        return tasks, {}
 
     def _approved(self, call: ToolCall, decision: HITLDecision) -> ToolCall:
         arguments = _arguments(call)
@@ -213,4 +227,5 @@ def _arguments(call: ToolCall) -> dict[str, Any]:
 
 for _cls in (HITLPending, PendingTask, HITLDecision):
     register_type(_cls, name=f"hitl.{_cls.__name__}")
+register_type(_Waiting, name="hitl.Waiting")
 del _cls
