@@ -22,6 +22,7 @@ from ..errors import StoreError
 from ._base import closed_error
 from ._postgres import _location as postgres_location
 from ._redis import _location as redis_location
+from ._sqlite import enable_wal
 
 if TYPE_CHECKING:
     import asyncpg
@@ -118,7 +119,7 @@ class SqliteConnection:
             self.path.parent.mkdir(parents=True, exist_ok=True)
         conn = sqlite3.connect(self.path, timeout=self._timeout, isolation_level=None)
         try:
-            conn.execute("PRAGMA journal_mode=WAL")
+            enable_wal(conn, self._timeout)
             conn.execute("PRAGMA synchronous=FULL")
             with transaction(conn):
                 for statement in self._schema:

@@ -129,7 +129,7 @@ class SqliteCheckpointStore(StoreBase):
         # isolation_level=None: autocommit, so each statement is its own transaction and nothing is left open.
         conn = sqlite3.connect(self.path, timeout=self._timeout, isolation_level=None)
         try:
-            conn.execute("PRAGMA journal_mode=WAL")
+            enable_wal(conn, self._timeout)
             # FULL: a checkpoint that set() reported saved survives a power cut, not only a killed process.
             conn.execute("PRAGMA synchronous=FULL")
             conn.execute(
@@ -144,3 +144,21 @@ class SqliteCheckpointStore(StoreBase):
             conn.close()
             raise
         return conn
+
+
+def enable_wal(conn: sqlite3.Connection, timeout: float) -> None:
+    """Switch ``conn``'s database to WAL, waiting up to ``timeout`` seconds for other connections.
+
+    SQLite answers "database is locked" at once, without its busy handler, when another process is switching the
+    same new database's journal mode at the same moment: retried here, so that processes opening a fresh file
+    together all get in.
+    """
+    deadline = time.monotonic() + timeout
+    while True:
+        try:
+            conn.execute("PRAGMA journal_mode=WAL")
+            return
+        except sqlite3.OperationalError as exc:
+            if "locked" not in str(exc) or time.monotonic() >= deadline:
+                raise
+            time.sleep(0.01)
