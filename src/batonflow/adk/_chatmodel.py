@@ -19,6 +19,7 @@ from ..models import ChatModel, ModelSettings, RetryingModel, ToolChoice
 from ..observe._trace import OpenReason
 from ..schema import Message, Stream, ToolCall, concat_messages, system, tool_message
 from ..tools import (
+    Address,
     AddressSegment,
     InterruptSignal,
     Tool,
@@ -73,7 +74,7 @@ class ReactState:
     pending: Message | None = None
     completed: dict[str, ToolResult] = field(default_factory=dict)
     turn: int = 0  # model calls made so far
-    corrections: int = 0  # consecutive answers sent back to the model (empty, unparsable, off-schema)
+    corrections: int = 0  # consecutive empty answers sent back to the model with a correction
 
 
 @dataclass(slots=True)
@@ -432,9 +433,7 @@ class ChatModelAgent:
             notes: dict[str, str] = {}
             todo = [c for c in calls if c.id not in loop.completed]
             if plan.before_tools and todo:
-                batch = ToolBatch(
-                    calls=todo, ctx=ctx, address=(*ctx.address, AddressSegment("tool", "batch", str(loop.remaining)))
-                )
+                batch = ToolBatch(calls=todo, ctx=ctx, address=_batch_address(ctx, loop))
                 try:
                     for batch_hook in plan.before_tools:
                         await _maybe_await(batch_hook(batch))
@@ -510,7 +509,7 @@ class ChatModelAgent:
                 done = ToolBatch(
                     calls=list(calls),
                     ctx=ctx,
-                    address=(*ctx.address, AddressSegment("tool", "batch", str(loop.remaining))),
+                    address=_batch_address(ctx, loop),
                     results={c.id: loop.completed[c.id].message.content for c in calls},
                 )
                 for batch_hook in plan.after_tools:
@@ -676,6 +675,11 @@ class ChatModelAgent:
 
 _NO_RESULT = Message(role="tool")
 _MAX_CALL_RETRIES = 10
+
+
+def _batch_address(ctx: RunContext, loop: ReactState) -> Address:
+    """Where a round's tool batch is in the run: its middlewares' interrupts are addressed here."""
+    return (*ctx.address, AddressSegment("tool", "batch", str(loop.remaining)))
 
 
 def _tool_event(message: Message, action: AgentAction | None) -> AgentEvent:

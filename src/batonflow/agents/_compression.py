@@ -640,18 +640,14 @@ class ContextCompressionInterceptor(AgentMiddleware):
                 message = capped
             current.append(message)
             tokens.append(counted)
-        removed, summarized = 0, False
+        before, summarized = len(messages), False
         if len(current) > self.max_messages or sum(tokens) > self.threshold:
             compressed, tokens, summarized = await self._compress(current, tokens, task, ctx)
             if compressed is not current:
-                removed = len(current) - len(compressed) + int(summarized)  # the summary is not a removal
                 current, changed = compressed, True
         if changed:
             messages[:] = current  # in place: the agent's loop state holds this very list
-        if ctx.trace is not None:
-            await ctx.trace.event(
-                ContextSize, message_count=len(current), tokens=sum(tokens), removed=removed, summarized=summarized
-            )
+        await _report_size(ctx, before, current, tokens, summarized)
 
     async def _on_model_error(
         self, state: ChatModelAgentState, error: Exception, attempt: int, ctx: RunContext
@@ -665,16 +661,9 @@ class ContextCompressionInterceptor(AgentMiddleware):
         compressed, counted, summarized = await self._compress(list(messages), tokens, _task_end(messages), ctx)
         if len(compressed) >= len(messages) and not summarized:
             return False
+        before = len(messages)
         messages[:] = compressed
-        if ctx.trace is not None:
-            removed = len(tokens) - len(compressed) + int(summarized)
-            await ctx.trace.event(
-                ContextSize,
-                message_count=len(compressed),
-                tokens=sum(counted),
-                removed=removed,
-                summarized=summarized,
-            )
+        await _report_size(ctx, before, compressed, counted, summarized)
         return True
 
     def _micro_compact(self, message: Message, tokens: int) -> tuple[Message, int]:
@@ -741,6 +730,17 @@ class ContextCompressionInterceptor(AgentMiddleware):
         result = _without_orphans(result)
         known = {id(m): t for m, t in zip(messages, tokens, strict=True)}
         return result, [known[id(m)] if id(m) in known else self.count_tokens(m) for m in result], bool(text)
+
+
+async def _report_size(
+    ctx: RunContext, before: int, messages: Sequence[Message], tokens: Sequence[int], summarized: bool
+) -> None:
+    """The ``ContextSize`` event of a context that had ``before`` messages and now has ``messages``."""
+    if ctx.trace is not None:
+        removed = before - len(messages) + int(summarized)  # the summary is not a removal
+        await ctx.trace.event(
+            ContextSize, message_count=len(messages), tokens=sum(tokens), removed=removed, summarized=summarized
+        )
 
 
 def _task_end(messages: Sequence[Message]) -> int:

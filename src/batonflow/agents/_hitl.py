@@ -172,8 +172,6 @@ class HITLInterceptor(AgentMiddleware):
         saved = batch.get_interrupt_state()
         if saved.was_interrupted and isinstance(saved.state, _Waiting):
             return saved.state.tasks, dict(saved.state.decided)
-        if saved.was_interrupted and isinstance(saved.state, HITLPending):  # checkpoints saved before _Waiting
-            return saved.state.tasks, {}
         tasks = tuple(
             PendingTask(call_id=c.id, tool_name=c.function.name, arguments=c.function.arguments, comment=reason)
             for c in batch.calls

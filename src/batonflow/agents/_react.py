@@ -32,7 +32,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from ..adk._builtin import get_language
+from ..adk._builtin import _parse_arguments, get_language
 from ..adk._chatmodel import ChatModelAgent, ModelRetryConfig, ReactState, Route, _Plan
 from ..adk._context import RunContext
 from ..adk._events import AgentInput
@@ -206,13 +206,7 @@ class _FeedbackTool:
         resumed = ctx.get_resume_context()
         if resumed.is_resume_target and resumed.has_data and resumed.data is not None:
             return str(resumed.data)
-        try:
-            parsed = json.loads(arguments or "{}")
-        except ValueError:
-            parsed = {}
-        reason = parsed.get("reason") if isinstance(parsed, dict) else None
-        ctx.interrupt(FeedbackRequest(str(reason) if reason else arguments))
-        raise AssertionError("unreachable: interrupt raises")
+        ctx.interrupt(FeedbackRequest(_parse_arguments(FEEDBACK_TOOL_NAME, arguments, "reason")))
 
 
 # -- the agent ---------------------------------------------------------------------------------------------------

@@ -43,21 +43,7 @@ _MAX_BODY = 1 << 28
 
 def encode(obj: Any, *, what: str = "checkpoint") -> bytes:
     """The bytes of ``obj``. ``what`` names the value in error messages (``cannot encode checkpoint: …``)."""
-    ensure_builtin_types()
-    try:
-        tree = to_tree(obj)
-    except PathError as exc:
-        raise exc.to_codec_error("encode", what) from None
-    except RecursionError:
-        raise CodecError(f"cannot encode {what}: the value is nested too deeply or contains itself") from None
-    try:
-        text = json.dumps(tree, ensure_ascii=False, separators=(",", ":"), allow_nan=False, check_circular=False)
-        try:
-            body = text.encode("utf-8")
-        except UnicodeEncodeError:  # lone surrogates: JSON escapes keep them, UTF-8 cannot
-            body = json.dumps(tree, separators=(",", ":"), allow_nan=False, check_circular=False).encode("ascii")
-    except (ValueError, RecursionError) as exc:  # an int past Python's digit limit; a very deep value
-        raise CodecError(f"cannot encode {what}: {exc}") from None
+    body = dump_json(obj, what)
     if len(body) > _MAX_BODY:  # decode would refuse it: fail now, while the caller still has the value
         raise CodecError(f"cannot encode {what}: its body is {len(body)} bytes, more than the limit of {_MAX_BODY}")
     flags = 0
@@ -75,12 +61,36 @@ def seal(body: bytes, flags: int = 0, version: int = CODEC_VERSION) -> bytes:
 
 def decode(data: bytes | bytearray | memoryview, *, what: str = "checkpoint") -> Any:
     """The value in ``data``. Anything that is not a payload this version of batonflow wrote raises ``CodecError``."""
+    return load_json(_open(data, what), what, invalid="corrupt payload: invalid JSON body")
+
+
+def dump_json(obj: Any, what: str) -> bytes:
+    """The UTF-8 JSON of ``obj``'s value tree, on one line (json.dumps escapes every line break)."""
     ensure_builtin_types()
-    body = _open(data, what)
     try:
-        tree = json.loads(body.decode("utf-8"), parse_constant=_reject_constant)
+        tree = to_tree(obj)
+    except PathError as exc:
+        raise exc.to_codec_error("encode", what) from None
+    except RecursionError:
+        raise CodecError(f"cannot encode {what}: the value is nested too deeply or contains itself") from None
+    try:
+        text = json.dumps(tree, ensure_ascii=False, separators=(",", ":"), allow_nan=False, check_circular=False)
+        try:
+            return text.encode("utf-8")
+        except UnicodeEncodeError:  # lone surrogates: JSON escapes keep them, UTF-8 cannot
+            return json.dumps(tree, separators=(",", ":"), allow_nan=False, check_circular=False).encode("ascii")
+    except (ValueError, RecursionError) as exc:  # an int past Python's digit limit; a very deep value
+        raise CodecError(f"cannot encode {what}: {exc}") from None
+
+
+def load_json(data: bytes, what: str, *, invalid: str = "invalid JSON") -> Any:
+    """The value whose value tree ``data`` holds as JSON; text that is not JSON is ``cannot decode <what>:
+    <invalid>: …``."""
+    ensure_builtin_types()
+    try:
+        tree = json.loads(data.decode("utf-8"), parse_constant=_reject_constant)
     except (UnicodeDecodeError, ValueError, RecursionError) as exc:
-        raise _corrupt(what, f"invalid JSON body: {exc}") from None
+        raise CodecError(f"cannot decode {what}: {invalid}: {exc}") from None
     try:
         return from_tree(tree)
     except PathError as exc:

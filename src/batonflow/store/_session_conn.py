@@ -22,7 +22,7 @@ from ..errors import StoreError
 from ._base import closed_error
 from ._postgres import _location as postgres_location
 from ._redis import _location as redis_location
-from ._sqlite import enable_wal
+from ._sqlite import open_database
 
 if TYPE_CHECKING:
     import asyncpg
@@ -115,19 +115,7 @@ class SqliteConnection:
         return self._conn
 
     def _connect(self) -> sqlite3.Connection:
-        if isinstance(self.path, Path):
-            self.path.parent.mkdir(parents=True, exist_ok=True)
-        conn = sqlite3.connect(self.path, timeout=self._timeout, isolation_level=None)
-        try:
-            enable_wal(conn, self._timeout)
-            conn.execute("PRAGMA synchronous=FULL")
-            with transaction(conn):
-                for statement in self._schema:
-                    conn.execute(statement)
-        except BaseException:
-            conn.close()
-            raise
-        return conn
+        return open_database(self.path, self._timeout, self._schema)
 
 
 @contextmanager

@@ -13,18 +13,15 @@ in the same directory are not coordinated: share sessions between processes thro
 
 from __future__ import annotations
 
-import json
 import os
 import secrets
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
 
-from ..errors import CodecError, UserError
+from ..errors import UserError
 from ..schema import Message
 from ._base import StoreBase
-from ._codec import _reject_constant
-from ._registry import ensure_builtin_types
+from ._codec import dump_json, load_json
 from ._session_conn import ThreadWorker
 from ._sessions import (
     SessionData,
@@ -39,8 +36,6 @@ from ._sessions import (
     state_what,
     tail,
 )
-from ._tree import from_tree, to_tree
-from ._wire import PathError
 
 __all__ = ["FileSessionStore"]
 
@@ -78,7 +73,7 @@ class FileSessionStore(StoreBase):
             if raw_state is None:
                 return SessionData(messages=messages)
             what = f"{state_what(session_id)} ({snapshot_path})"
-            return SessionData(messages=messages, state=state_from_value(_from_json(raw_state, what), what))
+            return SessionData(messages=messages, state=state_from_value(load_json(raw_state, what), what))
 
         return await self._worker.run(f"cannot read session {session_id!r}", get)
 
@@ -102,7 +97,7 @@ class FileSessionStore(StoreBase):
 
     async def set_state(self, session_id: str, state: SessionState) -> None:
         _, snapshot_path = self._paths(session_id)
-        data = _to_json(state_to_value(state), state_what(session_id)) + b"\n"
+        data = dump_json(state_to_value(state), state_what(session_id)) + b"\n"
         await self._worker.run(
             f"cannot write the state of session {session_id!r}", lambda: _write_atomic(snapshot_path, data)
         )
@@ -139,42 +134,9 @@ def check_file_id(session_id: str) -> str:
 # -- JSON lines ------------------------------------------------------------------------------------------------------
 
 
-def _to_json(value: Any, what: str) -> bytes:
-    """One line of JSON holding the codec's value tree of ``value`` (json.dumps escapes every line break)."""
-    ensure_builtin_types()
-    try:
-        tree = to_tree(value)
-    except PathError as exc:
-        raise exc.to_codec_error("encode", what) from None
-    except RecursionError:
-        raise CodecError(f"cannot encode {what}: the value is nested too deeply or contains itself") from None
-    try:
-        text = json.dumps(tree, ensure_ascii=False, separators=(",", ":"), allow_nan=False, check_circular=False)
-        try:
-            return text.encode("utf-8")
-        except UnicodeEncodeError:  # lone surrogates: JSON escapes keep them, UTF-8 cannot
-            return json.dumps(tree, separators=(",", ":"), allow_nan=False, check_circular=False).encode("ascii")
-    except (ValueError, RecursionError) as exc:
-        raise CodecError(f"cannot encode {what}: {exc}") from None
-
-
-def _from_json(data: bytes, what: str) -> Any:
-    ensure_builtin_types()
-    try:
-        tree = json.loads(data.decode("utf-8"), parse_constant=_reject_constant)
-    except (UnicodeDecodeError, ValueError, RecursionError) as exc:
-        raise CodecError(f"cannot decode {what}: invalid JSON: {exc}") from None
-    try:
-        return from_tree(tree)
-    except PathError as exc:
-        raise exc.to_codec_error("decode", what) from None
-    except RecursionError:
-        raise CodecError(f"cannot decode {what}: the value is nested too deeply") from None
-
-
 def _encode_lines(session_id: str, messages: Sequence[Message]) -> bytes:
     what = message_what(session_id)
-    return b"".join(_to_json(m, what) + b"\n" for m in check_messages(messages))
+    return b"".join(dump_json(m, what) + b"\n" for m in check_messages(messages))
 
 
 def _decode_lines(session_id: str, path: Path, data: bytes, last: int | None) -> list[Message]:
@@ -185,7 +147,7 @@ def _decode_lines(session_id: str, path: Path, data: bytes, last: int | None) ->
     out = []
     for number, line in tail(lines, last):
         where = f"{what} ({path}, line {number})"
-        out.append(expect_message(_from_json(line, where), where))
+        out.append(expect_message(load_json(line, where), where))
     return out
 
 

@@ -12,7 +12,7 @@ import asyncio
 import os
 import sqlite3
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import TypeVar
@@ -124,29 +124,43 @@ class SqliteCheckpointStore(StoreBase):
         return fn(self._conn)
 
     def _connect(self) -> sqlite3.Connection:
-        if isinstance(self.path, Path):
-            self.path.parent.mkdir(parents=True, exist_ok=True)
-        # isolation_level=None: autocommit, so each statement is its own transaction and nothing is left open.
-        conn = sqlite3.connect(self.path, timeout=self._timeout, isolation_level=None)
-        try:
-            enable_wal(conn, self._timeout)
-            # FULL: a checkpoint that set() reported saved survives a power cut, not only a killed process.
-            conn.execute("PRAGMA synchronous=FULL")
-            conn.execute(
+        return open_database(
+            self.path,
+            self._timeout,
+            [
                 f"CREATE TABLE IF NOT EXISTS {self._table} "
-                "(id TEXT PRIMARY KEY, data BLOB NOT NULL, updated_at REAL NOT NULL)"
-            )
-            conn.execute(
+                "(id TEXT PRIMARY KEY, data BLOB NOT NULL, updated_at REAL NOT NULL)",
                 f"CREATE TABLE IF NOT EXISTS {self._leases} "
-                "(id TEXT PRIMARY KEY, owner TEXT NOT NULL, expires_at REAL NOT NULL)"
-            )
-        except BaseException:
-            conn.close()
-            raise
-        return conn
+                "(id TEXT PRIMARY KEY, owner TEXT NOT NULL, expires_at REAL NOT NULL)",
+            ],
+        )
 
 
-def enable_wal(conn: sqlite3.Connection, timeout: float) -> None:
+def open_database(path: str | Path, timeout: float, schema: Sequence[str]) -> sqlite3.Connection:
+    """A connection to the database at ``path`` (its folder made if needed), in WAL mode with full sync, with
+    ``schema``'s statements run in one transaction.
+
+    The connection is in autocommit mode (``isolation_level=None``), so each statement is its own transaction and
+    nothing is left open; ``synchronous=FULL`` makes what a store reported saved survive a power cut, not only a
+    killed process. A write waits up to ``timeout`` seconds for other connections.
+    """
+    if isinstance(path, Path):
+        path.parent.mkdir(parents=True, exist_ok=True)
+    conn = sqlite3.connect(path, timeout=timeout, isolation_level=None)
+    try:
+        _enable_wal(conn, timeout)
+        conn.execute("PRAGMA synchronous=FULL")
+        conn.execute("BEGIN IMMEDIATE")
+        for statement in schema:
+            conn.execute(statement)
+        conn.execute("COMMIT")
+    except BaseException:
+        conn.close()  # rolls back what the schema had begun
+        raise
+    return conn
+
+
+def _enable_wal(conn: sqlite3.Connection, timeout: float) -> None:
     """Switch ``conn``'s database to WAL, waiting up to ``timeout`` seconds for other connections.
 
     SQLite answers "database is locked" at once, without its busy handler, when another process is switching the
