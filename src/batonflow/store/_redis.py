@@ -7,14 +7,10 @@ one atomic step on the server and an expired lease simply no longer exists.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, cast
-from urllib.parse import urlsplit
+from typing import cast
 
-from ..errors import StoreError
-from ._base import StoreBase, check_ttl, closed_error
-
-if TYPE_CHECKING:
-    import redis.asyncio
+from ._base import StoreBase, check_ttl
+from ._conn import RedisConnection
 
 __all__ = ["RedisCheckpointStore"]
 
@@ -37,16 +33,6 @@ return 0
 """
 
 
-def _import_redis() -> Any:
-    try:
-        import redis.asyncio
-        import redis.asyncio.retry
-        import redis.backoff
-    except ImportError as exc:
-        raise ImportError("RedisCheckpointStore needs the redis driver: pip install 'batonflow[redis]'") from exc
-    return redis
-
-
 class RedisCheckpointStore(StoreBase):
     """A checkpoint store in the Redis server at ``url`` (``redis://[:password@]host:port/db``).
 
@@ -63,23 +49,15 @@ class RedisCheckpointStore(StoreBase):
         connect_timeout: float = 5.0,
         command_timeout: float = 30.0,
     ) -> None:
-        driver = _import_redis()
         self._prefix = prefix
-        self._where = f"Redis checkpoint store at {_location(url)}"
-        self._connection_errors: tuple[type[BaseException], ...] = (
-            driver.exceptions.ConnectionError,
-            driver.exceptions.TimeoutError,
-            OSError,
-        )
-        self._driver_errors: tuple[type[BaseException], ...] = (driver.exceptions.RedisError, OSError)
-        # The client connects lazily, on the first command. One quick retry rides out a dropped connection; the
-        # driver's default (exponential backoff up to seconds) would make an unreachable server look like a hang.
-        self._client: redis.asyncio.Redis = driver.asyncio.Redis.from_url(
+        self._conn = RedisConnection(
             url,
-            socket_connect_timeout=connect_timeout,
-            socket_timeout=command_timeout,
-            retry=driver.asyncio.retry.Retry(driver.backoff.ExponentialBackoff(cap=0.5, base=0.05), retries=1),
+            who="RedisCheckpointStore",
+            what="checkpoint store",
+            connect_timeout=connect_timeout,
+            command_timeout=command_timeout,
         )
+        self._client = self._conn.client
         self._claim = self._client.register_script(_CLAIM)
         self._release = self._client.register_script(_RELEASE)
 
@@ -92,67 +70,43 @@ class RedisCheckpointStore(StoreBase):
     # -- the store -----------------------------------------------------------------------------------------------
 
     async def get(self, checkpoint_id: str) -> bytes | None:
-        self._check_open()
+        self._conn.check_open()
         try:
             data = await self._client.get(self._data_key(checkpoint_id))
-        except self._driver_errors as exc:
-            raise self._error(f"read checkpoint {checkpoint_id!r}", exc) from exc
+        except self._conn.errors as exc:
+            raise self._conn.error(f"read checkpoint {checkpoint_id!r}", exc) from exc
         return cast("bytes | None", data)  # decode_responses is off: Redis strings come back as bytes
 
     async def set(self, checkpoint_id: str, data: bytes) -> None:
-        self._check_open()
+        self._conn.check_open()
         try:
             await self._client.set(self._data_key(checkpoint_id), bytes(data))
-        except self._driver_errors as exc:
-            raise self._error(f"write checkpoint {checkpoint_id!r}", exc) from exc
+        except self._conn.errors as exc:
+            raise self._conn.error(f"write checkpoint {checkpoint_id!r}", exc) from exc
 
     async def delete(self, checkpoint_id: str) -> None:
-        self._check_open()
+        self._conn.check_open()
         try:
             await self._client.delete(self._data_key(checkpoint_id))
-        except self._driver_errors as exc:
-            raise self._error(f"delete checkpoint {checkpoint_id!r}", exc) from exc
+        except self._conn.errors as exc:
+            raise self._conn.error(f"delete checkpoint {checkpoint_id!r}", exc) from exc
 
     async def claim(self, checkpoint_id: str, owner: str, ttl: float) -> bool:
         ttl_ms = max(1, round(check_ttl(ttl) * 1000))
-        self._check_open()
+        self._conn.check_open()
         try:
             won = await self._claim(keys=[self._lease_key(checkpoint_id)], args=[owner, ttl_ms])
-        except self._driver_errors as exc:
-            raise self._error(f"claim checkpoint {checkpoint_id!r}", exc) from exc
+        except self._conn.errors as exc:
+            raise self._conn.error(f"claim checkpoint {checkpoint_id!r}", exc) from exc
         return bool(won)
 
     async def release(self, checkpoint_id: str, owner: str) -> None:
-        self._check_open()
+        self._conn.check_open()
         try:
             await self._release(keys=[self._lease_key(checkpoint_id)], args=[owner])
-        except self._driver_errors as exc:
-            raise self._error(f"release checkpoint {checkpoint_id!r}", exc) from exc
+        except self._conn.errors as exc:
+            raise self._conn.error(f"release checkpoint {checkpoint_id!r}", exc) from exc
 
     async def close(self) -> None:
-        if not self._closed:
-            self._closed = True
-            await self._client.aclose()
-
-    # -- plumbing ------------------------------------------------------------------------------------------------
-
-    def _check_open(self) -> None:
-        if self._closed:
-            raise closed_error(self._where, "redis")
-
-    def _error(self, operation: str, exc: BaseException) -> StoreError:
-        detail = str(exc) or type(exc).__name__
-        if isinstance(exc, self._connection_errors):
-            # The client connects on the first command, so an unreachable server shows up here.
-            return StoreError(f"{self._where}: cannot connect: {detail} (while trying to {operation})", backend="redis")
-        return StoreError(f"{self._where}: cannot {operation}: {detail}", backend="redis")
-
-
-def _location(url: str) -> str:
-    """``host:port`` without credentials, for messages."""
-    try:
-        parts = urlsplit(url)
-        netloc = parts.netloc.rpartition("@")[2]
-    except ValueError:
-        return "<unparsable URL>"
-    return netloc or parts.path or "localhost:6379"
+        self._closed = True
+        await self._conn.close()

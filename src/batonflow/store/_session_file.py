@@ -22,7 +22,7 @@ from ..errors import UserError
 from ..schema import Message
 from ._base import StoreBase
 from ._codec import dump_json, load_json
-from ._session_conn import ThreadWorker
+from ._conn import ThreadWorker
 from ._sessions import (
     SessionData,
     SessionState,

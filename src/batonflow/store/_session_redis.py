@@ -14,7 +14,7 @@ from typing import cast
 
 from ..schema import Message
 from ._base import StoreBase
-from ._session_conn import RedisConnection
+from ._conn import RedisConnection
 from ._sessions import (
     SessionData,
     SessionState,

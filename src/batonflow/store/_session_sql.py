@@ -17,7 +17,7 @@ from typing import Any
 
 from ..schema import Message
 from ._base import StoreBase, check_table_name
-from ._session_conn import PostgresPool, SqliteConnection, transaction
+from ._conn import PostgresPool, SqliteConnection, transaction
 from ._sessions import (
     SessionData,
     SessionState,

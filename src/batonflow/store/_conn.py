@@ -1,9 +1,8 @@
-"""Connection plumbing for the session stores: one worker thread, an SQLite connection, an asyncpg pool, a Redis client.
+"""Connection plumbing for the stores: one worker thread, an SQLite connection, an asyncpg pool, a Redis client.
 
-Each helper is the pattern the checkpoint stores use (``_sqlite.py``, ``_postgres.py``, ``_redis.py``), lifted out so
-that a store only says what it stores: a worker thread owns blocking I/O, driver failures become ``StoreError``
-messages that name the backend, where it is and the operation, and the drivers are imported when a store is made,
-never when ``batonflow.store`` is imported.
+A store only says what it stores: a worker thread owns blocking I/O, driver failures become ``StoreError`` messages
+that name the backend, where it is and the operation, and the drivers are imported when a store is made, never
+when ``batonflow.store`` is imported.
 """
 
 from __future__ import annotations
@@ -17,11 +16,10 @@ from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
+from urllib.parse import urlsplit
 
 from ..errors import StoreError
 from ._base import closed_error
-from ._postgres import _location as postgres_location
-from ._redis import _location as redis_location
 from ._sqlite import open_database
 
 if TYPE_CHECKING:
@@ -49,6 +47,26 @@ def import_redis(who: str) -> Any:
     except ImportError as exc:
         raise ImportError(f"{who} needs the redis driver: pip install 'batonflow[redis]'") from exc
     return redis
+
+
+def postgres_location(dsn: str) -> str:
+    """``host:port`` (or the DSN's host list) without credentials, for messages."""
+    try:
+        parts = urlsplit(dsn)
+        netloc = parts.netloc.rpartition("@")[2]
+    except ValueError:
+        return "<unparsable DSN>"
+    return netloc or "localhost:5432"
+
+
+def redis_location(url: str) -> str:
+    """``host:port`` without credentials, for messages."""
+    try:
+        parts = urlsplit(url)
+        netloc = parts.netloc.rpartition("@")[2]
+    except ValueError:
+        return "<unparsable URL>"
+    return netloc or parts.path or "localhost:6379"
 
 
 class ThreadWorker:
