@@ -10,6 +10,7 @@ from __future__ import annotations
 import asyncio
 import os
 import sqlite3
+import time
 import zlib
 from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
@@ -20,7 +21,6 @@ from urllib.parse import urlsplit
 
 from ..errors import StoreError
 from ._base import closed_error
-from ._sqlite import open_database
 
 if TYPE_CHECKING:
     import asyncpg
@@ -105,8 +105,8 @@ class ThreadWorker:
 class SqliteConnection:
     """An SQLite connection owned by one worker thread (sqlite3 connections must not be shared between threads).
 
-    Like ``SqliteCheckpointStore``: autocommit, WAL, ``synchronous=FULL``; ``schema`` statements run once, on the
-    first call. A call that needs several statements to be atomic wraps them in ``transaction``.
+    Autocommit, WAL, ``synchronous=FULL`` (see ``_open_database``); ``schema`` statements run once, on the first
+    call. A call that needs several statements to be atomic wraps them in ``transaction``.
     """
 
     def __init__(self, path: str | os.PathLike[str], *, timeout: float, schema: Sequence[str], where: str) -> None:
@@ -129,11 +129,50 @@ class SqliteConnection:
 
     def _connected(self) -> sqlite3.Connection:
         if self._conn is None:
-            self._conn = self._connect()
+            self._conn = _open_database(self.path, self._timeout, self._schema)
         return self._conn
 
-    def _connect(self) -> sqlite3.Connection:
-        return open_database(self.path, self._timeout, self._schema)
+
+def _open_database(path: str | Path, timeout: float, schema: Sequence[str]) -> sqlite3.Connection:
+    """A connection to the database at ``path`` (its folder made if needed), in WAL mode with full sync, with
+    ``schema``'s statements run in one transaction.
+
+    The connection is in autocommit mode (``isolation_level=None``), so each statement is its own transaction and
+    nothing is left open; ``synchronous=FULL`` makes what a store reported saved survive a power cut, not only a
+    killed process. A write waits up to ``timeout`` seconds for other connections.
+    """
+    if isinstance(path, Path):
+        path.parent.mkdir(parents=True, exist_ok=True)
+    conn = sqlite3.connect(path, timeout=timeout, isolation_level=None)
+    try:
+        _enable_wal(conn, timeout)
+        conn.execute("PRAGMA synchronous=FULL")
+        conn.execute("BEGIN IMMEDIATE")
+        for statement in schema:
+            conn.execute(statement)
+        conn.execute("COMMIT")
+    except BaseException:
+        conn.close()  # rolls back what the schema had begun
+        raise
+    return conn
+
+
+def _enable_wal(conn: sqlite3.Connection, timeout: float) -> None:
+    """Switch ``conn``'s database to WAL, waiting up to ``timeout`` seconds for other connections.
+
+    SQLite answers "database is locked" at once, without its busy handler, when another process is switching the
+    same new database's journal mode at the same moment: retried here, so that processes opening a fresh file
+    together all get in.
+    """
+    deadline = time.monotonic() + timeout
+    while True:
+        try:
+            conn.execute("PRAGMA journal_mode=WAL")
+            return
+        except sqlite3.OperationalError as exc:
+            if "locked" not in str(exc) or time.monotonic() >= deadline:
+                raise
+            time.sleep(0.01)
 
 
 @contextmanager
