@@ -264,7 +264,7 @@ async def test_compression_removes_dangling_tool_results_and_empty_assistant_mes
         turns(1, 5)[0],
         tool_message("r5", tool_call_id="c5_1"),
     ]
-    state = ChatModelAgentState(messages=messages, tools=[])
+    state = ChatModelAgentState(messages=messages, remaining=1)
     await before_chat_model(interceptor, state)
     assert shape(state.messages) == ["system:s", "user:go", "call:c5_1", "result:c5_1"]
     assert state.messages is messages  # changed in place: the agent's loop holds this list
@@ -274,7 +274,7 @@ async def test_a_transcript_under_the_limits_is_left_alone() -> None:
     interceptor = ContextCompressionInterceptor()
     messages = [system("s"), user("go"), assistant(""), tool_message("orphan", tool_call_id="x")]
     original = list(messages)
-    state = ChatModelAgentState(messages=messages, tools=[])
+    state = ChatModelAgentState(messages=messages, remaining=1)
     await before_chat_model(interceptor, state)
     assert state.messages == original
 

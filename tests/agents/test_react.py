@@ -6,10 +6,9 @@ from typing import Any
 import pytest
 from pydantic import BaseModel
 
-from batonflow.adk import AgentEvent, InterruptInfo, Runner, collect_events, set_language
+from batonflow.adk import AgentEvent, InterruptInfo, ModelRetryConfig, Runner, collect_events, set_language
 from batonflow.agents import FeedbackRequest, ReActAgent
 from batonflow.errors import UserError
-from batonflow.models import RetryingModel
 from batonflow.schema import Message, assistant, user
 from batonflow.store import MemoryCheckpointStore
 from batonflow.testing import ScriptedModel, tool_calls
@@ -504,8 +503,7 @@ async def test_solons_defaults() -> None:
         8,
     )
     assert agent.style == "native" and not agent.auto_rethink and agent.execute_sequentially
-    assert isinstance(agent.model, RetryingModel)
-    assert (agent.model.max_retries, agent.model.base_delay) == (3, 1.0)
+    assert agent.model_retry == ModelRetryConfig(max_retries=3, base_delay=1.0)
 
 
 @pytest.mark.parametrize(

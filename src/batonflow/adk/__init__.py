@@ -4,16 +4,12 @@ from ._agent import Agent as Agent
 from ._agent import ResumableAgent as ResumableAgent
 from ._agent_tool import AgentTool as AgentTool
 from ._builtin import ExitTool as ExitTool
+from ._builtin import Language as Language
 from ._builtin import TransferToAgentTool as TransferToAgentTool
 from ._builtin import get_language as get_language
+from ._builtin import parse_tool_argument as parse_tool_argument
 from ._builtin import set_language as set_language
-from ._chatmodel import AgentMiddleware as AgentMiddleware
 from ._chatmodel import ChatModelAgent as ChatModelAgent
-from ._chatmodel import ChatModelAgentResumeData as ChatModelAgentResumeData
-from ._chatmodel import ChatModelAgentState as ChatModelAgentState
-from ._chatmodel import ModelRetryConfig as ModelRetryConfig
-from ._chatmodel import ToolBatch as ToolBatch
-from ._chatmodel import ToolCallHandler as ToolCallHandler
 from ._context import RunContext as RunContext
 from ._context import RunSession as RunSession
 from ._context import SessionEvent as SessionEvent
@@ -53,6 +49,15 @@ from ._runner import collect_events as collect_events
 from ._workflow import LoopAgent as LoopAgent
 from ._workflow import ParallelAgent as ParallelAgent
 from ._workflow import SequentialAgent as SequentialAgent
+from .loop import AgentMiddleware as AgentMiddleware
+from .loop import ChatModelAgentResumeData as ChatModelAgentResumeData
+from .loop import ChatModelAgentState as ChatModelAgentState
+from .loop import ModelAgent as ModelAgent
+from .loop import ModelRetryConfig as ModelRetryConfig
+from .loop import ReactState as ReactState
+from .loop import ToolBatch as ToolBatch
+from .loop import ToolCallHandler as ToolCallHandler
+from .loop import render_instruction as render_instruction
 
 __all__ = [
     "Agent",
@@ -72,10 +77,13 @@ __all__ = [
     "HistoryRewriter",
     "InterruptCtx",
     "InterruptInfo",
+    "Language",
     "LoopAgent",
     "MessageVariant",
+    "ModelAgent",
     "ModelRetryConfig",
     "ParallelAgent",
+    "ReactState",
     "ResumableAgent",
     "ResumeInfo",
     "RunContext",
@@ -100,7 +108,9 @@ __all__ = [
     "new_executor",
     "new_planner",
     "new_replanner",
+    "parse_tool_argument",
     "plan_execute_replan",
+    "render_instruction",
     "rewrite_message",
     "set_language",
     "set_sub_agents",

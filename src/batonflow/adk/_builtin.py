@@ -20,9 +20,11 @@ __all__ = [
     "EXIT_TOOL_NAME",
     "TRANSFER_TOOL_NAME",
     "ExitTool",
+    "Language",
     "TransferToAgentTool",
     "gen_transfer_messages",
     "get_language",
+    "parse_tool_argument",
     "set_language",
     "transfer_instruction",
     "transfer_tool_output",
@@ -96,7 +98,9 @@ def gen_transfer_messages(dest: str) -> tuple[Message, Message]:
     )
 
 
-def _parse_arguments(tool: str, arguments: str, key: str) -> str:
+def parse_tool_argument(tool: str, arguments: str, key: str) -> str:
+    """The string ``key`` of a built-in tool's JSON arguments; a ``ToolArgumentsError`` the model can read if
+    the arguments are not a JSON object with that string."""
     try:
         parsed: Any = json.loads(arguments or "{}")
     except ValueError:
@@ -133,7 +137,7 @@ class TransferToAgentTool:
 
     async def invoke(self, arguments: str, ctx: ToolContext | None = None) -> str:
         # Like the original, the name is not checked here: the flow agent reports an unknown agent.
-        dest = _parse_arguments(TRANSFER_TOOL_NAME, arguments, "agent_name")
+        dest = parse_tool_argument(TRANSFER_TOOL_NAME, arguments, "agent_name")
         if ctx is not None:
             ctx.action = transfer_action(dest)
         return transfer_tool_output(dest)
@@ -153,7 +157,7 @@ class ExitTool:
     )
 
     async def invoke(self, arguments: str, ctx: ToolContext | None = None) -> str:
-        result = _parse_arguments(EXIT_TOOL_NAME, arguments, "final_result")
+        result = parse_tool_argument(EXIT_TOOL_NAME, arguments, "final_result")
         if ctx is not None:
             ctx.action = exit_action()
         return result

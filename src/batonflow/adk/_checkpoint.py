@@ -15,12 +15,12 @@ from ..schema import Message
 from ..store import decode, encode, register_type
 from ..tools import AddressSegment, InterruptSignal
 from ._agent_tool import AgentToolState
-from ._chatmodel import ReactState, ToolResult
 from ._context import RunContext, SessionEvent
 from ._deterministic import DeterministicTransferState
 from ._events import AgentAction, BreakLoopAction, RunStep, TransferToAgentAction
 from ._interrupt import InterruptRecord, flatten
 from ._workflow import LoopState, ParallelState, SequentialState
+from .loop import ReactState, ToolResult
 
 __all__ = ["Checkpoint", "decode_checkpoint", "encode_checkpoint"]
 

@@ -11,7 +11,7 @@ from ..errors import UserError
 from ..schema import Message, Role
 from ..store import register_type
 from ..tools import ToolInfo
-from ._chatmodel import render_instruction
+from .loop import render_instruction
 
 __all__ = [
     "EXECUTED_STEP",

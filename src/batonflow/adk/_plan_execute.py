@@ -14,8 +14,8 @@ from contextlib import aclosing
 from typing import TypeAlias
 
 from ..errors import RunError, UserError
-from ..models import ChatModel, ForcedTool, ToolChoice
-from ..schema import Message, assistant, concat_messages
+from ..models import ChatModel, ForcedTool
+from ..schema import Message, assistant
 from ..tools import Tool, ToolInfo
 from ._agent import Agent
 from ._chatmodel import ChatModelAgent
@@ -39,6 +39,7 @@ from ._plan import (
     _prompt_values,
 )
 from ._workflow import LoopAgent, SequentialAgent
+from .loop import ModelStep
 
 __all__ = ["new_executor", "new_planner", "new_replanner", "plan_execute_replan"]
 
@@ -72,6 +73,8 @@ class _Planner:
         self.plan_tool = plan_tool
         self.gen_input = gen_input
         self.parse_plan = parse_plan
+        # One tool offered and a call required: the original's "forced" choice is this tool.
+        self._step = ModelStep(model, tool_choice=ForcedTool(plan_tool.name) if plan_tool is not None else None)
 
     def __repr__(self) -> str:
         return f"planner({self.name!r}, model={self.model.model_name!r})"
@@ -87,11 +90,10 @@ class _Planner:
             else:
                 messages = PLANNER_PROMPT.format({"input": user_input})
             answer = _ask(
-                self.model,
+                self._step,
                 messages,
-                tools=[tool] if tool is not None else None,
-                # One tool offered and a call required: the original's "forced" choice is this tool.
-                tool_choice=ForcedTool(tool.name) if tool is not None else None,
+                [tool] if tool is not None else None,
+                ctx,
                 streaming=input.enable_streaming,
                 as_arguments=tool is not None,
             )
@@ -139,6 +141,8 @@ class _Replanner:
         self.respond_tool = respond_tool
         self.gen_input = gen_input
         self.parse_plan = parse_plan
+        # The original's "forced" choice: some tool must be called, the model picks which.
+        self._step = ModelStep(model, tool_choice="required")
 
     def __repr__(self) -> str:
         return f"replanner({self.name!r}, model={self.model.model_name!r})"
@@ -163,11 +167,10 @@ class _Replanner:
                 values = {**_prompt_values(context), "plan_tool": plan_tool.name, "respond_tool": respond.name}
                 messages = REPLANNER_PROMPT.format(values)
             answer = _ask(
-                self.model,
+                self._step,
                 messages,
-                tools=[plan_tool, respond],
-                # The original's "forced" choice: some tool must be called, the model picks which.
-                tool_choice="required",
+                [plan_tool, respond],
+                ctx,
                 streaming=input.enable_streaming,
                 as_arguments=True,
             )
@@ -331,25 +334,27 @@ def _parse_plan(parse: PlanParser, text: str) -> PlanLike:
 
 
 async def _ask(
-    model: ChatModel,
+    step: ModelStep,
     messages: list[Message],
-    *,
     tools: list[ToolInfo] | None,
-    tool_choice: ToolChoice | None,
+    ctx: RunContext,
+    *,
     streaming: bool,
     as_arguments: bool,
 ) -> AsyncGenerator[AgentEvent | Message, None]:
-    """The model's answer: first the event that shows it to the caller, then the whole message.
+    """The model's answer, asked through the agent's model step: first the event that shows it to the caller, then
+    the whole message.
 
     With ``as_arguments`` the event shows the first tool call's arguments (the plan's or the response's JSON) as
     assistant text; an answer without tool calls shows nothing (the caller reports it).
     """
     if streaming:
-        shown, whole = model.stream(messages, tools=tools, tool_choice=tool_choice).tap()
-        yield event_from_message(stream=shown.convert(_first_call_arguments()) if as_arguments else shown)
-        yield concat_messages(await whole.chunks())
+        reply = await step.stream(messages, tools, ctx, show=_first_call_arguments() if as_arguments else None)
+        assert reply is not None
+        yield reply.event
+        yield await reply.message()
         return
-    message = await model.generate(messages, tools=tools, tool_choice=tool_choice)
+    message = await step.generate(messages, tools, ctx)
     if not as_arguments:
         yield event_from_message(message)
     elif message.tool_calls:

@@ -18,9 +18,8 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any, Literal
 
-from ..adk._builtin import get_language
-from ..adk._context import RunContext
-from ..adk._middleware import AgentMiddleware, ToolBatch
+from ..adk import RunContext, get_language
+from ..adk.loop import AgentMiddleware, ToolBatch
 from ..errors import UserError
 from ..observe import _events as trace_events
 from ..schema import FunctionCall, ToolCall

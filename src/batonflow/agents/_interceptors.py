@@ -16,7 +16,7 @@ from collections.abc import Awaitable, Callable
 from ..adk import AgentMiddleware, ChatModelAgentState, RunContext, ToolCallHandler
 from ..errors import ToolArgumentsError, UserError
 from ..schema import Message, ToolCall, user
-from ..tools import InterruptSignal, ToolContext
+from ..tools import ToolContext
 
 __all__ = [
     "StopLoopInterceptor",
@@ -125,8 +125,6 @@ def tool_retry(
             while True:
                 try:
                     return await handler(tool_call, ctx)
-                except InterruptSignal:
-                    raise
                 except ToolArgumentsError as error:
                     return _invalid_arguments(name, error)
                 except Exception as error:

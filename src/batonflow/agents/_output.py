@@ -15,8 +15,7 @@ from typing import Any, TypeVar, overload
 
 from pydantic import BaseModel, ValidationError
 
-from ..adk._builtin import get_language
-from ..adk._events import AgentEvent
+from ..adk import AgentEvent, get_language
 from ..errors import RunError, UserError
 from ..schema import Message
 from ..tools._feedback import data_path, describe_json_text, describe_json_value, show_value
@@ -55,7 +54,7 @@ def parse_output(source: AgentEvent | Message | str, schema: OutputSchema) -> An
     is returned) or a JSON Schema dict (the validated JSON value is returned). A ```` ```json ```` fence around the
     JSON is ignored. An answer that does not fit raises ``RunError`` saying what was expected and what was found.
     """
-    spec = _Schema.of(schema)
+    spec = Schema.of(schema)
     if isinstance(source, AgentEvent):
         output = source.output
         if spec.model is not None and output is not None and isinstance(output.customized_output, spec.model):
@@ -80,7 +79,7 @@ _FENCE = re.compile(r"^```[A-Za-z0-9_-]*\s*(.*?)\s*```$", re.DOTALL)
 
 
 @dataclass(frozen=True, slots=True)
-class _Schema:
+class Schema:
     """An output schema ready to use: its JSON Schema for the prompt, and how answers are checked against it."""
 
     label: str
@@ -89,10 +88,10 @@ class _Schema:
     model: type[BaseModel] | None = None
 
     @staticmethod
-    def of(schema: OutputSchema) -> _Schema:
+    def of(schema: OutputSchema) -> Schema:
         if isinstance(schema, type) and issubclass(schema, BaseModel):
             json_schema = schema.model_json_schema()
-            return _Schema(schema.__name__, json_schema, json.dumps(json_schema, ensure_ascii=False), schema)
+            return Schema(schema.__name__, json_schema, json.dumps(json_schema, ensure_ascii=False), schema)
         if not isinstance(schema, Mapping):
             raise UserError(
                 f"output_schema: expected a pydantic BaseModel subclass or a JSON Schema dict, got {schema!r}"
@@ -104,7 +103,7 @@ class _Schema:
             raise UserError(f"output_schema: expected a JSON Schema made of JSON values, got {error}") from None
         _check_refs(json_schema, json_schema)
         title = json_schema.get("title")
-        return _Schema(title if isinstance(title, str) and title else "the output schema", json_schema, text)
+        return Schema(title if isinstance(title, str) and title else "the output schema", json_schema, text)
 
     def instruction(self) -> str:
         return _SCHEMA_INSTRUCTION[get_language()] + self.text

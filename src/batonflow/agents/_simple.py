@@ -1,4 +1,4 @@
-"""``SimpleAgent``: one model call per run, with retries, a history window and typed output (reference §B.1).
+"""``SimpleAgent``: one model call per run, with retries, a history window and typed output (Solon's SimpleAgent).
 
 Solon's one-shot agent as a batonflow ``Agent``: it builds one request — the system prompt rendered from the run's
 session values, plus the output-schema instruction when there is one; the last ``history_window`` messages of its
@@ -18,21 +18,16 @@ import asyncio
 from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable, Sequence
 from contextlib import aclosing
 from dataclasses import dataclass
-from typing import TypeVar
 
-from ..adk._chatmodel import render_instruction
-from ..adk._context import RunContext
-from ..adk._events import AgentEvent, AgentInput, event_from_message
-from ..errors import ModelError, RunError, StreamClosedError, UserError
-from ..models import ChatModel, ModelSettings, is_retryable_error
-from ..observe._trace import OpenReason
-from ..schema import Message, MessageStream, Stream, concat_messages, system
+from ..adk import AgentEvent, AgentInput, RunContext, event_from_message
+from ..adk.loop import ModelRetry, ModelStep, is_empty_answer, render_instruction
+from ..errors import ModelError, RunError, UserError
+from ..models import ChatModel, ModelSettings
+from ..schema import Message, system
 from ..tools import Tool, ToolInfo
-from ._output import OutputSchema, _Schema, parse_output
+from ._output import OutputSchema, Schema, parse_output
 
 __all__ = ["SimpleAgent", "parse_output"]
-
-T = TypeVar("T")
 
 # Solon's RetryTask caps its exponential backoff at 30 seconds.
 _MAX_DELAY = 30.0
@@ -103,8 +98,19 @@ class SimpleAgent:
         self.output_key = output_key
         self.output_schema = output_schema
         self.model_settings = model_settings
-        self._schema = _Schema.of(output_schema) if output_schema is not None else None
+        self._schema = Schema.of(output_schema) if output_schema is not None else None
         self._sleep = sleep
+        self._step = ModelStep(
+            model,
+            settings=model_settings,
+            retry=ModelRetry(
+                attempts=max_retries,
+                backoff=lambda attempt: min(retry_delay * 2.0 ** (attempt - 1), _MAX_DELAY),
+                label=f"simple agent '{name}'",
+                retry_empty=True,
+                sleep=sleep,
+            ),
+        )
 
     def __repr__(self) -> str:
         return f"SimpleAgent(name={self.name!r}, model={self.model.model_name!r})"
@@ -124,22 +130,10 @@ class SimpleAgent:
                 yield event
 
     async def _generate(self, messages: list[Message], ctx: RunContext) -> AsyncGenerator[AgentEvent, None]:
-        trace = ctx.trace
-
-        async def attempt() -> Message | None:
-            reason = await trace.reason_start(self.model.model_name, messages, self.tools) if trace else None
-            try:
-                message = await self.model.generate(messages, tools=self.tools or None, settings=self.model_settings)
-            except Exception as error:
-                if reason is not None:
-                    await reason.end(error=error)
-                raise
-            if reason is not None:
-                await reason.end(message)
-            return None if _is_empty(message) else message
-
         try:
-            message = await self._with_retries(attempt)
+            message = await self._step.generate(messages, self.tools or None, ctx)
+            if is_empty_answer(message):
+                raise self._empty_answer()
         except Exception as error:
             yield AgentEvent(error=error)
             return
@@ -150,81 +144,38 @@ class SimpleAgent:
             yield AgentEvent(error=failure)
 
     async def _stream(self, messages: list[Message], ctx: RunContext) -> AsyncGenerator[AgentEvent, None]:
-        try:
-            held, rest = await self._with_retries(lambda: self._open_stream(messages, ctx))
-        except Exception as error:
-            yield AgentEvent(error=error)
-            return
         # The answer is checked by the stream itself once its last chunk is read, so that a caller who has read
         # the stream finds the parsed value on the event, whoever pulled the chunks.
         done = _Done()
-        caller, whole = Stream.from_async_iter(self._deliver(held, rest, done, ctx)).tap()
-        done.event = event = event_from_message(stream=caller)
-        joined: asyncio.Future[Message] = asyncio.get_running_loop().create_future()
-        assert event.output is not None and event.output.message_output is not None
-        event.output.message_output._joined = joined
         try:
-            yield event
-            try:
-                await whole.chunks()
-            except BaseException as error:
-                joined.set_exception(error)
-                joined.exception()  # retrieved here; history readers re-raise it
-                raise
-            assert done.message is not None
-            joined.set_result(done.message)
+            reply = await self._step.stream(
+                messages,
+                self.tools or None,
+                ctx,
+                hold_back=True,
+                on_end=lambda message: self._ended(message, done, ctx),
+            )
+            if reply is None:
+                raise self._empty_answer()
+        except Exception as error:
+            yield AgentEvent(error=error)
+            return
+        done.event = reply.event
+        try:
+            yield reply.event
+            await reply.message()
         except Exception as error:
             yield AgentEvent(error=error)
             return
         finally:
-            if not joined.done():
-                # The caller stopped reading the run: nobody joins this message, and the model's answer, already
-                # under way, is not read to its end.
-                joined.cancel()
-                await rest.aclose()
+            # The caller stopped reading the run: nobody joins this message.
+            await reply.abandon()
         if done.failure is not None:
             yield AgentEvent(error=done.failure)
 
-    async def _open_stream(
-        self, messages: list[Message], ctx: RunContext
-    ) -> tuple[list[Message], MessageStream] | None:
-        """The model's stream, read up to its first visible chunk (returned with the chunks before it); None if
-        the answer ended empty. Chunks that show nothing (a role, response meta) are held back, so that an empty
-        answer can be retried without the caller having seen any of it. Traced, the stream ends the model call's
-        span when it ends."""
-        trace = ctx.trace
-        reason = await trace.reason_start(self.model.model_name, messages, self.tools) if trace else None
-        stream = self.model.stream(messages, tools=self.tools or None, settings=self.model_settings)
-        if reason is not None:
-            stream = Stream.from_async_iter(_traced(stream, reason))
-        held: list[Message] = []
-        keep = False
-        try:
-            async for chunk in stream:
-                held.append(chunk)
-                if _shows_something(chunk):
-                    keep = True
-                    return held, stream
-            return None
-        finally:
-            if not keep:
-                await stream.aclose()
-
-    async def _deliver(
-        self, held: list[Message], rest: MessageStream, done: _Done, ctx: RunContext
-    ) -> AsyncIterator[Message]:
-        chunks = list(held)
-        try:
-            for chunk in held:
-                yield chunk
-            async for chunk in rest:
-                chunks.append(chunk)
-                yield chunk
-        finally:
-            await rest.aclose()
-        done.message = message = concat_messages(chunks)
+    def _ended(self, message: Message, done: _Done, ctx: RunContext) -> None:
         assert done.event is not None
-        if _is_empty(message):
+        if is_empty_answer(message):
             # Only reasoning came: it was streamed already, so the answer is not asked for again.
             done.failure = ModelError(
                 f"simple agent '{self.name}': expected an answer from model '{self.model.model_name}', got an "
@@ -234,28 +185,12 @@ class SimpleAgent:
             return
         done.failure = self._conclude(message, done.event, ctx)
 
-    async def _with_retries(self, attempt: Callable[[], Awaitable[T | None]]) -> T:
-        """``attempt()`` until it gives an answer (None is an empty one), up to ``max_retries`` times."""
-        number = 1
-        while True:
-            try:
-                answer = await attempt()
-            except Exception as error:
-                if number >= self.max_retries or not is_retryable_error(error):
-                    if number > 1:
-                        error.add_note(f"simple agent '{self.name}': gave up after {number} attempts")
-                    raise
-            else:
-                if answer is not None:
-                    return answer
-                if number >= self.max_retries:
-                    raise ModelError(
-                        f"simple agent '{self.name}' failed after {_attempts(number)}: expected an answer from "
-                        f"model '{self.model.model_name}', got an empty response (no content and no tool calls)",
-                        model=self.model.model_name,
-                    )
-            await self._sleep(min(self.retry_delay * 2.0 ** (number - 1), _MAX_DELAY))
-            number += 1
+    def _empty_answer(self) -> ModelError:
+        return ModelError(
+            f"simple agent '{self.name}' failed after {_attempts(self.max_retries)}: expected an answer from "
+            f"model '{self.model.model_name}', got an empty response (no content and no tool calls)",
+            model=self.model.model_name,
+        )
 
     def _model_input(self, input: AgentInput, ctx: RunContext) -> list[Message]:
         if not input.messages:
@@ -310,33 +245,7 @@ class _Done:
     """How a streamed answer ended, filled in by the stream once it is read to the end."""
 
     event: AgentEvent | None = None
-    message: Message | None = None
     failure: RunError | None = None
-
-
-async def _traced(stream: MessageStream, reason: OpenReason) -> AsyncIterator[Message]:
-    """``stream``'s chunks; at its end the model call's ``ReasonEnd`` with the whole message (or the error)."""
-    chunks: list[Message] = []
-    error: BaseException | None = StreamClosedError("the reader stopped before the model's answer ended")
-    try:
-        async for chunk in stream:
-            chunks.append(chunk)
-            yield chunk
-        error = None
-    except Exception as failure:
-        error = failure
-        raise
-    finally:
-        await stream.aclose()
-        await reason.end(concat_messages(chunks) if error is None else None, error=error)
-
-
-def _is_empty(message: Message) -> bool:
-    return not (message.tool_calls or message.parts or message.text.strip())
-
-
-def _shows_something(chunk: Message) -> bool:
-    return bool(chunk.tool_calls or chunk.parts or chunk.content.strip() or chunk.reasoning_content.strip())
 
 
 def _attempts(n: int) -> str:

@@ -252,10 +252,13 @@ class TraceScope:
         token = _CURRENT.set(scope)
         try:
             result = await running
+        except InterruptSignal:
+            _CURRENT.reset(token)
+            await self._tool_end(span, call, started, None, None, True)
+            raise
         except Exception as error:
             _CURRENT.reset(token)
-            interrupted = isinstance(error, InterruptSignal)
-            await self._tool_end(span, call, started, None, None if interrupted else error, interrupted)
+            await self._tool_end(span, call, started, None, error, False)
             raise
         except BaseException:
             _CURRENT.reset(token)

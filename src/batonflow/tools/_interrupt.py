@@ -41,8 +41,12 @@ def format_address(address: Address) -> str:
     return ";".join(str(s) for s in address)
 
 
-class InterruptSignal(Exception):
-    """Raised inside a tool (``ToolContext.interrupt``) or carried by an agent's interrupt event."""
+class InterruptSignal(BaseException):
+    """Raised inside a tool (``ToolContext.interrupt``) or carried by an agent's interrupt event.
+
+    A ``BaseException``, like ``asyncio.CancelledError``: it is control flow, not an error, so an ordinary
+    ``except Exception`` in a tool or a middleware lets it through to the loop, which waits for the person.
+    """
 
     def __init__(
         self,

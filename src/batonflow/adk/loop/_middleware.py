@@ -1,4 +1,4 @@
-"""The seams of a ChatModelAgent: middlewares, the state they see, tool batches, and instruction templates."""
+"""What middlewares plug into the loop: their hooks, the tool batch they may change, and instruction templates."""
 
 from __future__ import annotations
 
@@ -7,14 +7,15 @@ from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, NoReturn
 
-from ..errors import UserError
-from ..schema import Message, ToolCall
-from ..tools import Address, InterruptSignal, InterruptState, ResumeContext, Tool, ToolContext, ToolInfo
-from ._context import RunContext
+from ...errors import UserError
+from ...schema import ToolCall
+from ...tools import Address, InterruptSignal, InterruptState, ResumeContext, Tool, ToolContext
+from .._context import RunContext
+from ._state import ReactState
 
 __all__ = [
     "AgentMiddleware",
-    "ChatModelAgentState",
+    "BatchHook",
     "ModelErrorHook",
     "StateHook",
     "ToolBatch",
@@ -26,23 +27,19 @@ ToolCallHandler = Callable[[ToolCall, ToolContext], Awaitable[str]]
 """Runs one tool call and returns its observation; ``AgentMiddleware.wrap_tool_call`` wraps one."""
 
 
-@dataclass(slots=True, kw_only=True)
-class ChatModelAgentState:
-    """What the next model call will see; middlewares may change it."""
-
-    messages: list[Message]
-    tools: list[ToolInfo]
-
-
-StateHook = Callable[[ChatModelAgentState, RunContext], Awaitable[None] | None]
-ModelErrorHook = Callable[[ChatModelAgentState, Exception, int, RunContext], Awaitable[bool] | bool]
+StateHook = Callable[[ReactState, RunContext], Awaitable[None] | None]
+"""Sees (and may change) the loop state: the messages the next model call is sent, and the tools it is offered."""
+ModelErrorHook = Callable[[ReactState, Exception, int, RunContext], Awaitable[bool] | bool]
+BatchHook = Callable[["ToolBatch"], Awaitable[None] | None]
 
 
 @dataclass(slots=True, kw_only=True)
 class AgentMiddleware:
-    """Extends a ChatModelAgent: extra instruction and tools, hooks around the run, each model call and each
-    round of tool calls, and tool-call wrapping (Solon's interceptor hooks: agent start/end, reason start/end,
-    action start/end, and wrap tool, which sees each call's start and end).
+    """Extends an agent on the loop (``ChatModelAgent``, ``ReActAgent``): extra instruction and tools, hooks around
+    the run, each model call and each round of tool calls, and tool-call wrapping (Solon's interceptor hooks:
+    agent start/end, reason start/end, action start/end, and wrap tool, which sees each call's start and end).
+
+    The state hooks get the loop's own ``ReactState``: what they change is what the loop goes on with.
 
     ``before_agent`` runs once, before a run's first model call (not on resume); ``after_agent`` when the agent
     finishes (not when it is interrupted, nor when it ends with an error). ``before_tools`` sees a round's calls
@@ -61,8 +58,8 @@ class AgentMiddleware:
     before_chat_model: StateHook | None = None
     after_chat_model: StateHook | None = None
     wrap_tool_call: Callable[[ToolCallHandler], ToolCallHandler] | None = None
-    before_tools: Callable[[ToolBatch], Awaitable[None] | None] | None = None
-    after_tools: Callable[[ToolBatch], Awaitable[None] | None] | None = None
+    before_tools: BatchHook | None = None
+    after_tools: BatchHook | None = None
     on_model_error: ModelErrorHook | None = None
 
 
@@ -70,12 +67,12 @@ class AgentMiddleware:
 class ToolBatch:
     """The tool calls of one model turn, before any of them runs: what ``AgentMiddleware.before_tools`` sees.
 
-        A middleware may change a call's arguments (replace it in ``calls``), answer a call without running it
-        (``results[call_id] = text``), end the run with an answer instead (``final_answer``; every call then gets that
-        answer as its result, so the transcript stays valid), append text to a call's result once it has run
-    (``notes[call_id] = text``), or suspend the whole batch with ``interrupt`` — nothing
-        runs, and on resume the batch comes back here, where ``get_interrupt_state``/``get_resume_context`` tell
-        what was saved and decided (human-in-the-loop approval works this way).
+    A middleware may change a call's arguments (replace it in ``calls``), answer a call without running it
+    (``results[call_id] = text``), end the run with an answer instead (``final_answer``; every call then gets that
+    answer as its result, so the transcript stays valid), append text to a call's result once it has run
+    (``notes[call_id] = text``), or suspend the whole batch with ``interrupt`` — nothing runs, and on resume the
+    batch comes back here, where ``get_interrupt_state``/``get_resume_context`` tell what was saved and decided
+    (human-in-the-loop approval works this way).
     """
 
     calls: list[ToolCall]

@@ -1,0 +1,77 @@
+"""The one loop engine that every model-driven agent runs on, with its public seams.
+
+- ``ReactState``: where a loop stands (its transcript, turn budget, tool calls under way); what middlewares see.
+- ``LoopPolicy``: the decisions where Eino's ChatModelAgent and Solon's ReActAgent differ; ``EinoPolicy``.
+- ``Outcome``: how a turn ends — ``CallTools | Answer | AskAgain | Fail | Retry | Interrupt``.
+- ``ModelStep``: the one place that calls a ``ChatModel`` (traced, counted, retried).
+- ``run_loop``: model step → route → tool step; ``ModelAgent``: an agent built on it.
+- ``AgentMiddleware`` and ``ToolBatch``: the hooks around the loop.
+"""
+
+from ._agent import ChatModelAgentResumeData as ChatModelAgentResumeData
+from ._agent import ModelAgent as ModelAgent
+from ._engine import MAX_MODEL_RETRIES as MAX_MODEL_RETRIES
+from ._engine import run_loop as run_loop
+from ._middleware import AgentMiddleware as AgentMiddleware
+from ._middleware import BatchHook as BatchHook
+from ._middleware import ModelErrorHook as ModelErrorHook
+from ._middleware import StateHook as StateHook
+from ._middleware import ToolBatch as ToolBatch
+from ._middleware import ToolCallHandler as ToolCallHandler
+from ._middleware import render_instruction as render_instruction
+from ._model_step import ModelRetry as ModelRetry
+from ._model_step import ModelRetryConfig as ModelRetryConfig
+from ._model_step import ModelStep as ModelStep
+from ._model_step import StreamedReply as StreamedReply
+from ._model_step import is_empty_answer as is_empty_answer
+from ._outcomes import Answer as Answer
+from ._outcomes import AskAgain as AskAgain
+from ._outcomes import CallTools as CallTools
+from ._outcomes import Fail as Fail
+from ._outcomes import Interrupt as Interrupt
+from ._outcomes import Outcome as Outcome
+from ._outcomes import Retry as Retry
+from ._outcomes import Routed as Routed
+from ._policy import AgentSetup as AgentSetup
+from ._policy import EinoPolicy as EinoPolicy
+from ._policy import GenModelInput as GenModelInput
+from ._policy import LoopPolicy as LoopPolicy
+from ._policy import ModelRequest as ModelRequest
+from ._state import ChatModelAgentState as ChatModelAgentState
+from ._state import ReactState as ReactState
+from ._state import ToolResult as ToolResult
+
+__all__ = [
+    "MAX_MODEL_RETRIES",
+    "AgentMiddleware",
+    "AgentSetup",
+    "Answer",
+    "AskAgain",
+    "BatchHook",
+    "CallTools",
+    "ChatModelAgentResumeData",
+    "ChatModelAgentState",
+    "EinoPolicy",
+    "Fail",
+    "GenModelInput",
+    "Interrupt",
+    "LoopPolicy",
+    "ModelAgent",
+    "ModelErrorHook",
+    "ModelRequest",
+    "ModelRetry",
+    "ModelRetryConfig",
+    "ModelStep",
+    "Outcome",
+    "ReactState",
+    "Retry",
+    "Routed",
+    "StateHook",
+    "StreamedReply",
+    "ToolBatch",
+    "ToolCallHandler",
+    "ToolResult",
+    "is_empty_answer",
+    "render_instruction",
+    "run_loop",
+]

@@ -1,0 +1,201 @@
+"""The loop engine: model step → route → tool step, until an answer, a failure or an interrupt.
+
+``run_loop`` is the one loop every model-driven agent with tools runs on. It owns the order of things — the
+middlewares' hooks, the turn budget, the retry of a failed model call a middleware asked for, the interrupt
+event with the loop's state — and leaves every decision where Eino and Solon differ to the ``LoopPolicy``.
+"""
+
+from __future__ import annotations
+
+import inspect
+from collections.abc import AsyncGenerator, Awaitable
+from typing import assert_never
+
+from ...schema import Message
+from ...tools import InterruptSignal
+from .._context import RunContext
+from .._events import AgentAction, AgentEvent, AgentInput, event_from_message
+from .._interrupt import InterruptInfo
+from ._outcomes import Answer, AskAgain, CallTools, Fail, Interrupt, Outcome, Retry
+from ._policy import AgentSetup, LoopPolicy, ModelRequest
+from ._state import ReactState
+from ._tool_step import tool_step
+
+__all__ = ["run_loop"]
+
+MAX_MODEL_RETRIES = 10
+"""How often in one turn the middlewares may ask for a failed model call again, whatever they say."""
+
+
+async def run_loop(
+    setup: AgentSetup, policy: LoopPolicy, start: AgentInput | ReactState, ctx: RunContext, *, streaming: bool
+) -> AsyncGenerator[AgentEvent, None]:
+    """Run a loop to its end: a new one on ``start``'s input, or the saved one ``start`` is (a resume)."""
+    if isinstance(start, ReactState):
+        state = start
+        state.tools = list(setup.infos)
+    else:
+        try:
+            state = await _new_state(setup, policy, start, ctx)
+        except Exception as error:
+            yield AgentEvent(error=error)
+            return
+    failures = 0  # failed model calls of this turn, for the on_model_error hooks
+    while True:
+        outcome: Outcome | None = None
+        if state.pending is None:
+            outcome = policy.before_turn(state) if not failures else None
+            if outcome is None:
+                sent, tools = await _begin_turn(state, setup, policy, ctx)
+                try:
+                    if streaming:
+                        reply = await setup.step.stream(sent, tools, ctx)
+                        assert reply is not None
+                        yield reply.event
+                        message = await reply.message()
+                        outcome = policy.route(message, state, setup)
+                    else:
+                        message = await setup.step.generate(sent, tools, ctx)
+                        outcome = policy.route(message, state, setup)
+                        if outcome.show:
+                            yield event_from_message(message)
+                except Exception as error:
+                    failures += 1
+                    outcome = await _after_failure(error, failures, state, setup, ctx, streaming)
+                else:
+                    failures = 0
+                    outcome = await _taken(outcome, message, state, setup, ctx)
+        if state.pending is not None and outcome is None:
+            async for item in tool_step(state, setup, policy, ctx):
+                if isinstance(item, AgentEvent):
+                    yield item
+                else:
+                    outcome = item
+        match outcome:
+            case None | AskAgain() | CallTools():
+                continue
+            case Retry():
+                state.remaining += 1  # the failed call is not a turn
+                state.turn -= 1
+                continue
+            case Answer() | Fail() | Interrupt():
+                async for event in _ended(outcome, state, setup, policy, ctx):
+                    yield event
+                return
+            case _:
+                assert_never(outcome)
+
+
+async def _begin_turn(state: ReactState, setup: AgentSetup, policy: LoopPolicy, ctx: RunContext) -> ModelRequest:
+    """A model call is made: it counts as a turn, the ``before_chat_model`` hooks run, and the policy says what
+    the model is sent."""
+    state.remaining -= 1
+    state.turn += 1
+    for hook in setup.before_model:
+        await _maybe(hook(state, ctx))
+    return policy.request(state)
+
+
+async def _new_state(setup: AgentSetup, policy: LoopPolicy, input: AgentInput, ctx: RunContext) -> ReactState:
+    state = ReactState(messages=await policy.model_input(setup, input, ctx), remaining=setup.max_turns)
+    state.tools = list(setup.infos)
+    for hook in setup.before_agent:
+        await _maybe(hook(state, ctx))
+    return state
+
+
+async def _ended(
+    outcome: Answer | Fail | Interrupt, state: ReactState, setup: AgentSetup, policy: LoopPolicy, ctx: RunContext
+) -> AsyncGenerator[AgentEvent, None]:
+    """The last events of a run: its answer (then ``after_agent``), its error, or its interrupt."""
+    match outcome:
+        case Answer(message=answer, said=said):
+            assert answer is not None
+            if not said:
+                state.messages.append(answer)
+                yield event_from_message(answer)
+            policy.save_output(answer, ctx)
+            for hook in setup.after_agent:
+                await _maybe(hook(state, ctx))
+        case Fail(error=error):
+            yield AgentEvent(error=error)
+        case Interrupt(signals=signals):
+            for said_first in policy.interrupt_messages(signals):
+                yield event_from_message(said_first)
+            yield _interrupt_event(state, signals, ctx)
+        case _:
+            assert_never(outcome)
+
+
+async def _taken(
+    outcome: Outcome, message: Message, state: ReactState, setup: AgentSetup, ctx: RunContext
+) -> Outcome | None:
+    """The model's message goes into the transcript as the routing says; None to go on to the tool step.
+
+    An answer that is the model's own comes back as ``Answer(message, said=True)``: it is in the transcript and
+    the caller has seen it."""
+    match outcome:
+        case AskAgain(feedback=feedback, keep=keep):
+            if keep:
+                state.messages.append(message)
+            state.messages.extend(feedback)
+            return outcome
+        case CallTools(message=acting):
+            state.messages.append(acting)
+            await _after_model(state, setup, ctx)
+            state.pending, state.completed = acting, {}
+            return None
+        case Answer(message=None):
+            state.messages.append(message)
+            await _after_model(state, setup, ctx)
+            return Answer(message, said=True)
+        case Answer():
+            state.messages.append(message)
+            await _after_model(state, setup, ctx)
+            return outcome
+        case Fail() | Retry() | Interrupt():
+            return outcome
+        case _:
+            assert_never(outcome)
+
+
+async def _after_model(state: ReactState, setup: AgentSetup, ctx: RunContext) -> None:
+    for hook in setup.after_model:
+        await _maybe(hook(state, ctx))
+
+
+async def _after_failure(
+    error: Exception, failures: int, state: ReactState, setup: AgentSetup, ctx: RunContext, streaming: bool
+) -> Retry | Fail:
+    """A failed model call is made again if a middleware asks (every hook is asked; never more than
+    ``MAX_MODEL_RETRIES`` times a turn), unless it was streamed: its stream reached the caller."""
+    if not setup.model_error or streaming or failures > MAX_MODEL_RETRIES:
+        return Fail(error)
+    again = False
+    for hook in setup.model_error:
+        answer = hook(state, error, failures, ctx)
+        if inspect.isawaitable(answer):
+            answer = await answer
+        again = bool(answer) or again
+    return Retry() if again else Fail(error)
+
+
+def _interrupt_event(state: ReactState, signals: list[InterruptSignal], ctx: RunContext) -> AgentEvent:
+    """The agent's interrupt: a composite of the round's signals, saving a copy of the loop state."""
+    saved = ReactState(
+        messages=list(state.messages),
+        remaining=state.remaining,
+        pending=state.pending,
+        completed=dict(state.completed),
+        turn=state.turn,
+        corrections=state.corrections,
+    )
+    signal = InterruptSignal(
+        None, address=ctx.address, state=saved, subs=tuple(signals), id=ctx.interrupt_id(ctx.address)
+    )
+    return AgentEvent(action=AgentAction(interrupted=InterruptInfo(data=signals[0].info), signal=signal))
+
+
+async def _maybe(result: Awaitable[None] | None) -> None:
+    if result is not None:
+        await result

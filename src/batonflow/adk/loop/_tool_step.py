@@ -1,0 +1,268 @@
+"""The tool step: one round of the model's tool calls, from the batch hooks to the results in the transcript.
+
+The calls that have not finished yet run (all of them, unless resuming): concurrently on a task group, or one
+after another when the agent says so; a lone call, or calls in sequence, run without tasks. Their result events
+come out in completion order, the return-directly one held back to be last, and the transcript keeps the calls'
+order. A tool's interrupt is an outcome like a result — the other calls go on — and the round ends in
+``Interrupt``; an exception the policy does not turn into an observation ends it in ``Fail`` and cancels what
+still runs. The step yields the events to pass on, then at most one outcome; none means "ask the model again".
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable, Sequence
+from contextlib import aclosing
+from typing import Any, NamedTuple
+
+from ...schema import Message, Stream, ToolCall, assistant, tool_message
+from ...tools import AddressSegment, InterruptSignal, ToolContext
+from .._context import RunContext
+from .._events import AgentAction, AgentEvent, event_from_message
+from ._middleware import ToolBatch
+from ._outcomes import Answer, Fail, Interrupt
+from ._policy import AgentSetup, LoopPolicy
+from ._state import ReactState, ToolResult
+
+__all__ = ["tool_step"]
+
+StepItem = AgentEvent | Answer | Fail | Interrupt
+
+
+class _Done(NamedTuple):
+    """How one call ended: its result and action, or what it raised (an interrupt, or an error)."""
+
+    call: ToolCall
+    result: Message
+    action: AgentAction | None
+    failure: BaseException | None
+
+
+async def tool_step(
+    state: ReactState, setup: AgentSetup, policy: LoopPolicy, ctx: RunContext
+) -> AsyncGenerator[StepItem, None]:
+    assert state.pending is not None
+    calls = state.pending.tool_calls
+    completed = state.completed
+    todo = [c for c in calls if c.id not in completed] if completed else list(calls)
+    interrupts: list[InterruptSignal] = []
+    notes: dict[str, str] = {}
+    if setup.before_tools and todo:
+        batch = ToolBatch(calls=todo, ctx=ctx, address=_batch_address(ctx, state))
+        try:
+            for hook in setup.before_tools:
+                await _maybe(hook(batch))
+        except InterruptSignal as suspended:
+            interrupts.append(suspended)  # the whole batch waits: nothing runs
+            todo = []
+        else:
+            for event in _answered(batch, todo, completed):
+                yield event
+            if batch.final_answer is not None:
+                yield _final(state, batch.final_answer)
+                return
+            todo = [c for c in batch.calls if c.id not in completed]
+            notes = batch.notes
+    direct = policy.direct_call(calls, setup)
+    trace = ctx.trace
+    acting = await trace.action_start(todo) if trace is not None else None
+    async with aclosing(_run_calls(todo, setup, policy, ctx, state.messages)) as outcomes:
+        async for item in outcomes:
+            if isinstance(item, AgentEvent):
+                yield item  # sent by a tool while it runs: already attributed, passed through
+                continue
+            call, result, action, failure = item
+            if isinstance(failure, InterruptSignal):
+                interrupts.append(failure)
+                continue
+            if failure is not None:
+                if acting is not None:
+                    await acting.end(error=failure)
+                yield Fail(failure)
+                return
+            if notes and call.id in notes:
+                result = tool_message(result.content + notes[call.id], tool_call_id=call.id, tool_name=result.tool_name)
+            completed[call.id] = ToolResult(message=result, action=action)
+            if call.id != direct:
+                yield _tool_event(result, action)
+    if acting is not None:
+        await acting.end(interrupted=bool(interrupts))
+    if interrupts:
+        yield Interrupt(interrupts)
+        return
+    async for concluded in _conclude(state, setup, policy, ctx, calls, direct):
+        yield concluded
+
+
+async def _conclude(
+    state: ReactState,
+    setup: AgentSetup,
+    policy: LoopPolicy,
+    ctx: RunContext,
+    calls: Sequence[ToolCall],
+    direct: str | None,
+) -> AsyncIterator[StepItem]:
+    """Every call finished: the results go into the transcript, and the round may end the run."""
+    completed = state.completed
+    state.messages.extend(completed[c.id].message for c in calls)
+    if setup.after_tools:
+        done = ToolBatch(
+            calls=list(calls),
+            ctx=ctx,
+            address=_batch_address(ctx, state),
+            results={c.id: completed[c.id].message.content for c in calls},
+        )
+        for hook in setup.after_tools:
+            await _maybe(hook(done))
+    held = completed.get(direct) if direct is not None else None
+    answer = policy.round_answer(calls, completed, setup) if held is None else None
+    state.pending, state.completed = None, {}
+    if held is not None:
+        yield _tool_event(held.message, held.action)
+        yield Answer(held.message, said=True)
+    elif answer is not None:
+        yield Answer(answer)
+
+
+def _answered(batch: ToolBatch, todo: list[ToolCall], completed: dict[str, ToolResult]) -> list[AgentEvent]:
+    """The calls a middleware answered without running them, recorded as finished; their events."""
+    if batch.final_answer is not None:
+        batch.results = {c.id: batch.final_answer for c in todo}
+    events = []
+    for call in todo:
+        if call.id in batch.results:
+            answered = tool_message(batch.results[call.id], tool_call_id=call.id, tool_name=call.function.name)
+            completed[call.id] = ToolResult(message=answered)
+            events.append(_tool_event(answered, None))
+    return events
+
+
+def _final(state: ReactState, text: str) -> Answer:
+    """A middleware ended the run with ``text``: every call has its answer as result, then the answer."""
+    assert state.pending is not None
+    state.messages.extend(state.completed[c.id].message for c in state.pending.tool_calls)
+    state.pending, state.completed = None, {}
+    return Answer(assistant(text))
+
+
+async def _run_calls(
+    calls: list[ToolCall], setup: AgentSetup, policy: LoopPolicy, ctx: RunContext, history: list[Message]
+) -> AsyncGenerator[_Done | AgentEvent, None]:
+    """Each call's outcome as it completes, and the events tools send meanwhile (an agent tool's inner events)."""
+    if not calls:
+        return
+    call_tool = _call_tool if ctx.trace is None else _traced_call_tool
+    if not setup.emits and (setup.sequential or len(calls) == 1):
+        for call in calls:  # the common case, kept free of tasks and queues
+            done = await _settle(call_tool, call, setup, policy, ctx, history, None)
+            yield done
+            if done.failure is not None and not isinstance(done.failure, InterruptSignal):
+                return
+        return
+    channel, writer = Stream.pipe()
+    emit = writer.send if setup.emits else None
+
+    async def run(batch: list[ToolCall]) -> None:
+        for call in batch:
+            done = await _settle(call_tool, call, setup, policy, ctx, history, emit)
+            writer.send(done)
+            if done.failure is not None and not isinstance(done.failure, InterruptSignal):
+                return
+
+    async with asyncio.TaskGroup() as group:
+        tasks = [group.create_task(run(batch)) for batch in ([calls] if setup.sequential else [[c] for c in calls])]
+        try:
+            remaining = len(calls)
+            async for item in channel:
+                yield item
+                if isinstance(item, _Done):
+                    remaining -= 1
+                    if remaining == 0 or (item.failure is not None and not isinstance(item.failure, InterruptSignal)):
+                        break
+        except GeneratorExit:
+            pass  # the reader stopped: the group ends (its tasks cancelled) before this generator does
+        finally:
+            for task in tasks:
+                task.cancel()
+            await channel.aclose()
+
+
+CallTool = Callable[
+    [ToolCall, AgentSetup, LoopPolicy, RunContext, list[Message], Callable[[Any], object] | None],
+    Awaitable[tuple[Message, AgentAction | None]],
+]
+
+
+async def _settle(
+    call_tool: CallTool,
+    call: ToolCall,
+    setup: AgentSetup,
+    policy: LoopPolicy,
+    ctx: RunContext,
+    history: list[Message],
+    emit: Callable[[Any], object] | None,
+) -> _Done:
+    try:
+        result, action = await call_tool(call, setup, policy, ctx, history, emit)
+    except InterruptSignal as signal:  # a BaseException: a tool's own ``except Exception`` lets it through
+        return _Done(call, _NO_RESULT, None, signal)
+    except Exception as failure:
+        return _Done(call, _NO_RESULT, None, failure)
+    return _Done(call, result, action, None)
+
+
+async def _call_tool(
+    call: ToolCall,
+    setup: AgentSetup,
+    policy: LoopPolicy,
+    ctx: RunContext,
+    history: list[Message],
+    emit: Callable[[Any], object] | None,
+) -> tuple[Message, AgentAction | None]:
+    """One call's result message and action; an interrupt raised by the tool propagates."""
+    name = call.function.name
+    tool_ctx = ToolContext(
+        tool_name=name, call_id=call.id, session_values=ctx.session.values, run=ctx, history=history, emit=emit
+    )
+    if name not in setup.tools:
+        content = policy.tool_not_found(name, setup)
+    else:
+        try:
+            content = await setup.handler(call, tool_ctx)
+        except Exception as error:
+            observed = policy.tool_failure(call, error, setup)
+            if observed is None:
+                raise
+            content = observed
+    return tool_message(content, tool_call_id=call.id, tool_name=name), tool_ctx.action
+
+
+async def _traced_call_tool(
+    call: ToolCall,
+    setup: AgentSetup,
+    policy: LoopPolicy,
+    ctx: RunContext,
+    history: list[Message],
+    emit: Callable[[Any], object] | None,
+) -> tuple[Message, AgentAction | None]:
+    assert ctx.trace is not None
+    return await ctx.trace.tool_call(call, _call_tool(call, setup, policy, ctx, history, emit))
+
+
+_NO_RESULT = Message(role="tool")
+
+
+def _batch_address(ctx: RunContext, state: ReactState) -> tuple[AddressSegment, ...]:
+    """Where a round's tool batch is in the run: its middlewares' interrupts are addressed here."""
+    return (*ctx.address, AddressSegment("tool", "batch", str(state.remaining)))
+
+
+def _tool_event(message: Message, action: AgentAction | None) -> AgentEvent:
+    event = event_from_message(message, role="tool", tool_name=message.tool_name)
+    event.action = action
+    return event
+
+
+async def _maybe(result: Awaitable[None] | None) -> None:
+    if result is not None:
+        await result
