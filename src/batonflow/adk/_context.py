@@ -9,7 +9,7 @@ from __future__ import annotations
 import asyncio
 import time
 from collections.abc import Mapping
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from ..observe._trace import TraceScope, current_scope
@@ -86,10 +86,16 @@ class RunContext:
     trace: TraceScope | None = field(default_factory=current_scope, repr=False, compare=False)
 
     def child(self, agent_name: str) -> RunContext:
-        return replace(
-            self,
+        # Spelled out rather than dataclasses.replace: every agent of every run comes through here.
+        return RunContext(
+            session=self.session,
             run_path=(*self.run_path, RunStep(agent_name)),
+            root_input=self.root_input,
+            enable_streaming=self.enable_streaming,
+            skip_transfer_messages=self.skip_transfer_messages,
             address=(*self.address, AddressSegment("agent", agent_name)),
+            resume=self.resume,
+            trace=self.trace,
         )
 
     # -- interrupts and resume (reference §A.9) ----------------------------------------------------------------

@@ -38,6 +38,8 @@ class FlowAgent:
         self.parent: FlowAgent | None = None
         self.disallow_transfer_to_parent = disallow_transfer_to_parent
         self.history_rewriter: HistoryRewriter = history_rewriter or default_history_rewriter(agent.name)
+        # The default rewriter keeps the user's input as it is: with no history yet, the input is the root input.
+        self._default_rewriter = history_rewriter is None
 
     @property
     def name(self) -> str:
@@ -58,6 +60,7 @@ class FlowAgent:
         new.parent = self.parent
         new.disallow_transfer_to_parent = self.disallow_transfer_to_parent
         new.history_rewriter = self.history_rewriter
+        new._default_rewriter = self._default_rewriter
         new.sub_agents = []
         for sub in self.sub_agents:
             copied = sub._copy()
@@ -86,17 +89,11 @@ class FlowAgent:
         if len(ctx.run_path) == 1:
             ctx.root_input = input
         # Not a generator itself, so that an untraced run pays no extra layer per event.
-        return self._run(ctx) if ctx.trace is None else _traced(self.name, self._run(ctx), ctx)
+        events = self._drive(None, ctx)
+        return events if ctx.trace is None else _traced(self.name, events, ctx)
 
-    async def _run(self, ctx: RunContext) -> AsyncIterator[AgentEvent]:
-        try:
-            agent_input = await self._agent_input(ctx)
-        except Exception as error:
-            yield self._error(error, ctx)
-            return
-        async with aclosing(self._drive(self.agent.run(agent_input, ctx), ctx)) as events:
-            async for event in events:
-                yield event
+    async def _start(self, ctx: RunContext) -> AsyncIterator[AgentEvent]:
+        return self.agent.run(await self._agent_input(ctx), ctx)
 
     def resume(self, info: ResumeInfo, ctx: RunContext | None = None) -> AsyncIterator[AgentEvent]:
         """Go down the saved interrupt's path and resume the agent that was interrupted (reference §A.5)."""
@@ -149,10 +146,19 @@ class FlowAgent:
             async for event in events:
                 yield event
 
-    async def _drive(self, inner: AsyncIterator[AgentEvent], ctx: RunContext) -> AsyncGenerator[AgentEvent, None]:
-        """Forward the inner agent's events, record its own, and follow its last action (a transfer, say)."""
+    async def _drive(
+        self, inner: AsyncIterator[AgentEvent] | None, ctx: RunContext
+    ) -> AsyncGenerator[AgentEvent, None]:
+        """Forward the inner agent's events (a new run of it when ``inner`` is None), record its own, and follow its
+        last action (a transfer, say)."""
         last_action: AgentAction | None = None
         run_path = ctx.run_path
+        if inner is None:
+            try:
+                inner = await self._start(ctx)
+            except Exception as error:
+                yield self._error(error, ctx)
+                return
         try:
             async with aclosing(inner) as events:  # type: ignore[type-var]
                 async for event in events:
@@ -199,8 +205,11 @@ class FlowAgent:
         """The root input plus the run's history, through this agent's history rewriter."""
         root = ctx.root_input
         assert root is not None
+        history = ctx.session.history()
+        if not history and self._default_rewriter:
+            return AgentInput(messages=list(root.messages), enable_streaming=root.enable_streaming)
         entries = [HistoryEntry(message=m, is_user_input=True) for m in root.messages]
-        for recorded in ctx.session.history():
+        for recorded in history:
             action = recorded.action
             if ctx.skip_transfer_messages and action is not None and action.transfer_to_agent is not None:
                 # The transfer tool result goes, and the assistant call to the tool before it.
@@ -293,4 +302,5 @@ def agent_with_options(
         flow.disallow_transfer_to_parent = True
     if history_rewriter is not None:
         flow.history_rewriter = history_rewriter
+        flow._default_rewriter = False
     return flow

@@ -83,6 +83,12 @@ class Arguments:
         return args, kwargs
 
     def _validate(self, arguments: str) -> BaseModel:
+        try:
+            # The fast path: pydantic parses and validates in one go. Anything it refuses is parsed again below,
+            # for the error message a model can act on.
+            return self._model.model_validate_json(arguments or "{}")
+        except ValueError:
+            pass
         text = arguments.strip()
         data: Any = {}  # models send "" for a tool without parameters
         if text:

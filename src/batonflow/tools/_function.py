@@ -60,6 +60,7 @@ class FunctionTool(Generic[P, R]):
             parameters=self._arguments.schema,
         )
         self._is_async = inspect.iscoroutinefunction(fn)
+        self._call: Callable[..., Any] = fn
 
     def __call__(self, *args: P.args, **kwargs: P.kwargs) -> R:
         return self.fn(*args, **kwargs)
@@ -69,7 +70,7 @@ class FunctionTool(Generic[P, R]):
 
     async def invoke(self, arguments: str, ctx: ToolContext | None = None) -> str:
         args, kwargs = self._arguments.bind(arguments, ctx)
-        call = cast(Callable[..., Any], self.fn)
+        call = self._call
         if self._is_async:
             result = await call(*args, **kwargs)
         elif self.threaded:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import inspect
 from collections.abc import AsyncGenerator, Awaitable
+from contextlib import aclosing
 from typing import assert_never
 
 from ...schema import Message
@@ -66,11 +67,12 @@ async def run_loop(
                     failures = 0
                     outcome = await _taken(outcome, message, state, setup, ctx)
         if state.pending is not None and outcome is None:
-            async for item in tool_step(state, setup, policy, ctx):
-                if isinstance(item, AgentEvent):
-                    yield item
-                else:
-                    outcome = item
+            async with aclosing(tool_step(state, setup, policy, ctx)) as round_items:
+                async for item in round_items:
+                    if isinstance(item, AgentEvent):
+                        yield item
+                    else:
+                        outcome = item
         match outcome:
             case None | AskAgain() | CallTools():
                 continue
@@ -79,8 +81,10 @@ async def run_loop(
                 state.turn -= 1
                 continue
             case Answer() | Fail() | Interrupt():
-                async for event in _ended(outcome, state, setup, policy, ctx):
+                for event in _last_events(outcome, state, policy, ctx):
                     yield event
+                for hook in setup.after_agent if isinstance(outcome, Answer) else ():
+                    await _maybe(hook(state, ctx))
                 return
             case _:
                 assert_never(outcome)
@@ -104,25 +108,23 @@ async def _new_state(setup: AgentSetup, policy: LoopPolicy, input: AgentInput, c
     return state
 
 
-async def _ended(
-    outcome: Answer | Fail | Interrupt, state: ReactState, setup: AgentSetup, policy: LoopPolicy, ctx: RunContext
-) -> AsyncGenerator[AgentEvent, None]:
-    """The last events of a run: its answer (then ``after_agent``), its error, or its interrupt."""
+def _last_events(
+    outcome: Answer | Fail | Interrupt, state: ReactState, policy: LoopPolicy, ctx: RunContext
+) -> list[AgentEvent]:
+    """The last events of a run: its answer (saved as its output), its error, or its interrupt."""
     match outcome:
         case Answer(message=answer, said=said):
             assert answer is not None
-            if not said:
-                state.messages.append(answer)
-                yield event_from_message(answer)
             policy.save_output(answer, ctx)
-            for hook in setup.after_agent:
-                await _maybe(hook(state, ctx))
+            if said:
+                return []
+            state.messages.append(answer)
+            return [event_from_message(answer)]
         case Fail(error=error):
-            yield AgentEvent(error=error)
+            return [AgentEvent(error=error)]
         case Interrupt(signals=signals):
-            for said_first in policy.interrupt_messages(signals):
-                yield event_from_message(said_first)
-            yield _interrupt_event(state, signals, ctx)
+            said_first = [event_from_message(m) for m in policy.interrupt_messages(signals)]
+            return [*said_first, _interrupt_event(state, signals, ctx)]
         case _:
             assert_never(outcome)
 

@@ -11,7 +11,7 @@ still runs. The step yields the events to pass on, then at most one outcome; non
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable, Sequence
+from collections.abc import AsyncGenerator, Awaitable, Callable, Sequence
 from contextlib import aclosing
 from typing import Any, NamedTuple
 
@@ -56,17 +56,22 @@ async def tool_step(
             interrupts.append(suspended)  # the whole batch waits: nothing runs
             todo = []
         else:
-            for event in _answered(batch, todo, completed):
-                yield event
+            for answered in _answered(state, batch, todo):
+                yield answered
             if batch.final_answer is not None:
-                yield _final(state, batch.final_answer)
                 return
-            todo = [c for c in batch.calls if c.id not in completed]
-            notes = batch.notes
+            todo, notes = [c for c in batch.calls if c.id not in completed], batch.notes
     direct = policy.direct_call(calls, setup)
     trace = ctx.trace
     acting = await trace.action_start(todo) if trace is not None else None
-    async with aclosing(_run_calls(todo, setup, policy, ctx, state.messages)) as outcomes:
+    inline = not setup.emits and (setup.sequential or len(todo) == 1)
+    # The common case runs the calls right here, free of tasks, queues and another generator.
+    source = (
+        _Inline(todo, setup, policy, ctx, state.messages)
+        if inline
+        else _concurrent(todo, setup, policy, ctx, state.messages)
+    )
+    async with aclosing(source) as outcomes:
         async for item in outcomes:
             if isinstance(item, AgentEvent):
                 yield item  # sent by a tool while it runs: already attributed, passed through
@@ -90,7 +95,7 @@ async def tool_step(
     if interrupts:
         yield Interrupt(interrupts)
         return
-    async for concluded in _conclude(state, setup, policy, ctx, calls, direct):
+    for concluded in await _conclude(state, setup, policy, ctx, calls, direct):
         yield concluded
 
 
@@ -101,7 +106,7 @@ async def _conclude(
     ctx: RunContext,
     calls: Sequence[ToolCall],
     direct: str | None,
-) -> AsyncIterator[StepItem]:
+) -> list[StepItem]:
     """Every call finished: the results go into the transcript, and the round may end the run."""
     completed = state.completed
     state.messages.extend(completed[c.id].message for c in calls)
@@ -118,47 +123,67 @@ async def _conclude(
     answer = policy.round_answer(calls, completed, setup) if held is None else None
     state.pending, state.completed = None, {}
     if held is not None:
-        yield _tool_event(held.message, held.action)
-        yield Answer(held.message, said=True)
-    elif answer is not None:
-        yield Answer(answer)
+        return [_tool_event(held.message, held.action), Answer(held.message, said=True)]
+    return [] if answer is None else [Answer(answer)]
 
 
-def _answered(batch: ToolBatch, todo: list[ToolCall], completed: dict[str, ToolResult]) -> list[AgentEvent]:
-    """The calls a middleware answered without running them, recorded as finished; their events."""
+def _answered(state: ReactState, batch: ToolBatch, todo: list[ToolCall]) -> list[StepItem]:
+    """The calls a middleware answered without running them, recorded as finished, and their events; when it
+    ended the run instead (``final_answer``), every call has that answer as result, then the answer."""
     if batch.final_answer is not None:
         batch.results = {c.id: batch.final_answer for c in todo}
-    events = []
+    items: list[StepItem] = []
     for call in todo:
         if call.id in batch.results:
             answered = tool_message(batch.results[call.id], tool_call_id=call.id, tool_name=call.function.name)
-            completed[call.id] = ToolResult(message=answered)
-            events.append(_tool_event(answered, None))
-    return events
+            state.completed[call.id] = ToolResult(message=answered)
+            items.append(_tool_event(answered, None))
+    if batch.final_answer is not None:
+        assert state.pending is not None
+        state.messages.extend(state.completed[c.id].message for c in state.pending.tool_calls)
+        state.pending, state.completed = None, {}
+        items.append(Answer(assistant(batch.final_answer)))
+    return items
 
 
-def _final(state: ReactState, text: str) -> Answer:
-    """A middleware ended the run with ``text``: every call has its answer as result, then the answer."""
-    assert state.pending is not None
-    state.messages.extend(state.completed[c.id].message for c in state.pending.tool_calls)
-    state.pending, state.completed = None, {}
-    return Answer(assistant(text))
+class _Inline:
+    """The calls of a round one after another, awaited here: an iterator with no generator frame, no task, no
+    queue (most rounds are one call). A failure that is not an interrupt ends the round."""
+
+    __slots__ = ("_args", "_call_tool", "_calls", "_stop")
+
+    def __init__(
+        self, calls: list[ToolCall], setup: AgentSetup, policy: LoopPolicy, ctx: RunContext, history: list[Message]
+    ) -> None:
+        self._calls = iter(calls)
+        self._call_tool = _call_tool if ctx.trace is None else _traced_call_tool
+        self._args = (setup, policy, ctx, history)
+        self._stop = False
+
+    def __aiter__(self) -> _Inline:
+        return self
+
+    async def __anext__(self) -> _Done:
+        call = next(self._calls, None)
+        if call is None or self._stop:
+            raise StopAsyncIteration
+        setup, policy, ctx, history = self._args
+        done = await _settle(self._call_tool, call, setup, policy, ctx, history, None)
+        self._stop = done.failure is not None and not isinstance(done.failure, InterruptSignal)
+        return done
+
+    async def aclose(self) -> None:
+        self._stop = True
 
 
-async def _run_calls(
+async def _concurrent(
     calls: list[ToolCall], setup: AgentSetup, policy: LoopPolicy, ctx: RunContext, history: list[Message]
 ) -> AsyncGenerator[_Done | AgentEvent, None]:
-    """Each call's outcome as it completes, and the events tools send meanwhile (an agent tool's inner events)."""
+    """Each call's outcome as it completes, and the events tools send meanwhile (an agent tool's inner events):
+    concurrently on a task group, or in order on one task when the agent runs tools sequentially."""
     if not calls:
         return
     call_tool = _call_tool if ctx.trace is None else _traced_call_tool
-    if not setup.emits and (setup.sequential or len(calls) == 1):
-        for call in calls:  # the common case, kept free of tasks and queues
-            done = await _settle(call_tool, call, setup, policy, ctx, history, None)
-            yield done
-            if done.failure is not None and not isinstance(done.failure, InterruptSignal):
-                return
-        return
     channel, writer = Stream.pipe()
     emit = writer.send if setup.emits else None
 
