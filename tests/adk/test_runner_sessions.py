@@ -1,4 +1,4 @@
-"""Conversations across runs: ``Runner.run(..., session_id=...)`` (DESIGN §2.4, reference §B.0)."""
+"""Conversations across runs: ``Runner.run(..., session_id=...)`` (Solon's ``AgentSession``)."""
 
 from pathlib import Path
 

@@ -1,4 +1,4 @@
-"""The agent contract: a name, a description, and ``run`` giving an async iterator of events (reference §A.1)."""
+"""The agent contract: a name, a description, and ``run`` giving an async iterator of events (Eino's ``adk.Agent``)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""An agent used as a tool by another agent (reference §A.7).
+"""An agent used as a tool by another agent (Eino's ``NewAgentTool``).
 
 The inner agent runs as a run of its own: it shares the caller's session values, not its history. Its answer
 (the text of its last message) is the tool's result. Only interrupts get out: an exit, a transfer or a
@@ -134,7 +134,7 @@ class AgentTool:
 
     def _input(self, arguments: str, ctx: ToolContext, parent: RunContext) -> list[Message]:
         if self.full_chat_history:
-            # The caller's conversation, as if it had transferred to this agent (reference §A.7).
+            # The caller's conversation, as if it had transferred to this agent (Eino's WithFullChatHistoryAsInput).
             caller = parent.run_path[-1].agent_name if parent.run_path else ""
             history = [*ctx.history[:-1], *gen_transfer_messages(self.info.name)]
             return [

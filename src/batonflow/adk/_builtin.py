@@ -1,6 +1,6 @@
 """The built-in texts and tools of the agent runtime: transfer instruction, ``transfer_to_agent``, ``exit``.
 
-The texts are the originals' exactly (reference §A.4), in English by default and Chinese after
+The texts are Eino's exactly (``adk/chatmodel.go``, ``adk/instruction.go``), in English by default and Chinese after
 ``set_language("zh")``; the language is process-wide, as in Eino (``adk.SetLanguage``).
 """
 

@@ -1,4 +1,4 @@
-"""What a checkpoint holds, and how it is written and read (reference §A.9, DESIGN §2.7).
+"""What a checkpoint holds, and how it is written and read (docs/architecture.md: how a checkpoint travels).
 
 One checkpoint per run, replaced on each interrupt: the root input, the session (values and recorded events,
 streams already joined), the streaming mode, and the interrupts with their saved states. Its size grows with

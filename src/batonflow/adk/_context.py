@@ -1,6 +1,6 @@
 """Per-run state: the run session shared by every agent of a run, and each agent's view of it.
 
-Agents are definitions; a run's state lives here (reference §A.5, "Session"). ``RunContext`` is passed
+Agents are definitions; a run's state lives here (Eino's run context and run session). ``RunContext`` is passed
 explicitly to ``Agent.run``; tools reach it through ``ToolContext.run``.
 """
 
@@ -50,7 +50,7 @@ class RunSession:
     """What every agent of one run shares: session values and the recorded event history.
 
     A parallel branch works on a fork: the same values, the history committed before the fork, and a lane of
-    its own for its events, so that branches do not see each other's (reference §A.6).
+    its own for its events, so that branches do not see each other's (as in Eino's ParallelAgent).
     """
 
     values: dict[str, Any] = field(default_factory=dict)
@@ -77,7 +77,7 @@ class RunContext:
     enable_streaming: bool = False
     skip_transfer_messages: bool = False
     # Where this agent sits for interrupts (``agent:a;agent:b``). Unlike the run path it does not accumulate
-    # the siblings that ran before in a sequence (reference §A.6).
+    # the siblings that ran before in a sequence (as in Eino's SequentialAgent).
     address: Address = ()
     # Set while resuming: the saved interrupts and the resume's targets.
     resume: ResumePoints | None = None
@@ -98,7 +98,7 @@ class RunContext:
             trace=self.trace,
         )
 
-    # -- interrupts and resume (reference §A.9) ----------------------------------------------------------------
+    # -- interrupts and resume (Eino's GetInterruptState and GetResumeContext) ----------------------------------
 
     def get_interrupt_state(self) -> InterruptState:
         """Whether this agent was interrupted in the run being resumed, and the state it saved."""

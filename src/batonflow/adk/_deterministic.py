@@ -1,9 +1,10 @@
-"""Deterministic transfer: after an agent finishes, control goes to given agents, no model asked (§A.8).
+"""Deterministic transfer: after an agent finishes, control goes to given agents, no model asked.
 
-The transfer is appended as the pair of events a model-made transfer leaves (the assistant call and the tool
-result with the transfer action), unless the agent ended by interrupting or exiting. The flow agent acts on the
-last action only, so of several names the last one wins, as in the original. An agent with its own sub-agents
-runs on an isolated session (values shared, history its own), its events copied into the caller's history.
+As Eino's ``AgentWithDeterministicTransferTo``, the transfer is appended as the pair of events a model-made
+transfer leaves (the assistant call and the tool result with the transfer action), unless the agent ended by
+interrupting or exiting. The flow agent acts on the last action only, so of several names the last one wins. An
+agent with its own sub-agents runs on an isolated session (values shared, history its own), its events copied into
+the caller's history.
 """
 
 from __future__ import annotations

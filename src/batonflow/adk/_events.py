@@ -1,4 +1,4 @@
-"""What agents say: events carrying a message (whole or streamed), an action, or an error (reference §A.1)."""
+"""What agents say: events carrying a message (whole or streamed), an action, or an error (Eino's ``AgentEvent``)."""
 
 from __future__ import annotations
 
@@ -81,7 +81,7 @@ class TransferToAgentAction:
 
 @dataclass(slots=True, kw_only=True)
 class BreakLoopAction:
-    """Asks the innermost enclosing loop agent to stop after the current sub-agent (reference §A.6)."""
+    """Asks the innermost enclosing loop agent to stop after the current sub-agent, as in Eino."""
 
     from_agent: str
     done: bool = False

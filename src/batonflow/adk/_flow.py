@@ -1,4 +1,4 @@
-"""The flow agent: a sub-agent tree with transfer of control, history rewriting and run paths (reference §A.5).
+"""The flow agent: a sub-agent tree with transfer of control, history rewriting and run paths (Eino's ``flowAgent``).
 
 Every agent in a tree is wrapped in a ``FlowAgent``. It extends the run path, rebuilds the agent's input from
 the root input plus the run's history, records the agent's own events, and, when the agent's last action is a
@@ -96,7 +96,7 @@ class FlowAgent:
         return self.agent.run(await self._agent_input(ctx), ctx)
 
     def resume(self, info: ResumeInfo, ctx: RunContext | None = None) -> AsyncIterator[AgentEvent]:
-        """Go down the saved interrupt's path and resume the agent that was interrupted (reference §A.5)."""
+        """Go down the saved interrupt's path and resume the agent that was interrupted, as Eino does."""
         ctx = (ctx if ctx is not None else RunContext()).child(self.name)
         return self._resume(info, ctx) if ctx.trace is None else _traced(self.name, self._resume(info, ctx), ctx)
 

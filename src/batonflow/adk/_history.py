@@ -1,4 +1,4 @@
-"""What an agent sees after a transfer: the root input plus everyone's messages, rewritten (reference §A.5).
+"""What an agent sees after a transfer: the root input plus everyone's messages, rewritten as Eino does.
 
 An agent's own messages are kept verbatim; other agents' messages become one user message each, in the exact
 "For context:" form of the original, so that a model does not mistake another agent's words for its own.

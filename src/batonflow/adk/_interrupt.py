@@ -1,4 +1,4 @@
-"""Interrupts at the agent layer, and what the caller and a resumed agent see of them (reference §A.9).
+"""Interrupts at the agent layer, and what the caller and a resumed agent see of them, as in Eino.
 
 An agent interrupts by yielding the event that ``interrupt``, ``stateful_interrupt`` or ``composite_interrupt``
 builds; a tool does it by calling ``ToolContext.interrupt``. The caller gets ``InterruptInfo``: the root causes,

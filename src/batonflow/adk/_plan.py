@@ -1,4 +1,4 @@
-"""Plan-Execute-Replan's vocabulary: session keys, plans, the plan and respond tools, and the prompts (§A.12)."""
+"""Plan-Execute-Replan's vocabulary: session keys, plans, the plan and respond tools, and Eino's prompts."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Prebuilt multi-agent shapes (reference §A.12)."""
+"""Prebuilt multi-agent shapes, after Eino's ``adk/prebuilt``."""
 
 from __future__ import annotations
 

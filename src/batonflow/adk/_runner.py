@@ -1,4 +1,4 @@
-"""The Runner: runs an agent tree for a caller and hands back its events (reference §A.9).
+"""The Runner: runs an agent tree for a caller and hands back its events (Eino's ``adk.Runner``).
 
 It wraps the root in a flow agent, seeds the run's session, numbers the events, and turns anything an agent
 raises into an error event: the event stream always ends, and a caller that stops reading early closes it all.
@@ -209,8 +209,8 @@ class Runner:
         session_values: Mapping[str, Any] | None,
         targets: Mapping[str, Any] | None,
     ) -> AsyncIterator[AgentEvent]:
-        # A conversation session (DESIGN §2.4) lives with the Solon agent layer; the pending run's checkpoint is its
-        # snapshot, so a pending conversation is an interrupted run whose checkpoint is stored with it.
+        # A conversation session (Solon's AgentSession) lives with the Solon agent layer; the pending run's checkpoint
+        # is its snapshot, so a pending conversation is an interrupted run whose checkpoint is stored with it.
         from ..agents._session import Session
 
         session = await Session.load(store, session_id)

@@ -1,4 +1,4 @@
-"""Workflow agents: sub-agents in sequence, in a loop, or in parallel (reference §A.6).
+"""Workflow agents: sub-agents in sequence, in a loop, or in parallel (Eino's workflow agents).
 
 Sub-agents cannot transfer back to the workflow; a transfer inside one is forwarded but changes nothing here.
 An interrupt below becomes the workflow's own composite interrupt, with the position to resume from: the

@@ -1,4 +1,4 @@
-"""Plan-Execute-Replan (reference §A.12): a planner makes a plan, an executor carries out its first step, a
+"""Plan-Execute-Replan (Eino's ``planexecute``): a planner makes a plan, an executor carries out its first step, a
 replanner either revises the plan or responds, in a loop. Its prompts, tools and session keys live here; the
 constructors are also in ``batonflow.adk``.
 """

@@ -1,4 +1,4 @@
-"""Solon-AI's context compression as a ``ChatModelAgent`` middleware (reference §B.2, ContextCompressionInterceptor).
+"""Solon-AI's context compression as a ``ChatModelAgent`` middleware (its ``ContextCompressionInterceptor``).
 
 Before each model call the transcript is brought back under two limits — a message count and a share of the model's
 context length — so that a long ReAct loop keeps going instead of failing on a prompt that grew too long:
@@ -596,7 +596,7 @@ class ContextCompressionInterceptor(AgentMiddleware):
                 f"{name} count_tokens: expected a function of a Message, got {type(count_tokens).__qualname__}"
             )
         _check_count(max_retries, f"{name} max_retries", 0)
-        # The original's floor (reference §B.2: "maxMessages=15 (min 10)").
+        # Solon's ContextCompressionInterceptor raises maxMessages (default 15) to at least 10.
         self.max_messages = max(10, max_messages)
         self.max_context_ratio = float(max_context_ratio)
         self.context_length = context_length

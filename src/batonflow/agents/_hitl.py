@@ -1,4 +1,4 @@
-"""Human in the loop: Solon's HITL interceptor on batonflow's interrupts (reference §B.2, DESIGN §2.3).
+"""Human in the loop: Solon's ``HITLInterceptor``, with its suspension as a batonflow interrupt.
 
 ``HITLInterceptor`` is a ``ChatModelAgent`` middleware. Register the tools that need a person (``on_tool`` with a
 strategy, or ``on_sensitive_tool``). When a model turn calls any of them, the **whole batch** of that turn's calls

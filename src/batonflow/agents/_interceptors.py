@@ -1,4 +1,4 @@
-"""Solon-AI's ReAct interceptors as ``ChatModelAgent`` middlewares (reference §B.2).
+"""Solon-AI's ReAct interceptors (stop-loop, tool retry, tool sanitizer) as ``ChatModelAgent`` middlewares.
 
 ``stop_loop`` reminds a model that keeps making the same tool calls, ``tool_retry`` retries a failing tool call and
 turns what still fails into an observation, ``tool_sanitizer`` keeps observations non-empty and short. Each factory
@@ -60,7 +60,7 @@ def stop_loop(*, max_repeat_count: int = 3, window_size: int = 8, match_argument
     ``match_arguments=False`` fingerprints by tool names only, as the current original does (so that reading one
     different file after another also counts as a loop).
     """
-    # The original's floors (reference §B.2: "maxRepeatCount=3 (min 2), windowSize=8 (min 4)").
+    # Solon's StopLoopInterceptor raises maxRepeatCount (default 3) to at least 2 and windowSize (default 8) to 4.
     max_repeat_count = max(2, max_repeat_count)
     window_size = max(4, window_size)
 
@@ -113,8 +113,8 @@ def tool_retry(
     model gets ``Invalid arguments for tool [<name>]: <detail>. Please fix the arguments and try again.`` An
     interrupt (``ToolContext.interrupt``) and cancellation pass through untouched. ``sleep`` is for tests.
     """
-    # The original's floors (reference §B.2: "maxRetries=3, retryDelayMs=1000 (min 500)"; its maxRetries counts
-    # attempts and is at least 1).
+    # Solon's ToolRetryInterceptor raises maxRetries (default 3) to at least 1 and retryDelayMs (default 1000) to
+    # 500; its maxRetries counts attempts, as max_attempts does here.
     max_attempts = max(1, max_attempts)
     delay = max(0.5, delay)
 

@@ -1,5 +1,5 @@
 """Planning mode: an agent breaks a complex task into steps and sees its progress before each model call (Solon-AI's
-``PlanTalent``, reference §B.2).
+``PlanTalent``).
 
 ``planning()`` returns a ``ChatModelAgent`` middleware. It adds a planning guide to the instruction and three tools —
 ``create_plan``, ``update_plan_progress``, ``revise_plan`` — and before each model call renders the plan as a progress

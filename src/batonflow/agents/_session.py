@@ -1,8 +1,8 @@
-"""The conversation session: Solon's ``AgentSession`` (reference §B.0, DESIGN §2.4).
+"""The conversation session: Solon's ``AgentSession``.
 
 A ``Session`` holds one conversation across calls: its messages (never system messages, which agents build afresh
 from their instructions), the window of them an agent is fed, shared attributes, a pending flag with its reason, and
-the snapshot an interrupted run continues from (DESIGN §2.3: the runtime stores its checkpoint there). It is not the
+the snapshot an interrupted run continues from (the runtime stores the run's checkpoint there). It is not the
 per-run session of ``batonflow.adk``, which lives and dies with one run's checkpoint.
 
 Persistence is explicit. Reading and changing a ``Session`` never touches its store; ``await session.save()`` writes

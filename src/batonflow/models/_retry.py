@@ -1,6 +1,6 @@
 """Retrying a chat model with exponential backoff and jitter.
 
-The backoff is Eino's (reference §ModelRetryConfig): ``base_delay·2^(attempt-1)``, capped at ``max_delay``,
+The backoff is the default of Eino's ``ModelRetryConfig``: ``base_delay·2^(attempt-1)``, capped at ``max_delay``,
 plus up to ``jitter``·delay of random extra. Only transient failures are retried. A stream is retried only
 while nothing has reached its reader: once a chunk was delivered, replaying the answer would duplicate it
 (Solon's rule: never retry once stream output has been emitted).

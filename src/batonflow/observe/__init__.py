@@ -1,4 +1,4 @@
-"""Observability: trace events, run metrics, callbacks and OpenTelemetry spans (DESIGN §2.2).
+"""Observability: trace events, run metrics, callbacks and OpenTelemetry spans, the stream beside the agent events.
 
 ``Runner(agent, callbacks=[cb])`` sends every trace event of a run to ``cb`` (sync or async);
 ``Runner.stream_trace(...)`` gives one stream of agent events and trace events in order. The last trace event

@@ -1,4 +1,4 @@
-"""Trace events: what a run did, for callbacks, metrics, OpenTelemetry and UIs (DESIGN §2.2, reference §B.0).
+"""Trace events: what a run did, for callbacks, metrics, OpenTelemetry and UIs (Solon's agent event kinds).
 
 They are the second stream next to ``AgentEvent``: lifecycle and observability, never content an application
 must read. Each carries the run id, the agent and its run path (absolute: an agent tool's inner agents are

@@ -1,4 +1,4 @@
-"""Run metrics: tokens, calls and durations, per run and per agent (reference §B.0, Solon's ``Metrics``).
+"""Run metrics: tokens, calls and durations, per run and per agent (Solon's ``Metrics``).
 
 Counting rule: every model call and tool call counts once in the run total and once in the entry of the agent
 that made it; an agent used as a tool (``AgentTool``) counts in its own entry *and* in its caller's, the way

@@ -1,4 +1,4 @@
-"""Joining stream chunks into one message, by Eino's rules (reference §A.3, ``schema.ConcatMessages``)."""
+"""Joining stream chunks into one message, by Eino's rules (its ``schema.ConcatMessages``)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Persistence: the checkpoint codec and the checkpoint stores (DESIGN §2.7, §7).
+"""Persistence: the checkpoint codec, the checkpoint stores and the session stores.
 
 ``encode``/``decode`` turn checkpoints into versioned, checksummed bytes and back; ``register_type`` lets user
 dataclasses, pydantic models and enums travel in them. A ``CheckpointStore`` keeps the bytes and hands out resume

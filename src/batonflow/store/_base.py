@@ -1,7 +1,7 @@
 """The checkpoint store interface, and what the backends share.
 
 A store keeps opaque bytes under a checkpoint id (the codec makes them) and hands out leases, so that two workers
-resuming the same checkpoint at once are told apart: exactly one claim succeeds (DESIGN §7). A lease lives beside
+resuming the same checkpoint at once are told apart: exactly one claim succeeds. A lease lives beside
 the data, not in it, and expires on its own, so a worker that dies holding one blocks nobody for longer than its
 ttl.
 """

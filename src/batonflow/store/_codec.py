@@ -1,4 +1,4 @@
-"""The checkpoint codec: versioned, compact, checksummed, schema-checked JSON (DESIGN §2.7, §6).
+"""The checkpoint codec: versioned, compact, checksummed, schema-checked JSON.
 
 An encoded payload is a 9-byte header and a body::
 
@@ -37,7 +37,7 @@ _KNOWN_FLAGS = _FLAG_ZLIB
 # so the slower levels' last few percent are not worth their time.
 COMPRESS_THRESHOLD = 512
 _ZLIB_LEVEL = 4
-# A body that inflates beyond 256 MiB is crafted or corrupt, not a checkpoint (DESIGN §6: size-limit input).
+# A body that inflates beyond 256 MiB is crafted or corrupt, not a checkpoint: untrusted input is size-limited.
 _MAX_BODY = 1 << 28
 
 

@@ -1,4 +1,4 @@
-"""Checkpoints in PostgreSQL: shared by every worker that can reach the database (DESIGN §7).
+"""Checkpoints in PostgreSQL: shared by every worker that can reach the database.
 
 An ``asyncpg`` pool is opened on first use. Writes are single ``INSERT … ON CONFLICT DO UPDATE`` statements, so a
 reader sees a whole old checkpoint or a whole new one; a lease is a conditional upsert whose WHERE clause is

@@ -1,4 +1,4 @@
-"""Checkpoints in Redis: shared by every worker that can reach the server (DESIGN §7).
+"""Checkpoints in Redis: shared by every worker that can reach the server.
 
 A checkpoint is one string key (``SET`` replaces it atomically). A lease is a key of its own with a
 server-side expiry; claiming and releasing are small Lua scripts, so "free, or mine" and "delete if mine" are each

@@ -1,4 +1,4 @@
-"""The name registry: which classes a payload may build, and how each is written (DESIGN §2.7).
+"""The name registry: which classes a payload may build, and how each is written.
 
 The analogue of Go's ``gob.RegisterName``: a payload names a class by its registered name, never by import path,
 and a class is rebuilt only through its constructor (dataclasses) or validator (pydantic), so decoding cannot run

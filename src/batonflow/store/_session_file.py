@@ -1,4 +1,4 @@
-"""Sessions as files in a directory: the original's ``FileAgentSession`` layout (reference §B.0).
+"""Sessions as files in a directory: the layout of Solon's ``FileAgentSession``.
 
 ``<id>.messages.ndjson`` holds one message per line, appended when messages are added and rewritten whole when they
 are replaced; ``<id>.snapshot.json`` holds the state record. Both are JSON, written as the codec's value trees
@@ -117,7 +117,8 @@ class FileSessionStore(StoreBase):
 
 
 def check_file_id(session_id: str) -> str:
-    # The id becomes a file name: nothing that could leave the directory or hide among temporary files (DESIGN §6).
+    # The id becomes a file name, and it is untrusted input: nothing that could leave the directory or hide among
+    # temporary files.
     check_session_id(session_id)
     try:
         size = len(session_id.encode("utf-8"))

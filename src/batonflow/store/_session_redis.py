@@ -1,6 +1,6 @@
-"""Sessions in Redis: shared by every worker that can reach the server (DESIGN §7).
+"""Sessions in Redis: shared by every worker that can reach the server.
 
-The keys are the original's (Solon's ``RedisAgentSession``, reference §B.0), under a prefix: ``<prefix><id>:messages``
+The keys are the original's (Solon's ``RedisAgentSession``), under a prefix: ``<prefix><id>:messages``
 is a list with one codec payload per message, ``<prefix><id>:snapshot`` a string with the state record (Solon keeps
 its whole ``FlowContext`` there, which is what the record is: attributes, pending flag and reason, snapshot).
 ``RPUSH`` of a batch is one command, so concurrent appends never interleave; replacing, deleting and reading are

@@ -1,4 +1,4 @@
-"""Sessions in SQL: SQLite (the embedded default) and PostgreSQL (shared by every worker, DESIGN §7).
+"""Sessions in SQL: SQLite (the embedded default) and PostgreSQL (shared by every worker).
 
 Two tables: ``<table>`` holds one state record per session, ``<table>_messages`` one row per message, in order of an
 ever-growing sequence number. A batch of messages is inserted in one transaction, so a reader sees all of it or

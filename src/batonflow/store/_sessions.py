@@ -1,9 +1,9 @@
 """Conversation sessions in a store: the ``SessionStore`` interface, what it holds, and the in-memory backend.
 
-A conversation session (Solon's ``AgentSession``, DESIGN §2.4) outlives calls: its messages, and one state record
+A conversation session (Solon's ``AgentSession``) outlives calls: its messages, and one state record
 with the shared attributes, the pending flag and reason, and the snapshot an interrupted run resumes from. It is
 not the per-run checkpoint (``CheckpointStore``): a pending session carries its run's checkpoint as the snapshot
-(DESIGN §2.3), opaque bytes to the store.
+(a pending conversation is an interrupted run), opaque bytes to the store.
 
 Messages are an ordered list that grows by appending, so two workers adding to the same conversation both land;
 the state is one record, replaced whole. Every backend writes values through the checkpoint codec (JSON trees for

@@ -53,7 +53,7 @@ class ToolContext:
         """Store every item of ``values`` for the rest of the run."""
         self.session_values.update(values)
 
-    # -- interrupts (reference §A.9): the run context answers; without a run there is nothing to resume ---------
+    # -- interrupts (Eino's tool.Interrupt & co.): the run context answers; without a run, nothing resumes ------
 
     @property
     def address(self) -> Address:

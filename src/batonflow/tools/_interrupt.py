@@ -1,4 +1,4 @@
-"""Interrupt signals: how a tool or an agent stops a run to wait for someone (reference §A.9).
+"""Interrupt signals: how a tool or an agent stops a run to wait for someone (Eino's interrupt signals).
 
 A signal is not an error: it carries a stable id, the address of the component that raised it
 (``agent:router;agent:refund;tool:approve:call_1``), what it asks (``info``), the state it needs to continue,
