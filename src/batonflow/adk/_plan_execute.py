@@ -1,4 +1,4 @@
-"""Plan-Execute-Replan: a planner writes a plan, an executor does its first step, a replanner decides (§A.12).
+"""Plan-Execute-Replan: a planner writes a plan, an executor does its first step, a replanner decides (Eino's planexecute).
 
 The three agents talk through session values only: the planner saves the user input and the plan, the executor
 saves the result of the step it ran, the replanner records that step and then either answers (``respond``,
