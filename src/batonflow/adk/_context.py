@@ -7,6 +7,7 @@ explicitly to ``Agent.run``; tools reach it through ``ToolContext.run``.
 from __future__ import annotations
 
 import asyncio
+import functools
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -87,13 +88,14 @@ class RunContext:
 
     def child(self, agent_name: str) -> RunContext:
         # Spelled out rather than dataclasses.replace: every agent of every run comes through here.
+        step, segment = _agent_steps(agent_name)
         return RunContext(
             session=self.session,
-            run_path=(*self.run_path, RunStep(agent_name)),
+            run_path=(*self.run_path, step),
             root_input=self.root_input,
             enable_streaming=self.enable_streaming,
             skip_transfer_messages=self.skip_transfer_messages,
-            address=(*self.address, AddressSegment("agent", agent_name)),
+            address=(*self.address, segment),
             resume=self.resume,
             trace=self.trace,
         )
@@ -150,3 +152,9 @@ class RunContext:
             assert variant.message_stream is not None
             variant.message_stream, entry._pending = variant.message_stream.tap()
         self.session.events.append(entry)
+
+
+@functools.lru_cache(maxsize=1024)
+def _agent_steps(agent_name: str) -> tuple[RunStep, AddressSegment]:
+    """An agent's run-path step and address segment: immutable, so made once per name and shared."""
+    return RunStep(agent_name), AddressSegment("agent", agent_name)

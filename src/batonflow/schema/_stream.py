@@ -114,7 +114,7 @@ class Stream(Generic[T]):
         every chunk, even if the reader closes early.
         """
         tap: Tap[T] = Tap(*self._take("tap", "tapped"), sides=2)
-        return Stream(_TapReader(tap, 0), tap.reader_closed), tap
+        return _TapStream(tap), tap
 
     def convert(self, fn: Callable[[T], U | None]) -> Stream[U]:
         """A stream of ``fn(chunk)`` for each chunk; chunks for which ``fn`` returns None are skipped."""
@@ -293,6 +293,59 @@ class Tap(Generic[T]):
         if self._sides == 0:
             _abandon(self._closer)
 
+    def wake(self) -> None:
+        """Let the sides waiting for the chunk being pulled look again."""
+        waiters, self.waiters = self.waiters, []
+        for waiter in waiters:
+            if not waiter.done():
+                waiter.set_result(None)
+
+
+class _TapStream(Stream[T]):
+    """The reader's side of ``tap()``: a stream that is its own reader, so that a chunk costs one coroutine.
+
+    Usually the reader is ahead and pulls each chunk from the source itself; the tap's ``chunks()`` then finds
+    them all in the buffer."""
+
+    __slots__ = ("_pos", "_tap")
+
+    def __init__(self, tap: Tap[T]) -> None:
+        self._tap = tap
+        self._pos = 0
+        self._anext = self._read  # what a new owner reads after taking the stream over (convert, merge)
+        self._closer = tap.reader_closed
+        self._state = None
+
+    async def __anext__(self) -> T:
+        if self._state is not None:
+            raise StreamClosedError(f"cannot read a stream that was {self._state}")
+        tap, pos = self._tap, self._pos
+        chunks = tap.chunks_
+        if pos == len(chunks) and tap.end is None and not tap.busy:
+            tap.busy = True  # the usual case: pull the next chunk for both sides
+            try:
+                chunk = await tap.anext()
+            except StopAsyncIteration:
+                tap.end = _END
+                raise
+            except Exception as error:
+                tap.end = _Failure(error)
+                raise
+            finally:
+                tap.busy = False
+                if tap.waiters:
+                    tap.wake()
+            chunks.append(chunk)
+            self._pos = pos + 1
+            return chunk
+        return await self._read()
+
+    async def _read(self) -> T:
+        pos = self._pos
+        chunk: T = await _TapReader(self._tap, pos).__anext__()
+        self._pos = pos + 1
+        return chunk
+
 
 class _TapReader:
     __slots__ = ("_pos", "_tap")
@@ -325,10 +378,7 @@ class _TapReader:
             finally:
                 tap.busy = False
                 if tap.waiters:
-                    waiters, tap.waiters = tap.waiters, []
-                    for waiter in waiters:
-                        if not waiter.done():
-                            waiter.set_result(None)
+                    tap.wake()
         self._pos = pos + 1
         return chunks[pos]
 
