@@ -149,7 +149,7 @@ _Stage = Literal["create", "progress", "revise"]
 
 
 @dataclass(frozen=True, slots=True)
-class _Plan:
+class _Progress:
     steps: tuple[str, ...]
     current: int  # 0-based index of the step under way; len(steps) once every step is done
 
@@ -166,73 +166,19 @@ def planning(instruction: str | None = None) -> AgentMiddleware:
     Before each model call the plan is rendered at the end of the system message: ``[√]`` done, ``[●]`` current,
     ``[ ]`` to do, and a reminder to keep it in sync. ``instruction`` replaces the planning guide (``""``: none).
     """
-    language = get_language()
-
-    def text(key: str) -> str:
-        return _TEXTS[key][language]
-
-    def where(plan: _Plan) -> str:
-        count = len(plan.steps)
-        if plan.current >= count:
-            return text("done").format(count=count)
-        return text("at").format(number=plan.current + 1, count=count, step=plan.steps[plan.current])
+    text = _texts(get_language())
 
     async def create_plan(steps: list[str], ctx: ToolContext) -> str:
-        cleaned = _cleaned(steps)
-        if len(cleaned) <= 1:
-            return text("skipped")
-        plan = _Plan(steps=cleaned, current=0)
-        await _store(ctx, "create", plan)
-        return text("created").format(count=len(cleaned)) + where(plan)
+        return await _create(steps, ctx, text)
 
     async def update_plan_progress(next_plan_index: int, ctx: ToolContext) -> str:
-        plan = _load(ctx.session_values, _key(ctx.run))
-        if plan is None:
-            return text("no_plan")
-        count = len(plan.steps)
-        used = min(max(next_plan_index, 1), count + 1)
-        plan = replace(plan, current=used - 1)
-        await _store(ctx, "progress", plan)
-        clamped = (
-            "" if used == next_plan_index else text("clamped").format(asked=next_plan_index, count=count, used=used)
-        )
-        return text("progressed") + clamped + where(plan)
+        return await _progress(next_plan_index, ctx, text)
 
     async def revise_plan(new_steps: list[str], from_index: int, ctx: ToolContext) -> str:
-        plan = _load(ctx.session_values, _key(ctx.run))
-        if plan is None:
-            return text("no_plan")
-        if not 1 <= from_index <= len(plan.steps) + 1:
-            return text("bad_from").format(limit=len(plan.steps) + 1, got=from_index)
-        cleaned = _cleaned(new_steps)
-        if not cleaned:
-            return text("no_steps").format(index=from_index)
-        start = from_index - 1
-        plan = _Plan(steps=plan.steps[:start] + cleaned, current=min(plan.current, start))
-        await _store(ctx, "revise", plan)
-        return text("revised").format(index=from_index, count=len(plan.steps)) + where(plan)
-
-    def render(plan: _Plan) -> str:
-        lines = [f"{_mark(i, plan.current)} {i + 1}. {step}" for i, step in enumerate(plan.steps)]
-        footer = text("sync") if plan.current < len(plan.steps) else text("all_done")
-        return "\n".join([text("heading"), *lines, footer])
+        return await _revise(new_steps, from_index, ctx, text)
 
     def before_chat_model(state: ChatModelAgentState, ctx: RunContext) -> None:
-        plan = _load(ctx.session.values, _key(ctx))
-        board = render(plan) if plan is not None else ""
-        messages = state.messages
-        head = messages[0] if messages and messages[0].role == "system" else None
-        if head is None:
-            if board:
-                messages.insert(0, system(board))
-            return
-        kept = _without_board(head.content)
-        content = f"{kept}\n\n{board}" if kept and board else kept or board
-        if not content:
-            del messages[0]  # it held only a board, and the plan is gone
-        elif content != head.content:
-            # A new message rather than an edit: the old one may be shared with a recorded request or a checkpoint.
-            messages[0] = replace(head, content=content)
+        _show_board(state, ctx, text)
 
     return AgentMiddleware(
         additional_instruction=text("guide") if instruction is None else instruction,
@@ -243,6 +189,84 @@ def planning(instruction: str | None = None) -> AgentMiddleware:
         ),
         before_chat_model=before_chat_model,
     )
+
+
+Text = Callable[[str], str]
+
+
+def _texts(language: Language) -> Text:
+    def text(key: str) -> str:
+        return _TEXTS[key][language]
+
+    return text
+
+
+def _where(plan: _Progress, text: Text) -> str:
+    count = len(plan.steps)
+    if plan.current >= count:
+        return text("done").format(count=count)
+    return text("at").format(number=plan.current + 1, count=count, step=plan.steps[plan.current])
+
+
+async def _create(steps: list[str], ctx: ToolContext, text: Text) -> str:
+    cleaned = _cleaned(steps)
+    if len(cleaned) <= 1:
+        return text("skipped")
+    plan = _Progress(steps=cleaned, current=0)
+    await _store(ctx, "create", plan)
+    return text("created").format(count=len(cleaned)) + _where(plan, text)
+
+
+async def _progress(next_plan_index: int, ctx: ToolContext, text: Text) -> str:
+    plan = _load(ctx.session_values, _key(ctx.run))
+    if plan is None:
+        return text("no_plan")
+    count = len(plan.steps)
+    used = min(max(next_plan_index, 1), count + 1)
+    plan = replace(plan, current=used - 1)
+    await _store(ctx, "progress", plan)
+    clamped = "" if used == next_plan_index else text("clamped").format(asked=next_plan_index, count=count, used=used)
+    return text("progressed") + clamped + _where(plan, text)
+
+
+async def _revise(new_steps: list[str], from_index: int, ctx: ToolContext, text: Text) -> str:
+    plan = _load(ctx.session_values, _key(ctx.run))
+    if plan is None:
+        return text("no_plan")
+    if not 1 <= from_index <= len(plan.steps) + 1:
+        return text("bad_from").format(limit=len(plan.steps) + 1, got=from_index)
+    cleaned = _cleaned(new_steps)
+    if not cleaned:
+        return text("no_steps").format(index=from_index)
+    start = from_index - 1
+    plan = _Progress(steps=plan.steps[:start] + cleaned, current=min(plan.current, start))
+    await _store(ctx, "revise", plan)
+    return text("revised").format(index=from_index, count=len(plan.steps)) + _where(plan, text)
+
+
+def _render(plan: _Progress, text: Text) -> str:
+    lines = [f"{_mark(i, plan.current)} {i + 1}. {step}" for i, step in enumerate(plan.steps)]
+    footer = text("sync") if plan.current < len(plan.steps) else text("all_done")
+    return "\n".join([text("heading"), *lines, footer])
+
+
+def _show_board(state: ChatModelAgentState, ctx: RunContext, text: Text) -> None:
+    """The progress board, re-rendered at the end of the system message before a model call."""
+    plan = _load(ctx.session.values, _key(ctx))
+    board = _render(plan, text) if plan is not None else ""
+    messages = state.messages
+    head = messages[0] if messages and messages[0].role == "system" else None
+    if head is None:
+        if board:
+            messages.insert(0, system(board))
+        return
+    kept = _without_board(head.content)
+    content = f"{kept}\n\n{board}" if kept and board else kept or board
+    if not content:
+        del messages[0]  # it held only a board, and the plan is gone
+    elif content != head.content:
+        # A new message rather than an edit: the old one may be shared with a recorded request or a checkpoint.
+        messages[0] = replace(head, content=content)
 
 
 def _function_tool(fn: Callable[..., Awaitable[str]], doc: str) -> FunctionTool[..., Awaitable[str]]:
@@ -266,14 +290,14 @@ def _key(run: RunContext | None) -> str:
     return _KEY_PREFIX + name
 
 
-def _load(values: Mapping[str, Any], key: str) -> _Plan | None:
+def _load(values: Mapping[str, Any], key: str) -> _Progress | None:
     saved = values.get(key)
     if not isinstance(saved, dict):
         return None
-    return _Plan(steps=tuple(saved["steps"]), current=int(saved["current"]))
+    return _Progress(steps=tuple(saved["steps"]), current=int(saved["current"]))
 
 
-async def _store(ctx: ToolContext, stage: _Stage, plan: _Plan) -> None:
+async def _store(ctx: ToolContext, stage: _Stage, plan: _Progress) -> None:
     # Plain JSON values, which the checkpoint codec writes without a registered class.
     run: RunContext | None = ctx.run
     ctx.add_session_value(_key(run), {"steps": list(plan.steps), "current": plan.current})
