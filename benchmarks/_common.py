@@ -100,10 +100,14 @@ class Counter:
         return n
 
 
-def check(condition: bool, what: str) -> None:
-    """``assert`` that survives ``python -O``."""
+def check(condition: bool, what: str, *values: object) -> None:
+    """``assert`` that survives ``python -O``; ``what.format(*values)`` is the message.
+
+    The message is formatted only on failure: formatting it on every run would time the repr of the framework's
+    objects, which in some frameworks costs more than the run itself.
+    """
     if not condition:
-        raise AssertionError(what)
+        raise AssertionError(what.format(*values))
 
 
 def check_branches(answers: dict[str, str], tool_results: dict[str, str], inner_runs: list[Counter]) -> None:
@@ -113,7 +117,7 @@ def check_branches(answers: dict[str, str], tool_results: dict[str, str], inner_
     Takes the inner agents' counts, so that the next run starts from 0.
     """
     runs = [counter.take() for counter in inner_runs]
-    check(answers == {branch_name(b): branch_answer(b) for b in range(N_BRANCHES)}, f"branches answered {answers}")
+    check(answers == {branch_name(b): branch_answer(b) for b in range(N_BRANCHES)}, "branches answered {}", answers)
     results = {call_id(b): inner_answer(b) for b in range(N_BRANCHES)}
-    check(tool_results == results, f"agent tools returned {tool_results}")
-    check(runs == [1] * N_BRANCHES, f"inner agents ran {runs} times")
+    check(tool_results == results, "agent tools returned {}", tool_results)
+    check(runs == [1] * N_BRANCHES, "inner agents ran {} times", runs)

@@ -159,24 +159,24 @@ def build() -> Workloads:
 
     async def single_turn() -> None:
         _, text = await final(single)
-        check(text == ANSWER, f"single turn answered {text!r}")
+        check(text == ANSWER, "single turn answered {!r}", text)
 
     async def tool_loop() -> None:
         before = counter.n
         _, text = await final(looping)
-        check(counter.n - before == N_STEPS, f"tool ran {counter.n - before} times")
-        check(text == ANSWER, f"tool loop answered {text!r}")
+        check(counter.n - before == N_STEPS, "tool ran {} times", counter.n - before)
+        check(text == ANSWER, "tool loop answered {!r}", text)
 
     async def transfer_chain() -> None:
         author, text = await final(chain)
-        check(author == "B" and text == ANSWER, f"transfer chain ended with {author}: {text!r}")
+        check(author == "B" and text == ANSWER, "transfer chain ended with {}: {!r}", author, text)
 
     async def stream() -> None:
         n = 0
         async for event in events(streaming, sse):
             if event.partial and event.content and event.content.parts:
                 n += event.content.parts[0].text == CHUNK
-        check(n == N_CHUNKS, f"streamed {n} chunks")
+        check(n == N_CHUNKS, "streamed {} chunks", n)
 
     async def parallel_agent_tool() -> None:
         answers, tool_results = {}, {}

@@ -155,18 +155,20 @@ def build() -> Workloads:
 
     async def single_turn() -> None:
         result = await Runner.run(single, QUESTION)
-        check(result.final_output == ANSWER, f"single turn answered {result.final_output!r}")
+        check(result.final_output == ANSWER, "single turn answered {!r}", result.final_output)
 
     async def tool_loop() -> None:
         before = counter.n
         result = await Runner.run(looping, QUESTION, max_turns=N_STEPS + 1)
-        check(counter.n - before == N_STEPS, f"tool ran {counter.n - before} times")
-        check(result.final_output == ANSWER, f"tool loop answered {result.final_output!r}")
+        check(counter.n - before == N_STEPS, "tool ran {} times", counter.n - before)
+        check(result.final_output == ANSWER, "tool loop answered {!r}", result.final_output)
 
     async def transfer_chain() -> None:
         result = await Runner.run(chain, QUESTION)
         last = result.last_agent.name
-        check(last == "B" and result.final_output == ANSWER, f"transfer chain ended with {last}: {result.final_output}")
+        check(
+            last == "B" and result.final_output == ANSWER, "transfer chain ended with {}: {}", last, result.final_output
+        )
 
     async def stream() -> None:
         n = 0
@@ -174,7 +176,7 @@ def build() -> Workloads:
         async for event in result.stream_events():
             if event.type == "raw_response_event" and event.data.type == "response.output_text.delta":
                 n += event.data.delta == CHUNK
-        check(n == N_CHUNKS, f"streamed {n} chunks")
+        check(n == N_CHUNKS, "streamed {} chunks", n)
 
     async def parallel_agent_tool() -> None:
         answers, tool_results = {}, {}

@@ -120,17 +120,17 @@ def build() -> Workloads:
 
     async def single_turn() -> None:
         _, message = await final_message(single)
-        check(message is not None and message.content == ANSWER, f"single turn answered {message}")
+        check(message is not None and message.content == ANSWER, "single turn answered {}", message)
 
     async def tool_loop() -> None:
         before = counter.n
         _, message = await final_message(looping)
-        check(counter.n - before == N_STEPS, f"tool ran {counter.n - before} times")
-        check(message is not None and message.content == ANSWER, f"tool loop answered {message}")
+        check(counter.n - before == N_STEPS, "tool ran {} times", counter.n - before)
+        check(message is not None and message.content == ANSWER, "tool loop answered {}", message)
 
     async def transfer_chain() -> None:
         agent_name, message = await final_message(chain)
-        check(agent_name == "B" and message is not None and message.content == ANSWER, f"{agent_name}: {message}")
+        check(agent_name == "B" and message is not None and message.content == ANSWER, "{}: {}", agent_name, message)
 
     async def stream() -> None:
         n = 0
@@ -142,7 +142,7 @@ def build() -> Workloads:
                 assert variant.message_stream is not None
                 async for chunk in variant.message_stream:
                     n += chunk.content == CHUNK
-        check(n == N_CHUNKS, f"streamed {n} chunks")
+        check(n == N_CHUNKS, "streamed {} chunks", n)
 
     async def parallel_agent_tool() -> None:
         answers, tool_results = {}, {}

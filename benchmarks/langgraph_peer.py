@@ -171,25 +171,25 @@ def build() -> Workloads:
 
     async def single_turn() -> None:
         message = final(await single.ainvoke({"messages": [("user", QUESTION)]}))
-        check(message.content == ANSWER, f"single turn answered {message!r}")
+        check(message.content == ANSWER, "single turn answered {!r}", message)
 
     async def tool_loop() -> None:
         before = counter.n
         message = final(await looping.ainvoke({"messages": [("user", QUESTION)]}))
-        check(counter.n - before == N_STEPS, f"tool ran {counter.n - before} times")
-        check(message.content == ANSWER, f"tool loop answered {message!r}")
+        check(counter.n - before == N_STEPS, "tool ran {} times", counter.n - before)
+        check(message.content == ANSWER, "tool loop answered {!r}", message)
 
     async def transfer_chain() -> None:
         state = await chain.ainvoke({"messages": [("user", QUESTION)]})
         message = final(state)
         transfers = [m for m in state["messages"] if isinstance(m, ToolMessage)]
-        check(len(transfers) == 2 and message.content == ANSWER, f"transfer chain ended with {message!r}")
+        check(len(transfers) == 2 and message.content == ANSWER, "transfer chain ended with {!r}", message)
 
     async def stream() -> None:
         n = 0
         async for chunk, _ in streaming.astream({"messages": [("user", QUESTION)]}, stream_mode="messages"):
             n += chunk.content == CHUNK
-        check(n == N_CHUNKS, f"streamed {n} chunks")
+        check(n == N_CHUNKS, "streamed {} chunks", n)
 
     async def parallel_agent_tool() -> None:
         answers, tool_results = {}, {}
