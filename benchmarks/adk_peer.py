@@ -103,7 +103,8 @@ def build() -> Workloads:
     def runner(root: LlmAgent) -> Runner:
         return Runner(app_name="bench", agent=root, session_service=sessions)
 
-    single = runner(agent("a", FakeLlm(model="fake", answers={"": answer})))
+    single_model = FakeLlm(model="fake", answers={"": answer})
+    single = runner(agent("a", single_model))
 
     loop_answers = {"": calling(0, "noop", {"x": 0})}
     for step in range(1, N_STEPS):
@@ -120,7 +121,8 @@ def build() -> Workloads:
 
     chunks = [model_says(types.Part(text=CHUNK), partial=True) for _ in range(N_CHUNKS)]
     chunks.append(model_says(types.Part(text=CHUNK * N_CHUNKS)))
-    streaming = runner(agent("a", FakeLlm(model="fake", answers={}, chunks=chunks)))
+    stream_model = FakeLlm(model="fake", answers={}, chunks=chunks)
+    streaming = runner(agent("a", stream_model))
     sse = RunConfig(streaming_mode=StreamingMode.SSE)
 
     # Each branch sees the question, calls its inner agent (which sees only the request), then answers.
@@ -178,6 +180,21 @@ def build() -> Workloads:
                 n += event.content.parts[0].text == CHUNK
         check(n == N_CHUNKS, "streamed {} chunks", n)
 
+    # The fake alone, through the method an ADK model implements, given the instruction and the question.
+    request = LlmRequest(
+        model="fake", contents=[question], config=types.GenerateContentConfig(system_instruction="Be brief.")
+    )
+
+    async def fake_single_turn() -> None:
+        texts = [r.content.parts[0].text async for r in single_model.generate_content_async(request) if r.content]
+        check(texts == [ANSWER], "fake answered {}", texts)
+
+    async def fake_stream() -> None:
+        n = 0
+        async for response in stream_model.generate_content_async(request, stream=True):
+            n += bool(response.partial and response.content and response.content.parts[0].text == CHUNK)
+        check(n == N_CHUNKS, "fake streamed {} chunks", n)
+
     async def parallel_agent_tool() -> None:
         answers, tool_results = {}, {}
         async for event in events(parallel):
@@ -197,4 +214,6 @@ def build() -> Workloads:
         transfer_chain=transfer_chain,
         stream=stream,
         parallel_agent_tool=parallel_agent_tool,
+        fake_single_turn=fake_single_turn,
+        fake_stream=fake_stream,
     )
