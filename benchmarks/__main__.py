@@ -21,7 +21,7 @@ from typing import Any
 
 from ._common import WORKLOADS
 
-MODULES = ["bf", "langgraph_peer", "adk_peer", "agents_sdk_peer", "maf_peer"]
+MODULES = ["bf", "langgraph_peer", "adk_peer", "agents_sdk_peer", "maf_peer", "pydantic_ai_peer"]
 """One module per framework; each imports its framework only inside ``build()``."""
 FRAMEWORKS = {m: importlib.import_module(f"benchmarks.{m}").NAME for m in MODULES}
 SUBJECT = "bf"
