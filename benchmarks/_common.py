@@ -8,7 +8,7 @@ concurrent runs alike and no framework pays for rebuilding agents or models per 
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 __all__ = [
     "ANSWER",
@@ -19,6 +19,7 @@ __all__ = [
     "QUESTION",
     "REQUEST",
     "TOOL_RESULT",
+    "WORKLOADS",
     "Counter",
     "Run",
     "Workloads",
@@ -30,6 +31,16 @@ __all__ = [
     "inner_answer",
     "inner_name",
 ]
+
+WORKLOADS = {
+    "W1": "w1_single_turn",
+    "W2": "w2_tool_loop",
+    "W3": "w3_transfer_chain",
+    "W4": "w4_stream",
+    "W5": "w5_concurrent",
+    "W6": "w6_parallel_agent_tool",
+}
+"""Workload name → the key of its result in a worker's report."""
 
 QUESTION = "hi"
 ANSWER = "done"
@@ -74,16 +85,27 @@ Run = Callable[[], Awaitable[None]]
 class Workloads:
     """One validated run of each workload; each raises ``AssertionError`` unless the run really happened.
 
-    ``single_turn`` is also what the concurrency workload gathers. ``parallel_agent_tool`` is ``None`` for a
-    framework that cannot express it (the README says why); the table then shows "n/a".
+    ``single_turn`` is also what the concurrency workload gathers. ``transfer_chain`` and ``parallel_agent_tool``
+    are ``None`` for a framework that cannot express them, and ``unsupported`` then says why (the table shows
+    "n/a", the notes under it the reason).
+
+    The two ``fake_*`` runs use the fake model alone, through the framework's model interface (the method a model
+    implementer writes) with no agent around it: ``fake_single_turn`` is one call answering the single turn, and
+    ``fake_stream`` drains the 2000 chunks of the stream workload. W4 is reported net of ``fake_stream``, so that
+    a fake that costs more per chunk in one framework than in another does not count against that framework;
+    ``fake_single_turn`` is reported for comparison only.
     """
 
     version: str
     single_turn: Run
     tool_loop: Run
-    transfer_chain: Run
+    transfer_chain: Run | None
     stream: Run
     parallel_agent_tool: Run | None
+    fake_single_turn: Run
+    fake_stream: Run
+    unsupported: dict[str, str] = field(default_factory=dict)
+    """Workload result key (``w3_transfer_chain``, ``w6_parallel_agent_tool``) → why the framework cannot express it."""
 
 
 class Counter:
@@ -100,10 +122,14 @@ class Counter:
         return n
 
 
-def check(condition: bool, what: str) -> None:
-    """``assert`` that survives ``python -O``."""
+def check(condition: bool, what: str, *values: object) -> None:
+    """``assert`` that survives ``python -O``; ``what.format(*values)`` is the message.
+
+    The message is formatted only on failure: formatting it on every run would time the repr of the framework's
+    objects, which in some frameworks costs more than the run itself.
+    """
     if not condition:
-        raise AssertionError(what)
+        raise AssertionError(what.format(*values))
 
 
 def check_branches(answers: dict[str, str], tool_results: dict[str, str], inner_runs: list[Counter]) -> None:
@@ -113,7 +139,7 @@ def check_branches(answers: dict[str, str], tool_results: dict[str, str], inner_
     Takes the inner agents' counts, so that the next run starts from 0.
     """
     runs = [counter.take() for counter in inner_runs]
-    check(answers == {branch_name(b): branch_answer(b) for b in range(N_BRANCHES)}, f"branches answered {answers}")
+    check(answers == {branch_name(b): branch_answer(b) for b in range(N_BRANCHES)}, "branches answered {}", answers)
     results = {call_id(b): inner_answer(b) for b in range(N_BRANCHES)}
-    check(tool_results == results, f"agent tools returned {tool_results}")
-    check(runs == [1] * N_BRANCHES, f"inner agents ran {runs} times")
+    check(tool_results == results, "agent tools returned {}", tool_results)
+    check(runs == [1] * N_BRANCHES, "inner agents ran {} times", runs)

@@ -103,7 +103,8 @@ def build() -> Workloads:
     def runner(root: LlmAgent) -> Runner:
         return Runner(app_name="bench", agent=root, session_service=sessions)
 
-    single = runner(agent("a", FakeLlm(model="fake", answers={"": answer})))
+    single_model = FakeLlm(model="fake", answers={"": answer})
+    single = runner(agent("a", single_model))
 
     loop_answers = {"": calling(0, "noop", {"x": 0})}
     for step in range(1, N_STEPS):
@@ -120,7 +121,8 @@ def build() -> Workloads:
 
     chunks = [model_says(types.Part(text=CHUNK), partial=True) for _ in range(N_CHUNKS)]
     chunks.append(model_says(types.Part(text=CHUNK * N_CHUNKS)))
-    streaming = runner(agent("a", FakeLlm(model="fake", answers={}, chunks=chunks)))
+    stream_model = FakeLlm(model="fake", answers={}, chunks=chunks)
+    streaming = runner(agent("a", stream_model))
     sse = RunConfig(streaming_mode=StreamingMode.SSE)
 
     # Each branch sees the question, calls its inner agent (which sees only the request), then answers.
@@ -159,24 +161,39 @@ def build() -> Workloads:
 
     async def single_turn() -> None:
         _, text = await final(single)
-        check(text == ANSWER, f"single turn answered {text!r}")
+        check(text == ANSWER, "single turn answered {!r}", text)
 
     async def tool_loop() -> None:
         before = counter.n
         _, text = await final(looping)
-        check(counter.n - before == N_STEPS, f"tool ran {counter.n - before} times")
-        check(text == ANSWER, f"tool loop answered {text!r}")
+        check(counter.n - before == N_STEPS, "tool ran {} times", counter.n - before)
+        check(text == ANSWER, "tool loop answered {!r}", text)
 
     async def transfer_chain() -> None:
         author, text = await final(chain)
-        check(author == "B" and text == ANSWER, f"transfer chain ended with {author}: {text!r}")
+        check(author == "B" and text == ANSWER, "transfer chain ended with {}: {!r}", author, text)
 
     async def stream() -> None:
         n = 0
         async for event in events(streaming, sse):
             if event.partial and event.content and event.content.parts:
                 n += event.content.parts[0].text == CHUNK
-        check(n == N_CHUNKS, f"streamed {n} chunks")
+        check(n == N_CHUNKS, "streamed {} chunks", n)
+
+    # The fake alone, through the method an ADK model implements, given the instruction and the question.
+    request = LlmRequest(
+        model="fake", contents=[question], config=types.GenerateContentConfig(system_instruction="Be brief.")
+    )
+
+    async def fake_single_turn() -> None:
+        texts = [r.content.parts[0].text async for r in single_model.generate_content_async(request) if r.content]
+        check(texts == [ANSWER], "fake answered {}", texts)
+
+    async def fake_stream() -> None:
+        n = 0
+        async for response in stream_model.generate_content_async(request, stream=True):
+            n += bool(response.partial and response.content and response.content.parts[0].text == CHUNK)
+        check(n == N_CHUNKS, "fake streamed {} chunks", n)
 
     async def parallel_agent_tool() -> None:
         answers, tool_results = {}, {}
@@ -197,4 +214,6 @@ def build() -> Workloads:
         transfer_chain=transfer_chain,
         stream=stream,
         parallel_agent_tool=parallel_agent_tool,
+        fake_single_turn=fake_single_turn,
+        fake_stream=fake_stream,
     )

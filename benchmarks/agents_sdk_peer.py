@@ -105,7 +105,8 @@ def build() -> Workloads:
     def agent(name: str, model: FakeModel, **options: Any) -> Agent[Any]:
         return Agent(name=name, handoff_description=f"agent {name}", instructions="Be brief.", model=model, **options)
 
-    single = agent("a", FakeModel({"": answer}))
+    single_model = FakeModel({"": answer})
+    single = agent("a", single_model)
 
     loop_answers = {"": calling(0, "noop", '{"x": 0}')}
     for step in range(1, N_STEPS):
@@ -141,7 +142,8 @@ def build() -> Workloads:
         tools=[],
     )
     deltas.append(ResponseCompletedEvent(response=whole, sequence_number=N_CHUNKS, type="response.completed"))
-    streaming = agent("a", FakeModel({}, deltas))
+    stream_model = FakeModel({}, deltas)
+    streaming = agent("a", stream_model)
 
     # Each branch sees the question, calls its inner agent (which sees only the request), then answers.
     inner_runs = [Counter() for _ in range(N_BRANCHES)]
@@ -155,18 +157,20 @@ def build() -> Workloads:
 
     async def single_turn() -> None:
         result = await Runner.run(single, QUESTION)
-        check(result.final_output == ANSWER, f"single turn answered {result.final_output!r}")
+        check(result.final_output == ANSWER, "single turn answered {!r}", result.final_output)
 
     async def tool_loop() -> None:
         before = counter.n
         result = await Runner.run(looping, QUESTION, max_turns=N_STEPS + 1)
-        check(counter.n - before == N_STEPS, f"tool ran {counter.n - before} times")
-        check(result.final_output == ANSWER, f"tool loop answered {result.final_output!r}")
+        check(counter.n - before == N_STEPS, "tool ran {} times", counter.n - before)
+        check(result.final_output == ANSWER, "tool loop answered {!r}", result.final_output)
 
     async def transfer_chain() -> None:
         result = await Runner.run(chain, QUESTION)
         last = result.last_agent.name
-        check(last == "B" and result.final_output == ANSWER, f"transfer chain ended with {last}: {result.final_output}")
+        check(
+            last == "B" and result.final_output == ANSWER, "transfer chain ended with {}: {}", last, result.final_output
+        )
 
     async def stream() -> None:
         n = 0
@@ -174,7 +178,20 @@ def build() -> Workloads:
         async for event in result.stream_events():
             if event.type == "raw_response_event" and event.data.type == "response.output_text.delta":
                 n += event.data.delta == CHUNK
-        check(n == N_CHUNKS, f"streamed {n} chunks")
+        check(n == N_CHUNKS, "streamed {} chunks", n)
+
+    # The fake alone, through the methods an Agents SDK model implements, given the instructions and the question.
+    prompt = [{"role": "user", "content": QUESTION}]
+
+    async def fake_single_turn() -> None:
+        response = await single_model.get_response("Be brief.", prompt)
+        check(response is answer, "fake answered {}", response)
+
+    async def fake_stream() -> None:
+        n = 0
+        async for event in stream_model.stream_response("Be brief.", prompt):
+            n += event.type == "response.output_text.delta" and event.delta == CHUNK
+        check(n == N_CHUNKS, "fake streamed {} chunks", n)
 
     async def parallel_agent_tool() -> None:
         answers, tool_results = {}, {}
@@ -192,4 +209,6 @@ def build() -> Workloads:
         transfer_chain=transfer_chain,
         stream=stream,
         parallel_agent_tool=parallel_agent_tool,
+        fake_single_turn=fake_single_turn,
+        fake_stream=fake_stream,
     )

@@ -34,7 +34,7 @@ def build() -> Workloads:
     from importlib.metadata import version
 
     from batonflow.adk import AgentTool, ChatModelAgent, ParallelAgent, Runner, set_sub_agents
-    from batonflow.schema import FunctionCall, Message, Stream, ToolCall, assistant
+    from batonflow.schema import FunctionCall, Message, Stream, ToolCall, assistant, system, user
     from batonflow.tools import tool
 
     class FakeModel:
@@ -82,7 +82,8 @@ def build() -> Workloads:
     def agent(name: str, model: FakeModel, **options: Any) -> ChatModelAgent:
         return ChatModelAgent(name=name, description=f"agent {name}", instruction="Be brief.", model=model, **options)
 
-    single = Runner(agent("a", FakeModel({"": answer})))
+    single_model = FakeModel({"": answer})
+    single = Runner(agent("a", single_model))
 
     loop_answers = {"": calling(0, "noop", '{"x": 0}')}
     for step in range(1, N_STEPS):
@@ -97,7 +98,8 @@ def build() -> Workloads:
     chain = Runner(set_sub_agents(root, [set_sub_agents(a, [b])]))
 
     chunks = [assistant(CHUNK) for _ in range(N_CHUNKS)]
-    streaming = Runner(agent("a", FakeModel({}, chunks)), enable_streaming=True)
+    stream_model = FakeModel({}, chunks)
+    streaming = Runner(agent("a", stream_model), enable_streaming=True)
 
     # Each branch sees the question, calls its inner agent (which sees only the request), then answers.
     inner_runs = [Counter() for _ in range(N_BRANCHES)]
@@ -120,17 +122,17 @@ def build() -> Workloads:
 
     async def single_turn() -> None:
         _, message = await final_message(single)
-        check(message is not None and message.content == ANSWER, f"single turn answered {message}")
+        check(message is not None and message.content == ANSWER, "single turn answered {}", message)
 
     async def tool_loop() -> None:
         before = counter.n
         _, message = await final_message(looping)
-        check(counter.n - before == N_STEPS, f"tool ran {counter.n - before} times")
-        check(message is not None and message.content == ANSWER, f"tool loop answered {message}")
+        check(counter.n - before == N_STEPS, "tool ran {} times", counter.n - before)
+        check(message is not None and message.content == ANSWER, "tool loop answered {}", message)
 
     async def transfer_chain() -> None:
         agent_name, message = await final_message(chain)
-        check(agent_name == "B" and message is not None and message.content == ANSWER, f"{agent_name}: {message}")
+        check(agent_name == "B" and message is not None and message.content == ANSWER, "{}: {}", agent_name, message)
 
     async def stream() -> None:
         n = 0
@@ -142,7 +144,20 @@ def build() -> Workloads:
                 assert variant.message_stream is not None
                 async for chunk in variant.message_stream:
                     n += chunk.content == CHUNK
-        check(n == N_CHUNKS, f"streamed {n} chunks")
+        check(n == N_CHUNKS, "streamed {} chunks", n)
+
+    # What the agent hands its model: the instruction, then the question.
+    prompt = [system("Be brief."), user(QUESTION)]
+
+    async def fake_single_turn() -> None:
+        message = await single_model.generate(prompt)
+        check(message.content == ANSWER, "fake answered {}", message)
+
+    async def fake_stream() -> None:
+        n = 0
+        async for chunk in stream_model.stream(prompt):
+            n += chunk.content == CHUNK
+        check(n == N_CHUNKS, "fake streamed {} chunks", n)
 
     async def parallel_agent_tool() -> None:
         answers, tool_results = {}, {}
@@ -165,4 +180,6 @@ def build() -> Workloads:
         transfer_chain=transfer_chain,
         stream=stream,
         parallel_agent_tool=parallel_agent_tool,
+        fake_single_turn=fake_single_turn,
+        fake_stream=fake_stream,
     )

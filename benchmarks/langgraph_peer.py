@@ -40,7 +40,7 @@ def build() -> Workloads:
     from importlib.metadata import version
 
     from langchain_core.language_models import BaseChatModel
-    from langchain_core.messages import AIMessage, AIMessageChunk, BaseMessage, ToolMessage
+    from langchain_core.messages import AIMessage, AIMessageChunk, BaseMessage, HumanMessage, SystemMessage, ToolMessage
     from langchain_core.outputs import ChatGeneration, ChatGenerationChunk, ChatResult
     from langchain_core.tools import BaseTool, InjectedToolCallId, tool
     from langchain_core.utils.function_calling import convert_to_openai_tool
@@ -109,7 +109,8 @@ def build() -> Workloads:
     def agent(model: FakeChatModel, tools: Sequence[BaseTool] = (), name: str | None = None) -> Any:
         return create_react_agent(model, list(tools), prompt="Be brief.", name=name)
 
-    single = agent(FakeChatModel(answers={"": answer}))
+    single_model = FakeChatModel(answers={"": answer})
+    single = agent(single_model)
 
     loop_answers = {"": calling(0, "noop", {"x": 0})}
     for step in range(1, N_STEPS):
@@ -164,32 +165,47 @@ def build() -> Workloads:
     parallel = fan.compile()
 
     chunks = [ChatGenerationChunk(message=AIMessageChunk(content=CHUNK, id="ai-stream")) for _ in range(N_CHUNKS)]
-    streaming = agent(FakeChatModel(answers={}, chunks=chunks))
+    stream_model = FakeChatModel(answers={}, chunks=chunks)
+    streaming = agent(stream_model)
 
     def final(state: dict[str, Any]) -> BaseMessage:
         return state["messages"][-1]
 
     async def single_turn() -> None:
         message = final(await single.ainvoke({"messages": [("user", QUESTION)]}))
-        check(message.content == ANSWER, f"single turn answered {message!r}")
+        check(message.content == ANSWER, "single turn answered {!r}", message)
 
     async def tool_loop() -> None:
         before = counter.n
         message = final(await looping.ainvoke({"messages": [("user", QUESTION)]}))
-        check(counter.n - before == N_STEPS, f"tool ran {counter.n - before} times")
-        check(message.content == ANSWER, f"tool loop answered {message!r}")
+        check(counter.n - before == N_STEPS, "tool ran {} times", counter.n - before)
+        check(message.content == ANSWER, "tool loop answered {!r}", message)
 
     async def transfer_chain() -> None:
         state = await chain.ainvoke({"messages": [("user", QUESTION)]})
         message = final(state)
         transfers = [m for m in state["messages"] if isinstance(m, ToolMessage)]
-        check(len(transfers) == 2 and message.content == ANSWER, f"transfer chain ended with {message!r}")
+        check(len(transfers) == 2 and message.content == ANSWER, "transfer chain ended with {!r}", message)
 
     async def stream() -> None:
         n = 0
         async for chunk, _ in streaming.astream({"messages": [("user", QUESTION)]}, stream_mode="messages"):
             n += chunk.content == CHUNK
-        check(n == N_CHUNKS, f"streamed {n} chunks")
+        check(n == N_CHUNKS, "streamed {} chunks", n)
+
+    # The fake alone, through the methods a LangChain model implements: what the agent hands it is the prompt, then
+    # the question.
+    prompt: list[BaseMessage] = [SystemMessage("Be brief."), HumanMessage(QUESTION)]
+
+    async def fake_single_turn() -> None:
+        result = await single_model._agenerate(prompt)
+        check(result.generations[0].message.content == ANSWER, "fake answered {}", result)
+
+    async def fake_stream() -> None:
+        n = 0
+        async for chunk in stream_model._astream(prompt):
+            n += chunk.message.content == CHUNK
+        check(n == N_CHUNKS, "fake streamed {} chunks", n)
 
     async def parallel_agent_tool() -> None:
         answers, tool_results = {}, {}
@@ -207,4 +223,6 @@ def build() -> Workloads:
         transfer_chain=transfer_chain,
         stream=stream,
         parallel_agent_tool=parallel_agent_tool,
+        fake_single_turn=fake_single_turn,
+        fake_stream=fake_stream,
     )
