@@ -35,14 +35,24 @@ def concat_messages(messages: Sequence[Message]) -> Message:
     for msg in messages:
         if msg.role != role:
             raise ConcatError(f"cannot concat messages with different roles: {role!r} and {msg.role!r}")
+        content.append(msg.content)
+        if not (
+            msg.reasoning_content
+            or msg.tool_calls
+            or msg.response_meta
+            or msg.parts
+            or msg.name
+            or msg.tool_call_id
+            or msg.tool_name
+            or msg.extra
+        ):
+            continue  # a text chunk, as most are: nothing else to merge
         if msg.name:
             name = _same("names", name, msg.name)
         if msg.tool_call_id:
             call_id = _same("tool call ids", call_id, msg.tool_call_id)
         if msg.tool_name:
             tool_name = _same("tool names", tool_name, msg.tool_name)
-        if msg.content:
-            content.append(msg.content)
         if msg.reasoning_content:
             reasoning.append(msg.reasoning_content)
         if msg.parts:

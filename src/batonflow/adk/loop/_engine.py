@@ -149,7 +149,8 @@ async def _taken(
             return None
         case Answer(message=None):
             state.messages.append(message)
-            await _after_model(state, setup, ctx)
+            if setup.after_model:
+                await _after_model(state, setup, ctx)
             return Answer(message, said=True)
         case Answer():
             state.messages.append(message)

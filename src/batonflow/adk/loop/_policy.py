@@ -59,6 +59,13 @@ class AgentSetup:
     before_tools: tuple[BatchHook, ...] = ()
     after_tools: tuple[BatchHook, ...] = ()
     model_error: tuple[ModelErrorHook, ...] = ()
+    _system: Message | None = None
+
+    def system_message(self) -> Message:
+        """The instruction as a system message, made once."""
+        if self._system is None:
+            self._system = system(self.instruction)
+        return self._system
 
 
 class LoopPolicy(Protocol):
@@ -128,8 +135,10 @@ class EinoPolicy:
         if not instruction:
             return list(input.messages)
         if ctx.session.values:
-            instruction = render_instruction(instruction, ctx.session.values)
-        return [system(instruction), *input.messages]
+            return [system(render_instruction(instruction, ctx.session.values)), *input.messages]
+        # Nothing to render: the same system message every run (messages in a transcript are never changed in
+        # place, only replaced).
+        return [setup.system_message(), *input.messages]
 
     def before_turn(self, state: ReactState) -> Answer | Fail | None:
         return Fail(MaxIterationsError()) if state.remaining <= 0 else None
