@@ -1,15 +1,5 @@
 """Solon-AI's agent kinds, interceptors and conversation sessions, on the runtime of ``batonflow.adk``."""
 
-from ._compression import CompositeStrategy as CompositeStrategy
-from ._compression import CompressionStrategy as CompressionStrategy
-from ._compression import ContextCompressionInterceptor as ContextCompressionInterceptor
-from ._compression import HierarchicalSummaryStrategy as HierarchicalSummaryStrategy
-from ._compression import InMemoryVectorStore as InMemoryVectorStore
-from ._compression import KeyInfoExtractionStrategy as KeyInfoExtractionStrategy
-from ._compression import LLMSummaryStrategy as LLMSummaryStrategy
-from ._compression import VectorStore as VectorStore
-from ._compression import VectorStoreArchiveStrategy as VectorStoreArchiveStrategy
-from ._compression import estimate_tokens as estimate_tokens
 from ._hitl import HITL as HITL
 from ._hitl import HITLDecision as HITLDecision
 from ._hitl import HITLInterceptor as HITLInterceptor
@@ -24,6 +14,16 @@ from ._react import ReActAgent as ReActAgent
 from ._session import Session as Session
 from ._simple import SimpleAgent as SimpleAgent
 from ._simple import parse_output as parse_output
+from .compression import CompositeStrategy as CompositeStrategy
+from .compression import CompressionStrategy as CompressionStrategy
+from .compression import ContextCompressionInterceptor as ContextCompressionInterceptor
+from .compression import HierarchicalSummaryStrategy as HierarchicalSummaryStrategy
+from .compression import InMemoryVectorStore as InMemoryVectorStore
+from .compression import KeyInfoExtractionStrategy as KeyInfoExtractionStrategy
+from .compression import LLMSummaryStrategy as LLMSummaryStrategy
+from .compression import VectorStore as VectorStore
+from .compression import VectorStoreArchiveStrategy as VectorStoreArchiveStrategy
+from .compression import estimate_tokens as estimate_tokens
 
 __all__ = [
     "HITL",
