@@ -5,7 +5,7 @@ work on a small in-memory shop through tools (look up and refund orders, file co
 Every event of each run is printed as it arrives, streamed text chunk by chunk, and the shop's changes at the
 end show that the tools really ran.
 
-A refund needs a person: ``issue_refund`` is a sensitive tool (``HITLInterceptor``), so a run that would refund
+A refund needs a person: ``issue_refund`` is a sensitive tool (``human_approval``), so a run that would refund
 stops with the pending call, saved in the Runner's checkpoint store. The demo shows it, asks for a decision
 (``[y/n]`` on a terminal) and resumes the run with it. Without a terminal (CI, a pipe) it approves the first
 refund and rejects the later ones, so one run shows both outcomes.
@@ -33,6 +33,7 @@ from pydantic import Field
 from .adk import (
     AgentEvent,
     AgentInput,
+    AgentMiddleware,
     ChatModelAgent,
     FlowAgent,
     InterruptCtx,
@@ -42,7 +43,7 @@ from .adk import (
     agent_with_options,
     set_sub_agents,
 )
-from .agents import HITL, HITLDecision, HITLInterceptor, HITLPending, PendingTask
+from .agents import HITL, HITLDecision, HITLPending, PendingTask, human_approval
 from .errors import UserError
 from .models import ChatModel, ForcedTool, ModelSettings, ToolChoice, load_model
 from .schema import (
@@ -330,7 +331,7 @@ def build_system(
         description: str,
         instruction: str,
         functions: list[Callable[..., str]],
-        middlewares: Sequence[HITLInterceptor] = (),
+        middlewares: Sequence[AgentMiddleware] = (),
     ) -> FlowAgent:
         # threaded=False: the shop is plain memory, so its tools run on the event loop and a refund's
         # check-then-set cannot interleave with another call's.
@@ -363,7 +364,7 @@ def build_system(
         "refunds and money back",
         "You refund orders. Call issue_refund with the order number, then tell the customer the result briefly.",
         [shop.issue_refund, shop.lookup_order],
-        [HITLInterceptor().on_sensitive_tool("issue_refund", comment="A refund pays money back: approve it?")],
+        [human_approval(sensitive_tools={"issue_refund": "A refund pays money back: approve it?"})],
     )
     complaint = specialist(
         "complaint_agent",

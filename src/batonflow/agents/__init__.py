@@ -1,10 +1,16 @@
-"""Solon-AI's agent kinds, interceptors and conversation sessions, on the runtime of ``batonflow.adk``."""
+"""Solon-AI's agent kinds, middlewares and conversation sessions, on the runtime of ``batonflow.adk``.
+
+Middlewares are made by factories (``human_approval``, ``context_compression``, ``stop_loop``, ``tool_retry``,
+``tool_sanitizer``, ``planning``) that return an ``AgentMiddleware``; ``batonflow.agents.middleware`` has the same
+under Solon's interceptor class names.
+"""
 
 from ._hitl import HITL as HITL
 from ._hitl import HITLDecision as HITLDecision
-from ._hitl import HITLInterceptor as HITLInterceptor
 from ._hitl import HITLPending as HITLPending
+from ._hitl import HITLStrategy as HITLStrategy
 from ._hitl import PendingTask as PendingTask
+from ._hitl import human_approval as human_approval
 from ._interceptors import stop_loop as stop_loop
 from ._interceptors import tool_retry as tool_retry
 from ._interceptors import tool_sanitizer as tool_sanitizer
@@ -16,24 +22,23 @@ from ._simple import SimpleAgent as SimpleAgent
 from ._simple import parse_output as parse_output
 from .compression import CompositeStrategy as CompositeStrategy
 from .compression import CompressionStrategy as CompressionStrategy
-from .compression import ContextCompressionInterceptor as ContextCompressionInterceptor
 from .compression import HierarchicalSummaryStrategy as HierarchicalSummaryStrategy
 from .compression import InMemoryVectorStore as InMemoryVectorStore
 from .compression import KeyInfoExtractionStrategy as KeyInfoExtractionStrategy
 from .compression import LLMSummaryStrategy as LLMSummaryStrategy
 from .compression import VectorStore as VectorStore
 from .compression import VectorStoreArchiveStrategy as VectorStoreArchiveStrategy
+from .compression import context_compression as context_compression
 from .compression import estimate_tokens as estimate_tokens
 
 __all__ = [
     "HITL",
     "CompositeStrategy",
     "CompressionStrategy",
-    "ContextCompressionInterceptor",
     "FeedbackRequest",
     "HITLDecision",
-    "HITLInterceptor",
     "HITLPending",
+    "HITLStrategy",
     "HierarchicalSummaryStrategy",
     "InMemoryVectorStore",
     "KeyInfoExtractionStrategy",
@@ -44,7 +49,9 @@ __all__ = [
     "SimpleAgent",
     "VectorStore",
     "VectorStoreArchiveStrategy",
+    "context_compression",
     "estimate_tokens",
+    "human_approval",
     "parse_output",
     "planning",
     "stop_loop",

@@ -24,6 +24,7 @@ from ._archive import InMemoryVectorStore as InMemoryVectorStore
 from ._archive import VectorStore as VectorStore
 from ._archive import VectorStoreArchiveStrategy as VectorStoreArchiveStrategy
 from ._interceptor import ContextCompressionInterceptor as ContextCompressionInterceptor
+from ._interceptor import context_compression as context_compression
 from ._strategies import CompositeStrategy as CompositeStrategy
 from ._strategies import CompressionStrategy as CompressionStrategy
 from ._strategies import HierarchicalSummaryStrategy as HierarchicalSummaryStrategy
@@ -42,5 +43,6 @@ __all__ = [
     "LLMSummaryStrategy",
     "VectorStore",
     "VectorStoreArchiveStrategy",
+    "context_compression",
     "estimate_tokens",
 ]

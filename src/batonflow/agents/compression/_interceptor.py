@@ -14,9 +14,30 @@ from ._strategies import CompressionStrategy, check_count, check_strategy, is_pr
 from ._summary import is_summary, summary_message
 from ._tokens import cut_middle, estimate_tokens
 
-__all__ = ["ContextCompressionInterceptor"]
+__all__ = ["ContextCompressionInterceptor", "context_compression"]
 
 _log = logging.getLogger("batonflow.agents")
+
+
+def context_compression(
+    *,
+    max_messages: int = 15,
+    max_context_ratio: float = 0.75,
+    context_length: int = 128_000,
+    strategy: CompressionStrategy | None = None,
+    count_tokens: Callable[[Message], int] | None = None,
+    max_retries: int = 3,
+) -> AgentMiddleware:
+    """A middleware that keeps the transcript under ``max_messages`` messages and ``context_length ×
+    max_context_ratio`` tokens; see ``ContextCompressionInterceptor`` (Solon's name) for what it does."""
+    return ContextCompressionInterceptor(
+        max_messages=max_messages,
+        max_context_ratio=max_context_ratio,
+        context_length=context_length,
+        strategy=strategy,
+        count_tokens=count_tokens,
+        max_retries=max_retries,
+    )
 
 
 class ContextCompressionInterceptor(AgentMiddleware):
