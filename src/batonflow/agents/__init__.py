@@ -1,10 +1,14 @@
 """Solon-AI's agent kinds, middlewares and conversation sessions, on the runtime of ``batonflow.adk``.
 
+``Runner`` is the runtime's Runner plus conversations across runs (``session_store=``, ``run(..., session_id=)``);
+``batonflow.Runner`` is this one.
+
 Middlewares are made by factories (``human_approval``, ``context_compression``, ``stop_loop``, ``tool_retry``,
 ``tool_sanitizer``, ``planning``) that return an ``AgentMiddleware``; ``batonflow.agents.middleware`` has the same
 under Solon's interceptor class names.
 """
 
+from ._conversation import Runner as Runner
 from ._hitl import HITL as HITL
 from ._hitl import HITLDecision as HITLDecision
 from ._hitl import HITLPending as HITLPending
@@ -45,6 +49,7 @@ __all__ = [
     "LLMSummaryStrategy",
     "PendingTask",
     "ReActAgent",
+    "Runner",
     "Session",
     "SimpleAgent",
     "VectorStore",
