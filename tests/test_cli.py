@@ -8,8 +8,7 @@ from typing import TextIO
 
 import pytest
 
-from batonflow import _demo
-from batonflow.cli import main
+from batonflow.cli import demo, main
 
 
 def test_demo_with_the_scripted_model_returns_0_and_prints_the_whole_flow(capsys: pytest.CaptureFixture[str]) -> None:
@@ -54,7 +53,7 @@ def test_demo_runs_on_the_local_smollm2_model_by_default(monkeypatch: pytest.Mon
         seen.append(model_uri)
         seen.append(approve)
 
-    monkeypatch.setattr(_demo, "run_demo", fake_run_demo)
+    monkeypatch.setattr(demo, "run_demo", fake_run_demo)
 
     assert main(["demo"]) == 0
     assert seen == ["local:smollm2", "auto"]

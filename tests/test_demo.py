@@ -2,28 +2,23 @@
 
 from __future__ import annotations
 
-import asyncio
 import io
 import json
 
 import pytest
 
-from batonflow._demo import Approval, Shop, ToolThenAnswer, build_system, print_event, run_demo, scripted_model
 from batonflow.adk import (
-    AgentAction,
-    AgentEvent,
     ChatModelAgent,
-    InterruptCtx,
-    InterruptInfo,
     Runner,
     RunStep,
     collect_events,
-    event_from_message,
 )
-from batonflow.agents import HITL, HITLPending, PendingTask
-from batonflow.errors import MaxIterationsError, UserError
+from batonflow.agents import HITL
+from batonflow.cli.demo import Approval, Shop, ToolThenAnswer, build_system, run_demo, scripted_model
+from batonflow.errors import UserError
 from batonflow.models import ForcedTool
-from batonflow.schema import FunctionCall, Message, Stream, ToolCall, assistant
+from batonflow.observe import ConsoleRenderer
+from batonflow.schema import FunctionCall, Message, ToolCall, assistant
 from batonflow.store import MemoryCheckpointStore
 from batonflow.testing import FunctionModel
 from batonflow.tools import ToolInfo
@@ -274,8 +269,7 @@ async def test_unreachable_model_is_printed_as_error_events_and_the_demo_finishe
 
 async def print_events_of(runner: Runner, text: str) -> str:
     out = io.StringIO()
-    async for event in runner.query(text):
-        await print_event(event, out)
+    await ConsoleRenderer(out).print_events(runner.query(text))
     return out.getvalue()
 
 
@@ -319,109 +313,6 @@ async def test_router_runs_on_its_own_model_when_given_one() -> None:
 
 def test_guided_model_keeps_the_name_of_the_model_it_wraps() -> None:
     assert ToolThenAnswer(scripted_model(), "issue_refund").model_name == "scripted"
-
-
-# -- printing events ------------------------------------------------------------------------------------------
-
-
-async def test_streamed_text_is_printed_chunk_by_chunk_as_it_arrives() -> None:
-    reader, writer = Stream.pipe()
-    event = event_from_message(stream=reader)
-    event.agent_name, event.run_path = "refund_agent", REFUND_PATH
-    out = io.StringIO()
-    printing = asyncio.create_task(print_event(event, out))
-
-    writer.send(Message(role="assistant", content=" Your refund"))
-    for _ in range(5):
-        await asyncio.sleep(0)
-    assert out.getvalue() == "[router → refund_agent] refund_agent: Your refund"
-
-    writer.send(Message(role="assistant", content=" is on its way."))
-    writer.close()
-    await printing
-    assert out.getvalue() == "[router → refund_agent] refund_agent: Your refund is on its way.\n"
-
-
-async def test_tool_calls_of_a_streamed_message_are_printed_once_it_is_complete() -> None:
-    chunks = [
-        Message(role="assistant", tool_calls=[ToolCall(index=0, id="c", function=FunctionCall(name="issue_refund"))]),
-        Message(role="assistant", tool_calls=[ToolCall(index=0, function=FunctionCall(arguments='{"order_id": '))]),
-        Message(role="assistant", tool_calls=[ToolCall(index=0, function=FunctionCall(arguments='"1042"}'))]),
-    ]
-    event = event_from_message(stream=Stream.from_list(chunks))
-    event.agent_name, event.run_path = "refund_agent", REFUND_PATH
-    out = io.StringIO()
-
-    await print_event(event, out)
-
-    assert out.getvalue() == '[router → refund_agent] refund_agent calls issue_refund(order_id="1042")\n'
-
-
-async def test_arguments_that_are_not_json_are_printed_as_the_model_wrote_them() -> None:
-    call = ToolCall(index=0, id="c", function=FunctionCall(name="issue_refund", arguments="order 1042"))
-    event = event_from_message(assistant(tool_calls=[call]))
-    event.agent_name, event.run_path = "refund_agent", REFUND_PATH
-    out = io.StringIO()
-
-    await print_event(event, out)
-
-    assert out.getvalue() == "[router → refund_agent] refund_agent calls issue_refund(order 1042)\n"
-
-
-async def test_interrupt_for_approval_is_printed_with_each_pending_call() -> None:
-    tasks = tuple(
-        PendingTask(call_id=f"c{n}", tool_name="issue_refund", arguments=f'{{"order_id": "{n}"}}', comment="why")
-        for n in (1042, 1044)
-    )
-    cause = InterruptCtx(id="i", address="a", info=HITLPending(tasks=tasks), is_root_cause=True)
-    interrupted = InterruptInfo(data=cause.info, interrupt_contexts=[cause])
-    event = AgentEvent(agent_name="refund_agent", run_path=REFUND_PATH, action=AgentAction(interrupted=interrupted))
-    out = io.StringIO()
-
-    await print_event(event, out)
-
-    assert out.getvalue() == (
-        '[router → refund_agent] refund_agent waits for approval: issue_refund(order_id="1042") (why)\n'
-        '[router → refund_agent] refund_agent waits for approval: issue_refund(order_id="1044") (why)\n'
-    )
-
-
-async def test_error_event_is_printed_with_its_run_path_and_error_type() -> None:
-    event = AgentEvent(agent_name="refund_agent", run_path=REFUND_PATH, error=MaxIterationsError())
-    out = io.StringIO()
-
-    await print_event(event, out)
-
-    assert out.getvalue() == "[router → refund_agent] refund_agent error: MaxIterationsError: exceeds max iterations\n"
-
-
-async def test_failed_stream_ends_the_line_and_leaves_the_error_to_the_error_event() -> None:
-    reader, writer = Stream.pipe()
-    event = event_from_message(stream=reader)
-    event.agent_name, event.run_path = "refund_agent", REFUND_PATH
-    writer.send(Message(role="assistant", content="Your"))
-    writer.send_error(RuntimeError("connection lost"))
-    out = io.StringIO()
-
-    await print_event(event, out)
-
-    assert out.getvalue() == "[router → refund_agent] refund_agent: Your [stream failed]\n"
-
-
-async def test_streamed_tool_result_is_printed_joined() -> None:
-    event = event_from_message(
-        stream=Stream.from_list(
-            [Message(role="tool", content="Refunded "), Message(role="tool", content="59.00 EUR.")]
-        ),
-        role="tool",
-        tool_name="issue_refund",
-    )
-    event.agent_name, event.run_path = "refund_agent", REFUND_PATH
-    out = io.StringIO()
-
-    await print_event(event, out)
-
-    assert out.getvalue() == "[router → refund_agent] refund_agent ← issue_refund: Refunded 59.00 EUR.\n"
 
 
 # -- the real local model -------------------------------------------------------------------------------------

@@ -31,7 +31,6 @@ from .adk import ParallelAgent as ParallelAgent
 from .adk import ResumableAgent as ResumableAgent
 from .adk import ResumeInfo as ResumeInfo
 from .adk import RunContext as RunContext
-from .adk import Runner as Runner
 from .adk import RunStep as RunStep
 from .adk import SequentialAgent as SequentialAgent
 from .adk import TransferToAgentAction as TransferToAgentAction
@@ -53,12 +52,13 @@ from .adk import supervisor as supervisor
 from .adk import transfer_action as transfer_action
 from .adk import with_deterministic_transfer as with_deterministic_transfer
 from .agents import HITL as HITL
-from .agents import ContextCompressionInterceptor as ContextCompressionInterceptor
 from .agents import HITLDecision as HITLDecision
-from .agents import HITLInterceptor as HITLInterceptor
 from .agents import ReActAgent as ReActAgent
+from .agents import Runner as Runner
 from .agents import Session as Session
 from .agents import SimpleAgent as SimpleAgent
+from .agents.middleware import ContextCompressionInterceptor as ContextCompressionInterceptor
+from .agents.middleware import HITLInterceptor as HITLInterceptor
 from .agents.middleware import StopLoopInterceptor as StopLoopInterceptor
 from .agents.middleware import ToolRetryInterceptor as ToolRetryInterceptor
 from .agents.middleware import ToolSanitizerInterceptor as ToolSanitizerInterceptor

@@ -109,7 +109,7 @@ class CheckpointNotFoundError(RunError):
 
 
 class ResumeConflictError(RunError):
-    """Another runner is resuming the same checkpoint right now."""
+    """Another runner is resuming the same checkpoint, or running the same conversation, right now."""
 
 
 class ResumeError(RunError):

@@ -22,7 +22,7 @@ from batonflow.adk import (
     stateful_interrupt,
 )
 from batonflow.errors import CheckpointNotFoundError, ResumeConflictError, UserError
-from batonflow.schema import Message, assistant
+from batonflow.schema import Message, assistant, user
 from batonflow.store import MemoryCheckpointStore, register_type
 from batonflow.testing import ScriptedModel, tool_calls
 from batonflow.tools import ToolContext, tool
@@ -247,6 +247,60 @@ async def test_two_resumes_at_once_one_proceeds_the_other_is_refused() -> None:
     gate.set()
     await first
     assert ledger.refunds == [5]
+
+
+class RecordingStore(MemoryCheckpointStore):
+    """A memory store that notes the order of the calls a resume makes."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.calls: list[str] = []
+
+    async def get(self, checkpoint_id: str) -> bytes | None:
+        self.calls.append("get")
+        return await super().get(checkpoint_id)
+
+    async def claim(self, checkpoint_id: str, owner: str, ttl: float) -> bool:
+        self.calls.append("claim")
+        return await super().claim(checkpoint_id, owner, ttl)
+
+    async def delete(self, checkpoint_id: str) -> None:
+        self.calls.append("delete")
+        await super().delete(checkpoint_id)
+
+    async def release(self, checkpoint_id: str, owner: str) -> None:
+        self.calls.append("release")
+        await super().release(checkpoint_id, owner)
+
+
+async def test_a_resume_reads_the_checkpoint_only_once_it_holds_the_lease() -> None:
+    # Read before the claim, a checkpoint that another resume finishes (and deletes) in between would be replayed.
+    ledger = Ledger()
+    store = RecordingStore()
+    runner = Runner(support(ledger, tool_calls(("refund", {"order_id": 1})), assistant("ok")), checkpoint_store=store)
+    info = interrupt_of(await collect_events(runner.query("x", checkpoint_id="c")))
+    await collect_events(runner.resume("c", {info.interrupt_contexts[0].id: "approve"}))
+    assert store.calls == ["claim", "get", "delete", "release"]
+    with pytest.raises(CheckpointNotFoundError):
+        await runner.resume("c").collect()
+    assert store.calls[-1] == "release"  # a resume that finds nothing gives the lease back
+    assert ledger.refunds == [1]
+
+
+async def test_a_call_may_use_a_checkpoint_store_of_its_own() -> None:
+    ledger = Ledger()
+    own, runners = MemoryCheckpointStore(), MemoryCheckpointStore()
+    runner = Runner(support(ledger, tool_calls(("refund", {"order_id": 1})), assistant("ok")), checkpoint_store=runners)
+    events = await collect_events(runner.run([user("x")], checkpoint_id="c", checkpoint_store=own))
+    info = interrupt_of(events)
+    assert await own.get("c") is not None
+    assert await runners.get("c") is None
+    await collect_events(runner.resume("c", {info.interrupt_contexts[0].id: "approve"}, checkpoint_store=own))
+    assert ledger.refunds == [1]
+    assert await own.get("c") is None
+    storeless = Runner(support(Ledger()))  # a store given for the call is enough
+    with pytest.raises(CheckpointNotFoundError):
+        await storeless.resume("c", checkpoint_store=own).collect()
 
 
 async def test_missing_store_and_unknown_targets_are_user_errors() -> None:

@@ -29,7 +29,7 @@ def build(ledger: str, phase: str) -> ReActAgent:
         return f"order {order_id} refunded"
 
     script = [tool_calls(("refund", {"order_id": 42}))] if phase == "run" else [assistant("Refund done.")]
-    hitl = HITLInterceptor().on_sensitive_tool("refund")
+    hitl = HITLInterceptor(sensitive_tools=["refund"])
     return ReActAgent(name="support", model=ScriptedModel(script), tools=[refund], middlewares=[hitl], model_retry=None)
 
 

@@ -13,16 +13,17 @@ from batonflow.adk import (
     Runner,
     collect_events,
 )
-from batonflow.agents._compression import (
+from batonflow.agents import (
     CompositeStrategy,
-    ContextCompressionInterceptor,
     HierarchicalSummaryStrategy,
     InMemoryVectorStore,
     KeyInfoExtractionStrategy,
     LLMSummaryStrategy,
     VectorStoreArchiveStrategy,
+    context_compression,
     estimate_tokens,
 )
+from batonflow.agents.middleware import ContextCompressionInterceptor
 from batonflow.errors import ModelHTTPError, UserError
 from batonflow.observe import ContextSize, TraceEvent
 from batonflow.schema import FunctionCall, ImagePart, Message, ToolCall, assistant, system, tool_message, user
@@ -177,6 +178,12 @@ async def test_at_least_three_recent_messages_stay_even_when_they_exceed_the_tok
 
 
 # -- MicroCompact --------------------------------------------------------------------------------------------------
+
+
+def test_the_factory_makes_the_interceptor_with_the_same_options() -> None:
+    middleware = context_compression(max_messages=12, context_length=4000)
+    assert isinstance(middleware, ContextCompressionInterceptor)
+    assert (middleware.max_messages, middleware.threshold) == (12, 3000)
 
 
 def test_per_message_cap_is_half_the_threshold_but_at_least_2000_tokens() -> None:

@@ -1,3 +1,4 @@
+import re
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -6,7 +7,8 @@ import pytest
 
 from batonflow import observe
 from batonflow.adk import AgentMiddleware, ChatModelAgent, InterruptInfo, Runner, collect_events, set_language
-from batonflow.agents import HITL, HITLDecision, HITLInterceptor, HITLPending, PendingTask
+from batonflow.agents import HITL, HITLDecision, HITLPending, PendingTask, human_approval
+from batonflow.agents.middleware import HITLInterceptor
 from batonflow.errors import UserError
 from batonflow.schema import Message, assistant
 from batonflow.store import MemoryCheckpointStore, SqliteCheckpointStore
@@ -35,8 +37,8 @@ class Shop:
         return [refund, lookup]
 
 
-def agent(shop: Shop, *responses: Message, hitl: HITLInterceptor | None = None) -> ChatModelAgent:
-    hitl = hitl or HITLInterceptor().on_sensitive_tool("refund")
+def agent(shop: Shop, *responses: Message, hitl: AgentMiddleware | None = None) -> ChatModelAgent:
+    hitl = hitl or human_approval(sensitive_tools=["refund"])
     return ChatModelAgent(name="support", model=ScriptedModel(list(responses)), tools=shop.tools(), middlewares=[hitl])
 
 
@@ -79,7 +81,7 @@ async def test_approval_runs_the_batch_without_asking_the_model_again() -> None:
 async def test_approval_with_modified_arguments_and_always_allow() -> None:
     shop = Shop()
     allowed: list[tuple[str, dict[str, Any]]] = []
-    hitl = HITLInterceptor().on_sensitive_tool("refund").on_approved(lambda name, args: allowed.append((name, args)))
+    hitl = human_approval(sensitive_tools=["refund"], on_approved=lambda name, args: allowed.append((name, args)))
     runner = Runner(agent(shop, REFUND, assistant("ok"), hitl=hitl), checkpoint_store=MemoryCheckpointStore())
     interrupt_id, _ = pending_of(await collect_events(runner.query("refund 7", checkpoint_id="c")))
     decision = HITL.approve(modified_args={"amount": 10.0}, always_allow=True)
@@ -156,7 +158,7 @@ async def test_a_resume_without_decisions_suspends_the_batch_again_with_the_same
 
 async def test_a_strategy_decides_which_calls_need_a_person() -> None:
     shop = Shop()
-    hitl = HITLInterceptor().on_tool("refund", lambda args, ctx: "large refund" if args["amount"] > 100 else None)
+    hitl = human_approval(strategies={"refund": lambda args, ctx: "large refund" if args["amount"] > 100 else None})
     small = tool_calls(("refund", {"order_id": 1, "amount": 5.0}))
     runner = Runner(agent(shop, small, assistant("done"), hitl=hitl))
     await collect_events(runner.query("small refund"))
@@ -187,10 +189,50 @@ async def test_decisions_that_are_not_hitl_decisions_are_refused() -> None:
 
 
 def test_the_interceptor_is_the_middleware_and_says_which_tools_it_watches() -> None:
-    hitl = HITLInterceptor().on_sensitive_tool("refund").on_tool("lookup", lambda args, ctx: None)
+    hitl = HITLInterceptor(sensitive_tools=["refund"], strategies={"lookup": lambda args, ctx: None})
     assert isinstance(hitl, AgentMiddleware)
     assert hitl.before_tools is not None
     assert repr(hitl) == "HITLInterceptor(tools=['lookup', 'refund'])"
+    assert isinstance(human_approval(sensitive_tools=["refund"]), AgentMiddleware)
+
+
+async def test_the_interceptor_class_works_as_the_factory_does() -> None:
+    shop = Shop()
+    runner = Runner(agent(shop, REFUND, hitl=HITLInterceptor(sensitive_tools=["refund"])))
+    _, pending = pending_of(await collect_events(runner.query("refund 7")))
+    assert [t.tool_name for t in pending.tasks] == ["refund"]
+    assert shop.refunds == []
+
+
+async def test_sensitive_tools_may_each_have_the_comment_a_person_is_shown() -> None:
+    hitl = human_approval(sensitive_tools={"refund": "Money leaves the shop.", "lookup": None})
+    runner = Runner(agent(Shop(), REFUND, hitl=hitl), checkpoint_store=MemoryCheckpointStore())
+    _, pending = pending_of(await collect_events(runner.query("refund 7", checkpoint_id="c")))
+    assert [(t.tool_name, t.comment) for t in pending.tasks] == [
+        ("refund", "Money leaves the shop."),
+        ("lookup", "Sensitive operation: a person must confirm it"),
+    ]
+
+
+@pytest.mark.parametrize(
+    ("options", "message"),
+    [
+        ({"sensitive_tools": "refund"}, "expected a list of tool names, got the string 'refund'"),
+        ({"sensitive_tools": [""]}, "HITL sensitive_tools: expected tool names, got ''"),
+        ({"sensitive_tools": {"refund": 3}}, "expected a comment string or None, got 3"),
+        ({"strategies": {"refund": "yes"}}, "expected a function of (arguments, ctx), got str"),
+        (
+            {"sensitive_tools": ["refund"], "strategies": {"refund": lambda args, ctx: None}},
+            "HITL tool 'refund': expected it in sensitive_tools or in strategies, got it in both",
+        ),
+        ({"on_approved": "log"}, "HITL on_approved: expected a function of (tool name, arguments), got 'log'"),
+    ],
+)
+def test_a_configuration_that_cannot_work_is_a_user_error(options: dict[str, Any], message: str) -> None:
+    with pytest.raises(UserError, match=re.escape(message)):
+        human_approval(**options)
+    with pytest.raises(UserError, match=re.escape(message)):
+        HITLInterceptor(**options)
 
 
 async def test_an_approval_comment_is_noted_in_the_result_of_its_call() -> None:
@@ -246,7 +288,7 @@ async def test_resume_data_that_is_not_a_mapping_of_decisions_is_refused() -> No
 async def test_decisions_apply_to_the_tasks_the_person_was_shown_even_if_the_strategy_changed() -> None:
     shop = Shop()
     limit = [10.0]
-    hitl = HITLInterceptor().on_tool("refund", lambda args, ctx: "large" if args["amount"] > limit[0] else None)
+    hitl = human_approval(strategies={"refund": lambda args, ctx: "large" if args["amount"] > limit[0] else None})
     runner = Runner(agent(shop, REFUND, hitl=hitl), checkpoint_store=MemoryCheckpointStore())
     interrupt_id, pending = pending_of(await collect_events(runner.query("x", checkpoint_id="c")))
     assert [t.comment for t in pending.tasks] == ["large"]

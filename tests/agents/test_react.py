@@ -470,7 +470,7 @@ async def test_the_feedback_tool_has_solons_description_in_chinese(chinese: None
 
 
 async def test_a_feedback_request_leaves_the_conversation_pending_with_the_reason(tmp_path: Any) -> None:
-    from batonflow.agents import Session
+    from batonflow.agents import Runner, Session
     from batonflow.store import SqliteSessionStore
 
     store = SqliteSessionStore(tmp_path / "s.db")

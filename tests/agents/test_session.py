@@ -8,58 +8,28 @@ from __future__ import annotations
 
 import asyncio
 import json
-import os
 import re
-import uuid
-from collections.abc import AsyncIterator, Callable, Sequence
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-import asyncpg
 import pytest
-import redis.asyncio
 
-from batonflow.agents._session import Session
+from batonflow.agents import Session
 from batonflow.errors import CodecError, StoreError, UserError
 from batonflow.schema import FunctionCall, Message, ToolCall, assistant, system, tool_message, user
-from batonflow.store import MemoryCheckpointStore
-from batonflow.store._session_file import FileSessionStore
-from batonflow.store._session_redis import RedisSessionStore
-from batonflow.store._session_sql import PostgresSessionStore, SqliteSessionStore
-from batonflow.store._sessions import MemorySessionStore, SessionData, SessionStore
+from batonflow.store import (
+    FileSessionStore,
+    MemoryCheckpointStore,
+    MemorySessionStore,
+    SessionData,
+    SessionStore,
+)
 
-POSTGRES_DSN = os.environ.get("BATONFLOW_TEST_POSTGRES_DSN", "postgresql://postgres@127.0.0.1:5432/test")
-REDIS_URL = os.environ.get("BATONFLOW_TEST_REDIS_URL", "redis://127.0.0.1:6379/0")
 
-
-@pytest.fixture(params=["memory", "sqlite", "postgres", "redis", "file"])
-async def store(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterator[SessionStore]:
-    token = uuid.uuid4().hex[:12]
-    table, prefix = f"bf_sess_{token}", f"batonflow-test:{token}:"
-    makers: dict[str, Callable[[], SessionStore]] = {
-        "memory": MemorySessionStore,
-        "sqlite": lambda: SqliteSessionStore(tmp_path / "sessions.db"),
-        "postgres": lambda: PostgresSessionStore(POSTGRES_DSN, table=table),
-        "redis": lambda: RedisSessionStore(REDIS_URL, prefix=prefix),
-        "file": lambda: FileSessionStore(tmp_path / "sessions"),
-    }
-    store = makers[request.param]()
-    yield store
-    await store.close()
-    if request.param == "postgres":
-        conn = await asyncpg.connect(POSTGRES_DSN)
-        try:
-            await conn.execute(f"DROP TABLE IF EXISTS {table}, {table}_messages")
-        finally:
-            await conn.close()
-    elif request.param == "redis":
-        client = redis.asyncio.Redis.from_url(REDIS_URL)
-        try:
-            keys = [key async for key in client.scan_iter(match=f"{prefix}*")]
-            if keys:
-                await client.delete(*keys)
-        finally:
-            await client.aclose()
+@pytest.fixture
+def store(session_store: SessionStore) -> SessionStore:
+    return session_store
 
 
 def call(call_id: str, name: str = "lookup") -> Message:

@@ -52,6 +52,7 @@ def new_spec(kind: str, tmp_path: Path) -> Spec:
         "sqlite": {"path": str(tmp_path / "nested" / "dirs" / "checkpoints.db")},
         "postgres": {"dsn": POSTGRES_DSN, "table": f"bf_test_{token}"},
         "redis": {"url": REDIS_URL, "prefix": f"batonflow-test:{token}:"},
+        "file": {"directory": str(tmp_path / "sessions")},  # session stores only
     }[kind]
     return {"kind": kind, "args": args}
 
@@ -62,7 +63,8 @@ async def drop_spec(spec: Spec) -> None:
     if spec["kind"] == "postgres":
         conn = await asyncpg.connect(args["dsn"])
         try:
-            await conn.execute(f"DROP TABLE IF EXISTS {args['table']}, {args['table']}_leases")
+            table = args["table"]
+            await conn.execute(f"DROP TABLE IF EXISTS {table}, {table}_leases, {table}_messages")
         finally:
             await conn.close()
     elif spec["kind"] == "redis":

@@ -23,12 +23,19 @@ SHARED_BACKENDS = ["sqlite", "postgres", "redis"]  # the ``spec`` fixture (conft
 _BUILD = """
 import asyncio, json, sys
 from typing import Any
-from batonflow.store import PostgresCheckpointStore, RedisCheckpointStore, SqliteCheckpointStore
+from batonflow.store import (
+    FileSessionStore, PostgresCheckpointStore, PostgresSessionStore, RedisCheckpointStore, RedisSessionStore,
+    SqliteCheckpointStore, SqliteSessionStore,
+)
 
 CLASSES = {"sqlite": SqliteCheckpointStore, "postgres": PostgresCheckpointStore, "redis": RedisCheckpointStore}
+SESSION_CLASSES = {
+    "sqlite": SqliteSessionStore, "postgres": PostgresSessionStore, "redis": RedisSessionStore, "file": FileSessionStore
+}
 
 def build(spec):
-    return CLASSES[spec["kind"]](**spec["args"])
+    classes = SESSION_CLASSES if spec.get("sessions") else CLASSES
+    return classes[spec["kind"]](**spec["args"])
 """
 
 # Each round: say "ready", wait for the parent's go (a line on stdin), claim, say who won.
@@ -75,6 +82,29 @@ async def _read_line(process: asyncio.subprocess.Process) -> str:
 async def test_two_processes_claiming_at_once_let_exactly_one_win(spec: Spec) -> None:
     rounds = 5
     children = [await _spawn(_CLAIMER, json.dumps(spec), f"process-{i}", str(rounds)) for i in range(2)]
+    try:
+        for _ in range(rounds):
+            assert [await _read_line(child) for child in children] == ["ready", "ready"]
+            for child in children:
+                assert child.stdin is not None
+                child.stdin.write(b"go\n")
+            await asyncio.gather(*(child.stdin.drain() for child in children if child.stdin is not None))
+            results = [await _read_line(child) for child in children]
+            assert sorted(results) == ["lost", "won"]
+        for child in children:
+            assert await asyncio.wait_for(child.wait(), timeout=60) == 0
+    finally:
+        for child in children:
+            if child.returncode is None:
+                child.kill()
+                await child.wait()
+
+
+@pytest.mark.parametrize("spec", [*SHARED_BACKENDS, "file"], indirect=True)
+async def test_two_processes_claiming_one_session_at_once_let_exactly_one_win(spec: Spec) -> None:
+    sessions = {**spec, "sessions": True}
+    rounds = 5
+    children = [await _spawn(_CLAIMER, json.dumps(sessions), f"process-{i}", str(rounds)) for i in range(2)]
     try:
         for _ in range(rounds):
             assert [await _read_line(child) for child in children] == ["ready", "ready"]

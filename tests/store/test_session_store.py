@@ -28,10 +28,16 @@ import redis.asyncio
 
 from batonflow.errors import CodecError, StoreError, UserError
 from batonflow.schema import FunctionCall, ImagePart, Message, ResponseMeta, ToolCall, Usage, assistant, user
-from batonflow.store._session_file import FileSessionStore
-from batonflow.store._session_redis import RedisSessionStore
-from batonflow.store._session_sql import PostgresSessionStore, SqliteSessionStore
-from batonflow.store._sessions import MemorySessionStore, SessionData, SessionState, SessionStore
+from batonflow.store import (
+    FileSessionStore,
+    MemorySessionStore,
+    PostgresSessionStore,
+    RedisSessionStore,
+    SessionData,
+    SessionState,
+    SessionStore,
+    SqliteSessionStore,
+)
 
 POSTGRES_DSN = os.environ.get("BATONFLOW_TEST_POSTGRES_DSN", "postgresql://postgres@127.0.0.1:5432/test")
 REDIS_URL = os.environ.get("BATONFLOW_TEST_REDIS_URL", "redis://127.0.0.1:6379/0")
@@ -62,7 +68,7 @@ class Backend:
             conn = await asyncpg.connect(POSTGRES_DSN)
             try:
                 table = self.args["table"]
-                await conn.execute(f"DROP TABLE IF EXISTS {table}, {table}_messages")
+                await conn.execute(f"DROP TABLE IF EXISTS {table}, {table}_messages, {table}_leases")
             finally:
                 await conn.close()
         elif self.kind == "redis":
@@ -363,6 +369,93 @@ async def test_readers_see_a_whole_replacement_or_none_of_it(store: SessionStore
             assert data.messages in (old, new)
 
     await asyncio.gather(writer(), reader(), reader())
+
+
+# -- leases ----------------------------------------------------------------------------------------------------------
+
+
+async def test_claim_of_a_free_session_succeeds_and_another_owner_is_refused(store: SessionStore) -> None:
+    assert await store.claim("s1", "worker-a", 30) is True
+    assert await store.claim("s1", "worker-b", 30) is False
+    assert await store.claim("s2", "worker-b", 30) is True  # leases are per session
+
+
+async def test_claim_by_the_holder_renews_the_lease(store: SessionStore) -> None:
+    assert await store.claim("s1", "worker-a", 0.5)
+    await asyncio.sleep(0.3)
+    assert await store.claim("s1", "worker-a", 0.5)
+    await asyncio.sleep(0.3)  # past the first lease's end, within the renewed one
+    assert await store.claim("s1", "worker-b", 30) is False
+
+
+async def test_an_expired_session_lease_can_be_claimed_by_another_owner(store: SessionStore) -> None:
+    assert await store.claim("s1", "crashed-worker", 0.2)
+    await asyncio.sleep(0.4)
+    assert await store.claim("s1", "worker-b", 30) is True
+    assert await store.claim("s1", "crashed-worker", 30) is False
+
+
+async def test_only_the_holder_releases_a_session_lease(store: SessionStore) -> None:
+    await store.release("s1", "worker-a")  # a free lease: nothing to do
+    assert await store.claim("s1", "worker-a", 30)
+    await store.release("s1", "worker-b")
+    assert await store.claim("s1", "worker-b", 30) is False
+    await store.release("s1", "worker-a")
+    assert await store.claim("s1", "worker-b", 30) is True
+
+
+async def test_concurrent_session_claims_let_exactly_one_owner_win(store: SessionStore) -> None:
+    for round_ in range(5):
+        owners = [f"worker-{i}" for i in range(8)]
+        results = await asyncio.gather(*(store.claim(f"race-{round_}", owner, 30) for owner in owners))
+        assert results.count(True) == 1, results
+
+
+async def test_a_session_lease_lives_apart_from_the_session(store: SessionStore) -> None:
+    assert await store.claim("s1", "worker-a", 30)
+    assert await store.get("s1") is None  # a lease is not data
+    await store.append_messages("s1", turn(0))
+    await store.delete("s1")  # deleting the session keeps the lease
+    assert await store.claim("s1", "worker-b", 30) is False
+    await store.set_state("s1", SessionState(pending=True))
+    await store.release("s1", "worker-a")  # releasing the lease keeps the session
+    assert await store.get("s1") == SessionData(state=SessionState(pending=True))
+
+
+@pytest.mark.parametrize("kind", PERSISTENT)
+async def test_two_store_objects_on_one_place_share_the_leases(kind: str, tmp_path: Path) -> None:
+    backend = new_backend(kind, tmp_path)
+    first, second = backend.open(), backend.open()
+    try:
+        results = await asyncio.gather(first.claim("s1", "worker-a", 30), second.claim("s1", "worker-b", 30))
+        assert sorted(results) == [False, True]
+    finally:
+        await first.close()
+        await second.close()
+        await backend.drop()
+
+
+@pytest.mark.parametrize("ttl", [0, -1, float("nan")])
+async def test_a_session_claim_with_a_ttl_that_is_not_positive_is_a_user_error(store: SessionStore, ttl: float) -> None:
+    with pytest.raises(UserError, match="a lease ttl must be a positive number of seconds"):
+        await store.claim("s1", "worker-a", ttl)
+
+
+async def test_file_store_keeps_a_lease_in_a_json_file_until_it_is_released(tmp_path: Path) -> None:
+    async with FileSessionStore(tmp_path / "sessions") as store:
+        assert await store.claim("s1", "worker-a", 30)
+        lease = json.loads((tmp_path / "sessions" / "s1.lease.json").read_text())
+        assert lease["owner"] == "worker-a"
+        assert lease["expires_at"] == pytest.approx(time.time() + 30, abs=5)
+        await store.release("s1", "worker-a")
+        assert not (tmp_path / "sessions" / "s1.lease.json").exists()
+
+
+async def test_file_store_treats_an_unreadable_lease_as_free(tmp_path: Path) -> None:
+    (tmp_path / "sessions").mkdir()
+    (tmp_path / "sessions" / "s1.lease.json").write_text('{"owner": "torn')  # its writer died mid-write
+    async with FileSessionStore(tmp_path / "sessions") as store:
+        assert await store.claim("s1", "worker-a", 30)
 
 
 # -- persistent backends ---------------------------------------------------------------------------------------------

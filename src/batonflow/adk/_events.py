@@ -67,6 +67,16 @@ class MessageVariant:
             self.message = await concat_message_stream(self.message_stream)
         return self.message
 
+    def peek_message(self) -> Message | None:
+        """The whole message if it is known without reading the stream: always for a message; for a stream, once
+        its reader has read it to the end (or the agent that streamed it has), else None."""
+        if not self.is_streaming or self.message is not None:
+            return self.message
+        joined = self._joined
+        if joined is not None and joined.done() and not joined.cancelled() and joined.exception() is None:
+            return joined.result()
+        return None
+
 
 @dataclass(slots=True, kw_only=True)
 class AgentOutput:

@@ -2,6 +2,8 @@
 
 It wraps the root in a flow agent, seeds the run's session, numbers the events, and turns anything an agent
 raises into an error event: the event stream always ends, and a caller that stops reading early closes it all.
+Conversations across runs (``session_id=``) are the agents layer's: ``batonflow.agents.Runner`` builds them on
+this one.
 """
 
 from __future__ import annotations
@@ -17,11 +19,11 @@ from ..errors import CheckpointNotFoundError, ResumeConflictError, UserError
 from ..observe._events import TraceEvent
 from ..observe._trace import RunTrace, TraceCallback
 from ..schema import Message, Stream, user
-from ..store import CheckpointStore, MemoryCheckpointStore, SessionStore
+from ..store import CheckpointStore
 from ._agent import Agent
 from ._checkpoint import decode_checkpoint, encode_checkpoint
 from ._context import RunContext, RunSession
-from ._events import AgentEvent, AgentInput, MessageVariant
+from ._events import AgentEvent, AgentInput
 from ._flow import FlowAgent
 from ._interrupt import InterruptInfo, ResumeInfo, ResumePoints, interrupt_contexts
 
@@ -37,6 +39,9 @@ class Runner:
 
     ``callbacks`` (``batonflow.observe``) get every trace event of every run, sync or async; the last one of a
     run is ``RunEnd`` with its ``RunMetrics``. ``stream_trace`` gives agent and trace events in one stream.
+
+    ``run``, ``stream_trace`` and ``resume`` take a ``checkpoint_store`` for one call instead of the Runner's (a
+    conversation keeps its pending run's checkpoint in its session this way).
     """
 
     def __init__(
@@ -49,8 +54,6 @@ class Runner:
         checkpoint_store: CheckpointStore | None = None,
         resume_lease: float = 300.0,
         callbacks: Sequence[TraceCallback] = (),
-        session_store: SessionStore | None = None,
-        session_window: int | None = 8,
     ) -> None:
         self.agent = agent if isinstance(agent, FlowAgent) else FlowAgent(agent)
         self.enable_streaming = enable_streaming
@@ -60,9 +63,6 @@ class Runner:
         self.resume_lease = resume_lease
         # Trace callbacks (batonflow.observe): each gets every trace event of every run; none means no tracing.
         self.callbacks = tuple(callbacks)
-        # Conversations across runs (``run(..., session_id=...)``): the window of past messages each run is fed.
-        self.session_store = session_store
-        self.session_window = session_window
         _check_tree(self.agent)
 
     def run(
@@ -71,30 +71,23 @@ class Runner:
         *,
         session_values: Mapping[str, Any] | None = None,
         checkpoint_id: str | None = None,
-        session_id: str | None = None,
-        targets: Mapping[str, Any] | None = None,
+        checkpoint_store: CheckpointStore | None = None,
     ) -> Stream[AgentEvent]:
         """The events of one run on ``messages``; read them with ``async for``, close the stream to stop early.
 
-        With ``session_id`` the run continues that conversation of the ``session_store``: it is fed the latest
-        ``session_window`` messages before ``messages``, and the prompt and the final answer are added to it. A run
-        that is interrupted leaves the conversation pending; calling again with no messages resumes it (``targets``
-        as for ``resume``).
+        With ``checkpoint_id``, an interrupted run is saved under that id in ``checkpoint_store`` (the Runner's
+        when None) before the caller sees the interrupt.
         """
-        if session_id is not None:
-            if self.session_store is None:
-                raise UserError(
-                    f"cannot continue session {session_id!r}: expected Runner(..., session_store=...), got no store"
-                )
-            conversation = self._conversation(self.session_store, session_id, list(messages), session_values, targets)
-            return Stream.from_async_iter(conversation)
-        if checkpoint_id is not None and self.checkpoint_store is None:
+        store = self._store(checkpoint_store, checkpoint_id)
+        return Stream.from_async_iter(self._run(messages, session_values, store, checkpoint_id, self.callbacks))
+
+    def _store(self, store: CheckpointStore | None, checkpoint_id: str | None) -> CheckpointStore | None:
+        store = self.checkpoint_store if store is None else store
+        if checkpoint_id is not None and store is None:
             raise UserError(
                 f"cannot save checkpoint {checkpoint_id!r}: expected Runner(..., checkpoint_store=...), got no store"
             )
-        return Stream.from_async_iter(
-            self._run(messages, session_values, self.checkpoint_store, checkpoint_id, self.callbacks)
-        )
+        return store
 
     def _run(
         self,
@@ -119,14 +112,9 @@ class Runner:
         return events if trace is None else trace.wrap(events)
 
     def query(
-        self,
-        text: str,
-        *,
-        session_values: Mapping[str, Any] | None = None,
-        checkpoint_id: str | None = None,
-        session_id: str | None = None,
+        self, text: str, *, session_values: Mapping[str, Any] | None = None, checkpoint_id: str | None = None
     ) -> Stream[AgentEvent]:
-        return self.run([user(text)], session_values=session_values, checkpoint_id=checkpoint_id, session_id=session_id)
+        return self.run([user(text)], session_values=session_values, checkpoint_id=checkpoint_id)
 
     def stream_trace(
         self,
@@ -134,44 +122,49 @@ class Runner:
         *,
         session_values: Mapping[str, Any] | None = None,
         checkpoint_id: str | None = None,
+        checkpoint_store: CheckpointStore | None = None,
     ) -> Stream[AgentEvent | TraceEvent]:
         """One run's agent events and trace events in one stream, in the order they happened (for UIs).
 
         The Runner's callbacks get the trace events too. The last item is the ``RunEnd`` with the run's metrics.
         """
-        if checkpoint_id is not None and self.checkpoint_store is None:
-            raise UserError(
-                f"cannot save checkpoint {checkpoint_id!r}: expected Runner(..., checkpoint_store=...), got no store"
-            )
+        store = self._store(checkpoint_store, checkpoint_id)
         if isinstance(messages, str):
             messages = [user(messages)]
         pending: deque[TraceEvent] = deque()
-        events = self._run(
-            messages, session_values, self.checkpoint_store, checkpoint_id, (*self.callbacks, pending.append)
-        )
+        events = self._run(messages, session_values, store, checkpoint_id, (*self.callbacks, pending.append))
         return Stream.from_async_iter(_interleave(events, pending))
 
-    def resume(self, checkpoint_id: str, targets: Mapping[str, Any] | None = None) -> Stream[AgentEvent]:
-        """Continue the run saved under ``checkpoint_id``.
+    def resume(
+        self,
+        checkpoint_id: str,
+        targets: Mapping[str, Any] | None = None,
+        *,
+        checkpoint_store: CheckpointStore | None = None,
+    ) -> Stream[AgentEvent]:
+        """Continue the run saved under ``checkpoint_id`` (in ``checkpoint_store``, the Runner's when None).
 
         ``targets`` maps interrupt ids (from ``InterruptCtx.id``) to the data each should get; an interrupted
         component that is not targeted interrupts again and keeps its state. Without targets every interrupted
         component resumes. Only one resume of a checkpoint runs at a time; a finished resume deletes it.
         """
-        if self.checkpoint_store is None:
+        store = self.checkpoint_store if checkpoint_store is None else checkpoint_store
+        if store is None:
             raise UserError("failed to resume: expected Runner(..., checkpoint_store=...), got no store")
-        return Stream.from_async_iter(self._resume(self.checkpoint_store, checkpoint_id, dict(targets or {})))
+        return Stream.from_async_iter(self._resume(store, checkpoint_id, dict(targets or {})))
 
     async def _resume(
         self, store: CheckpointStore, checkpoint_id: str, targets: dict[str, Any]
     ) -> AsyncIterator[AgentEvent]:
-        data = await store.get(checkpoint_id)
-        if data is None:
-            raise CheckpointNotFoundError(f"checkpoint[{checkpoint_id}] not exist")
         owner = uuid.uuid4().hex
         if not await store.claim(checkpoint_id, owner, self.resume_lease):
             raise ResumeConflictError(f"checkpoint[{checkpoint_id}] is being resumed by another runner")
         try:
+            # Read under the lease: a resume that finished between a read and the claim has deleted what was read,
+            # and replaying it would run its tools twice.
+            data = await store.get(checkpoint_id)
+            if data is None:
+                raise CheckpointNotFoundError(f"checkpoint[{checkpoint_id}] not exist")
             checkpoint = decode_checkpoint(data)
             trace = RunTrace(self.callbacks, agent_name=self.agent.name) if self.callbacks else None
             ctx = RunContext(
@@ -200,52 +193,6 @@ class Runner:
                 await store.delete(checkpoint_id)
         finally:
             await store.release(checkpoint_id, owner)
-
-    async def _conversation(
-        self,
-        store: SessionStore,
-        session_id: str,
-        messages: list[Message],
-        session_values: Mapping[str, Any] | None,
-        targets: Mapping[str, Any] | None,
-    ) -> AsyncIterator[AgentEvent]:
-        # A conversation session (Solon's AgentSession) lives with the Solon agent layer; the pending run's checkpoint
-        # is its snapshot, so a pending conversation is an interrupted run whose checkpoint is stored with it.
-        from ..agents._session import Session
-
-        session = await Session.load(store, session_id)
-        checkpoints, key = MemoryCheckpointStore(), "conversation"
-        if messages:
-            history = session.latest(self.session_window)
-            session.add(*messages)
-            events = self._run([*history, *messages], session_values, checkpoints, key, self.callbacks)
-        else:
-            if not session.is_pending or session.snapshot is None:
-                raise UserError(f"session {session_id!r} has nothing to resume: expected a pending run, got none")
-            await checkpoints.set(key, session.snapshot)
-            events = self._resume(checkpoints, key, dict(targets or {}))
-        answer: Message | None = None
-        interrupt: InterruptInfo | None = None
-        async with aclosing(events) as source:  # type: ignore[type-var]
-            async for event in source:
-                yield event
-                action = event.action
-                if action is not None and isinstance(action.interrupted, InterruptInfo):
-                    interrupt = action.interrupted
-                variant = event.message_output
-                if variant is not None and variant.role == "assistant":
-                    answer = _whole(variant) or answer
-        # What the agent said is part of the conversation even when the run waits (a question asking for
-        # feedback); a request for tool calls is not.
-        if answer is not None and not answer.tool_calls:
-            session.add(answer)
-        if interrupt is not None:
-            session.pending(True, str(interrupt.data))
-            session.snapshot = await checkpoints.get(key)
-        else:
-            session.pending(False)
-            session.snapshot = None
-        await session.save()
 
     async def _events(
         self,
@@ -323,16 +270,6 @@ async def collect_events(events: Stream[AgentEvent]) -> list[AgentEvent]:
                         event.error = error
             collected.append(event)
     return collected
-
-
-def _whole(variant: MessageVariant) -> Message | None:
-    """The whole message of a variant the caller has read, without reading its stream again."""
-    if not variant.is_streaming or variant.message is not None:
-        return variant.message
-    joined = variant._joined
-    if joined is not None and joined.done() and not joined.cancelled() and joined.exception() is None:
-        return joined.result()
-    return None
 
 
 def _check_tree(root: FlowAgent) -> None:

@@ -1,20 +1,20 @@
-"""Solon-AI's agent kinds, interceptors and conversation sessions, on the runtime of ``batonflow.adk``."""
+"""Solon-AI's agent kinds, middlewares and conversation sessions, on the runtime of ``batonflow.adk``.
 
-from ._compression import CompositeStrategy as CompositeStrategy
-from ._compression import CompressionStrategy as CompressionStrategy
-from ._compression import ContextCompressionInterceptor as ContextCompressionInterceptor
-from ._compression import HierarchicalSummaryStrategy as HierarchicalSummaryStrategy
-from ._compression import InMemoryVectorStore as InMemoryVectorStore
-from ._compression import KeyInfoExtractionStrategy as KeyInfoExtractionStrategy
-from ._compression import LLMSummaryStrategy as LLMSummaryStrategy
-from ._compression import VectorStore as VectorStore
-from ._compression import VectorStoreArchiveStrategy as VectorStoreArchiveStrategy
-from ._compression import estimate_tokens as estimate_tokens
+``Runner`` is the runtime's Runner plus conversations across runs (``session_store=``, ``run(..., session_id=)``);
+``batonflow.Runner`` is this one.
+
+Middlewares are made by factories (``human_approval``, ``context_compression``, ``stop_loop``, ``tool_retry``,
+``tool_sanitizer``, ``planning``) that return an ``AgentMiddleware``; ``batonflow.agents.middleware`` has the same
+under Solon's interceptor class names.
+"""
+
+from ._conversation import Runner as Runner
 from ._hitl import HITL as HITL
 from ._hitl import HITLDecision as HITLDecision
-from ._hitl import HITLInterceptor as HITLInterceptor
 from ._hitl import HITLPending as HITLPending
+from ._hitl import HITLStrategy as HITLStrategy
 from ._hitl import PendingTask as PendingTask
+from ._hitl import human_approval as human_approval
 from ._interceptors import stop_loop as stop_loop
 from ._interceptors import tool_retry as tool_retry
 from ._interceptors import tool_sanitizer as tool_sanitizer
@@ -24,27 +24,39 @@ from ._react import ReActAgent as ReActAgent
 from ._session import Session as Session
 from ._simple import SimpleAgent as SimpleAgent
 from ._simple import parse_output as parse_output
+from .compression import CompositeStrategy as CompositeStrategy
+from .compression import CompressionStrategy as CompressionStrategy
+from .compression import HierarchicalSummaryStrategy as HierarchicalSummaryStrategy
+from .compression import InMemoryVectorStore as InMemoryVectorStore
+from .compression import KeyInfoExtractionStrategy as KeyInfoExtractionStrategy
+from .compression import LLMSummaryStrategy as LLMSummaryStrategy
+from .compression import VectorStore as VectorStore
+from .compression import VectorStoreArchiveStrategy as VectorStoreArchiveStrategy
+from .compression import context_compression as context_compression
+from .compression import estimate_tokens as estimate_tokens
 
 __all__ = [
     "HITL",
     "CompositeStrategy",
     "CompressionStrategy",
-    "ContextCompressionInterceptor",
     "FeedbackRequest",
     "HITLDecision",
-    "HITLInterceptor",
     "HITLPending",
+    "HITLStrategy",
     "HierarchicalSummaryStrategy",
     "InMemoryVectorStore",
     "KeyInfoExtractionStrategy",
     "LLMSummaryStrategy",
     "PendingTask",
     "ReActAgent",
+    "Runner",
     "Session",
     "SimpleAgent",
     "VectorStore",
     "VectorStoreArchiveStrategy",
+    "context_compression",
     "estimate_tokens",
+    "human_approval",
     "parse_output",
     "planning",
     "stop_loop",

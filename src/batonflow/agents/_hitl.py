@@ -1,20 +1,21 @@
-"""Human in the loop: Solon's ``HITLInterceptor``, with its suspension as a batonflow interrupt.
+"""Human in the loop: Solon's HITL interceptor on batonflow's interrupts.
 
-``HITLInterceptor`` is a ``ChatModelAgent`` middleware. Register the tools that need a person (``on_tool`` with a
-strategy, or ``on_sensitive_tool``). When a model turn calls any of them, the **whole batch** of that turn's calls
-waits, nothing run, as an interrupt whose info is a ``HITLPending`` listing the tasks. Resume with decisions for
-the tasks, keyed by call id: ``runner.resume(checkpoint_id, targets={interrupt_id: {call_id: HITL.approve()}})``
-(``HITL`` makes the decisions, as Solon's static helper does). The batch then goes straight to the tools — the
-model is not asked again: approved calls run (with modified arguments if given, and the approval's comment noted
-in their result), skipped ones get the skip text, rejected ones the reject text; when the only sensitive call is
-rejected the run ends with it. Built on interrupts and checkpoints, a pending approval survives a restart with a
-persistent store. With trace callbacks, the suspension and each decision applied are trace events.
+``human_approval(sensitive_tools=[...], strategies={...})`` is a ``ChatModelAgent`` middleware (``HITLInterceptor``
+under Solon's class name) that names the tools needing a person: always, or when a strategy says so for a call's
+arguments. When a model turn calls any of them, the **whole batch** of that turn's calls waits, nothing run, as an
+interrupt whose info is a ``HITLPending`` listing the tasks. Resume with decisions for the tasks, keyed by call id:
+``runner.resume(checkpoint_id, targets={interrupt_id: {call_id: HITL.approve()}})`` (``HITL`` makes the decisions,
+as Solon's static helper does). The batch then goes straight to the tools — the model is not asked again: approved
+calls run (with modified arguments if given, and the approval's comment noted in their result), skipped ones get
+the skip text, rejected ones the reject text; when the only sensitive call is rejected the run ends with it. Built on
+interrupts and checkpoints, a pending approval survives a restart with a persistent store. With trace callbacks, the
+suspension and each decision applied are trace events.
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any, Literal
 
@@ -25,7 +26,7 @@ from ..observe import _events as trace_events
 from ..schema import FunctionCall, ToolCall
 from ..store import register_type
 
-__all__ = ["HITL", "HITLDecision", "HITLInterceptor", "HITLPending", "HITLStrategy", "PendingTask"]
+__all__ = ["HITL", "HITLDecision", "HITLInterceptor", "HITLPending", "HITLStrategy", "PendingTask", "human_approval"]
 
 _TEXTS = {
     "sensitive": {"en": "Sensitive operation: a person must confirm it", "zh": "敏感操作，需要人工介入确认"},
@@ -97,38 +98,77 @@ class HITL:
         return HITLDecision(action="skip", comment=comment)
 
 
+def human_approval(
+    *,
+    sensitive_tools: Iterable[str] | Mapping[str, str | None] = (),
+    strategies: Mapping[str, HITLStrategy] | None = None,
+    on_approved: Callable[[str, dict[str, Any]], None] | None = None,
+) -> AgentMiddleware:
+    """A middleware that makes a person approve calls of the given tools before they run (Solon's HITL).
+
+    ``sensitive_tools`` always need a person: a list of tool names, or a mapping of names to the comment the person
+    is shown (None for the default text). ``strategies`` decide call by call: a tool name mapped to a function of
+    the call's arguments and the run context that returns the reason a person must look, or None to let the call
+    through. ``on_approved`` is called with the tool name and arguments of each approval marked ``always_allow``.
+    These are Solon's ``onSensitiveTool``, ``onTool`` and ``onApproved``. The middleware holds configuration only,
+    so one serves any number of agents and runs.
+    """
+    return AgentMiddleware(before_tools=_Approvals(sensitive_tools, strategies, on_approved).before_tools)
+
+
 class HITLInterceptor(AgentMiddleware):
-    """The approval interceptor, itself the middleware: ``ChatModelAgent(..., middlewares=[HITLInterceptor()
-    .on_sensitive_tool("refund")])``. It holds configuration only, so one serves any number of agents and runs."""
+    """``human_approval(...)`` as a middleware class (Solon's ``HITLInterceptor``)."""
 
-    __slots__ = ("_on_approved", "_strategies")
+    __slots__ = ("_tools",)
 
-    def __init__(self) -> None:
-        super().__init__(before_tools=self._before_tools)
-        self._strategies: dict[str, HITLStrategy] = {}
-        self._on_approved: Callable[[str, dict[str, Any]], None] | None = None
+    def __init__(
+        self,
+        *,
+        sensitive_tools: Iterable[str] | Mapping[str, str | None] = (),
+        strategies: Mapping[str, HITLStrategy] | None = None,
+        on_approved: Callable[[str, dict[str, Any]], None] | None = None,
+    ) -> None:
+        approvals = _Approvals(sensitive_tools, strategies, on_approved)
+        super().__init__(before_tools=approvals.before_tools)
+        self._tools = sorted(approvals.strategies)
 
     def __repr__(self) -> str:
-        return f"HITLInterceptor(tools={sorted(self._strategies)})"
+        return f"HITLInterceptor(tools={self._tools})"
 
-    def on_tool(self, name: str, strategy: HITLStrategy) -> HITLInterceptor:
-        self._strategies[name] = strategy
-        return self
 
-    def on_sensitive_tool(self, *names: str, comment: str | None = None) -> HITLInterceptor:
-        """These tools always need a person; ``comment`` tells them why (a default text otherwise)."""
-        for name in names:
-            self._strategies[name] = lambda _args, _ctx: comment or _text("sensitive")
-        return self
+class _Approvals:
+    """The configuration of one HITL middleware and its batch hook."""
 
-    def on_approved(self, callback: Callable[[str, dict[str, Any]], None]) -> HITLInterceptor:
-        """Called with the tool name and arguments of each approval marked ``always_allow``."""
-        self._on_approved = callback
-        return self
+    __slots__ = ("on_approved", "strategies")
+
+    def __init__(
+        self,
+        sensitive_tools: Iterable[str] | Mapping[str, str | None],
+        strategies: Mapping[str, HITLStrategy] | None,
+        on_approved: Callable[[str, dict[str, Any]], None] | None,
+    ) -> None:
+        self.strategies: dict[str, HITLStrategy] = {
+            name: _sensitive(comment) for name, comment in _comments(sensitive_tools).items()
+        }
+        for name, strategy in (strategies or {}).items():
+            _check_name(name, "strategies")
+            if not callable(strategy):
+                raise UserError(
+                    f"HITL strategies[{name!r}]: expected a function of (arguments, ctx), got {type(strategy).__name__}"
+                )
+            if name in self.strategies:
+                raise UserError(f"HITL tool {name!r}: expected it in sensitive_tools or in strategies, got it in both")
+            self.strategies[name] = strategy
+        if on_approved is not None and not callable(on_approved):
+            raise UserError(f"HITL on_approved: expected a function of (tool name, arguments), got {on_approved!r}")
+        self.on_approved = on_approved
+
+    def __repr__(self) -> str:
+        return f"human_approval(tools={sorted(self.strategies)})"
 
     # -- the batch hook ----------------------------------------------------------------------------------------
 
-    async def _before_tools(self, batch: ToolBatch) -> None:
+    async def before_tools(self, batch: ToolBatch) -> None:
         tasks, decided = self._pending_tasks(batch)
         if not tasks:
             return
@@ -183,12 +223,12 @@ class HITLInterceptor(AgentMiddleware):
         if decision.modified_args:
             arguments = {**arguments, **decision.modified_args}
             call = replace(call, function=FunctionCall(name=call.function.name, arguments=json.dumps(arguments)))
-        if decision.always_allow and self._on_approved is not None:
-            self._on_approved(call.function.name, arguments)
+        if decision.always_allow and self.on_approved is not None:
+            self.on_approved(call.function.name, arguments)
         return call
 
     def _reason(self, call: ToolCall, ctx: RunContext) -> str | None:
-        strategy = self._strategies.get(call.function.name)
+        strategy = self.strategies.get(call.function.name)
         return None if strategy is None else strategy(_arguments(call), ctx)
 
 
@@ -212,6 +252,27 @@ def _decisions(batch: ToolBatch, tasks: tuple[PendingTask, ...]) -> dict[str, HI
                 f"HITL resume data: expected a HITLDecision for call {call_id!r}, got {type(decision).__name__}"
             )
     return dict(data)
+
+
+def _comments(sensitive_tools: Iterable[str] | Mapping[str, str | None]) -> dict[str, str | None]:
+    if isinstance(sensitive_tools, str):
+        raise UserError(f"HITL sensitive_tools: expected a list of tool names, got the string {sensitive_tools!r}")
+    comments = dict(sensitive_tools) if isinstance(sensitive_tools, Mapping) else dict.fromkeys(sensitive_tools)
+    for name, comment in comments.items():
+        _check_name(name, "sensitive_tools")
+        if comment is not None and not isinstance(comment, str):
+            raise UserError(f"HITL sensitive_tools[{name!r}]: expected a comment string or None, got {comment!r}")
+    return comments
+
+
+def _sensitive(comment: str | None) -> HITLStrategy:
+    # The default text is looked up on each call, so set_language after construction still applies.
+    return lambda _args, _ctx: comment or _text("sensitive")
+
+
+def _check_name(name: object, where: str) -> None:
+    if not isinstance(name, str) or not name:
+        raise UserError(f"HITL {where}: expected tool names, got {name!r}")
 
 
 def _arguments(call: ToolCall) -> dict[str, Any]:

@@ -2,9 +2,8 @@
 
 from __future__ import annotations
 
-import time
-
 from ._base import StoreBase, check_ttl, closed_error
+from ._lease import MemoryLeases
 
 __all__ = ["MemoryCheckpointStore"]
 
@@ -15,7 +14,7 @@ class MemoryCheckpointStore(StoreBase):
 
     def __init__(self) -> None:
         self._data: dict[str, bytes] = {}
-        self._leases: dict[str, tuple[str, float]] = {}  # id -> (owner, monotonic expiry)
+        self._leases = MemoryLeases()
 
     async def get(self, checkpoint_id: str) -> bytes | None:
         self._check_open()
@@ -32,18 +31,11 @@ class MemoryCheckpointStore(StoreBase):
     async def claim(self, checkpoint_id: str, owner: str, ttl: float) -> bool:
         ttl = check_ttl(ttl)
         self._check_open()
-        now = time.monotonic()
-        held = self._leases.get(checkpoint_id)
-        if held is not None and held[0] != owner and held[1] > now:
-            return False
-        self._leases[checkpoint_id] = (owner, now + ttl)
-        return True
+        return self._leases.claim(checkpoint_id, owner, ttl)
 
     async def release(self, checkpoint_id: str, owner: str) -> None:
         self._check_open()
-        held = self._leases.get(checkpoint_id)
-        if held is not None and held[0] == owner:
-            del self._leases[checkpoint_id]
+        self._leases.release(checkpoint_id, owner)
 
     def _check_open(self) -> None:
         # Closed means closed on every backend, so code tested against memory behaves the same on SQLite.

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from ._base import StoreBase, check_table_name, check_ttl
 from ._conn import PostgresPool
+from ._lease import postgres_claim_sql, postgres_lease_table, postgres_release_sql
 
 __all__ = ["PostgresCheckpointStore"]
 
@@ -39,8 +40,7 @@ class PostgresCheckpointStore(StoreBase):
             schema=(
                 f"CREATE TABLE IF NOT EXISTS {self._table} "
                 "(id TEXT PRIMARY KEY, data BYTEA NOT NULL, updated_at TIMESTAMPTZ NOT NULL);"
-                f"CREATE TABLE IF NOT EXISTS {self._leases} "
-                "(id TEXT PRIMARY KEY, owner TEXT NOT NULL, expires_at TIMESTAMPTZ NOT NULL)"
+                + postgres_lease_table(self._leases)
             ),
             lock_name=self._table,
             connect_timeout=connect_timeout,
@@ -81,16 +81,7 @@ class PostgresCheckpointStore(StoreBase):
         ttl = check_ttl(ttl)
         pool = await self._pool.get()
         try:
-            won = await pool.fetchval(
-                f"INSERT INTO {self._leases} AS lease (id, owner, expires_at) "
-                "VALUES ($1, $2, clock_timestamp() + make_interval(secs => $3)) "
-                "ON CONFLICT (id) DO UPDATE SET owner = EXCLUDED.owner, expires_at = EXCLUDED.expires_at "
-                "WHERE lease.owner = EXCLUDED.owner OR lease.expires_at <= clock_timestamp() "
-                "RETURNING true",
-                checkpoint_id,
-                owner,
-                ttl,
-            )
+            won = await pool.fetchval(postgres_claim_sql(self._leases), checkpoint_id, owner, ttl)
         except self._pool.errors as exc:
             raise self._pool.error(f"cannot claim checkpoint {checkpoint_id!r}", exc) from exc
         return bool(won)
@@ -98,7 +89,7 @@ class PostgresCheckpointStore(StoreBase):
     async def release(self, checkpoint_id: str, owner: str) -> None:
         pool = await self._pool.get()
         try:
-            await pool.execute(f"DELETE FROM {self._leases} WHERE id = $1 AND owner = $2", checkpoint_id, owner)
+            await pool.execute(postgres_release_sql(self._leases), checkpoint_id, owner)
         except self._pool.errors as exc:
             raise self._pool.error(f"cannot release checkpoint {checkpoint_id!r}", exc) from exc
 

@@ -11,26 +11,9 @@ from typing import cast
 
 from ._base import StoreBase, check_ttl
 from ._conn import RedisConnection
+from ._lease import REDIS_CLAIM, REDIS_RELEASE, redis_ttl_ms
 
 __all__ = ["RedisCheckpointStore"]
-
-# KEYS[1] = lease key, ARGV[1] = owner, ARGV[2] = ttl in milliseconds. Re-claiming one's own lease renews it.
-_CLAIM = """
-local holder = redis.call('GET', KEYS[1])
-if holder == false or holder == ARGV[1] then
-  redis.call('SET', KEYS[1], ARGV[1], 'PX', ARGV[2])
-  return 1
-end
-return 0
-"""
-
-# KEYS[1] = lease key, ARGV[1] = owner. Another owner's lease is left alone.
-_RELEASE = """
-if redis.call('GET', KEYS[1]) == ARGV[1] then
-  return redis.call('DEL', KEYS[1])
-end
-return 0
-"""
 
 
 class RedisCheckpointStore(StoreBase):
@@ -58,8 +41,8 @@ class RedisCheckpointStore(StoreBase):
             command_timeout=command_timeout,
         )
         self._client = self._conn.client
-        self._claim = self._client.register_script(_CLAIM)
-        self._release = self._client.register_script(_RELEASE)
+        self._claim = self._client.register_script(REDIS_CLAIM)
+        self._release = self._client.register_script(REDIS_RELEASE)
 
     def _data_key(self, checkpoint_id: str) -> str:
         return f"{self._prefix}data:{checkpoint_id}"
@@ -92,7 +75,7 @@ class RedisCheckpointStore(StoreBase):
             raise self._conn.error(f"delete checkpoint {checkpoint_id!r}", exc) from exc
 
     async def claim(self, checkpoint_id: str, owner: str, ttl: float) -> bool:
-        ttl_ms = max(1, round(check_ttl(ttl) * 1000))
+        ttl_ms = redis_ttl_ms(check_ttl(ttl))
         self._conn.check_open()
         try:
             won = await self._claim(keys=[self._lease_key(checkpoint_id)], args=[owner, ttl_ms])

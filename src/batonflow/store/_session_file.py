@@ -9,18 +9,26 @@ and the line.
 
 All I/O runs on one worker thread per store, in call order. Two stores (or two processes) writing the same session
 in the same directory are not coordinated: share sessions between processes through SQLite, PostgreSQL or Redis.
+Leases are the exception, since they are what keeps two workers from resuming one pending run: ``<id>.lease.json``
+names the holder and when its lease ends, and every claim and release reads and writes it under an exclusive lock
+on the directory's ``.leases.lock`` (``flock``; ``msvcrt.locking`` on Windows), which every process on the machine
+honours.
 """
 
 from __future__ import annotations
 
+import json
 import os
 import secrets
-from collections.abc import Sequence
+import sys
+import time
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from pathlib import Path
 
 from ..errors import UserError
 from ..schema import Message
-from ._base import StoreBase
+from ._base import StoreBase, check_ttl
 from ._codec import dump_json, load_json
 from ._conn import ThreadWorker
 from ._sessions import (
@@ -51,6 +59,10 @@ class FileSessionStore(StoreBase):
         self._worker = ThreadWorker(
             where=f"file session store at {self.directory}", backend="file", name="batonflow-files"
         )
+
+    def _lease_path(self, session_id: str) -> Path:
+        check_file_id(session_id)
+        return self.directory / f"{session_id}.lease.json"
 
     def _paths(self, session_id: str) -> tuple[Path, Path]:
         check_file_id(session_id)
@@ -111,6 +123,33 @@ class FileSessionStore(StoreBase):
 
         await self._worker.run(f"cannot delete session {session_id!r}", delete)
 
+    async def claim(self, session_id: str, owner: str, ttl: float) -> bool:
+        path = self._lease_path(session_id)
+        ttl = check_ttl(ttl)
+
+        def claim() -> bool:
+            with _directory_lock(self.directory):
+                now = time.time()  # wall-clock time: the processes sharing the directory share the machine's clock
+                held = _read_lease(path)
+                if held is not None and held[0] != owner and held[1] > now:
+                    return False
+                # No fsync: a lease only matters while its holder lives, and a crash ends both.
+                path.write_text(json.dumps({"owner": owner, "expires_at": now + ttl}))
+                return True
+
+        return await self._worker.run(f"cannot claim session {session_id!r}", claim)
+
+    async def release(self, session_id: str, owner: str) -> None:
+        path = self._lease_path(session_id)
+
+        def release() -> None:
+            with _directory_lock(self.directory):
+                held = _read_lease(path)
+                if held is not None and held[0] == owner:
+                    path.unlink()
+
+        await self._worker.run(f"cannot release session {session_id!r}", release)
+
     async def close(self) -> None:
         self._closed = True
         await self._worker.close()
@@ -150,6 +189,59 @@ def _decode_lines(session_id: str, path: Path, data: bytes, last: int | None) ->
         where = f"{what} ({path}, line {number})"
         out.append(expect_message(load_json(line, where), where))
     return out
+
+
+# -- leases ----------------------------------------------------------------------------------------------------------
+
+if sys.platform == "win32":
+    import msvcrt
+
+    def _lock(fd: int) -> None:
+        msvcrt.locking(fd, msvcrt.LK_LOCK, 1)
+
+    def _unlock(fd: int) -> None:
+        msvcrt.locking(fd, msvcrt.LK_UNLCK, 1)
+
+else:
+    import fcntl
+
+    def _lock(fd: int) -> None:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+
+    def _unlock(fd: int) -> None:
+        fcntl.flock(fd, fcntl.LOCK_UN)
+
+
+@contextmanager
+def _directory_lock(directory: Path) -> Iterator[None]:
+    """Hold the directory's lease lock, shared with every process and store object that uses the directory.
+
+    The lock file is never deleted: a process waiting on the lock of a deleted file would hold a lock nobody else
+    sees. Lease files can be deleted, because they are only touched with the lock held.
+    """
+    directory.mkdir(parents=True, exist_ok=True)
+    fd = os.open(directory / ".leases.lock", os.O_RDWR | os.O_CREAT, 0o644)
+    try:
+        _lock(fd)
+        try:
+            yield
+        finally:
+            _unlock(fd)
+    finally:
+        os.close(fd)
+
+
+def _read_lease(path: Path) -> tuple[str, float] | None:
+    """The holder and expiry in a lease file; None when there is none, or when it is unreadable (its writer died
+    mid-write, and a dead worker's lease is free)."""
+    data = _read(path)
+    if data is None:
+        return None
+    try:
+        value = json.loads(data)
+        return str(value["owner"]), float(value["expires_at"])
+    except (ValueError, TypeError, KeyError):
+        return None
 
 
 # -- files -----------------------------------------------------------------------------------------------------------

@@ -4,7 +4,8 @@ The keys are the original's (Solon's ``RedisAgentSession``), under a prefix: ``<
 is a list with one codec payload per message, ``<prefix><id>:snapshot`` a string with the state record (Solon keeps
 its whole ``FlowContext`` there, which is what the record is: attributes, pending flag and reason, snapshot).
 ``RPUSH`` of a batch is one command, so concurrent appends never interleave; replacing, deleting and reading are
-``MULTI``/``EXEC`` transactions, so each is one atomic step on the server.
+``MULTI``/``EXEC`` transactions, so each is one atomic step on the server. A worker resuming the session's pending
+run holds ``<prefix><id>:lease``, a key that expires on the server.
 """
 
 from __future__ import annotations
@@ -13,8 +14,9 @@ from collections.abc import Sequence
 from typing import cast
 
 from ..schema import Message
-from ._base import StoreBase
+from ._base import StoreBase, check_ttl
 from ._conn import RedisConnection
+from ._lease import REDIS_CLAIM, REDIS_RELEASE, redis_ttl_ms
 from ._sessions import (
     SessionData,
     SessionState,
@@ -31,9 +33,9 @@ __all__ = ["RedisSessionStore"]
 class RedisSessionStore(StoreBase):
     """A session store in the Redis server at ``url`` (``redis://[:password@]host:port/db``).
 
-    A session's keys are ``<prefix><id>:messages`` and ``<prefix><id>:snapshot``; the suffixes differ, so no id can
-    name another id's key. Connecting gives up after ``connect_timeout`` seconds, a command after
-    ``command_timeout``.
+    A session's keys are ``<prefix><id>:messages``, ``<prefix><id>:snapshot`` and, while a worker resumes it,
+    ``<prefix><id>:lease``; the suffixes differ, so no id can name another id's key. Connecting gives up after
+    ``connect_timeout`` seconds, a command after ``command_timeout``.
     """
 
     def __init__(
@@ -52,12 +54,17 @@ class RedisSessionStore(StoreBase):
             connect_timeout=connect_timeout,
             command_timeout=command_timeout,
         )
+        self._claim = self._redis.client.register_script(REDIS_CLAIM)
+        self._release = self._redis.client.register_script(REDIS_RELEASE)
 
     def _messages_key(self, session_id: str) -> str:
         return f"{self._prefix}{session_id}:messages"
 
     def _snapshot_key(self, session_id: str) -> str:
         return f"{self._prefix}{session_id}:snapshot"
+
+    def _lease_key(self, session_id: str) -> str:
+        return f"{self._prefix}{session_id}:lease"
 
     async def get(self, session_id: str, *, last: int | None = None) -> SessionData | None:
         check_session_id(session_id)
@@ -114,6 +121,24 @@ class RedisSessionStore(StoreBase):
             await self._redis.client.delete(self._messages_key(session_id), self._snapshot_key(session_id))
         except self._redis.errors as exc:
             raise self._redis.error(f"delete session {session_id!r}", exc) from exc
+
+    async def claim(self, session_id: str, owner: str, ttl: float) -> bool:
+        check_session_id(session_id)
+        ttl_ms = redis_ttl_ms(check_ttl(ttl))
+        self._redis.check_open()
+        try:
+            won = await self._claim(keys=[self._lease_key(session_id)], args=[owner, ttl_ms])
+        except self._redis.errors as exc:
+            raise self._redis.error(f"claim session {session_id!r}", exc) from exc
+        return bool(won)
+
+    async def release(self, session_id: str, owner: str) -> None:
+        check_session_id(session_id)
+        self._redis.check_open()
+        try:
+            await self._release(keys=[self._lease_key(session_id)], args=[owner])
+        except self._redis.errors as exc:
+            raise self._redis.error(f"release session {session_id!r}", exc) from exc
 
     async def close(self) -> None:
         self._closed = True

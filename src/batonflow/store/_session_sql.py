@@ -16,8 +16,16 @@ from collections.abc import Sequence
 from typing import Any
 
 from ..schema import Message
-from ._base import StoreBase, check_table_name
+from ._base import StoreBase, check_table_name, check_ttl
 from ._conn import PostgresPool, SqliteConnection, transaction
+from ._lease import (
+    postgres_claim_sql,
+    postgres_lease_table,
+    postgres_release_sql,
+    sqlite_claim,
+    sqlite_lease_table,
+    sqlite_release,
+)
 from ._sessions import (
     SessionData,
     SessionState,
@@ -43,6 +51,7 @@ class SqliteSessionStore(StoreBase):
     ) -> None:
         self._table = check_table_name(table)
         self._messages = f"{table}_messages"
+        self._leases = f"{table}_leases"
         self._conn = SqliteConnection(
             path,
             timeout=timeout,
@@ -54,6 +63,7 @@ class SqliteSessionStore(StoreBase):
                 f"CREATE TABLE IF NOT EXISTS {self._messages} "
                 "(seq INTEGER PRIMARY KEY, session_id TEXT NOT NULL, data BLOB NOT NULL)",
                 f"CREATE INDEX IF NOT EXISTS {table}_msg_idx ON {self._messages} (session_id, seq)",
+                sqlite_lease_table(self._leases),
             ],
         )
         self.path = self._conn.path
@@ -121,6 +131,20 @@ class SqliteSessionStore(StoreBase):
 
         await self._conn.run(f"cannot delete session {session_id!r}", delete)
 
+    async def claim(self, session_id: str, owner: str, ttl: float) -> bool:
+        check_session_id(session_id)
+        ttl = check_ttl(ttl)
+        return await self._conn.run(
+            f"cannot claim session {session_id!r}",
+            lambda conn: sqlite_claim(conn, self._leases, session_id, owner, ttl),
+        )
+
+    async def release(self, session_id: str, owner: str) -> None:
+        check_session_id(session_id)
+        await self._conn.run(
+            f"cannot release session {session_id!r}", lambda conn: sqlite_release(conn, self._leases, session_id, owner)
+        )
+
     async def close(self) -> None:
         self._closed = True
         await self._conn.close()
@@ -149,6 +173,7 @@ class PostgresSessionStore(StoreBase):
     ) -> None:
         self._table = check_table_name(table)
         self._messages = f"{table}_messages"
+        self._leases = f"{table}_leases"
         self._db = PostgresPool(
             dsn,
             who="PostgresSessionStore",
@@ -162,7 +187,8 @@ class PostgresSessionStore(StoreBase):
                 "(id TEXT PRIMARY KEY, state BYTEA NOT NULL, updated_at TIMESTAMPTZ NOT NULL);"
                 f"CREATE TABLE IF NOT EXISTS {self._messages} "
                 "(seq BIGINT GENERATED ALWAYS AS IDENTITY PRIMARY KEY, session_id TEXT NOT NULL, data BYTEA NOT NULL);"
-                f"CREATE INDEX IF NOT EXISTS {table}_msg_idx ON {self._messages} (session_id, seq)"
+                f"CREATE INDEX IF NOT EXISTS {table}_msg_idx ON {self._messages} (session_id, seq);"
+                + postgres_lease_table(self._leases)
             ),
         )
 
@@ -232,6 +258,24 @@ class PostgresSessionStore(StoreBase):
                 await conn.execute(f"DELETE FROM {self._table} WHERE id = $1", session_id)
         except self._db.errors as exc:
             raise self._db.error(f"cannot delete session {session_id!r}", exc) from exc
+
+    async def claim(self, session_id: str, owner: str, ttl: float) -> bool:
+        check_session_id(session_id)
+        ttl = check_ttl(ttl)
+        pool = await self._db.get()
+        try:
+            won = await pool.fetchval(postgres_claim_sql(self._leases), session_id, owner, ttl)
+        except self._db.errors as exc:
+            raise self._db.error(f"cannot claim session {session_id!r}", exc) from exc
+        return bool(won)
+
+    async def release(self, session_id: str, owner: str) -> None:
+        check_session_id(session_id)
+        pool = await self._db.get()
+        try:
+            await pool.execute(postgres_release_sql(self._leases), session_id, owner)
+        except self._db.errors as exc:
+            raise self._db.error(f"cannot release session {session_id!r}", exc) from exc
 
     async def close(self) -> None:
         self._closed = True

@@ -18,8 +18,9 @@ from typing import Any, Protocol, runtime_checkable
 
 from ..errors import CodecError, UserError
 from ..schema import Message
-from ._base import StoreBase, closed_error
+from ._base import StoreBase, check_ttl, closed_error
 from ._codec import decode, encode
+from ._lease import MemoryLeases
 
 __all__ = ["MemorySessionStore", "SessionData", "SessionState", "SessionStore"]
 
@@ -67,7 +68,19 @@ class SessionStore(Protocol):
         ...
 
     async def delete(self, session_id: str) -> None:
-        """Forget the session's messages and state; nothing happens when there are none."""
+        """Forget the session's messages and state; nothing happens when there are none. Its lease is left alone."""
+        ...
+
+    async def claim(self, session_id: str, owner: str, ttl: float) -> bool:
+        """Take the lease on ``session_id`` for ``ttl`` seconds: what lets exactly one worker resume a pending run.
+
+        True when the lease was free, had expired, or was already ``owner``'s (which renews it); False while
+        another owner holds it. Every store object on the same backend and place sees the same leases.
+        """
+        ...
+
+    async def release(self, session_id: str, owner: str) -> None:
+        """Give the lease back, if ``owner`` holds it; another owner's lease is left alone."""
         ...
 
     async def close(self) -> None:
@@ -198,6 +211,7 @@ class MemorySessionStore(StoreBase):
     def __init__(self) -> None:
         self._messages: dict[str, list[bytes]] = {}
         self._states: dict[str, bytes] = {}
+        self._leases = MemoryLeases()
 
     async def get(self, session_id: str, *, last: int | None = None) -> SessionData | None:
         check_session_id(session_id)
@@ -232,6 +246,17 @@ class MemorySessionStore(StoreBase):
         self._check_open()
         self._messages.pop(session_id, None)
         self._states.pop(session_id, None)
+
+    async def claim(self, session_id: str, owner: str, ttl: float) -> bool:
+        check_session_id(session_id)
+        ttl = check_ttl(ttl)
+        self._check_open()
+        return self._leases.claim(session_id, owner, ttl)
+
+    async def release(self, session_id: str, owner: str) -> None:
+        check_session_id(session_id)
+        self._check_open()
+        self._leases.release(session_id, owner)
 
     def _check_open(self) -> None:
         if self._closed:

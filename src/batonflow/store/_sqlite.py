@@ -14,6 +14,7 @@ import time
 
 from ._base import StoreBase, check_table_name, check_ttl
 from ._conn import SqliteConnection
+from ._lease import sqlite_claim, sqlite_lease_table, sqlite_release
 
 __all__ = ["SqliteCheckpointStore"]
 
@@ -36,8 +37,7 @@ class SqliteCheckpointStore(StoreBase):
             schema=[
                 f"CREATE TABLE IF NOT EXISTS {self._table} "
                 "(id TEXT PRIMARY KEY, data BLOB NOT NULL, updated_at REAL NOT NULL)",
-                f"CREATE TABLE IF NOT EXISTS {self._leases} "
-                "(id TEXT PRIMARY KEY, owner TEXT NOT NULL, expires_at REAL NOT NULL)",
+                sqlite_lease_table(self._leases),
             ],
             where=f"SQLite checkpoint store at {path}",
         )
@@ -72,23 +72,13 @@ class SqliteCheckpointStore(StoreBase):
         ttl = check_ttl(ttl)
 
         def claim(conn: sqlite3.Connection) -> bool:
-            # One conditional upsert: SQLite's write lock orders racing claims, and the loser's WHERE sees the
-            # winner's row. Wall-clock time, since the processes sharing the file share the machine's clock.
-            now = time.time()
-            rows = conn.execute(
-                f"INSERT INTO {self._leases} (id, owner, expires_at) VALUES (?, ?, ?) "
-                "ON CONFLICT (id) DO UPDATE SET owner = excluded.owner, expires_at = excluded.expires_at "
-                f"WHERE {self._leases}.owner = excluded.owner OR {self._leases}.expires_at <= ? "
-                "RETURNING 1",
-                (checkpoint_id, owner, now + ttl, now),
-            ).fetchall()
-            return bool(rows)
+            return sqlite_claim(conn, self._leases, checkpoint_id, owner, ttl)
 
         return await self._db.run(f"cannot claim checkpoint {checkpoint_id!r}", claim)
 
     async def release(self, checkpoint_id: str, owner: str) -> None:
         def release(conn: sqlite3.Connection) -> None:
-            conn.execute(f"DELETE FROM {self._leases} WHERE id = ? AND owner = ?", (checkpoint_id, owner))
+            sqlite_release(conn, self._leases, checkpoint_id, owner)
 
         await self._db.run(f"cannot release checkpoint {checkpoint_id!r}", release)
 

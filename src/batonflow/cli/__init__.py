@@ -7,7 +7,7 @@ import asyncio
 import sys
 from collections.abc import Sequence
 
-from .errors import BatonflowError
+from ..errors import BatonflowError
 
 __all__ = ["main"]
 
@@ -34,7 +34,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         "default); always ask; approve all; reject all",
     )
     args = parser.parse_args(argv)
-    from ._demo import run_demo
+    from .demo import run_demo  # on first use: the demo pulls in the agents and a model
 
     try:
         asyncio.run(run_demo(args.model, out=sys.stdout, approve=args.approve))

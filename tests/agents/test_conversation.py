@@ -1,0 +1,314 @@
+"""Conversations across runs: ``Runner.run(..., session_id=...)``, and one run of a conversation at a time."""
+
+from __future__ import annotations
+
+import asyncio
+import sys
+from pathlib import Path
+
+import pytest
+
+import batonflow
+from batonflow import adk
+from batonflow.adk import AgentEvent, ChatModelAgent, InterruptInfo, collect_events
+from batonflow.agents import Runner, Session
+from batonflow.errors import ResumeConflictError, UserError
+from batonflow.schema import Stream, assistant
+from batonflow.store import MemoryCheckpointStore, MemorySessionStore, SessionStore, SqliteSessionStore
+from batonflow.testing import ScriptedModel, tool_calls
+from batonflow.tools import Tool, ToolContext, tool
+
+from .conftest import SessionPlace
+
+CHILD = Path(__file__).with_name("conversation_child.py")
+
+
+async def test_a_session_carries_the_conversation_into_the_next_run() -> None:
+    model = ScriptedModel([assistant("Hi Ann."), assistant("Your name is Ann.")])
+    runner = Runner(ChatModelAgent(name="a", instruction="Be kind.", model=model), session_store=MemorySessionStore())
+    await collect_events(runner.query("I am Ann.", session_id="chat"))
+    await collect_events(runner.query("What is my name?", session_id="chat"))
+    assert [(m.role, m.content) for m in model.requests[1].messages] == [
+        ("system", "Be kind."),
+        ("user", "I am Ann."),
+        ("assistant", "Hi Ann."),
+        ("user", "What is my name?"),
+    ]
+
+
+async def test_the_session_keeps_the_prompt_and_the_final_answer_but_no_system_message(tmp_path: Path) -> None:
+    store = SqliteSessionStore(tmp_path / "s.db")
+    model = ScriptedModel([tool_calls(("noop", {})), assistant("done")])
+
+    @tool(threaded=False)
+    def noop() -> str:
+        """Nothing."""
+        return "ok"
+
+    runner = Runner(ChatModelAgent(name="a", instruction="sys", model=model, tools=[noop]), session_store=store)
+    await collect_events(runner.query("go", session_id="s1"))
+    session = await Session.load(store, "s1")
+    assert [(m.role, m.content) for m in session.messages] == [("user", "go"), ("assistant", "done")]
+    await store.close()
+
+
+async def test_the_window_limits_what_an_agent_is_fed() -> None:
+    store = MemorySessionStore()
+    model = ScriptedModel([assistant(f"answer {i}") for i in range(4)])
+    runner = Runner(ChatModelAgent(name="a", model=model), session_store=store, session_window=2)
+    for i in range(4):
+        await collect_events(runner.query(f"question {i}", session_id="w"))
+    assert [m.content for m in model.requests[3].messages] == ["question 2", "answer 2", "question 3"]
+
+
+async def test_an_interrupted_run_leaves_the_session_pending_and_an_empty_prompt_resumes_it() -> None:
+    refunds: list[int] = []
+
+    @tool(threaded=False)
+    def refund(order_id: int, ctx: ToolContext) -> str:
+        """Refund once approved."""
+        if not ctx.get_interrupt_state().was_interrupted:
+            ctx.interrupt({"approve": order_id})
+        refunds.append(order_id)
+        return "refunded"
+
+    store = MemorySessionStore()
+    model = ScriptedModel([tool_calls(("refund", {"order_id": 3})), assistant("Refund done.")])
+    runner = Runner(ChatModelAgent(name="a", model=model, tools=[refund]), session_store=store)
+    events = await collect_events(runner.query("refund 3", session_id="p"))
+    assert isinstance(events[-1].action.interrupted, InterruptInfo)  # type: ignore[union-attr]
+    session = await Session.load(store, "p")
+    assert session.is_pending
+    assert session.pending_reason == "{'approve': 3}"
+    assert session.snapshot is not None
+
+    resumed = await collect_events(runner.run([], session_id="p"))
+    assert resumed[-1].message_output.message.content == "Refund done."  # type: ignore[union-attr]
+    assert refunds == [3]
+    session = await Session.load(store, "p")
+    assert not session.is_pending
+    assert session.snapshot is None
+    assert [(m.role, m.content) for m in session.messages] == [("user", "refund 3"), ("assistant", "Refund done.")]
+
+
+async def test_an_empty_prompt_without_a_pending_run_is_a_user_error() -> None:
+    runner = Runner(ChatModelAgent(name="a", model=ScriptedModel([])), session_store=MemorySessionStore())
+    with pytest.raises(UserError, match="nothing to resume"):
+        await runner.run([], session_id="idle").collect()
+
+
+def test_a_session_id_needs_a_session_store() -> None:
+    runner = Runner(ChatModelAgent(name="a", model=ScriptedModel([])))
+    with pytest.raises(UserError, match="expected Runner\\(\\.\\.\\., session_store=\\.\\.\\.\\)"):
+        runner.query("x", session_id="s")
+
+
+def test_batonflow_runner_is_the_runtime_runner_with_conversations() -> None:
+    assert batonflow.Runner is Runner
+    assert issubclass(Runner, adk.Runner)
+    assert "session_store" not in adk.Runner.__init__.__code__.co_varnames  # the runtime knows no conversations
+
+
+def test_a_session_id_with_a_checkpoint_id_is_a_user_error() -> None:
+    runner = Runner(
+        ChatModelAgent(name="a", model=ScriptedModel([])),
+        session_store=MemorySessionStore(),
+        checkpoint_store=MemoryCheckpointStore(),
+    )
+    with pytest.raises(UserError, match="keeps its pending run in the session store"):
+        runner.query("x", session_id="s", checkpoint_id="c")
+
+
+def test_a_session_store_that_is_not_one_is_a_user_error() -> None:
+    with pytest.raises(UserError, match="session_store: expected a SessionStore, got dict"):
+        Runner(ChatModelAgent(name="a", model=ScriptedModel([])), session_store={})  # type: ignore[arg-type]
+
+
+# -- one run of a conversation at a time -------------------------------------------------------------------------------
+
+
+class Refunds:
+    """A refund tool that waits for an approval (an interrupt), then records the refund and, on the way out, waits
+    until ``finish`` is set: so the worker that resumes it holds the conversation while others try."""
+
+    def __init__(self) -> None:
+        self.made: list[int] = []
+        self.entered = asyncio.Event()
+        self.finish = asyncio.Event()
+
+    def tool(self) -> Tool:
+        @tool(threaded=False)
+        async def refund(order_id: int, ctx: ToolContext) -> str:
+            """Refund an order once a person approved it."""
+            if not ctx.get_interrupt_state().was_interrupted:
+                ctx.interrupt({"approve": order_id})
+            self.made.append(order_id)
+            self.entered.set()
+            await asyncio.wait_for(self.finish.wait(), timeout=30)
+            return "refunded"
+
+        return refund
+
+    def worker(self, store: SessionStore) -> Runner:
+        """A worker of its own: its own agent, model and runner on ``store``."""
+        agent = ChatModelAgent(name="a", model=ScriptedModel([assistant("Refund done.")]), tools=[self.tool()])
+        return Runner(agent, session_store=store)
+
+
+async def leave_pending(refunds: Refunds, store: SessionStore, session_id: str = "p") -> None:
+    agent = ChatModelAgent(
+        name="a", model=ScriptedModel([tool_calls(("refund", {"order_id": 3}))]), tools=[refunds.tool()]
+    )
+    events = await collect_events(Runner(agent, session_store=store).query("refund 3", session_id=session_id))
+    assert isinstance(events[-1].action.interrupted, InterruptInfo)  # type: ignore[union-attr]
+
+
+async def test_two_concurrent_resumes_of_a_pending_conversation_run_the_tool_once(session_place: SessionPlace) -> None:
+    refunds = Refunds()
+    stores = [session_place.open() for _ in range(3)]  # one per worker (the same one for memory)
+    try:
+        await leave_pending(refunds, stores[0])
+
+        async def resume(runner: Runner) -> list[AgentEvent] | ResumeConflictError:
+            try:
+                return await collect_events(runner.run([], session_id="p"))
+            except ResumeConflictError as error:
+                refunds.finish.set()  # the loser has tried: the winner may finish
+                return error
+
+        results = await asyncio.wait_for(
+            asyncio.gather(resume(refunds.worker(stores[1])), resume(refunds.worker(stores[2]))), timeout=60
+        )
+        [conflict] = [r for r in results if isinstance(r, ResumeConflictError)]
+        [events] = [r for r in results if not isinstance(r, ResumeConflictError)]
+        assert str(conflict) == "session 'p' is being run or resumed by another runner"
+        assert events[-1].message_output.message.content == "Refund done."  # type: ignore[union-attr]
+        assert refunds.made == [3]
+        session = await Session.load(stores[0], "p")
+        assert not session.is_pending and session.snapshot is None
+        # A resume that comes after the winner finds nothing left to resume: the refund is not made again.
+        with pytest.raises(UserError, match="nothing to resume"):
+            await refunds.worker(stores[1]).run([], session_id="p").collect()
+        assert refunds.made == [3]
+    finally:
+        for store in stores:
+            await store.close()
+
+
+async def test_a_new_prompt_while_the_conversation_is_resumed_is_a_conflict() -> None:
+    refunds, store = Refunds(), MemorySessionStore()
+    await leave_pending(refunds, store)
+    resuming = asyncio.create_task(collect_events(refunds.worker(store).run([], session_id="p")))
+    await asyncio.wait_for(refunds.entered.wait(), timeout=30)
+    with pytest.raises(ResumeConflictError):
+        await refunds.worker(store).query("and order 4?", session_id="p").collect()
+    refunds.finish.set()
+    await resuming
+    session = await Session.load(store, "p")
+    assert [m.content for m in session.messages] == ["refund 3", "Refund done."]
+
+
+async def test_the_lease_is_released_when_the_caller_stops_reading_early() -> None:
+    refunds, store = Refunds(), MemorySessionStore()
+    refunds.finish.set()
+    await leave_pending(refunds, store)
+    runner = refunds.worker(store)
+    stream = runner.run([], session_id="p")
+    async for _event in stream:
+        break
+    await stream.aclose()
+    assert await store.claim("p", "someone-else", 30)
+
+
+async def test_a_caller_that_stops_at_the_interrupt_leaves_the_conversation_pending() -> None:
+    refunds, store = Refunds(), MemorySessionStore()
+    agent = ChatModelAgent(
+        name="a", model=ScriptedModel([tool_calls(("refund", {"order_id": 3}))]), tools=[refunds.tool()]
+    )
+    stream: Stream[AgentEvent] = Runner(agent, session_store=store).query("refund 3", session_id="p")
+    async for event in stream:
+        if event.action is not None and isinstance(event.action.interrupted, InterruptInfo):
+            break
+    await stream.aclose()
+    session = await Session.load(store, "p")
+    assert session.is_pending and session.snapshot is not None
+    assert [m.content for m in session.messages] == ["refund 3"]
+
+
+async def test_a_resume_refused_for_its_data_keeps_the_conversation_pending() -> None:
+    @tool(threaded=False)
+    def approve(ctx: ToolContext) -> str:
+        """Wait for a yes or no."""
+        if not ctx.get_interrupt_state().was_interrupted:
+            ctx.interrupt("yes or no?")
+        answer = ctx.get_resume_context().data
+        if answer not in ("yes", "no"):
+            raise UserError(f"expected yes or no, got {answer!r}")
+        return answer
+
+    store = MemorySessionStore()
+    model = ScriptedModel([tool_calls(("approve", {})), assistant("Approved.")])
+    runner = Runner(ChatModelAgent(name="a", model=model, tools=[approve]), session_store=store)
+    events = await collect_events(runner.query("approve it", session_id="p"))
+    [cause] = events[-1].action.interrupted.interrupt_contexts  # type: ignore[union-attr]
+    refused = await collect_events(runner.run([], session_id="p", targets={cause.id: "maybe"}))
+    assert isinstance(refused[-1].error, UserError)
+    session = await Session.load(store, "p")
+    assert (session.is_pending, session.pending_reason) == (True, "yes or no?")
+    resumed = await collect_events(runner.run([], session_id="p", targets={cause.id: "yes"}))
+    assert resumed[-1].message_output.message.content == "Approved."  # type: ignore[union-attr]
+
+
+async def _spawn(*args: str) -> asyncio.subprocess.Process:
+    return await asyncio.create_subprocess_exec(
+        sys.executable,
+        str(CHILD),
+        *args,
+        stdin=asyncio.subprocess.PIPE,
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.PIPE,
+    )
+
+
+async def _line(process: asyncio.subprocess.Process) -> str:
+    assert process.stdout is not None
+    line = await asyncio.wait_for(process.stdout.readline(), timeout=60)
+    if not line:
+        assert process.stderr is not None
+        pytest.fail(f"child process ended early:\n{(await process.stderr.read()).decode(errors='replace')}")
+    return line.decode().strip()
+
+
+async def _send(process: asyncio.subprocess.Process, text: str) -> None:
+    assert process.stdin is not None
+    process.stdin.write(f"{text}\n".encode())
+    await process.stdin.drain()
+
+
+async def test_two_processes_resuming_one_pending_conversation_on_sqlite_run_the_tool_once(tmp_path: Path) -> None:
+    path, ledger = tmp_path / "sessions.db", tmp_path / "ledger"
+    async with SqliteSessionStore(path) as store:
+        await leave_pending(Refunds(), store, "chat-7")
+    children = [await _spawn(str(path), "chat-7", str(ledger)) for _ in range(2)]
+    try:
+        assert [await _line(child) for child in children] == ["ready", "ready"]
+        await asyncio.gather(*(_send(child, "go") for child in children))
+        first = {child: await _line(child) for child in children}
+        assert sorted(line.split(":")[0] for line in first.values()) == ["conflict", "in tool"]
+        [winner] = [child for child, line in first.items() if line == "in tool"]
+        [loser] = [child for child, line in first.items() if line != "in tool"]
+        assert first[loser] == "conflict: session 'chat-7' is being run or resumed by another runner"
+        await _send(winner, "finish")
+        assert await _line(winner) == "done: Refund done."
+        for child in children:
+            assert await asyncio.wait_for(child.wait(), timeout=60) == 0
+    finally:
+        for child in children:
+            if child.returncode is None:
+                child.kill()
+                await child.wait()
+    assert ledger.read_text() == "refund 3\n"
+    async with SqliteSessionStore(path) as store:
+        session = await Session.load(store, "chat-7")
+    assert not session.is_pending
+    assert [m.content for m in session.messages] == ["refund 3", "Refund done."]
