@@ -8,8 +8,9 @@ from collections.abc import Sequence
 from typing import Protocol, runtime_checkable
 
 from ...adk import RunContext
+from ...adk.loop import ModelRetryConfig, ModelStep
 from ...errors import ModelError, ModelHTTPError, UserError
-from ...models import ChatModel, RetryingModel
+from ...models import ChatModel
 from ...schema import Message, system, user
 from ...tools import Tool, format_address
 from ._summary import is_summary, render, summary_text
@@ -76,16 +77,19 @@ def _halved(lines: list[str]) -> list[str] | None:
     return None
 
 
-async def _ask(model: ChatModel, instruction: str, preamble: str, lines: Sequence[str], max_retries: int) -> str:
-    """The model's answer to ``instruction`` on ``preamble`` plus ``lines``; transient errors are retried, and on a
-    prompt-too-long error the older half of ``lines`` is dropped and the call made again. An empty answer is an
-    error: a summary of nothing would lose the messages it replaces."""
-    retrying = RetryingModel(model, max_retries=max_retries)
+async def _ask(
+    model: ChatModel, instruction: str, preamble: str, lines: Sequence[str], max_retries: int, ctx: RunContext
+) -> str:
+    """The model's answer to ``instruction`` on ``preamble`` plus ``lines``, asked through a model step (traced and
+    counted in the run like the agent's own calls); transient errors are retried, and on a prompt-too-long error
+    the older half of ``lines`` is dropped and the call made again. An empty answer is an error: a summary of
+    nothing would lose the messages it replaces."""
+    step = ModelStep(model, retry=ModelRetryConfig(max_retries=max_retries).rule(repr(model.model_name)))
     remaining = list(lines)
     while True:
         prompt = preamble + "\n\n".join(remaining)
         try:
-            answer = await retrying.generate([system(instruction), user(prompt)])
+            answer = await step.generate([system(instruction), user(prompt)], None, ctx)
         except Exception as error:
             shorter = _halved(remaining) if is_prompt_too_long(error) else None
             if shorter is None:
@@ -139,7 +143,7 @@ class LLMSummaryStrategy:
         lines = [render(m) for m in messages if not is_summary(m)]
         preamble = "Summary so far:\n" + "\n".join(earlier) + "\n\n" if earlier else ""
         instruction = _SUMMARY_PROMPT.format(max_chars=self.max_chars)
-        return await _ask(self.model, instruction, preamble + "Messages:\n", lines, max_retries)
+        return await _ask(self.model, instruction, preamble + "Messages:\n", lines, max_retries, ctx)
 
 
 _KEY_INFO_PROMPT = (
@@ -162,7 +166,7 @@ class KeyInfoExtractionStrategy:
 
     async def compress(self, messages: Sequence[Message], ctx: RunContext, *, max_retries: int) -> str | None:
         lines = [render(m) for m in messages]
-        listed = await _ask(self.model, _KEY_INFO_PROMPT, "Messages:\n", lines, max_retries)
+        listed = await _ask(self.model, _KEY_INFO_PROMPT, "Messages:\n", lines, max_retries, ctx)
         return f"{_KEY_INFO_HEADER}\n{listed}"
 
 
@@ -203,7 +207,7 @@ class HierarchicalSummaryStrategy:
             return previous
         preamble = f"Current summary:\n{previous or '(none yet)'}\n\nNew messages:\n"
         instruction = _ROLLING_PROMPT.format(max_tokens=self.max_summary_tokens, max_chars=4 * self.max_summary_tokens)
-        text = await _ask(self.model, instruction, preamble, [render(m) for m in fresh], max_retries)
+        text = await _ask(self.model, instruction, preamble, [render(m) for m in fresh], max_retries, ctx)
         text = truncate_tokens(text, self.max_summary_tokens)
         if not text:
             return previous

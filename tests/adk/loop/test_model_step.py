@@ -1,0 +1,72 @@
+import ast
+from pathlib import Path
+
+import batonflow
+from batonflow.adk import AgentInput, RunContext, collect_events
+from batonflow.adk.loop import ModelRetryConfig, ModelStep
+from batonflow.agents import SimpleAgent
+from batonflow.errors import ModelHTTPError
+from batonflow.observe import ReasonEnd, TraceEvent
+from batonflow.schema import assistant, user
+from batonflow.testing import ScriptedModel
+from batonflow.trace import RunTrace
+
+PACKAGE = Path(batonflow.__file__).parent
+
+
+def model_callers() -> set[str]:
+    """The modules that call ``x.generate(...)`` or ``x.stream(...)`` on something that is not a model step, outside
+    the models themselves (providers, wrappers such as RetryingModel, the fakes)."""
+    found = set()
+    for path in PACKAGE.rglob("*.py"):
+        module = path.relative_to(PACKAGE).as_posix()
+        if module.startswith("models/") or module == "testing.py":
+            continue
+        tree = ast.parse(path.read_text())
+        for cls in [n for n in ast.walk(tree) if isinstance(n, ast.ClassDef)] + [tree]:
+            methods = {n.name for n in getattr(cls, "body", []) if isinstance(n, ast.FunctionDef | ast.AsyncFunctionDef)}
+            if {"generate", "stream"} <= methods:
+                continue  # a ChatModel itself (a wrapper that delegates to another model)
+            for node in ast.walk(cls):
+                if not (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)):
+                    continue
+                receiver = ast.unparse(node.func.value)
+                if node.func.attr in ("generate", "stream") and "step" not in receiver and receiver != "self":
+                    found.add(module)
+    return found
+
+
+def test_the_model_step_is_the_only_caller_of_a_chat_model() -> None:
+    assert model_callers() == {"adk/loop/_model_step.py"}
+
+
+async def test_a_step_retries_a_transient_failure_and_traces_each_attempt() -> None:
+    model = ScriptedModel([ModelHTTPError("busy", status_code=429), assistant("ok")])
+    step = ModelStep(model, retry=ModelRetryConfig(max_retries=1, base_delay=0.0).rule("'scripted'"))
+    trace: list[TraceEvent] = []
+    ctx = RunContext(trace=RunTrace([trace.append], agent_name="a").root())
+    message = await step.generate([user("hi")], None, ctx)
+    assert message.content == "ok" and len(model.requests) == 2
+    assert [type(e.error).__name__ for e in trace if isinstance(e, ReasonEnd)] == ["ModelHTTPError", "NoneType"]
+
+
+async def test_a_step_gives_up_with_a_note_saying_how_often_it_tried() -> None:
+    model = ScriptedModel([ModelHTTPError("busy", status_code=503)] * 3)
+    step = ModelStep(model, retry=ModelRetryConfig(max_retries=2, base_delay=0.0).rule("'scripted'"))
+    try:
+        await step.generate([user("hi")], None, RunContext())
+    except ModelHTTPError as error:
+        assert error.__notes__ == ["'scripted': gave up after 3 attempts"]
+    else:
+        raise AssertionError("expected the last failure")
+
+
+async def test_a_held_back_stream_that_ends_empty_is_asked_again_unseen() -> None:
+    async def no_sleep(_: float) -> None:
+        return None
+
+    model = ScriptedModel([[assistant("")], [assistant("Hel"), assistant("lo")]])
+    agent = SimpleAgent(model=model, sleep=no_sleep)
+    events = await collect_events(agent.run(AgentInput(messages=[user("hi")], enable_streaming=True)))
+    assert [await e.message_output.get_message() for e in events if e.message_output] == [assistant("Hello")]
+    assert len(model.requests) == 2
