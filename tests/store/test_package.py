@@ -27,6 +27,7 @@ def test_public_api_is_pinned() -> None:
         "encode",
         "register_builtin_types",
         "register_type",
+        "registered_types",
     ]
     for name in batonflow.store.__all__:
         assert hasattr(batonflow.store, name)

@@ -18,6 +18,7 @@ from ..errors import MaxIterationsError, ResumeError, ToolArgumentsError, UserEr
 from ..models import ChatModel, ModelSettings, RetryingModel, ToolChoice
 from ..observe._trace import OpenReason
 from ..schema import Message, Stream, ToolCall, concat_messages, system, tool_message
+from ..store import register_type
 from ..tools import (
     Address,
     AddressSegment,
@@ -75,6 +76,10 @@ class ReactState:
     completed: dict[str, ToolResult] = field(default_factory=dict)
     turn: int = 0  # model calls made so far
     corrections: int = 0  # consecutive empty answers sent back to the model with a correction
+
+
+register_type(ToolResult, name="ToolResult")
+register_type(ReactState, name="ReactState")
 
 
 @dataclass(slots=True)

@@ -14,13 +14,8 @@ from ..errors import UserError
 from ..schema import Message
 from ..store import decode, encode, register_type
 from ..tools import AddressSegment, InterruptSignal
-from ._agent_tool import AgentToolState
-from ._chatmodel import ReactState, ToolResult
 from ._context import RunContext, SessionEvent
-from ._deterministic import DeterministicTransferState
-from ._events import AgentAction, BreakLoopAction, RunStep, TransferToAgentAction
 from ._interrupt import InterruptRecord, flatten
-from ._workflow import LoopState, ParallelState, SequentialState
 
 __all__ = ["Checkpoint", "decode_checkpoint", "encode_checkpoint"]
 
@@ -34,25 +29,10 @@ class Checkpoint:
     interrupts: list[InterruptRecord] = field(default_factory=list)
 
 
-for _cls in (
-    Checkpoint,
-    SessionEvent,
-    InterruptRecord,
-    AddressSegment,
-    RunStep,
-    AgentAction,
-    TransferToAgentAction,
-    BreakLoopAction,
-    ReactState,
-    ToolResult,
-    SequentialState,
-    LoopState,
-    ParallelState,
-    AgentToolState,
-    DeterministicTransferState,
-):
-    register_type(_cls)
-del _cls
+# Everything else a checkpoint holds registers in its own module. Interrupt addresses come from the tools
+# package, which sits below the codec and so cannot register them itself.
+register_type(Checkpoint, name="Checkpoint")
+register_type(AddressSegment, name="AddressSegment")
 
 
 async def encode_checkpoint(ctx: RunContext, signal: InterruptSignal) -> bytes:

@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..observe._trace import TraceScope, current_scope
 from ..schema import Message, Tap, concat_messages
+from ..store import register_type
 from ..tools import Address, AddressSegment, InterruptState, ResumeContext
 from ._events import AgentAction, AgentEvent, AgentInput, RunStep
 
@@ -43,6 +44,9 @@ class SessionEvent:
             self.message = concat_messages(await pending.chunks()) if isinstance(pending, Tap) else await pending
             self._pending = None
         return self.message
+
+
+register_type(SessionEvent, name="SessionEvent")
 
 
 @dataclass(slots=True, kw_only=True)

@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..schema import Message, MessageStream, Role, concat_message_stream
+from ..store import register_type
 from ..tools import InterruptSignal
 
 __all__ = [
@@ -98,6 +99,13 @@ class AgentAction:
     # The interrupt's signal tree (ids, addresses, saved state) for the Runner's checkpoint; ``interrupted``
     # is what the caller reads.
     signal: InterruptSignal | None = field(default=None, repr=False, compare=False)
+
+
+# Recorded events carry their run path and action into checkpoints; the names are what stored checkpoints say.
+register_type(RunStep, name="RunStep")
+register_type(AgentAction, name="AgentAction")
+register_type(TransferToAgentAction, name="TransferToAgentAction")
+register_type(BreakLoopAction, name="BreakLoopAction")
 
 
 @dataclass(slots=True, kw_only=True)

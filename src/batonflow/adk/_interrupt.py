@@ -11,6 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from ..store import register_type
 from ..tools import Address, InterruptSignal, InterruptState, ResumeContext, format_address
 from ._events import AgentAction, AgentEvent
 
@@ -66,6 +67,9 @@ class InterruptRecord:
     info: Any = None
     state: Any = None
     parent_id: str | None = None
+
+
+register_type(InterruptRecord, name="InterruptRecord")
 
 
 def interrupt(ctx: Any, info: Any) -> AgentEvent:

@@ -223,7 +223,7 @@ def _arguments(call: ToolCall) -> dict[str, Any]:
     return parsed if isinstance(parsed, dict) else {}
 
 
-for _cls in (HITLPending, PendingTask, HITLDecision):
-    register_type(_cls, name=f"hitl.{_cls.__name__}")
+register_type(HITLPending, name="hitl.HITLPending")
+register_type(PendingTask, name="hitl.PendingTask")
+register_type(HITLDecision, name="hitl.HITLDecision")
 register_type(_Waiting, name="hitl.Waiting")
-del _cls
