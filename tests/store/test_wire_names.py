@@ -13,7 +13,7 @@ import sys
 from batonflow.store import registered_types
 
 WIRE_NAMES = {
-    "AddressSegment": "batonflow.tools._interrupt.AddressSegment",
+    "AddressSegment": "batonflow.schema._paths.AddressSegment",
     "AgentAction": "batonflow.adk._events.AgentAction",
     "AgentToolState": "batonflow.adk._agent_tool.AgentToolState",
     "AudioPart": "batonflow.schema._messages.AudioPart",
@@ -28,7 +28,7 @@ WIRE_NAMES = {
     "ParallelState": "batonflow.adk._workflow.ParallelState",
     "ReactState": "batonflow.adk._chatmodel.ReactState",
     "ResponseMeta": "batonflow.schema._messages.ResponseMeta",
-    "RunStep": "batonflow.adk._events.RunStep",
+    "RunStep": "batonflow.schema._paths.RunStep",
     "SequentialState": "batonflow.adk._workflow.SequentialState",
     "SessionEvent": "batonflow.adk._context.SessionEvent",
     "TextPart": "batonflow.schema._messages.TextPart",

@@ -13,7 +13,7 @@ from typing import Any
 from ..errors import UserError
 from ..schema import Message
 from ..store import decode, encode, register_type
-from ..tools import AddressSegment, InterruptSignal
+from ..tools import InterruptSignal
 from ._context import RunContext, SessionEvent
 from ._interrupt import InterruptRecord, flatten
 
@@ -29,10 +29,8 @@ class Checkpoint:
     interrupts: list[InterruptRecord] = field(default_factory=list)
 
 
-# Everything else a checkpoint holds registers in its own module. Interrupt addresses come from the tools
-# package, which sits below the codec and so cannot register them itself.
+# Everything a checkpoint holds registers in its own module, under the name stored checkpoints use.
 register_type(Checkpoint, name="Checkpoint")
-register_type(AddressSegment, name="AddressSegment")
 
 
 async def encode_checkpoint(ctx: RunContext, signal: InterruptSignal) -> bytes:

@@ -13,10 +13,10 @@ from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
 from ..observe._trace import TraceScope, current_scope
-from ..schema import Message, Tap, concat_messages
+from ..schema import Address, AddressSegment, Message, RunStep, Tap, concat_messages
 from ..store import register_type
-from ..tools import Address, AddressSegment, InterruptState, ResumeContext
-from ._events import AgentAction, AgentEvent, AgentInput, RunStep
+from ..tools import InterruptState, ResumeContext
+from ._events import AgentAction, AgentEvent, AgentInput
 
 if TYPE_CHECKING:
     from ._interrupt import ResumePoints

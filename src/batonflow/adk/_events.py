@@ -6,7 +6,7 @@ import asyncio
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..schema import Message, MessageStream, Role, concat_message_stream
+from ..schema import Message, MessageStream, Role, RunStep, concat_message_stream
 from ..store import register_type
 from ..tools import InterruptSignal
 
@@ -17,23 +17,12 @@ __all__ = [
     "AgentOutput",
     "BreakLoopAction",
     "MessageVariant",
-    "RunStep",
     "TransferToAgentAction",
     "break_loop_action",
     "event_from_message",
     "exit_action",
     "transfer_action",
 ]
-
-
-@dataclass(frozen=True, slots=True)
-class RunStep:
-    """One agent on a run path. Read-only: the framework sets run paths, user code never rewrites them."""
-
-    agent_name: str
-
-    def __str__(self) -> str:
-        return self.agent_name
 
 
 @dataclass(slots=True, kw_only=True)
@@ -101,8 +90,7 @@ class AgentAction:
     signal: InterruptSignal | None = field(default=None, repr=False, compare=False)
 
 
-# Recorded events carry their run path and action into checkpoints; the names are what stored checkpoints say.
-register_type(RunStep, name="RunStep")
+# Recorded events carry their actions into checkpoints; the names are what stored checkpoints say.
 register_type(AgentAction, name="AgentAction")
 register_type(TransferToAgentAction, name="TransferToAgentAction")
 register_type(BreakLoopAction, name="BreakLoopAction")

@@ -11,8 +11,9 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from ..schema import Address, format_address
 from ..store import register_type
-from ..tools import Address, InterruptSignal, InterruptState, ResumeContext, format_address
+from ..tools import InterruptSignal, InterruptState, ResumeContext
 from ._events import AgentAction, AgentEvent
 
 __all__ = [

@@ -13,12 +13,12 @@ from contextlib import aclosing
 from dataclasses import dataclass, field, replace
 
 from ..errors import ResumeError, UserError
-from ..schema import Stream
+from ..schema import RunStep, Stream
 from ..store import register_type
 from ..tools import InterruptSignal
 from ._agent import Agent
 from ._context import RunContext, SessionEvent
-from ._events import AgentAction, AgentEvent, AgentInput, RunStep
+from ._events import AgentAction, AgentEvent, AgentInput
 from ._flow import FlowAgent, agent_with_options
 from ._interrupt import InterruptInfo, ResumeInfo
 

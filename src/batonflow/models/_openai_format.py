@@ -7,13 +7,10 @@ Plain dicts rather than SDK types, so that every OpenAI-shaped source shares one
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-from ..schema import ContentPart, FunctionCall, ImagePart, Message, ResponseMeta, TextPart, ToolCall, Usage
+from ..schema import ContentPart, FunctionCall, ImagePart, Message, ResponseMeta, TextPart, ToolCall, ToolInfo, Usage
 from ._base import ForcedTool, ModelSettings, ToolChoice
-
-if TYPE_CHECKING:
-    from ..tools import ToolInfo
 
 __all__ = [
     "chat_request",

@@ -15,10 +15,9 @@ import time
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal, TypeAlias
 
-from ..schema import Message, ToolCall, Usage
+from ..schema import Message, RunStep, ToolCall, Usage
 
 if TYPE_CHECKING:
-    from ..adk import RunStep
     from ._metrics import Metrics, RunMetrics
 
 __all__ = [

@@ -19,9 +19,9 @@ from contextlib import aclosing
 from contextvars import ContextVar
 from dataclasses import dataclass
 from time import perf_counter
-from typing import TYPE_CHECKING, Any, Protocol, TypeVar
+from typing import Any, Protocol, TypeVar
 
-from ..schema import Message, ToolCall
+from ..schema import Message, RunStep, ToolCall
 from ..tools import InterruptSignal
 from ._events import (
     ActionEnd,
@@ -37,9 +37,6 @@ from ._events import (
     TraceEvent,
 )
 from ._metrics import Metrics, RunMetrics
-
-if TYPE_CHECKING:
-    from ..adk import RunStep
 
 __all__ = ["RunTrace", "TraceCallback", "TraceScope", "current_scope"]
 

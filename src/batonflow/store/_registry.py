@@ -16,7 +16,18 @@ from pydantic import AliasChoices, BaseModel, ValidationError
 from pydantic_core import PydanticUndefined
 
 from ..errors import UserError
-from ..schema import AudioPart, FunctionCall, ImagePart, Message, ResponseMeta, TextPart, ToolCall, Usage
+from ..schema import (
+    AddressSegment,
+    AudioPart,
+    FunctionCall,
+    ImagePart,
+    Message,
+    ResponseMeta,
+    RunStep,
+    TextPart,
+    ToolCall,
+    Usage,
+)
 from ._wire import CLS, TAG, PathError, key_segment
 
 __all__ = ["BY_NAME", "BY_TYPE", "Entry", "register_builtin_types", "register_type", "registered_types"]
@@ -245,7 +256,7 @@ def registered_types() -> dict[str, type]:
 
 
 def _register_schema_types() -> None:
-    # The message types sit below the codec, so it registers them; every other checkpointed type registers
+    # The schema's types sit below the codec, so it registers them; every other checkpointed type registers
     # itself in its own module, with the name stored checkpoints use.
     register_type(Message, name="Message")
     register_type(ToolCall, name="ToolCall")
@@ -255,6 +266,8 @@ def _register_schema_types() -> None:
     register_type(TextPart, name="TextPart")
     register_type(ImagePart, name="ImagePart")
     register_type(AudioPart, name="AudioPart")
+    register_type(RunStep, name="RunStep")
+    register_type(AddressSegment, name="AddressSegment")
 
 
 def register_builtin_types() -> None:
