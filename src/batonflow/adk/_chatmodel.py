@@ -16,7 +16,6 @@ from typing import Any, NamedTuple
 
 from ..errors import MaxIterationsError, ResumeError, ToolArgumentsError, UserError
 from ..models import ChatModel, ModelSettings, RetryingModel, ToolChoice
-from ..observe._trace import OpenReason
 from ..schema import Message, Stream, ToolCall, concat_messages, system, tool_message
 from ..store import register_type
 from ..tools import (
@@ -27,6 +26,7 @@ from ..tools import (
     ToolContext,
     ToolInfo,
 )
+from ..trace import OpenReason
 from ._builtin import ExitTool, TransferToAgentTool, transfer_instruction
 from ._context import RunContext
 from ._events import AgentAction, AgentEvent, AgentInput, event_from_message

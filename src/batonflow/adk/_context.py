@@ -12,10 +12,10 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
-from ..observe._trace import TraceScope, current_scope
 from ..schema import Address, AddressSegment, Message, RunStep, Tap, concat_messages
 from ..store import register_type
 from ..tools import InterruptState, ResumeContext
+from ..trace import TraceScope, current_scope
 from ._events import AgentAction, AgentEvent, AgentInput
 
 if TYPE_CHECKING:

@@ -31,9 +31,9 @@ from typing import Protocol, TypeAlias, runtime_checkable
 from ..adk import AgentMiddleware, ChatModelAgentState, RunContext
 from ..errors import ModelError, ModelHTTPError, UserError
 from ..models import ChatModel, RetryingModel
-from ..observe import ContextSize
 from ..schema import Message, TextPart, system, user
 from ..tools import Tool, ToolContext, format_address, tool
+from ..trace import ContextSize
 
 __all__ = [
     "CompositeStrategy",

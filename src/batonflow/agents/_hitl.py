@@ -18,11 +18,11 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any, Literal
 
+from .. import trace as trace_events
 from ..adk._builtin import get_language
 from ..adk._context import RunContext
 from ..adk._middleware import AgentMiddleware, ToolBatch
 from ..errors import UserError
-from ..observe import _events as trace_events
 from ..schema import FunctionCall, ToolCall
 from ..store import register_type
 

@@ -19,9 +19,9 @@ from typing import Any, Literal
 
 from ..adk import AgentMiddleware, ChatModelAgentState, RunContext, get_language
 from ..adk._builtin import Language
-from ..observe import PlanEvent
 from ..schema import system
 from ..tools import FunctionTool, ToolContext
+from ..trace import PlanEvent
 
 __all__ = ["planning"]
 

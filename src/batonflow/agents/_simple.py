@@ -25,9 +25,9 @@ from ..adk._context import RunContext
 from ..adk._events import AgentEvent, AgentInput, event_from_message
 from ..errors import ModelError, RunError, StreamClosedError, UserError
 from ..models import ChatModel, ModelSettings, is_retryable_error
-from ..observe._trace import OpenReason
 from ..schema import Message, MessageStream, Stream, concat_messages, system
 from ..tools import Tool, ToolInfo
+from ..trace import OpenReason
 from ._output import OutputSchema, _Schema, parse_output
 
 __all__ = ["SimpleAgent", "parse_output"]

@@ -38,8 +38,9 @@ from ._events import (
 )
 from ._metrics import Metrics, RunMetrics
 
-__all__ = ["RunTrace", "TraceCallback", "TraceScope", "current_scope"]
+__all__ = ["OpenAction", "OpenReason", "RunTrace", "TraceCallback", "TraceScope", "current_scope"]
 
+# Named before this package existed; logging configurations refer to it.
 _log = logging.getLogger("batonflow.observe")
 
 TraceCallback = Callable[[TraceEvent], Any]
