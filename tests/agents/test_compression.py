@@ -13,7 +13,7 @@ from batonflow.adk import (
     Runner,
     collect_events,
 )
-from batonflow.agents._compression import (
+from batonflow.agents import (
     CompositeStrategy,
     ContextCompressionInterceptor,
     HierarchicalSummaryStrategy,

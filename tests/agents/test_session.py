@@ -19,14 +19,19 @@ import asyncpg
 import pytest
 import redis.asyncio
 
-from batonflow.agents._session import Session
+from batonflow.agents import Session
 from batonflow.errors import CodecError, StoreError, UserError
 from batonflow.schema import FunctionCall, Message, ToolCall, assistant, system, tool_message, user
-from batonflow.store import MemoryCheckpointStore
-from batonflow.store._session_file import FileSessionStore
-from batonflow.store._session_redis import RedisSessionStore
-from batonflow.store._session_sql import PostgresSessionStore, SqliteSessionStore
-from batonflow.store._sessions import MemorySessionStore, SessionData, SessionStore
+from batonflow.store import (
+    FileSessionStore,
+    MemoryCheckpointStore,
+    MemorySessionStore,
+    PostgresSessionStore,
+    RedisSessionStore,
+    SessionData,
+    SessionStore,
+    SqliteSessionStore,
+)
 
 POSTGRES_DSN = os.environ.get("BATONFLOW_TEST_POSTGRES_DSN", "postgresql://postgres@127.0.0.1:5432/test")
 REDIS_URL = os.environ.get("BATONFLOW_TEST_REDIS_URL", "redis://127.0.0.1:6379/0")

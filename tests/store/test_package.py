@@ -23,6 +23,7 @@ def test_public_api_is_pinned() -> None:
         "SqliteCheckpointStore",
         "SqliteSessionStore",
         "StoreError",
+        "check_session_id",
         "decode",
         "encode",
         "register_builtin_types",

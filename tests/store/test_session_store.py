@@ -28,10 +28,16 @@ import redis.asyncio
 
 from batonflow.errors import CodecError, StoreError, UserError
 from batonflow.schema import FunctionCall, ImagePart, Message, ResponseMeta, ToolCall, Usage, assistant, user
-from batonflow.store._session_file import FileSessionStore
-from batonflow.store._session_redis import RedisSessionStore
-from batonflow.store._session_sql import PostgresSessionStore, SqliteSessionStore
-from batonflow.store._sessions import MemorySessionStore, SessionData, SessionState, SessionStore
+from batonflow.store import (
+    FileSessionStore,
+    MemorySessionStore,
+    PostgresSessionStore,
+    RedisSessionStore,
+    SessionData,
+    SessionState,
+    SessionStore,
+    SqliteSessionStore,
+)
 
 POSTGRES_DSN = os.environ.get("BATONFLOW_TEST_POSTGRES_DSN", "postgresql://postgres@127.0.0.1:5432/test")
 REDIS_URL = os.environ.get("BATONFLOW_TEST_REDIS_URL", "redis://127.0.0.1:6379/0")

@@ -5,6 +5,7 @@ from ._agent import Agent as Agent
 from ._agent import ResumableAgent as ResumableAgent
 from ._agent_tool import AgentTool as AgentTool
 from ._builtin import ExitTool as ExitTool
+from ._builtin import Language as Language
 from ._builtin import TransferToAgentTool as TransferToAgentTool
 from ._builtin import get_language as get_language
 from ._builtin import set_language as set_language
@@ -72,6 +73,7 @@ __all__ = [
     "HistoryRewriter",
     "InterruptCtx",
     "InterruptInfo",
+    "Language",
     "LoopAgent",
     "MessageVariant",
     "ModelRetryConfig",

@@ -210,7 +210,7 @@ class Runner:
     ) -> AsyncIterator[AgentEvent]:
         # A conversation session (DESIGN §2.4) lives with the Solon agent layer; the pending run's checkpoint is its
         # snapshot, so a pending conversation is an interrupted run whose checkpoint is stored with it.
-        from ..agents._session import Session
+        from ..agents import Session
 
         session = await Session.load(store, session_id)
         checkpoints, key = MemoryCheckpointStore(), "conversation"

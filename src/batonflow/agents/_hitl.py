@@ -19,9 +19,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any, Literal
 
 from .. import trace as trace_events
-from ..adk._builtin import get_language
-from ..adk._context import RunContext
-from ..adk._middleware import AgentMiddleware, ToolBatch
+from ..adk import AgentMiddleware, RunContext, ToolBatch, get_language
 from ..errors import UserError
 from ..schema import FunctionCall, ToolCall
 from ..store import register_type

@@ -17,8 +17,7 @@ from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, replace
 from typing import Any, Literal
 
-from ..adk import AgentMiddleware, ChatModelAgentState, RunContext, get_language
-from ..adk._builtin import Language
+from ..adk import AgentMiddleware, ChatModelAgentState, Language, RunContext, get_language
 from ..schema import system
 from ..tools import FunctionTool, ToolContext
 from ..trace import PlanEvent

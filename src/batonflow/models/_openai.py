@@ -15,7 +15,7 @@ import openai
 from ..errors import ModelConnectionError, ModelError, ModelHTTPError, ModelTimeoutError, UserError
 from ..schema import Message, MessageStream, Stream, ToolInfo
 from ._base import ModelSettings, ToolChoice, check_tool_choice, merge_settings
-from ._openai_format import chat_request, chunk_to_message, completion_to_message
+from .openai_format import chat_request, chunk_to_message, completion_to_message
 
 __all__ = ["OpenAIChatModel"]
 

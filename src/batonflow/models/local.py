@@ -19,7 +19,7 @@ from typing import Any
 from ..errors import ModelError, UserError
 from ..schema import Message, MessageStream, Stream, ToolInfo
 from ._base import ModelSettings, ToolChoice, check_tool_choice, merge_settings
-from ._openai_format import chat_request, chunk_to_message, completion_to_message
+from .openai_format import chat_request, chunk_to_message, completion_to_message
 
 __all__ = ["LlamaCppChatModel", "smollm2_model_path"]
 

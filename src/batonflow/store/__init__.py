@@ -29,6 +29,7 @@ from ._sessions import MemorySessionStore as MemorySessionStore
 from ._sessions import SessionData as SessionData
 from ._sessions import SessionState as SessionState
 from ._sessions import SessionStore as SessionStore
+from ._sessions import check_session_id as check_session_id
 from ._sqlite import SqliteCheckpointStore as SqliteCheckpointStore
 
 __all__ = [
@@ -48,6 +49,7 @@ __all__ = [
     "SqliteCheckpointStore",
     "SqliteSessionStore",
     "StoreError",
+    "check_session_id",
     "decode",
     "encode",
     "register_builtin_types",

@@ -21,7 +21,7 @@ from ..schema import Message
 from ._base import StoreBase, closed_error
 from ._codec import decode, encode
 
-__all__ = ["MemorySessionStore", "SessionData", "SessionState", "SessionStore"]
+__all__ = ["MemorySessionStore", "SessionData", "SessionState", "SessionStore", "check_session_id"]
 
 
 @dataclass(slots=True, kw_only=True)
@@ -79,6 +79,7 @@ class SessionStore(Protocol):
 
 
 def check_session_id(session_id: str) -> str:
+    """``session_id`` if every store takes it (a non-empty string), else a ``UserError``: for a store of your own."""
     if not isinstance(session_id, str) or not session_id:
         raise UserError(f"a session id must be a non-empty string, got {session_id!r}")
     return session_id

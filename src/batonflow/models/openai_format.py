@@ -1,7 +1,8 @@
 """Conversion between batonflow messages and the OpenAI chat completions wire format, on plain dicts.
 
 Plain dicts rather than SDK types, so that every OpenAI-shaped source shares one converter: the ``openai`` SDK
-(through ``.model_dump()``) and llama-cpp-python, which returns the same shapes in-process.
+(through ``.model_dump()``) and llama-cpp-python, which returns the same shapes in-process. Public for the same
+reason: an adapter for another OpenAI-compatible engine needs nothing else.
 """
 
 from __future__ import annotations
