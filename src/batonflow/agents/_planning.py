@@ -18,7 +18,7 @@ from dataclasses import dataclass, replace
 from typing import Any, Literal
 
 from ..adk import AgentMiddleware, ChatModelAgentState, Language, RunContext, get_language
-from ..schema import system
+from ..schema import Message, system
 from ..tools import FunctionTool, ToolContext
 from ..trace import PlanEvent
 
@@ -146,6 +146,7 @@ _TEXTS: dict[str, dict[Language, str]] = {
 _HEADINGS = tuple(_TEXTS["heading"].values())
 
 _Stage = Literal["create", "progress", "revise"]
+_Text = Callable[[str], str]  # a key of _TEXTS to its text, in the language of one middleware
 
 
 @dataclass(frozen=True, slots=True)
@@ -171,68 +172,20 @@ def planning(instruction: str | None = None) -> AgentMiddleware:
     def text(key: str) -> str:
         return _TEXTS[key][language]
 
-    def where(plan: _Plan) -> str:
-        count = len(plan.steps)
-        if plan.current >= count:
-            return text("done").format(count=count)
-        return text("at").format(number=plan.current + 1, count=count, step=plan.steps[plan.current])
-
+    # Made afresh for each middleware: FunctionTool reads the tools' descriptions from their docstrings, which are
+    # in this middleware's language.
     async def create_plan(steps: list[str], ctx: ToolContext) -> str:
-        cleaned = _cleaned(steps)
-        if len(cleaned) <= 1:
-            return text("skipped")
-        plan = _Plan(steps=cleaned, current=0)
-        await _store(ctx, "create", plan)
-        return text("created").format(count=len(cleaned)) + where(plan)
+        return await _create_plan(text, steps, ctx)
 
     async def update_plan_progress(next_plan_index: int, ctx: ToolContext) -> str:
-        plan = _load(ctx.session_values, _key(ctx.run))
-        if plan is None:
-            return text("no_plan")
-        count = len(plan.steps)
-        used = min(max(next_plan_index, 1), count + 1)
-        plan = replace(plan, current=used - 1)
-        await _store(ctx, "progress", plan)
-        clamped = (
-            "" if used == next_plan_index else text("clamped").format(asked=next_plan_index, count=count, used=used)
-        )
-        return text("progressed") + clamped + where(plan)
+        return await _update_plan_progress(text, next_plan_index, ctx)
 
     async def revise_plan(new_steps: list[str], from_index: int, ctx: ToolContext) -> str:
-        plan = _load(ctx.session_values, _key(ctx.run))
-        if plan is None:
-            return text("no_plan")
-        if not 1 <= from_index <= len(plan.steps) + 1:
-            return text("bad_from").format(limit=len(plan.steps) + 1, got=from_index)
-        cleaned = _cleaned(new_steps)
-        if not cleaned:
-            return text("no_steps").format(index=from_index)
-        start = from_index - 1
-        plan = _Plan(steps=plan.steps[:start] + cleaned, current=min(plan.current, start))
-        await _store(ctx, "revise", plan)
-        return text("revised").format(index=from_index, count=len(plan.steps)) + where(plan)
-
-    def render(plan: _Plan) -> str:
-        lines = [f"{_mark(i, plan.current)} {i + 1}. {step}" for i, step in enumerate(plan.steps)]
-        footer = text("sync") if plan.current < len(plan.steps) else text("all_done")
-        return "\n".join([text("heading"), *lines, footer])
+        return await _revise_plan(text, new_steps, from_index, ctx)
 
     def before_chat_model(state: ChatModelAgentState, ctx: RunContext) -> None:
         plan = _load(ctx.session.values, _key(ctx))
-        board = render(plan) if plan is not None else ""
-        messages = state.messages
-        head = messages[0] if messages and messages[0].role == "system" else None
-        if head is None:
-            if board:
-                messages.insert(0, system(board))
-            return
-        kept = _without_board(head.content)
-        content = f"{kept}\n\n{board}" if kept and board else kept or board
-        if not content:
-            del messages[0]  # it held only a board, and the plan is gone
-        elif content != head.content:
-            # A new message rather than an edit: the old one may be shared with a recorded request or a checkpoint.
-            messages[0] = replace(head, content=content)
+        _show_board(state.messages, _board(text, plan) if plan is not None else "")
 
     return AgentMiddleware(
         additional_instruction=text("guide") if instruction is None else instruction,
@@ -243,6 +196,74 @@ def planning(instruction: str | None = None) -> AgentMiddleware:
         ),
         before_chat_model=before_chat_model,
     )
+
+
+# -- the tools, the board ------------------------------------------------------------------------------------------
+
+
+async def _create_plan(text: _Text, steps: list[str], ctx: ToolContext) -> str:
+    cleaned = _cleaned(steps)
+    if len(cleaned) <= 1:
+        return text("skipped")
+    plan = _Plan(steps=cleaned, current=0)
+    await _store(ctx, "create", plan)
+    return text("created").format(count=len(cleaned)) + _where(text, plan)
+
+
+async def _update_plan_progress(text: _Text, next_plan_index: int, ctx: ToolContext) -> str:
+    plan = _load(ctx.session_values, _key(ctx.run))
+    if plan is None:
+        return text("no_plan")
+    count = len(plan.steps)
+    used = min(max(next_plan_index, 1), count + 1)
+    plan = replace(plan, current=used - 1)
+    await _store(ctx, "progress", plan)
+    clamped = "" if used == next_plan_index else text("clamped").format(asked=next_plan_index, count=count, used=used)
+    return text("progressed") + clamped + _where(text, plan)
+
+
+async def _revise_plan(text: _Text, new_steps: list[str], from_index: int, ctx: ToolContext) -> str:
+    plan = _load(ctx.session_values, _key(ctx.run))
+    if plan is None:
+        return text("no_plan")
+    if not 1 <= from_index <= len(plan.steps) + 1:
+        return text("bad_from").format(limit=len(plan.steps) + 1, got=from_index)
+    cleaned = _cleaned(new_steps)
+    if not cleaned:
+        return text("no_steps").format(index=from_index)
+    start = from_index - 1
+    plan = _Plan(steps=plan.steps[:start] + cleaned, current=min(plan.current, start))
+    await _store(ctx, "revise", plan)
+    return text("revised").format(index=from_index, count=len(plan.steps)) + _where(text, plan)
+
+
+def _where(text: _Text, plan: _Plan) -> str:
+    count = len(plan.steps)
+    if plan.current >= count:
+        return text("done").format(count=count)
+    return text("at").format(number=plan.current + 1, count=count, step=plan.steps[plan.current])
+
+
+def _board(text: _Text, plan: _Plan) -> str:
+    lines = [f"{_mark(i, plan.current)} {i + 1}. {step}" for i, step in enumerate(plan.steps)]
+    footer = text("sync") if plan.current < len(plan.steps) else text("all_done")
+    return "\n".join([text("heading"), *lines, footer])
+
+
+def _show_board(messages: list[Message], board: str) -> None:
+    """Put ``board`` at the end of the system message, in place of the board shown before (``""``: none)."""
+    head = messages[0] if messages and messages[0].role == "system" else None
+    if head is None:
+        if board:
+            messages.insert(0, system(board))
+        return
+    kept = _without_board(head.content)
+    content = f"{kept}\n\n{board}" if kept and board else kept or board
+    if not content:
+        del messages[0]  # it held only a board, and the plan is gone
+    elif content != head.content:
+        # A new message rather than an edit: the old one may be shared with a recorded request or a checkpoint.
+        messages[0] = replace(head, content=content)
 
 
 def _function_tool(fn: Callable[..., Awaitable[str]], doc: str) -> FunctionTool[..., Awaitable[str]]:

@@ -31,10 +31,7 @@ def concat_messages(messages: Sequence[Message]) -> Message:
     parts: list[ContentPart] = []
     calls: list[ToolCall] = []
     extra: dict[str, Any] = {}
-    finish_reason = ""
-    usage: Usage | None = None
-    logprobs: list[Any] | None = None
-    has_meta = False
+    metas: list[ResponseMeta] = []
     for msg in messages:
         if msg.role != role:
             raise ConcatError(f"cannot concat messages with different roles: {role!r} and {msg.role!r}")
@@ -54,15 +51,8 @@ def concat_messages(messages: Sequence[Message]) -> Message:
             calls.extend(msg.tool_calls)
         if msg.extra:
             _merge_extra(extra, msg.extra)
-        meta = msg.response_meta
-        if meta is not None:
-            has_meta = True
-            if meta.finish_reason:
-                finish_reason = meta.finish_reason
-            if meta.usage is not None:
-                usage = meta.usage if usage is None else _max_usage(usage, meta.usage)
-            if meta.logprobs:
-                logprobs = [*(logprobs or []), *meta.logprobs]
+        if msg.response_meta is not None:
+            metas.append(msg.response_meta)
     return Message(
         role=role,
         content="".join(content),
@@ -72,9 +62,23 @@ def concat_messages(messages: Sequence[Message]) -> Message:
         tool_call_id=call_id,
         tool_name=tool_name,
         name=name,
-        response_meta=ResponseMeta(finish_reason=finish_reason, usage=usage, logprobs=logprobs) if has_meta else None,
+        response_meta=_concat_meta(metas) if metas else None,
         extra=extra,
     )
+
+
+def _concat_meta(metas: list[ResponseMeta]) -> ResponseMeta:
+    finish_reason = ""
+    usage: Usage | None = None
+    logprobs: list[Any] | None = None
+    for meta in metas:
+        if meta.finish_reason:
+            finish_reason = meta.finish_reason
+        if meta.usage is not None:
+            usage = meta.usage if usage is None else _max_usage(usage, meta.usage)
+        if meta.logprobs:
+            logprobs = [*(logprobs or []), *meta.logprobs]
+    return ResponseMeta(finish_reason=finish_reason, usage=usage, logprobs=logprobs)
 
 
 async def concat_message_stream(stream: Stream[Message]) -> Message:
