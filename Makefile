@@ -28,6 +28,7 @@ lint: $(VENV)/.test-installed
 	$(BIN)/ruff check src tests benchmarks
 	$(BIN)/ruff format --check src tests benchmarks
 	$(BIN)/mypy --strict src/batonflow
+	$(BIN)/lint-imports --no-logo
 
 test: lint
 	$(BIN)/pytest
@@ -42,4 +43,4 @@ bench: $(VENV)/.bench-installed
 	$(BIN)/python -m benchmarks
 
 clean:
-	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache
+	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache .import_linter_cache

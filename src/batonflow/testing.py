@@ -14,8 +14,7 @@ from dataclasses import dataclass, field
 from typing import Any, TypeAlias
 
 from .errors import UserError
-from .models import ModelSettings, ToolChoice
-from .models._base import check_tool_choice
+from .models import ModelSettings, ToolChoice, check_tool_choice
 from .schema import FunctionCall, Message, MessageStream, ResponseMeta, Stream, ToolCall, concat_messages
 from .tools import ToolInfo
 

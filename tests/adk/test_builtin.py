@@ -3,9 +3,18 @@ from collections.abc import Iterator
 
 import pytest
 
-from batonflow.adk import ExitTool, TransferToAgentTool, set_language
-from batonflow.adk._builtin import transfer_instruction, transfer_tool_output
+from batonflow.adk import (
+    ChatModelAgent,
+    ExitTool,
+    Runner,
+    TransferToAgentTool,
+    collect_events,
+    set_language,
+    set_sub_agents,
+)
 from batonflow.errors import ToolArgumentsError, UserError
+from batonflow.schema import assistant
+from batonflow.testing import ScriptedModel, tool_calls
 from batonflow.tools import ToolContext
 
 
@@ -16,8 +25,22 @@ def chinese() -> Iterator[None]:
     set_language("en")
 
 
-def test_transfer_instruction_is_the_originals_text() -> None:
-    assert transfer_instruction([("refund", "Handles refunds."), ("router", "Routes requests.")]) == (
+async def system_prompt_of_billing(refund_description: str, router_description: str) -> str:
+    """The system prompt of an agent with no instruction of its own, a sub-agent and a parent to transfer to."""
+    billing = ChatModelAgent(name="billing", description="Bills.", model=ScriptedModel([assistant("ok")]))
+    set_sub_agents(billing, [ChatModelAgent(name="refund", description=refund_description, model=ScriptedModel([]))])
+    router = ChatModelAgent(
+        name="router",
+        description=router_description,
+        model=ScriptedModel([tool_calls(("transfer_to_agent", {"agent_name": "billing"}))]),
+    )
+    await collect_events(Runner(set_sub_agents(router, [billing])).query("a question"))
+    assert isinstance(billing.model, ScriptedModel)
+    return billing.model.requests[0].messages[0].content
+
+
+async def test_transfer_instruction_is_the_originals_text() -> None:
+    assert await system_prompt_of_billing("Handles refunds.", "Routes requests.") == (
         "Available other agents: \n"
         "- Agent name: refund\n"
         "  Agent description: Handles refunds.\n"
@@ -33,16 +56,17 @@ def test_transfer_instruction_is_the_originals_text() -> None:
     )
 
 
-def test_transfer_instruction_in_chinese(chinese: None) -> None:
-    assert transfer_instruction([("refund", "退款")]) == (
-        "可用的其他 agent：\n- Agent 名字: refund\n  Agent 描述: 退款\n\n"
+async def test_transfer_instruction_in_chinese(chinese: None) -> None:
+    assert await system_prompt_of_billing("退款", "路由") == (
+        "可用的其他 agent：\n- Agent 名字: refund\n  Agent 描述: 退款\n- Agent 名字: router\n  Agent 描述: 路由\n\n"
         "决策规则：\n"
         "- 如果根据你的职责描述，你最适合回答这个问题：ANSWER\n"
         "- 如果根据其职责描述，另一个 agent 更适合：调用 transfer_to_agent 函数，并传入该 agent 的名称\n\n"
         "当进行移交时：只输出函数调用，不要输出其他任何内容"
     )
     assert TransferToAgentTool(["a"]).info.description == "将问题移交给其他 Agent。"
-    assert transfer_tool_output("a") == "成功移交任务至 agent [a]"
+    out = await TransferToAgentTool(["a"]).invoke(json.dumps({"agent_name": "a"}), ToolContext(tool_name="t"))
+    assert out == "成功移交任务至 agent [a]"
 
 
 def test_unknown_language_is_a_user_error() -> None:

@@ -4,7 +4,7 @@ from typing import Any
 import pytest
 
 from batonflow.adk import AgentEvent, AgentMiddleware, ChatModelAgent, InterruptInfo, Runner, collect_events
-from batonflow.agents._interceptors import stop_loop, tool_retry, tool_sanitizer
+from batonflow.agents import stop_loop, tool_retry, tool_sanitizer
 from batonflow.errors import MaxIterationsError, ToolArgumentsError, UserError
 from batonflow.schema import FunctionCall, Message, ToolCall, assistant
 from batonflow.store import MemoryCheckpointStore

@@ -13,7 +13,7 @@ from batonflow.adk import (
     get_language,
     set_language,
 )
-from batonflow.agents._planning import planning
+from batonflow.agents import planning
 from batonflow.observe import PlanEvent, TraceEvent
 from batonflow.schema import Message, assistant
 from batonflow.store import MemoryCheckpointStore

@@ -18,7 +18,7 @@ from batonflow.adk import (
     set_language,
     set_sub_agents,
 )
-from batonflow.agents._simple import SimpleAgent, parse_output
+from batonflow.agents import SimpleAgent, parse_output
 from batonflow.errors import ModelConnectionError, ModelError, ModelHTTPError, RunError, UserError
 from batonflow.models import ModelSettings
 from batonflow.schema import Message, Stream, assistant, system, tool_message, user

@@ -8,8 +8,7 @@ import pytest
 
 import batonflow.models
 from batonflow.errors import UserError
-from batonflow.models import ChatModel, ForcedTool, ModelSettings, OpenAIChatModel
-from batonflow.models._base import check_tool_choice, merge_settings
+from batonflow.models import ChatModel, ForcedTool, ModelSettings, OpenAIChatModel, check_tool_choice, merge_settings
 from batonflow.tools import ToolInfo
 
 TOOLS = [ToolInfo(name="search", description="Search."), ToolInfo(name="transfer_to_agent", description="Hand over.")]
@@ -23,8 +22,10 @@ def test_public_names_are_pinned() -> None:
         "OpenAIChatModel",
         "RetryingModel",
         "ToolChoice",
+        "check_tool_choice",
         "is_retryable_error",
         "load_model",
+        "merge_settings",
         "with_retry",
     ]
 

@@ -8,7 +8,7 @@ from typing import Any
 from hypothesis import given
 from hypothesis import strategies as st
 
-from batonflow.models._openai_format import chunk_to_message, completion_to_message, message_to_openai
+from batonflow.models.openai_format import chunk_to_message, completion_to_message, message_to_openai
 from batonflow.schema import FunctionCall, Message, TextPart, ToolCall, Usage, concat_messages, user
 
 

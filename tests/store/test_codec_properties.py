@@ -6,6 +6,7 @@ import contextlib
 import enum
 import json
 import math
+import zlib
 from dataclasses import dataclass
 from datetime import timedelta, timezone
 from typing import Any
@@ -14,8 +15,14 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from batonflow.errors import CodecError
-from batonflow.store import decode, encode, register_type
-from batonflow.store._codec import seal
+from batonflow.store import CODEC_VERSION, decode, encode, register_type
+
+
+def seal(body: bytes, flags: int = 0, version: int = CODEC_VERSION) -> bytes:
+    """The envelope around ``body`` as the codec documents it, written here independently of the codec's code:
+    ``b"BFC"``, the version, the flags, the CRC-32 of flags and body (4 bytes, big-endian), then the body."""
+    crc = zlib.crc32(body, zlib.crc32(bytes((flags,))))
+    return b"BFC" + bytes((version, flags)) + crc.to_bytes(4, "big") + body
 
 
 class Suit(enum.Enum):

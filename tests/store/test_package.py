@@ -23,10 +23,12 @@ def test_public_api_is_pinned() -> None:
         "SqliteCheckpointStore",
         "SqliteSessionStore",
         "StoreError",
+        "check_session_id",
         "decode",
         "encode",
         "register_builtin_types",
         "register_type",
+        "registered_types",
     ]
     for name in batonflow.store.__all__:
         assert hasattr(batonflow.store, name)

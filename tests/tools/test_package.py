@@ -30,3 +30,10 @@ def test_any_object_with_info_and_invoke_is_a_tool() -> None:
     assert isinstance(Echo(), batonflow.tools.Tool)
     assert not isinstance(Echo(), batonflow.tools.StreamingTool)
     assert not isinstance(object(), batonflow.tools.Tool)
+
+
+def test_tool_descriptions_and_addresses_are_the_schemas_own() -> None:
+    import batonflow.schema
+
+    for name in ("Address", "AddressSegment", "ToolInfo", "format_address"):
+        assert getattr(batonflow.tools, name) is getattr(batonflow.schema, name)

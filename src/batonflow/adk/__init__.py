@@ -1,5 +1,6 @@
 """The agent runtime, after CloudWeGo Eino's ADK: agents as event streams, transfer, run paths, the Runner."""
 
+from ..schema import RunStep as RunStep
 from ._agent import Agent as Agent
 from ._agent import ResumableAgent as ResumableAgent
 from ._agent_tool import AgentTool as AgentTool
@@ -20,7 +21,6 @@ from ._events import AgentInput as AgentInput
 from ._events import AgentOutput as AgentOutput
 from ._events import BreakLoopAction as BreakLoopAction
 from ._events import MessageVariant as MessageVariant
-from ._events import RunStep as RunStep
 from ._events import TransferToAgentAction as TransferToAgentAction
 from ._events import break_loop_action as break_loop_action
 from ._events import event_from_message as event_from_message

@@ -17,6 +17,7 @@ from typing import Any
 
 from ..errors import RunError, ToolArgumentsError, UserError
 from ..schema import Message, user
+from ..store import register_type
 from ..tools import ToolContext, ToolInfo
 from ._agent import Agent
 from ._builtin import gen_transfer_messages
@@ -42,6 +43,9 @@ class AgentToolState:
     messages: list[Message]
     events: list[SessionEvent] = field(default_factory=list)
     enable_streaming: bool = False
+
+
+register_type(AgentToolState, name="AgentToolState")
 
 
 class AgentTool:

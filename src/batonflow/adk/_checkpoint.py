@@ -13,14 +13,9 @@ from typing import Any
 from ..errors import UserError
 from ..schema import Message
 from ..store import decode, encode, register_type
-from ..tools import AddressSegment, InterruptSignal
-from ._agent_tool import AgentToolState
+from ..tools import InterruptSignal
 from ._context import RunContext, SessionEvent
-from ._deterministic import DeterministicTransferState
-from ._events import AgentAction, BreakLoopAction, RunStep, TransferToAgentAction
 from ._interrupt import InterruptRecord, flatten
-from ._workflow import LoopState, ParallelState, SequentialState
-from .loop import ReactState, ToolResult
 
 __all__ = ["Checkpoint", "decode_checkpoint", "encode_checkpoint"]
 
@@ -34,25 +29,8 @@ class Checkpoint:
     interrupts: list[InterruptRecord] = field(default_factory=list)
 
 
-for _cls in (
-    Checkpoint,
-    SessionEvent,
-    InterruptRecord,
-    AddressSegment,
-    RunStep,
-    AgentAction,
-    TransferToAgentAction,
-    BreakLoopAction,
-    ReactState,
-    ToolResult,
-    SequentialState,
-    LoopState,
-    ParallelState,
-    AgentToolState,
-    DeterministicTransferState,
-):
-    register_type(_cls)
-del _cls
+# Everything a checkpoint holds registers in its own module, under the name stored checkpoints use.
+register_type(Checkpoint, name="Checkpoint")
 
 
 async def encode_checkpoint(ctx: RunContext, signal: InterruptSignal) -> bytes:

@@ -13,10 +13,11 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from ..observe._trace import TraceScope, current_scope
-from ..schema import Message, Tap, concat_messages
-from ..tools import Address, AddressSegment, InterruptState, ResumeContext
-from ._events import AgentAction, AgentEvent, AgentInput, RunStep
+from ..schema import Address, AddressSegment, Message, RunStep, Tap, concat_messages
+from ..store import register_type
+from ..tools import InterruptState, ResumeContext
+from ..trace import TraceScope, current_scope
+from ._events import AgentAction, AgentEvent, AgentInput
 
 if TYPE_CHECKING:
     from ._interrupt import ResumePoints
@@ -44,6 +45,9 @@ class SessionEvent:
             self.message = concat_messages(await pending.chunks()) if isinstance(pending, Tap) else await pending
             self._pending = None
         return self.message
+
+
+register_type(SessionEvent, name="SessionEvent")
 
 
 @dataclass(slots=True, kw_only=True)

@@ -14,6 +14,7 @@ from contextlib import aclosing
 from dataclasses import dataclass, field, replace
 
 from ..errors import ResumeError
+from ..store import register_type
 from ..tools import InterruptSignal
 from ._agent import Agent
 from ._builtin import gen_transfer_messages
@@ -30,6 +31,9 @@ class DeterministicTransferState:
     """The isolated history of a wrapped agent tree that was interrupted."""
 
     events: list[SessionEvent] = field(default_factory=list)
+
+
+register_type(DeterministicTransferState, name="DeterministicTransferState")
 
 
 class _DeterministicTransfer:

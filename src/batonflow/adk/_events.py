@@ -6,7 +6,8 @@ import asyncio
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..schema import Message, MessageStream, Role, concat_message_stream
+from ..schema import Message, MessageStream, Role, RunStep, concat_message_stream
+from ..store import register_type
 from ..tools import InterruptSignal
 
 __all__ = [
@@ -16,23 +17,12 @@ __all__ = [
     "AgentOutput",
     "BreakLoopAction",
     "MessageVariant",
-    "RunStep",
     "TransferToAgentAction",
     "break_loop_action",
     "event_from_message",
     "exit_action",
     "transfer_action",
 ]
-
-
-@dataclass(frozen=True, slots=True)
-class RunStep:
-    """One agent on a run path. Read-only: the framework sets run paths, user code never rewrites them."""
-
-    agent_name: str
-
-    def __str__(self) -> str:
-        return self.agent_name
 
 
 @dataclass(slots=True, kw_only=True)
@@ -108,6 +98,12 @@ class AgentAction:
     # The interrupt's signal tree (ids, addresses, saved state) for the Runner's checkpoint; ``interrupted``
     # is what the caller reads.
     signal: InterruptSignal | None = field(default=None, repr=False, compare=False)
+
+
+# Recorded events carry their actions into checkpoints; the names are what stored checkpoints say.
+register_type(AgentAction, name="AgentAction")
+register_type(TransferToAgentAction, name="TransferToAgentAction")
+register_type(BreakLoopAction, name="BreakLoopAction")
 
 
 @dataclass(slots=True, kw_only=True)

@@ -11,7 +11,9 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..tools import Address, InterruptSignal, InterruptState, ResumeContext, format_address
+from ..schema import Address, format_address
+from ..store import register_type
+from ..tools import InterruptSignal, InterruptState, ResumeContext
 from ._events import AgentAction, AgentEvent
 
 __all__ = [
@@ -66,6 +68,9 @@ class InterruptRecord:
     info: Any = None
     state: Any = None
     parent_id: str | None = None
+
+
+register_type(InterruptRecord, name="InterruptRecord")
 
 
 def interrupt(ctx: Any, info: Any) -> AgentEvent:

@@ -16,10 +16,9 @@ from contextlib import aclosing
 from typing import Any
 
 from ..errors import CheckpointNotFoundError, ResumeConflictError, UserError
-from ..observe._events import TraceEvent
-from ..observe._trace import RunTrace, TraceCallback
 from ..schema import Message, Stream, user
 from ..store import CheckpointStore
+from ..trace import RunTrace, TraceCallback, TraceEvent
 from ._agent import Agent
 from ._checkpoint import decode_checkpoint, encode_checkpoint
 from ._context import RunContext, RunSession

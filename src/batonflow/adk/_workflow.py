@@ -13,11 +13,12 @@ from contextlib import aclosing
 from dataclasses import dataclass, field, replace
 
 from ..errors import ResumeError, UserError
-from ..schema import Stream
+from ..schema import RunStep, Stream
+from ..store import register_type
 from ..tools import InterruptSignal
 from ._agent import Agent
 from ._context import RunContext, SessionEvent
-from ._events import AgentAction, AgentEvent, AgentInput, RunStep
+from ._events import AgentAction, AgentEvent, AgentInput
 from ._flow import FlowAgent, agent_with_options
 from ._interrupt import InterruptInfo, ResumeInfo
 
@@ -40,6 +41,12 @@ class ParallelState:
     """Every branch's lane of events; on resume the interrupted branches continue on theirs."""
 
     lanes: dict[int, list[SessionEvent]] = field(default_factory=dict)
+
+
+# Each is saved as the interrupt state of its workflow agent.
+register_type(SequentialState, name="SequentialState")
+register_type(LoopState, name="LoopState")
+register_type(ParallelState, name="ParallelState")
 
 
 class WorkflowAgent:

@@ -24,9 +24,9 @@ from typing import Any
 from ..adk import Agent, AgentEvent, InterruptInfo
 from ..adk import Runner as _Runner
 from ..errors import ResumeConflictError, UserError
-from ..observe import TraceCallback
 from ..schema import Message, Stream, user
 from ..store import CheckpointStore, SessionStore
+from ..trace import TraceCallback
 from ._session import Session
 
 __all__ = ["Runner"]

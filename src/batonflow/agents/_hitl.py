@@ -19,10 +19,9 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any, Literal
 
-from ..adk import RunContext, get_language
-from ..adk.loop import AgentMiddleware, ToolBatch
+from .. import trace as trace_events
+from ..adk import AgentMiddleware, RunContext, ToolBatch, get_language
 from ..errors import UserError
-from ..observe import _events as trace_events
 from ..schema import FunctionCall, ToolCall
 from ..store import register_type
 
@@ -283,7 +282,7 @@ def _arguments(call: ToolCall) -> dict[str, Any]:
     return parsed if isinstance(parsed, dict) else {}
 
 
-for _cls in (HITLPending, PendingTask, HITLDecision):
-    register_type(_cls, name=f"hitl.{_cls.__name__}")
+register_type(HITLPending, name="hitl.HITLPending")
+register_type(PendingTask, name="hitl.PendingTask")
+register_type(HITLDecision, name="hitl.HITLDecision")
 register_type(_Waiting, name="hitl.Waiting")
-del _cls

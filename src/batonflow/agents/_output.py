@@ -18,7 +18,7 @@ from pydantic import BaseModel, ValidationError
 from ..adk import AgentEvent, get_language
 from ..errors import RunError, UserError
 from ..schema import Message
-from ..tools._feedback import data_path, describe_json_text, describe_json_value, show_value
+from ..tools.feedback import data_path, describe_json_text, describe_json_value, show_value
 
 __all__ = ["OutputSchema", "parse_output"]
 

@@ -18,9 +18,9 @@ from dataclasses import dataclass, replace
 from typing import Any, Literal
 
 from ..adk import AgentMiddleware, ChatModelAgentState, Language, RunContext, get_language
-from ..observe import PlanEvent
 from ..schema import system
 from ..tools import FunctionTool, ToolContext
+from ..trace import PlanEvent
 
 __all__ = ["planning"]
 
@@ -146,6 +146,7 @@ _TEXTS: dict[str, dict[Language, str]] = {
 _HEADINGS = tuple(_TEXTS["heading"].values())
 
 _Stage = Literal["create", "progress", "revise"]
+_Text = Callable[[str], str]  # a key of _TEXTS to its text, in the language of one middleware
 
 
 @dataclass(frozen=True, slots=True)

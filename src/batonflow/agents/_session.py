@@ -21,7 +21,7 @@ from typing import Any
 
 from ..errors import UserError
 from ..schema import Message
-from ..store._sessions import MemorySessionStore, SessionState, SessionStore, check_session_id
+from ..store import MemorySessionStore, SessionState, SessionStore, check_session_id
 
 __all__ = ["Session"]
 

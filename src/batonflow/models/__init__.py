@@ -1,6 +1,8 @@
 """Chat models: the ``ChatModel`` interface, the OpenAI-compatible provider, retries and model URIs.
 
-The in-process llama.cpp model lives in ``batonflow.models.local`` (optional extra ``batonflow[local]``).
+The in-process llama.cpp model lives in ``batonflow.models.local`` (optional extra ``batonflow[local]``), the OpenAI
+wire format in ``batonflow.models.openai_format``. ``check_tool_choice`` and ``merge_settings`` are for writing a
+``ChatModel`` of your own: they refuse and merge what the built-in providers do.
 """
 
 from typing import TYPE_CHECKING, Any
@@ -9,6 +11,8 @@ from ._base import ChatModel as ChatModel
 from ._base import ForcedTool as ForcedTool
 from ._base import ModelSettings as ModelSettings
 from ._base import ToolChoice as ToolChoice
+from ._base import check_tool_choice as check_tool_choice
+from ._base import merge_settings as merge_settings
 from ._load import load_model as load_model
 from ._retry import RetryingModel as RetryingModel
 from ._retry import is_retryable_error as is_retryable_error
@@ -34,7 +38,9 @@ __all__ = [
     "OpenAIChatModel",
     "RetryingModel",
     "ToolChoice",
+    "check_tool_choice",
     "is_retryable_error",
     "load_model",
+    "merge_settings",
     "with_retry",
 ]

@@ -9,13 +9,10 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, fields
-from typing import TYPE_CHECKING, Any, Literal, Protocol, TypeAlias, runtime_checkable
+from typing import Any, Literal, Protocol, TypeAlias, runtime_checkable
 
 from ..errors import UserError
-from ..schema import Message, MessageStream
-
-if TYPE_CHECKING:
-    from ..tools import ToolInfo
+from ..schema import Message, MessageStream, ToolInfo
 
 __all__ = ["ChatModel", "ForcedTool", "ModelSettings", "ToolChoice", "check_tool_choice", "merge_settings"]
 

@@ -8,17 +8,14 @@ from __future__ import annotations
 
 import os
 from collections.abc import AsyncIterator, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import openai
 
 from ..errors import ModelConnectionError, ModelError, ModelHTTPError, ModelTimeoutError, UserError
-from ..schema import Message, MessageStream, Stream
+from ..schema import Message, MessageStream, Stream, ToolInfo
 from ._base import ModelSettings, ToolChoice, check_tool_choice, merge_settings
-from ._openai_format import chat_request, chunk_to_message, completion_to_message
-
-if TYPE_CHECKING:
-    from ..tools import ToolInfo
+from .openai_format import chat_request, chunk_to_message, completion_to_message
 
 __all__ = ["OpenAIChatModel"]
 

@@ -11,14 +11,10 @@ from __future__ import annotations
 import asyncio
 import random
 from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
-from typing import TYPE_CHECKING
 
 from ..errors import ModelConnectionError, ModelHTTPError, ModelTimeoutError, UserError
-from ..schema import Message, MessageStream, Stream
+from ..schema import Message, MessageStream, Stream, ToolInfo
 from ._base import ChatModel, ModelSettings, ToolChoice, check_tool_choice
-
-if TYPE_CHECKING:
-    from ..tools import ToolInfo
 
 __all__ = ["RetryingModel", "is_retryable_error", "with_retry"]
 

@@ -14,15 +14,12 @@ import importlib.util
 import threading
 from collections.abc import AsyncIterator, Generator, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from ..errors import ModelError, UserError
-from ..schema import Message, MessageStream, Stream
+from ..schema import Message, MessageStream, Stream, ToolInfo
 from ._base import ModelSettings, ToolChoice, check_tool_choice, merge_settings
-from ._openai_format import chat_request, chunk_to_message, completion_to_message
-
-if TYPE_CHECKING:
-    from ..tools import ToolInfo
+from .openai_format import chat_request, chunk_to_message, completion_to_message
 
 __all__ = ["LlamaCppChatModel", "smollm2_model_path"]
 

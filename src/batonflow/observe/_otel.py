@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from ._events import (
+from ..trace import (
     AgentEnd,
     AgentStart,
     ReasonEnd,

@@ -1,4 +1,4 @@
-"""Messages and streams: the data every other layer passes around."""
+"""Messages and streams, tool descriptions, run paths and addresses: the data every other layer passes around."""
 
 from ._concat import concat_message_stream as concat_message_stream
 from ._concat import concat_messages as concat_messages
@@ -17,15 +17,22 @@ from ._messages import assistant as assistant
 from ._messages import system as system
 from ._messages import tool_message as tool_message
 from ._messages import user as user
+from ._paths import Address as Address
+from ._paths import AddressSegment as AddressSegment
+from ._paths import RunStep as RunStep
+from ._paths import format_address as format_address
 from ._stream import Stream as Stream
 from ._stream import StreamWriter as StreamWriter
 from ._stream import Tap as Tap
+from ._tool_info import ToolInfo as ToolInfo
 
 MessageStream = Stream[Message]
 """A stream of message chunks, as models produce them."""
 
 __all__ = [
     "ROLES",
+    "Address",
+    "AddressSegment",
     "AudioPart",
     "ContentPart",
     "FunctionCall",
@@ -34,15 +41,18 @@ __all__ = [
     "MessageStream",
     "ResponseMeta",
     "Role",
+    "RunStep",
     "Stream",
     "StreamWriter",
     "Tap",
     "TextPart",
     "ToolCall",
+    "ToolInfo",
     "Usage",
     "assistant",
     "concat_message_stream",
     "concat_messages",
+    "format_address",
     "system",
     "tool_message",
     "user",

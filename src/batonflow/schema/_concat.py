@@ -27,68 +27,61 @@ def concat_messages(messages: Sequence[Message]) -> Message:
     first = messages[0]
     role, name, call_id, tool_name = first.role, first.name, first.tool_call_id, first.tool_name
     content: list[str] = []
-    reasoning: list[str] = []
-    parts: list[ContentPart] = []
-    calls: list[ToolCall] = []
-    extra: dict[str, Any] = {}
-    meta = _Meta()
+    rest = _Rest()
     for msg in messages:
         if msg.role != role:
             raise ConcatError(f"cannot concat messages with different roles: {role!r} and {msg.role!r}")
         content.append(msg.content)
-        if not (
-            msg.reasoning_content
-            or msg.tool_calls
-            or msg.response_meta
-            or msg.parts
-            or msg.name
-            or msg.tool_call_id
-            or msg.tool_name
-            or msg.extra
-        ):
-            continue  # a text chunk, as most are: nothing else to merge
         if msg.name:
             name = _same("names", name, msg.name)
         if msg.tool_call_id:
             call_id = _same("tool call ids", call_id, msg.tool_call_id)
         if msg.tool_name:
             tool_name = _same("tool names", tool_name, msg.tool_name)
-        if msg.reasoning_content:
-            reasoning.append(msg.reasoning_content)
-        if msg.parts:
-            parts.extend(msg.parts)
-        if msg.tool_calls:
-            calls.extend(msg.tool_calls)
-        if msg.extra:
-            _merge_extra(extra, msg.extra)
-        if msg.response_meta is not None:
-            meta.add(msg.response_meta)
+        if msg.reasoning_content or msg.tool_calls or msg.parts or msg.extra or msg.response_meta is not None:
+            rest.add(msg)  # a text chunk, as most are, has nothing else to merge
     return Message(
         role=role,
         content="".join(content),
-        reasoning_content="".join(reasoning),
-        parts=parts,
-        tool_calls=_concat_tool_calls(calls) if calls else [],
+        reasoning_content="".join(rest.reasoning),
+        parts=rest.parts,
+        tool_calls=_concat_tool_calls(rest.calls) if rest.calls else [],
         tool_call_id=call_id,
         tool_name=tool_name,
         name=name,
-        response_meta=meta.result(),
-        extra=extra,
+        response_meta=rest.meta(),
+        extra=rest.extra,
     )
 
 
-class _Meta:
-    """The response meta of a message's chunks: the last finish reason, the largest counts, every logprob."""
+class _Rest:
+    """What chunks carry besides their text: reasoning, parts, tool calls, extras, and the response meta (the last
+    finish reason, the largest counts, every logprob)."""
 
-    __slots__ = ("finish_reason", "logprobs", "seen", "usage")
+    __slots__ = ("calls", "extra", "finish_reason", "logprobs", "parts", "reasoning", "seen", "usage")
 
     def __init__(self) -> None:
+        self.reasoning: list[str] = []
+        self.parts: list[ContentPart] = []
+        self.calls: list[ToolCall] = []
+        self.extra: dict[str, Any] = {}
         self.seen = False
         self.finish_reason = ""
         self.usage: Usage | None = None
         self.logprobs: list[Any] | None = None
 
-    def add(self, meta: ResponseMeta) -> None:
+    def add(self, msg: Message) -> None:
+        if msg.reasoning_content:
+            self.reasoning.append(msg.reasoning_content)
+        if msg.parts:
+            self.parts.extend(msg.parts)
+        if msg.tool_calls:
+            self.calls.extend(msg.tool_calls)
+        if msg.extra:
+            _merge_extra(self.extra, msg.extra)
+        meta = msg.response_meta
+        if meta is None:
+            return
         self.seen = True
         if meta.finish_reason:
             self.finish_reason = meta.finish_reason
@@ -97,7 +90,7 @@ class _Meta:
         if meta.logprobs:
             self.logprobs = [*(self.logprobs or []), *meta.logprobs]
 
-    def result(self) -> ResponseMeta | None:
+    def meta(self) -> ResponseMeta | None:
         if not self.seen:
             return None
         return ResponseMeta(finish_reason=self.finish_reason, usage=self.usage, logprobs=self.logprobs)

@@ -1,9 +1,10 @@
 """Persistence: the checkpoint codec, the checkpoint stores and the session stores.
 
 ``encode``/``decode`` turn checkpoints into versioned, checksummed bytes and back; ``register_type`` lets user
-dataclasses, pydantic models and enums travel in them. A ``CheckpointStore`` keeps the bytes and hands out resume
-leases: ``MemoryCheckpointStore``, ``SqliteCheckpointStore`` (the embedded default), and, with their extras,
-``PostgresCheckpointStore`` (``batonflow[postgres]``) and ``RedisCheckpointStore`` (``batonflow[redis]``).
+dataclasses, pydantic models and enums travel in them, and ``registered_types()`` lists every class a payload may
+name. A ``CheckpointStore`` keeps the bytes and hands out resume leases: ``MemoryCheckpointStore``,
+``SqliteCheckpointStore`` (the embedded default), and, with their extras, ``PostgresCheckpointStore``
+(``batonflow[postgres]``) and ``RedisCheckpointStore`` (``batonflow[redis]``).
 A ``SessionStore`` keeps conversations across runs (messages, state, the snapshot of a pending run) on the same
 backends, plus ``FileSessionStore`` (ndjson messages and a JSON snapshot, as Solon's file session).
 """
@@ -19,6 +20,7 @@ from ._postgres import PostgresCheckpointStore as PostgresCheckpointStore
 from ._redis import RedisCheckpointStore as RedisCheckpointStore
 from ._registry import register_builtin_types as register_builtin_types
 from ._registry import register_type as register_type
+from ._registry import registered_types as registered_types
 from ._session_file import FileSessionStore as FileSessionStore
 from ._session_redis import RedisSessionStore as RedisSessionStore
 from ._session_sql import PostgresSessionStore as PostgresSessionStore
@@ -27,6 +29,7 @@ from ._sessions import MemorySessionStore as MemorySessionStore
 from ._sessions import SessionData as SessionData
 from ._sessions import SessionState as SessionState
 from ._sessions import SessionStore as SessionStore
+from ._sessions import check_session_id as check_session_id
 from ._sqlite import SqliteCheckpointStore as SqliteCheckpointStore
 
 __all__ = [
@@ -46,8 +49,10 @@ __all__ = [
     "SqliteCheckpointStore",
     "SqliteSessionStore",
     "StoreError",
+    "check_session_id",
     "decode",
     "encode",
     "register_builtin_types",
     "register_type",
+    "registered_types",
 ]

@@ -20,7 +20,6 @@ import zlib
 from typing import Any
 
 from ..errors import CodecError
-from ._registry import ensure_builtin_types
 from ._tree import from_tree, to_tree
 from ._wire import PathError
 
@@ -66,7 +65,6 @@ def decode(data: bytes | bytearray | memoryview, *, what: str = "checkpoint") ->
 
 def dump_json(obj: Any, what: str) -> bytes:
     """The UTF-8 JSON of ``obj``'s value tree, on one line (json.dumps escapes every line break)."""
-    ensure_builtin_types()
     try:
         tree = to_tree(obj)
     except PathError as exc:
@@ -86,7 +84,6 @@ def dump_json(obj: Any, what: str) -> bytes:
 def load_json(data: bytes, what: str, *, invalid: str = "invalid JSON") -> Any:
     """The value whose value tree ``data`` holds as JSON; text that is not JSON is ``cannot decode <what>:
     <invalid>: …``."""
-    ensure_builtin_types()
     try:
         tree = json.loads(data.decode("utf-8"), parse_constant=_reject_constant)
     except (UnicodeDecodeError, ValueError, RecursionError) as exc:

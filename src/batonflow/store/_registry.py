@@ -16,10 +16,21 @@ from pydantic import AliasChoices, BaseModel, ValidationError
 from pydantic_core import PydanticUndefined
 
 from ..errors import UserError
-from ..schema import AudioPart, FunctionCall, ImagePart, Message, ResponseMeta, TextPart, ToolCall, Usage
+from ..schema import (
+    AddressSegment,
+    AudioPart,
+    FunctionCall,
+    ImagePart,
+    Message,
+    ResponseMeta,
+    RunStep,
+    TextPart,
+    ToolCall,
+    Usage,
+)
 from ._wire import CLS, TAG, PathError, key_segment
 
-__all__ = ["BY_NAME", "BY_TYPE", "Entry", "ensure_builtin_types", "register_builtin_types", "register_type"]
+__all__ = ["BY_NAME", "BY_TYPE", "Entry", "register_builtin_types", "register_type", "registered_types"]
 
 T = TypeVar("T", bound=type)
 Convert = Callable[[Any], Any]  # the tree converter an entry calls for its fields: encode or decode
@@ -239,35 +250,33 @@ def register_type(cls: T, name: str | None = None) -> T:
     return cls
 
 
-_adk_registered = False
+def registered_types() -> dict[str, type]:
+    """Every registered class by the name payloads call it: what a checkpoint may hold."""
+    return {name: entry.cls for name, entry in BY_NAME.items()}
 
 
 def _register_schema_types() -> None:
-    for cls in (Message, ToolCall, FunctionCall, Usage, ResponseMeta, TextPart, ImagePart, AudioPart):
-        register_type(cls)
+    # The schema's types sit below the codec, so it registers them; every other checkpointed type registers
+    # itself in its own module, with the name stored checkpoints use.
+    register_type(Message, name="Message")
+    register_type(ToolCall, name="ToolCall")
+    register_type(FunctionCall, name="FunctionCall")
+    register_type(Usage, name="Usage")
+    register_type(ResponseMeta, name="ResponseMeta")
+    register_type(TextPart, name="TextPart")
+    register_type(ImagePart, name="ImagePart")
+    register_type(AudioPart, name="AudioPart")
+    register_type(RunStep, name="RunStep")
+    register_type(AddressSegment, name="AddressSegment")
 
 
 def register_builtin_types() -> None:
-    """Register batonflow's own data types. Idempotent; ``encode`` and ``decode`` call it before their first use.
+    """Kept for callers of earlier releases; there is nothing left for it to do.
 
-    The runtime's types are imported here, not at module import, because ``batonflow.adk`` imports this package.
+    batonflow's own types register when their modules are imported, and importing any part of batonflow imports
+    them all.
     """
-    global _adk_registered
     _register_schema_types()
-    if _adk_registered:
-        return
-    try:
-        from ..adk import AgentAction, BreakLoopAction, RunStep, TransferToAgentAction
-    except ImportError:  # batonflow.adk is still being imported (it imports this package): try on the next call
-        return
-    for cls in (RunStep, AgentAction, TransferToAgentAction, BreakLoopAction):
-        register_type(cls)
-    _adk_registered = True
-
-
-def ensure_builtin_types() -> None:
-    if not _adk_registered:
-        register_builtin_types()
 
 
 _register_schema_types()

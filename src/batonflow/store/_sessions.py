@@ -22,7 +22,7 @@ from ._base import StoreBase, check_ttl, closed_error
 from ._codec import decode, encode
 from ._lease import MemoryLeases
 
-__all__ = ["MemorySessionStore", "SessionData", "SessionState", "SessionStore"]
+__all__ = ["MemorySessionStore", "SessionData", "SessionState", "SessionStore", "check_session_id"]
 
 
 @dataclass(slots=True, kw_only=True)
@@ -92,6 +92,7 @@ class SessionStore(Protocol):
 
 
 def check_session_id(session_id: str) -> str:
+    """``session_id`` if every store takes it (a non-empty string), else a ``UserError``: for a store of your own."""
     if not isinstance(session_id, str) or not session_id:
         raise UserError(f"a session id must be a non-empty string, got {session_id!r}")
     return session_id

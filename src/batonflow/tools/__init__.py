@@ -1,16 +1,18 @@
 """Tools: what a model can call, and ``@tool`` to make one from a typed Python function."""
 
+# A tool's description and interrupt addresses are plain data that models and traces need too; they live in
+# batonflow.schema and are re-exported here, where a tool author looks for them.
+from ..schema import Address as Address
+from ..schema import AddressSegment as AddressSegment
+from ..schema import ToolInfo as ToolInfo
+from ..schema import format_address as format_address
 from ._context import ToolContext as ToolContext
 from ._function import FunctionTool as FunctionTool
 from ._function import StreamingFunctionTool as StreamingFunctionTool
 from ._function import tool as tool
-from ._info import ToolInfo as ToolInfo
-from ._interrupt import Address as Address
-from ._interrupt import AddressSegment as AddressSegment
 from ._interrupt import InterruptSignal as InterruptSignal
 from ._interrupt import InterruptState as InterruptState
 from ._interrupt import ResumeContext as ResumeContext
-from ._interrupt import format_address as format_address
 from ._protocols import StreamingTool as StreamingTool
 from ._protocols import Tool as Tool
 

@@ -18,7 +18,7 @@ from pydantic import BaseModel, ConfigDict, Field, PydanticUserError, Validation
 
 from ..errors import ToolArgumentsError, UserError
 from ._context import ToolContext
-from ._feedback import describe_json_text, describe_json_value, describe_validation_error
+from .feedback import describe_json_text, describe_json_value, describe_validation_error
 
 __all__ = ["Arguments"]
 

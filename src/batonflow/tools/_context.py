@@ -11,7 +11,8 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, NoReturn
 
-from ._interrupt import Address, AddressSegment, InterruptSignal, InterruptState, ResumeContext
+from ..schema import Address, AddressSegment
+from ._interrupt import InterruptSignal, InterruptState, ResumeContext
 
 __all__ = ["ToolContext"]
 

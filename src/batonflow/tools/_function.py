@@ -15,11 +15,10 @@ from typing import Any, Generic, ParamSpec, TypeVar, cast, overload
 import pydantic_core
 
 from ..errors import UserError
-from ..schema import Stream
+from ..schema import Stream, ToolInfo
 from ._arguments import Arguments
 from ._context import ToolContext
 from ._docstring import parse_docstring
-from ._info import ToolInfo
 
 __all__ = ["FunctionTool", "StreamingFunctionTool", "tool"]
 

@@ -12,33 +12,9 @@ import uuid
 from dataclasses import dataclass, field
 from typing import Any
 
-__all__ = [
-    "Address",
-    "AddressSegment",
-    "InterruptSignal",
-    "InterruptState",
-    "ResumeContext",
-    "format_address",
-]
+from ..schema import Address, format_address
 
-
-@dataclass(frozen=True, slots=True)
-class AddressSegment:
-    """One step of an address: ``agent:<name>`` or ``tool:<name>:<call id>``."""
-
-    kind: str
-    id: str
-    sub_id: str = ""
-
-    def __str__(self) -> str:
-        return f"{self.kind}:{self.id}:{self.sub_id}" if self.sub_id else f"{self.kind}:{self.id}"
-
-
-Address = tuple[AddressSegment, ...]
-
-
-def format_address(address: Address) -> str:
-    return ";".join(str(s) for s in address)
+__all__ = ["InterruptSignal", "InterruptState", "ResumeContext"]
 
 
 class InterruptSignal(BaseException):

@@ -7,9 +7,8 @@ from __future__ import annotations
 
 from typing import Protocol, runtime_checkable
 
-from ..schema import Stream
+from ..schema import Stream, ToolInfo
 from ._context import ToolContext
-from ._info import ToolInfo
 
 __all__ = ["StreamingTool", "Tool"]
 

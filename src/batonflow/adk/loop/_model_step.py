@@ -27,7 +27,7 @@ from .._context import RunContext
 from .._events import AgentEvent, event_from_message
 
 if TYPE_CHECKING:
-    from ...observe._trace import OpenReason  # moves with the trace package
+    from ...trace import OpenReason
 
 __all__ = ["ModelRetry", "ModelRetryConfig", "ModelStep", "StreamedReply", "is_empty_answer"]
 

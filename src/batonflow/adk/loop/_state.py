@@ -8,8 +8,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from ...schema import Message
-from ...tools import ToolInfo
+from ...schema import Message, ToolInfo
+from ...store import register_type
 from .._events import AgentAction
 
 __all__ = ["ChatModelAgentState", "ReactState", "ToolResult"]
@@ -42,6 +42,10 @@ class ReactState:
     corrections: int = 0
     tools: list[ToolInfo] = field(default_factory=list, init=False, repr=False)
 
+
+# Saved in checkpoints under these names since the first release.
+register_type(ToolResult, name="ToolResult")
+register_type(ReactState, name="ReactState")
 
 ChatModelAgentState = ReactState
 """Eino's name for what a middleware sees of a ChatModelAgent's loop: the loop state itself."""

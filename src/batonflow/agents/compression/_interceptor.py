@@ -8,8 +8,8 @@ from dataclasses import replace
 
 from ...adk import AgentMiddleware, ChatModelAgentState, RunContext
 from ...errors import UserError
-from ...observe import ContextSize
 from ...schema import Message
+from ...trace import ContextSize
 from ._strategies import CompressionStrategy, check_count, check_strategy, is_prompt_too_long, tools_of
 from ._summary import is_summary, summary_message
 from ._tokens import cut_middle, estimate_tokens

@@ -1,8 +1,8 @@
 from batonflow.adk import AgentTool, ChatModelAgent, Runner, collect_events, set_sub_agents
-from batonflow.observe import Metrics, RunEnd, RunMetrics, TraceEvent
 from batonflow.schema import Message, ResponseMeta, Usage, assistant
 from batonflow.testing import ScriptedModel, tool_calls
 from batonflow.tools import tool
+from batonflow.trace import Metrics, RunEnd, RunMetrics, TraceEvent
 
 
 @tool

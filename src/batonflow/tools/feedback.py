@@ -1,7 +1,9 @@
 """Tell a model, in a few words, what was wrong with the arguments it produced.
 
 The text becomes the tool's observation, so it is written for a model that must correct itself: one
-``expected <what>, got <what>`` clause per mistake, naming the argument by its path as the model wrote it.
+``expected <what>, got <what>`` clause per mistake, naming the argument by its path as the model wrote it. The
+agent kinds explain a malformed structured answer with the same words, which is why this module is public: so can a
+tool or a middleware of your own.
 """
 
 from __future__ import annotations

@@ -3,7 +3,7 @@ import dataclasses
 import pytest
 
 from batonflow.errors import UserError
-from batonflow.tools import ToolInfo
+from batonflow.schema import ToolInfo
 
 
 @pytest.mark.parametrize("name", ["get_weather", "a", "search-web", "Tool_2", "x" * 64])

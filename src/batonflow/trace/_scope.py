@@ -19,9 +19,9 @@ from contextlib import aclosing
 from contextvars import ContextVar
 from dataclasses import dataclass
 from time import perf_counter
-from typing import TYPE_CHECKING, Any, Protocol, TypeVar
+from typing import Any, Protocol, TypeVar
 
-from ..schema import Message, ToolCall
+from ..schema import Message, RunStep, ToolCall
 from ..tools import InterruptSignal
 from ._events import (
     ActionEnd,
@@ -38,11 +38,9 @@ from ._events import (
 )
 from ._metrics import Metrics, RunMetrics
 
-if TYPE_CHECKING:
-    from ..adk import RunStep
+__all__ = ["OpenAction", "OpenReason", "RunTrace", "TraceCallback", "TraceScope", "current_scope"]
 
-__all__ = ["RunTrace", "TraceCallback", "TraceScope", "current_scope"]
-
+# Named before this package existed; logging configurations refer to it.
 _log = logging.getLogger("batonflow.observe")
 
 TraceCallback = Callable[[TraceEvent], Any]

@@ -4,9 +4,6 @@ They are the second stream next to ``AgentEvent``: lifecycle and observability, 
 must read. Each carries the run id, the agent and its run path (absolute: an agent tool's inner agents are
 shown under the caller), a wall-clock timestamp, and span ids: ``span_id`` names what a start/end pair
 brackets, ``parent_id`` the span it nests in, so a consumer can rebuild the run as a tree.
-
-This module imports nothing from ``batonflow.adk`` at run time: the runtime emits these events, so it must be
-able to import them.
 """
 
 from __future__ import annotations
@@ -15,10 +12,9 @@ import time
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal, TypeAlias
 
-from ..schema import Message, ToolCall, Usage
+from ..schema import Message, RunStep, ToolCall, Usage
 
 if TYPE_CHECKING:
-    from ..adk import RunStep
     from ._metrics import Metrics, RunMetrics
 
 __all__ = [

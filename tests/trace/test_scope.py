@@ -13,7 +13,10 @@ from batonflow.adk import (
     collect_events,
     set_sub_agents,
 )
-from batonflow.observe import (
+from batonflow.schema import Message, ResponseMeta, Usage, assistant
+from batonflow.testing import ScriptedModel, tool_calls
+from batonflow.tools import ToolContext, tool
+from batonflow.trace import (
     ActionEnd,
     AgentEnd,
     AgentStart,
@@ -25,9 +28,6 @@ from batonflow.observe import (
     ToolCallStart,
     TraceEvent,
 )
-from batonflow.schema import Message, ResponseMeta, Usage, assistant
-from batonflow.testing import ScriptedModel, tool_calls
-from batonflow.tools import ToolContext, tool
 
 
 @tool

@@ -1,19 +1,17 @@
 """Conversion between batonflow messages and the OpenAI chat completions wire format, on plain dicts.
 
 Plain dicts rather than SDK types, so that every OpenAI-shaped source shares one converter: the ``openai`` SDK
-(through ``.model_dump()``) and llama-cpp-python, which returns the same shapes in-process.
+(through ``.model_dump()``) and llama-cpp-python, which returns the same shapes in-process. Public for the same
+reason: an adapter for another OpenAI-compatible engine needs nothing else.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-from ..schema import ContentPart, FunctionCall, ImagePart, Message, ResponseMeta, TextPart, ToolCall, Usage
+from ..schema import ContentPart, FunctionCall, ImagePart, Message, ResponseMeta, TextPart, ToolCall, ToolInfo, Usage
 from ._base import ForcedTool, ModelSettings, ToolChoice
-
-if TYPE_CHECKING:
-    from ..tools import ToolInfo
 
 __all__ = [
     "chat_request",

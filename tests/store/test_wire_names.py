@@ -1,0 +1,64 @@
+"""The names stored checkpoints use for batonflow's own types, pinned.
+
+A payload names each class by its registered wire name, so renaming a class is harmless and renaming its wire name
+breaks every stored checkpoint that holds it. Moving a class to another module changes only the right-hand side
+below: update it there. Changing a name on the left needs a decoder for the old one first.
+"""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+from batonflow.store import registered_types
+
+WIRE_NAMES = {
+    "AddressSegment": "batonflow.schema._paths.AddressSegment",
+    "AgentAction": "batonflow.adk._events.AgentAction",
+    "AgentToolState": "batonflow.adk._agent_tool.AgentToolState",
+    "AudioPart": "batonflow.schema._messages.AudioPart",
+    "BreakLoopAction": "batonflow.adk._events.BreakLoopAction",
+    "Checkpoint": "batonflow.adk._checkpoint.Checkpoint",
+    "DeterministicTransferState": "batonflow.adk._deterministic.DeterministicTransferState",
+    "FunctionCall": "batonflow.schema._messages.FunctionCall",
+    "ImagePart": "batonflow.schema._messages.ImagePart",
+    "InterruptRecord": "batonflow.adk._interrupt.InterruptRecord",
+    "LoopState": "batonflow.adk._workflow.LoopState",
+    "Message": "batonflow.schema._messages.Message",
+    "ParallelState": "batonflow.adk._workflow.ParallelState",
+    "ReactState": "batonflow.adk.loop._state.ReactState",
+    "ResponseMeta": "batonflow.schema._messages.ResponseMeta",
+    "RunStep": "batonflow.schema._paths.RunStep",
+    "SequentialState": "batonflow.adk._workflow.SequentialState",
+    "SessionEvent": "batonflow.adk._context.SessionEvent",
+    "TextPart": "batonflow.schema._messages.TextPart",
+    "ToolCall": "batonflow.schema._messages.ToolCall",
+    "ToolResult": "batonflow.adk.loop._state.ToolResult",
+    "TransferToAgentAction": "batonflow.adk._events.TransferToAgentAction",
+    "Usage": "batonflow.schema._messages.Usage",
+    "hitl.HITLDecision": "batonflow.agents._hitl.HITLDecision",
+    "hitl.HITLPending": "batonflow.agents._hitl.HITLPending",
+    "hitl.PendingTask": "batonflow.agents._hitl.PendingTask",
+    "hitl.Waiting": "batonflow.agents._hitl._Waiting",
+    "plan_execute.ExecutedStep": "batonflow.adk._plan.ExecutedStep",
+    "plan_execute.Plan": "batonflow.adk._plan.Plan",
+    "react.FeedbackRequest": "batonflow.agents._react.FeedbackRequest",
+}
+
+
+def batonflow_types(table: dict[str, type]) -> dict[str, str]:
+    """The entries for batonflow's classes (tests register their own besides), as ``name: module.qualname``."""
+    paths = {name: f"{cls.__module__}.{cls.__qualname__}" for name, cls in table.items()}
+    return {name: path for name, path in paths.items() if path.startswith("batonflow.")}
+
+
+def test_every_checkpointed_type_of_batonflow_has_its_pinned_wire_name() -> None:
+    assert batonflow_types(registered_types()) == WIRE_NAMES
+
+
+def test_importing_the_store_alone_registers_them_all() -> None:
+    # A program that only decodes (a worker resuming runs, say) imports nothing else; batonflow's own types must
+    # be registered all the same, without the store importing the runtime.
+    code = "import batonflow.store as s; print('\\n'.join(sorted(s.registered_types())))"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert set(WIRE_NAMES) <= set(out.split())
