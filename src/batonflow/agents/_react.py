@@ -46,6 +46,7 @@ from ..adk.loop import (
     ReactState,
     Routed,
     ToolResult,
+    last_call_to,
     render_instruction,
 )
 from ..errors import ToolArgumentsError, UserError
@@ -359,11 +360,7 @@ class ReActPolicy(EinoPolicy):
 
     def direct_call(self, calls: Sequence[ToolCall], setup: AgentSetup) -> str | None:
         # Only the built-in actions end a round at once; other return-directly tools need the whole round.
-        found = None
-        for call in calls:
-            if call.function.name in setup.actions:
-                found = call.id
-        return found
+        return last_call_to(calls, setup.actions)
 
     def round_answer(
         self, calls: Sequence[ToolCall], results: Mapping[str, ToolResult], setup: AgentSetup

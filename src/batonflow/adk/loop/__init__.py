@@ -37,6 +37,7 @@ from ._policy import EinoPolicy as EinoPolicy
 from ._policy import GenModelInput as GenModelInput
 from ._policy import LoopPolicy as LoopPolicy
 from ._policy import ModelRequest as ModelRequest
+from ._policy import last_call_to as last_call_to
 from ._state import ChatModelAgentState as ChatModelAgentState
 from ._state import ReactState as ReactState
 from ._state import ToolResult as ToolResult
@@ -72,6 +73,7 @@ __all__ = [
     "ToolCallHandler",
     "ToolResult",
     "is_empty_answer",
+    "last_call_to",
     "render_instruction",
     "run_loop",
 ]

@@ -23,7 +23,7 @@ from ._model_step import ModelStep
 from ._outcomes import Answer, CallTools, Fail, Routed
 from ._state import ReactState, ToolResult
 
-__all__ = ["AgentSetup", "EinoPolicy", "GenModelInput", "LoopPolicy", "ModelRequest"]
+__all__ = ["AgentSetup", "EinoPolicy", "GenModelInput", "LoopPolicy", "ModelRequest", "last_call_to"]
 
 ModelRequest: TypeAlias = tuple[Sequence[Message], Sequence[ToolInfo] | None]
 """The messages a model call is sent and the tools it is offered (None: no tools)."""
@@ -150,12 +150,7 @@ class EinoPolicy:
         return CallTools(message) if message.tool_calls else _OWN_ANSWER
 
     def direct_call(self, calls: Sequence[ToolCall], setup: AgentSetup) -> str | None:
-        # The last matching call wins, as in Eino.
-        found = None
-        for call in calls:
-            if call.function.name in setup.return_directly:
-                found = call.id
-        return found
+        return last_call_to(calls, setup.return_directly)
 
     def round_answer(
         self, calls: Sequence[ToolCall], results: Mapping[str, ToolResult], setup: AgentSetup
@@ -175,6 +170,15 @@ class EinoPolicy:
     def save_output(self, message: Message, ctx: RunContext) -> None:
         if self.output_key:
             ctx.add_session_value(self.output_key, message.content)
+
+
+def last_call_to(calls: Sequence[ToolCall], names: frozenset[str]) -> str | None:
+    """The id of the last call to one of ``names`` (the last matching call wins, as in Eino), or None."""
+    found = None
+    for call in calls:
+        if call.function.name in names:
+            found = call.id
+    return found
 
 
 _OWN_ANSWER = Answer()  # never changed: the engine only reads it
