@@ -5,11 +5,12 @@ import pytest
 
 import batonflow
 from batonflow.adk import AgentInput, RunContext, collect_events
-from batonflow.adk.loop import ModelRetryConfig, ModelStep
+from batonflow.adk.loop import ModelRetryConfig, ModelStep, ReactState
 from batonflow.agents import SimpleAgent
 from batonflow.errors import ModelHTTPError
 from batonflow.observe import ReasonEnd, TraceEvent
-from batonflow.schema import assistant, user
+from batonflow.schema import ToolInfo, assistant, user
+from batonflow.store import decode, encode
 from batonflow.testing import ScriptedModel
 from batonflow.trace import RunTrace
 
@@ -71,3 +72,33 @@ async def test_a_held_back_stream_that_ends_empty_is_asked_again_unseen() -> Non
     events = await collect_events(agent.run(AgentInput(messages=[user("hi")], enable_streaming=True)))
     assert [await e.message_output.get_message() for e in events if e.message_output] == [assistant("Hello")]
     assert len(model.requests) == 2
+
+
+async def test_a_stream_that_fails_before_its_first_chunk_is_retried_and_each_attempt_traced() -> None:
+    model = ScriptedModel([[ModelHTTPError("busy", status_code=503)], [assistant("Hel"), assistant("lo")]])
+    step = ModelStep(model, retry=ModelRetryConfig(max_retries=1, base_delay=0.0).rule("'scripted'"))
+    trace: list[TraceEvent] = []
+    ctx = RunContext(trace=RunTrace([trace.append], agent_name="a").root())
+    reply = await step.stream([user("hi")], None, ctx)
+    assert reply is not None
+    assert reply.event.message_output is not None and reply.event.message_output.message_stream is not None
+    shown = [chunk.content async for chunk in reply.event.message_output.message_stream]
+    assert shown == ["Hel", "lo"] and (await reply.message()).content == "Hello"
+    assert [type(e.error).__name__ for e in trace if isinstance(e, ReasonEnd)] == ["ModelHTTPError", "NoneType"]
+
+
+async def test_a_stream_that_fails_after_a_chunk_reached_the_reader_is_not_retried() -> None:
+    model = ScriptedModel([[assistant("Hel"), ModelHTTPError("gone", status_code=503)], [assistant("never")]])
+    step = ModelStep(model, retry=ModelRetryConfig(max_retries=3, base_delay=0.0).rule("'scripted'"))
+    reply = await step.stream([user("hi")], None, RunContext())
+    assert reply is not None
+    with pytest.raises(ModelHTTPError):
+        await reply.message()
+    assert len(model.requests) == 1
+
+
+def test_the_tools_offered_are_not_saved_with_the_loop_state() -> None:
+    state = ReactState(messages=[user("hi")], remaining=3)
+    state.tools = [ToolInfo(name="lookup", description="Look up.", parameters={"type": "object"})]
+    restored = decode(encode(state))
+    assert isinstance(restored, ReactState) and restored.tools == [] and restored.messages == [user("hi")]
