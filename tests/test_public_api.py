@@ -33,6 +33,7 @@ def test_public_api_is_pinned() -> None:
             "ChatModelAgent",
             "ChatModelAgentResumeData",
             "ChatModelAgentState",
+            "CheckpointExistsError",
             "CheckpointNotFoundError",
             "CheckpointStore",
             "CodecError",
@@ -125,6 +126,11 @@ def test_errors_form_one_tree() -> None:
     assert issubclass(errors.UserError, errors.BatonflowError)
     assert issubclass(errors.ConcatError, errors.UserError)
     assert issubclass(errors.StreamClosedError, errors.UserError)
-    for run_error in (errors.ModelHTTPError, errors.ModelTimeoutError, errors.ToolArgumentsError):
+    for run_error in (
+        errors.ModelHTTPError,
+        errors.ModelTimeoutError,
+        errors.ToolArgumentsError,
+        errors.CheckpointExistsError,
+    ):
         assert issubclass(run_error, errors.RunError)
         assert not issubclass(run_error, errors.UserError)

@@ -63,6 +63,7 @@ from .agents.middleware import StopLoopInterceptor as StopLoopInterceptor
 from .agents.middleware import ToolRetryInterceptor as ToolRetryInterceptor
 from .agents.middleware import ToolSanitizerInterceptor as ToolSanitizerInterceptor
 from .errors import BatonflowError as BatonflowError
+from .errors import CheckpointExistsError as CheckpointExistsError
 from .errors import CheckpointNotFoundError as CheckpointNotFoundError
 from .errors import CodecError as CodecError
 from .errors import ConcatError as ConcatError
@@ -145,6 +146,7 @@ __all__ = [
     "ChatModelAgent",
     "ChatModelAgentResumeData",
     "ChatModelAgentState",
+    "CheckpointExistsError",
     "CheckpointNotFoundError",
     "CheckpointStore",
     "CodecError",

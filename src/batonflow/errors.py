@@ -9,6 +9,7 @@ from __future__ import annotations
 
 __all__ = [
     "BatonflowError",
+    "CheckpointExistsError",
     "CheckpointNotFoundError",
     "CodecError",
     "ConcatError",
@@ -108,8 +109,22 @@ class CheckpointNotFoundError(RunError):
     """A resume named a checkpoint that the store does not hold (or that was already resumed to the end)."""
 
 
+class CheckpointExistsError(RunError):
+    """A run was given a ``checkpoint_id`` under which the store already holds a pending run.
+
+    Saving the new run's checkpoint would overwrite the pending one, so the run is refused before it starts. It is a
+    ``RunError``, as ``CheckpointNotFoundError`` is: whether an id is taken depends on what the store holds at that
+    moment (another worker may have saved under it), not on the code. ``checkpoint_id`` names the id.
+    """
+
+    def __init__(self, message: str, *, checkpoint_id: str) -> None:
+        super().__init__(message)
+        self.checkpoint_id = checkpoint_id
+
+
 class ResumeConflictError(RunError):
-    """Another runner is resuming the same checkpoint, or running the same conversation, right now."""
+    """Another runner is resuming the same checkpoint, running under the same checkpoint id, or running the same
+    conversation, right now."""
 
 
 class ResumeError(RunError):

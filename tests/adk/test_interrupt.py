@@ -279,6 +279,8 @@ async def test_a_resume_reads_the_checkpoint_only_once_it_holds_the_lease() -> N
     store = RecordingStore()
     runner = Runner(support(ledger, tool_calls(("refund", {"order_id": 1})), assistant("ok")), checkpoint_store=store)
     info = interrupt_of(await collect_events(runner.query("x", checkpoint_id="c")))
+    assert store.calls == ["claim", "get", "release"]  # the run made sure the id was free
+    store.calls.clear()
     await collect_events(runner.resume("c", {info.interrupt_contexts[0].id: "approve"}))
     assert store.calls == ["claim", "get", "delete", "release"]
     with pytest.raises(CheckpointNotFoundError):

@@ -1,9 +1,25 @@
+import asyncio
 import dataclasses
+from collections.abc import AsyncIterator
+from pathlib import Path
 
 import pytest
 
-from batonflow.adk import AgentInput, ChatModelAgent, MessageVariant, RunContext, Runner, RunStep, set_sub_agents
-from batonflow.schema import Stream, assistant, user
+from batonflow.adk import (
+    AgentEvent,
+    AgentInput,
+    ChatModelAgent,
+    InterruptInfo,
+    MessageVariant,
+    RunContext,
+    Runner,
+    RunStep,
+    collect_events,
+    set_sub_agents,
+)
+from batonflow.errors import CheckpointExistsError, ResumeConflictError, UserError
+from batonflow.schema import Message, Stream, assistant, user
+from batonflow.store import CheckpointStore, MemoryCheckpointStore, SqliteCheckpointStore
 from batonflow.testing import ScriptedModel, tool_calls
 from batonflow.tools import ToolContext, tool
 
@@ -79,3 +95,163 @@ async def test_an_agent_run_on_its_own_works_without_a_runner() -> None:
     events = [e async for e in agent.run(AgentInput(messages=[user("x")]), RunContext())]
     assert events[0].message_output is not None and events[0].message_output.message == assistant("solo")
     assert events[0].run_path == ()  # only a flow agent sets run paths
+
+
+# -- checkpoint ids ----------------------------------------------------------------------------------------------------
+
+
+class Counted:
+    """What the tools really did, and a gate that keeps the waiting tool from interrupting until it is opened."""
+
+    def __init__(self) -> None:
+        self.calls = 0
+        self.entered = asyncio.Event()
+        self.gate = asyncio.Event()
+        self.gate.set()
+
+
+def waiting_agent(counted: Counted, *replies: Message) -> ChatModelAgent:
+    """An agent whose model asks for ``wait`` and answers "done" (or says ``replies``)."""
+
+    @tool(threaded=False)
+    async def wait(ctx: ToolContext) -> str:
+        """Wait for a human."""
+        if not ctx.get_interrupt_state().was_interrupted:
+            counted.calls += 1
+            counted.entered.set()
+            await counted.gate.wait()
+            ctx.interrupt("approve?")
+        return "approved"
+
+    script = list(replies) or [tool_calls(("wait", {})), assistant("done")]
+    return ChatModelAgent(name="a", model=ScriptedModel(script), tools=[wait])
+
+
+WAIT, DONE = tool_calls(("wait", {})), assistant("done")
+
+
+def interrupt_id(events: list[AgentEvent]) -> str:
+    action = events[-1].action
+    assert action is not None and isinstance(action.interrupted, InterruptInfo)
+    return action.interrupted.interrupt_contexts[0].id
+
+
+@pytest.fixture(params=["memory", "sqlite"])
+async def store(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterator[CheckpointStore]:
+    store = MemoryCheckpointStore() if request.param == "memory" else SqliteCheckpointStore(tmp_path / "c.db")
+    yield store
+    await store.close()
+
+
+async def test_a_run_under_the_id_of_a_pending_run_is_refused_before_it_starts(store: CheckpointStore) -> None:
+    counted = Counted()
+    runner = Runner(waiting_agent(counted, WAIT, DONE, WAIT), checkpoint_store=store)
+    pending = interrupt_id(await collect_events(runner.query("first", checkpoint_id="c")))
+    saved = await store.get("c")
+    with pytest.raises(CheckpointExistsError) as caught:
+        await runner.query("second", checkpoint_id="c").collect()
+    assert str(caught.value) == (
+        "checkpoint[c] holds a pending run, which this run would overwrite: resume it with "
+        "Runner.resume('c', targets=...), delete it with checkpoint_store.delete('c'), or run with another "
+        "checkpoint_id"
+    )
+    assert caught.value.checkpoint_id == "c"
+    assert isinstance(runner.agent.agent, ChatModelAgent)
+    model = runner.agent.agent.model
+    assert isinstance(model, ScriptedModel) and len(model.requests) == 1  # the second run never reached the model
+    assert counted.calls == 1
+    assert await store.get("c") == saved  # the pending run is intact, and resumes
+    events = await collect_events(runner.resume("c", {pending: "yes"}))
+    assert events[-1].message_output is not None and events[-1].message_output.message is not None
+    assert events[-1].message_output.message.content == "done"
+    # Resumed to the end, the id is free again.
+    assert interrupt_id(await collect_events(runner.query("third", checkpoint_id="c")))
+    assert counted.calls == 2
+
+
+async def test_an_id_deleted_from_the_store_can_be_used_again(store: CheckpointStore) -> None:
+    runner = Runner(waiting_agent(Counted(), WAIT, WAIT), checkpoint_store=store)
+    await collect_events(runner.query("first", checkpoint_id="c"))
+    await store.delete("c")
+    assert interrupt_id(await collect_events(runner.query("again", checkpoint_id="c")))
+
+
+async def test_of_two_runs_started_with_one_id_at_once_one_is_refused(store: CheckpointStore) -> None:
+    counted = Counted()
+    counted.gate.clear()
+    runner = Runner(waiting_agent(counted), checkpoint_store=store)
+    first = asyncio.create_task(collect_events(runner.query("first", checkpoint_id="c")))
+    await counted.entered.wait()  # the first run is in its tool, not saved yet
+    with pytest.raises(ResumeConflictError, match=r"^checkpoint\[c\] is being run or resumed by another runner"):
+        await runner.query("second", checkpoint_id="c").collect()
+    counted.gate.set()
+    pending = interrupt_id(await first)
+    assert counted.calls == 1
+    await collect_events(runner.resume("c", {pending: "yes"}))
+    assert await store.get("c") is None
+
+
+async def test_a_run_under_an_id_that_is_being_resumed_is_refused(store: CheckpointStore) -> None:
+    runner = Runner(waiting_agent(Counted()), checkpoint_store=store)
+    await collect_events(runner.query("first", checkpoint_id="c"))
+    assert await store.claim("c", "a resumer", 30)
+    with pytest.raises(ResumeConflictError, match=r"checkpoint\[c\] is being run or resumed by another runner"):
+        await runner.query("second", checkpoint_id="c").collect()
+    await store.release("c", "a resumer")
+
+
+async def test_the_caller_can_resume_as_soon_as_it_sees_the_interrupt(store: CheckpointStore) -> None:
+    runner = Runner(waiting_agent(Counted()), checkpoint_store=store)
+    answers = []
+    async for event in runner.query("x", checkpoint_id="c"):
+        action = event.action
+        if action is not None and isinstance(action.interrupted, InterruptInfo):
+            # Still inside the run's stream: the run gave the id's lease back when it saved its checkpoint.
+            resumed = await collect_events(runner.resume("c", {action.interrupted.interrupt_contexts[0].id: "yes"}))
+            answers += [
+                e.message_output.message.content for e in resumed if e.message_output and e.message_output.message
+            ]
+    assert answers[-1] == "done"
+    assert await store.get("c") is None
+    assert await store.claim("c", "someone", 30)  # and no lease was left behind
+
+
+async def test_a_refused_run_is_not_traced() -> None:
+    seen: list[object] = []
+    store = MemoryCheckpointStore()
+    await store.set("c", b"pending")
+    runner = Runner(waiting_agent(Counted()), checkpoint_store=store, callbacks=[seen.append])
+    with pytest.raises(CheckpointExistsError):
+        await runner.stream_trace("x", checkpoint_id="c").collect()
+    assert seen == []
+
+
+class Untouchable(MemoryCheckpointStore):
+    async def get(self, checkpoint_id: str) -> bytes | None:
+        raise AssertionError("the store was reached")
+
+    async def claim(self, checkpoint_id: str, owner: str, ttl: float) -> bool:
+        raise AssertionError("the store was reached")
+
+
+@pytest.mark.parametrize(
+    ("checkpoint_id", "message"),
+    [
+        ("", "must be a non-empty string"),
+        ("x" * 1_000_000, "must be at most 256 bytes of UTF-8"),
+        ("\ud800", "must be valid Unicode text, got a lone surrogate at index 0"),
+        ("a\x00b", "must not contain NUL characters"),
+    ],
+)
+def test_a_bad_checkpoint_id_is_refused_when_the_runner_is_called(checkpoint_id: str, message: str) -> None:
+    runner = Runner(waiting_agent(Counted()), checkpoint_store=Untouchable())
+    calls = {
+        "run": lambda: runner.run([user("x")], checkpoint_id=checkpoint_id),
+        "query": lambda: runner.query("x", checkpoint_id=checkpoint_id),
+        "stream_trace": lambda: runner.stream_trace("x", checkpoint_id=checkpoint_id),
+        "resume": lambda: runner.resume(checkpoint_id),
+    }
+    for name, call in calls.items():
+        with pytest.raises(UserError, match=f"^a checkpoint id {message}") as caught:
+            call()  # at the call, before a stream exists
+        assert len(str(caught.value)) < 200, name

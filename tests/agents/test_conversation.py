@@ -117,6 +117,25 @@ def test_a_session_id_with_a_checkpoint_id_is_a_user_error() -> None:
     )
     with pytest.raises(UserError, match="keeps its pending run in the session store"):
         runner.query("x", session_id="s", checkpoint_id="c")
+    with pytest.raises(UserError, match="keeps its pending run in the session store"):
+        runner.run([], session_id="s", checkpoint_store=MemoryCheckpointStore())
+
+
+@pytest.mark.parametrize(
+    ("session_id", "message"),
+    [
+        ("", "must be a non-empty string"),
+        ("x" * 1_000_000, "must be at most 256 bytes of UTF-8"),
+        ("\ud800", "must be valid Unicode text, got a lone surrogate at index 0"),
+        ("a\x00b", "must not contain NUL characters"),
+    ],
+)
+def test_a_bad_session_id_is_refused_when_the_runner_is_called(session_id: str, message: str) -> None:
+    runner = Runner(ChatModelAgent(name="a", model=ScriptedModel([])), session_store=MemorySessionStore())
+    for call in (lambda: runner.query("x", session_id=session_id), lambda: runner.run([], session_id=session_id)):
+        with pytest.raises(UserError, match=f"^a session id {message}") as caught:
+            call()  # at the call, before a stream exists
+        assert len(str(caught.value)) < 200
 
 
 def test_a_session_store_that_is_not_one_is_a_user_error() -> None:

@@ -10,7 +10,7 @@ from contextlib import AbstractAsyncContextManager
 import pytest
 
 from batonflow.errors import StoreError, UserError
-from batonflow.store import CheckpointStore
+from batonflow.store import MAX_ID_BYTES, CheckpointStore
 
 # -- data ------------------------------------------------------------------------------------------------------------
 
@@ -152,6 +152,74 @@ async def test_leases_live_apart_from_checkpoint_data(store: CheckpointStore) ->
 async def test_claim_with_a_ttl_that_is_not_positive_is_a_user_error(store: CheckpointStore, ttl: float) -> None:
     with pytest.raises(UserError, match="a lease ttl must be a positive number of seconds"):
         await store.claim("run-1", "worker-a", ttl)
+
+
+# -- ids -------------------------------------------------------------------------------------------------------------
+
+# What no backend may turn into a driver's UnicodeEncodeError, a server error or a megabyte key: refused, typed, at
+# the store's door, with a message that echoes only the start of the id.
+BAD_IDS = {
+    "empty": ("", "must be a non-empty string, got ''"),
+    "none": (None, "must be a non-empty string, got None"),
+    "not a string": (7, "must be a non-empty string, got 7"),
+    "257 ascii bytes": ("x" * 257, "must be at most 256 bytes of UTF-8"),
+    "258 utf-8 bytes in 129 characters": ("é" * 129, "must be at most 256 bytes of UTF-8, got 258"),
+    "a megabyte": ("x" * 1_000_000, r"must be at most 256 bytes of UTF-8, got 'xxx.*…  ?\(1000000 characters\)"),
+    "a lone surrogate": ("\ud800", "must be valid Unicode text, got a lone surrogate at index 0"),
+    "a surrogate inside": ("order-\udfff-7", "must be valid Unicode text, got a lone surrogate at index 6"),
+    "nul": ("a\x00b", "must not contain NUL characters"),
+}
+
+# Each operation with a bad id; every one of them is refused.
+OPERATIONS = {
+    "get": lambda store, id: store.get(id),
+    "set": lambda store, id: store.set(id, b"data"),
+    "delete": lambda store, id: store.delete(id),
+    "claim": lambda store, id: store.claim(id, "worker-a", 30),
+    "release": lambda store, id: store.release(id, "worker-a"),
+}
+
+
+@pytest.mark.parametrize("operation", OPERATIONS)
+@pytest.mark.parametrize("case", BAD_IDS)
+async def test_a_bad_checkpoint_id_is_a_user_error_on_every_operation(
+    store: CheckpointStore, case: str, operation: str
+) -> None:
+    bad, message = BAD_IDS[case]
+    with pytest.raises(UserError, match=f"^a checkpoint id {message}") as caught:
+        await OPERATIONS[operation](store, bad)
+    assert len(str(caught.value)) < 200  # the id is not echoed whole
+
+
+async def test_a_refused_id_leaves_the_store_usable(store: CheckpointStore) -> None:
+    with pytest.raises(UserError):
+        await store.set("\ud800", b"data")
+    await store.set("run-1", b"data")
+    assert await store.get("run-1") == b"data"
+
+
+GOOD_IDS = [
+    "x" * MAX_ID_BYTES,
+    "é" * (MAX_ID_BYTES // 2),  # 256 bytes of UTF-8
+    "订单/42 ✓ \U0001f600",
+    "tab\tnew\nline",
+    "'; DROP TABLE t; --",
+    "lease:run-1",
+    "run-1",
+]
+
+
+async def test_ids_up_to_the_limit_in_any_script_are_kept_apart(store: CheckpointStore) -> None:
+    for i, checkpoint_id in enumerate(GOOD_IDS):
+        await store.set(checkpoint_id, f"data {i}".encode())
+    for i, checkpoint_id in enumerate(GOOD_IDS):
+        assert await store.get(checkpoint_id) == f"data {i}".encode()
+        assert await store.claim(checkpoint_id, "worker-a", 30)
+        assert not await store.claim(checkpoint_id, "worker-b", 30)
+    for checkpoint_id in GOOD_IDS:
+        await store.release(checkpoint_id, "worker-a")
+        await store.delete(checkpoint_id)
+        assert await store.get(checkpoint_id) is None
 
 
 # -- lifecycle -------------------------------------------------------------------------------------------------------

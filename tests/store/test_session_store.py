@@ -213,6 +213,50 @@ async def test_a_session_id_must_be_a_non_empty_string(store: SessionStore, sess
         await store.get(session_id)
 
 
+# The checkpoint ids' rule (a pending conversation's id is its run's checkpoint id), on every operation.
+BAD_IDS = {
+    "257 bytes": ("x" * 257, "must be at most 256 bytes of UTF-8"),
+    "258 utf-8 bytes in 129 characters": ("é" * 129, "must be at most 256 bytes of UTF-8, got 258"),
+    "a megabyte": ("x" * 1_000_000, r"must be at most 256 bytes of UTF-8, got 'xxx.*…  ?\(1000000 characters\)"),
+    "a lone surrogate": ("\ud800", "must be valid Unicode text, got a lone surrogate at index 0"),
+    "nul": ("a\x00b", "must not contain NUL characters"),
+}
+
+OPERATIONS: dict[str, Callable[[SessionStore, Any], Any]] = {
+    "get": lambda store, id: store.get(id),
+    "append_messages": lambda store, id: store.append_messages(id, turn(0)),
+    "replace_messages": lambda store, id: store.replace_messages(id, turn(0)),
+    "set_state": lambda store, id: store.set_state(id, SessionState(pending=True)),
+    "delete": lambda store, id: store.delete(id),
+    "claim": lambda store, id: store.claim(id, "worker-a", 30),
+    "release": lambda store, id: store.release(id, "worker-a"),
+}
+
+
+@pytest.mark.parametrize("operation", OPERATIONS)
+@pytest.mark.parametrize("case", BAD_IDS)
+async def test_a_bad_session_id_is_a_user_error_on_every_operation(
+    store: SessionStore, case: str, operation: str
+) -> None:
+    bad, message = BAD_IDS[case]
+    with pytest.raises(UserError, match=f"^a session id {message}") as caught:
+        await OPERATIONS[operation](store, bad)
+    assert len(str(caught.value)) < 200  # the id is not echoed whole
+
+
+async def test_a_session_id_of_256_bytes_in_any_script_round_trips(store: SessionStore) -> None:
+    # The file store is stricter (200 bytes: its ids are file names).
+    ids = ["é" * 100, "会话 ✓ \U0001f600"] if isinstance(store, FileSessionStore) else ["x" * 256, "é" * 128]
+    for session_id in ids:
+        await store.append_messages(session_id, turn(0))
+        data = await store.get(session_id)
+        assert data is not None and data.messages == turn(0)
+        assert await store.claim(session_id, "worker-a", 30)
+        await store.release(session_id, "worker-a")
+        await store.delete(session_id)
+        assert await store.get(session_id) is None
+
+
 # -- state -----------------------------------------------------------------------------------------------------------
 
 
@@ -692,7 +736,7 @@ async def test_file_store_append_after_a_torn_last_line_keeps_the_damage_on_that
         assert data.messages == turn(1)
 
 
-@pytest.mark.parametrize("session_id", ["../escape", "a/b", "a\\b", ".hidden", "nul\x00", "x" * 201, "\ud800"])
+@pytest.mark.parametrize("session_id", ["../escape", "a/b", "a\\b", ".hidden", "x" * 201, "é" * 101])
 async def test_file_store_refuses_ids_that_are_not_safe_file_names(tmp_path: Path, session_id: str) -> None:
     async with FileSessionStore(tmp_path / "d") as store:
         with pytest.raises(UserError, match="a file session store names its files after the session id"):

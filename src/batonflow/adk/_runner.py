@@ -15,9 +15,9 @@ from collections.abc import AsyncGenerator, AsyncIterator, Mapping, Sequence
 from contextlib import aclosing
 from typing import Any
 
-from ..errors import CheckpointNotFoundError, ResumeConflictError, UserError
+from ..errors import CheckpointExistsError, CheckpointNotFoundError, ResumeConflictError, UserError
 from ..schema import Message, Stream, user
-from ..store import CheckpointStore
+from ..store import CheckpointStore, check_checkpoint_id
 from ..trace import RunTrace, TraceCallback, TraceEvent
 from ._agent import Agent
 from ._checkpoint import decode_checkpoint, encode_checkpoint
@@ -75,14 +75,19 @@ class Runner:
         """The events of one run on ``messages``; read them with ``async for``, close the stream to stop early.
 
         With ``checkpoint_id``, an interrupted run is saved under that id in ``checkpoint_store`` (the Runner's
-        when None) before the caller sees the interrupt.
+        when None) before the caller sees the interrupt. The id must be free: a run refuses to start, raising
+        ``CheckpointExistsError``, when the store holds a pending run under it, and ``ResumeConflictError`` while
+        another runner runs or resumes under it; saving would overwrite that run.
         """
         store = self._store(checkpoint_store, checkpoint_id)
         return Stream.from_async_iter(self._run(messages, session_values, store, checkpoint_id, self.callbacks))
 
     def _store(self, store: CheckpointStore | None, checkpoint_id: str | None) -> CheckpointStore | None:
         store = self.checkpoint_store if store is None else store
-        if checkpoint_id is not None and store is None:
+        if checkpoint_id is None:
+            return store
+        check_checkpoint_id(checkpoint_id)
+        if store is None:
             raise UserError(
                 f"cannot save checkpoint {checkpoint_id!r}: expected Runner(..., checkpoint_store=...), got no store"
             )
@@ -108,7 +113,10 @@ class Runner:
         input = AgentInput(messages=list(messages), enable_streaming=self.enable_streaming)
         ctx.root_input = input
         events = self._events(self.agent.run(input, ctx), ctx, store, checkpoint_id)
-        return events if trace is None else trace.wrap(events)
+        traced = events if trace is None else trace.wrap(events)
+        if checkpoint_id is None or store is None:
+            return traced
+        return _reserved(store, checkpoint_id, self.resume_lease, traced)
 
     def query(
         self, text: str, *, session_values: Mapping[str, Any] | None = None, checkpoint_id: str | None = None
@@ -147,6 +155,7 @@ class Runner:
         component that is not targeted interrupts again and keeps its state. Without targets every interrupted
         component resumes. Only one resume of a checkpoint runs at a time; a finished resume deletes it.
         """
+        check_checkpoint_id(checkpoint_id)
         store = self.checkpoint_store if checkpoint_store is None else checkpoint_store
         if store is None:
             raise UserError("failed to resume: expected Runner(..., checkpoint_store=...), got no store")
@@ -240,6 +249,41 @@ class Runner:
 
     def query_sync(self, text: str, *, session_values: Mapping[str, Any] | None = None) -> list[AgentEvent]:
         return self.run_sync([user(text)], session_values=session_values)
+
+
+async def _reserved(
+    store: CheckpointStore, checkpoint_id: str, ttl: float, events: AsyncIterator[AgentEvent]
+) -> AsyncIterator[AgentEvent]:
+    """``events``, once ``checkpoint_id`` is known to be free; a run given a checkpoint id starts here.
+
+    The run holds the id's lease from before it looks until its checkpoint is saved, so that neither a pending run
+    nor a second run started with the same id at the same moment is overwritten. The lease is given back before
+    the caller sees the interrupt, so that the caller can resume at once.
+    """
+    owner = uuid.uuid4().hex
+    async with aclosing(events) as source:  # type: ignore[type-var]
+        if not await store.claim(checkpoint_id, owner, ttl):
+            raise ResumeConflictError(
+                f"checkpoint[{checkpoint_id}] is being run or resumed by another runner: "
+                "expected a checkpoint id that no other run uses, got one in use"
+            )
+        held = True
+        try:
+            if await store.get(checkpoint_id) is not None:
+                raise CheckpointExistsError(
+                    f"checkpoint[{checkpoint_id}] holds a pending run, which this run would overwrite: resume it "
+                    f"with Runner.resume({checkpoint_id!r}, targets=...), delete it with "
+                    f"checkpoint_store.delete({checkpoint_id!r}), or run with another checkpoint_id",
+                    checkpoint_id=checkpoint_id,
+                )
+            async for event in source:
+                if held and event.action is not None and isinstance(event.action.interrupted, InterruptInfo):
+                    held = False  # saved by now (or the run reports why not)
+                    await store.release(checkpoint_id, owner)
+                yield event
+        finally:
+            if held:
+                await store.release(checkpoint_id, owner)
 
 
 async def _interleave(

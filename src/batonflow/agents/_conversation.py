@@ -25,7 +25,7 @@ from ..adk import Agent, AgentEvent, InterruptInfo
 from ..adk import Runner as _Runner
 from ..errors import ResumeConflictError, UserError
 from ..schema import Message, Stream, user
-from ..store import CheckpointStore, SessionStore
+from ..store import CheckpointStore, SessionStore, check_session_id
 from ..trace import TraceCallback
 from ._session import Session
 
@@ -89,6 +89,7 @@ class Runner(_Runner):
                 checkpoint_id=checkpoint_id,
                 checkpoint_store=checkpoint_store,
             )
+        check_session_id(session_id)
         if self.session_store is None:
             raise UserError(
                 f"cannot continue session {session_id!r}: expected Runner(..., session_store=...), got no store"

@@ -4,14 +4,18 @@
 dataclasses, pydantic models and enums travel in them, and ``registered_types()`` lists every class a payload may
 name. A ``CheckpointStore`` keeps the bytes and hands out resume leases: ``MemoryCheckpointStore``,
 ``SqliteCheckpointStore`` (the embedded default), and, with their extras, ``PostgresCheckpointStore``
-(``batonflow[postgres]``) and ``RedisCheckpointStore`` (``batonflow[redis]``).
+(``batonflow[postgres]``) and ``RedisCheckpointStore`` (``batonflow[redis]``). Checkpoint and session ids follow one
+rule on every backend (``check_id``: non-empty, at most ``MAX_ID_BYTES`` bytes of UTF-8, no NUL, no lone surrogate).
 A ``SessionStore`` keeps conversations across runs (messages, state, the snapshot of a pending run) on the same
 backends, plus ``FileSessionStore`` (ndjson messages and a JSON snapshot, as Solon's file session).
 """
 
 from ..errors import CodecError as CodecError
 from ..errors import StoreError as StoreError
+from ._base import MAX_ID_BYTES as MAX_ID_BYTES
 from ._base import CheckpointStore as CheckpointStore
+from ._base import check_checkpoint_id as check_checkpoint_id
+from ._base import check_id as check_id
 from ._codec import CODEC_VERSION as CODEC_VERSION
 from ._codec import decode as decode
 from ._codec import encode as encode
@@ -34,6 +38,7 @@ from ._sqlite import SqliteCheckpointStore as SqliteCheckpointStore
 
 __all__ = [
     "CODEC_VERSION",
+    "MAX_ID_BYTES",
     "CheckpointStore",
     "CodecError",
     "FileSessionStore",
@@ -49,6 +54,8 @@ __all__ = [
     "SqliteCheckpointStore",
     "SqliteSessionStore",
     "StoreError",
+    "check_checkpoint_id",
+    "check_id",
     "check_session_id",
     "decode",
     "encode",

@@ -14,7 +14,15 @@ from typing import Protocol, Self, runtime_checkable
 
 from ..errors import StoreError, UserError
 
-__all__ = ["CheckpointStore"]
+__all__ = ["MAX_ID_BYTES", "CheckpointStore", "check_checkpoint_id", "check_id"]
+
+MAX_ID_BYTES = 256
+"""The longest checkpoint or session id, in UTF-8 bytes, that every store takes.
+
+Room for a UUID, a tenant and a conversation name several times over, and far below the first backend limit (an
+index entry in PostgreSQL holds about 2.7 KB; the file session store allows 200 bytes, the stricter rule of file
+names). A cap also keeps a hostile id out of error messages, logs and every key written under it.
+"""
 
 
 @runtime_checkable
@@ -65,6 +73,45 @@ class StoreBase:
         self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
     ) -> None:
         await self.close()
+
+
+def check_id(value: str, *, what: str = "checkpoint id") -> str:
+    """``value`` if every store takes it as an id, else a ``UserError`` that names ``what`` the id is for.
+
+    An id is a non-empty string of at most ``MAX_ID_BYTES`` bytes of UTF-8, without NUL (PostgreSQL's text cannot
+    hold it) and without lone surrogates (no driver can encode them). Checkpoint and session ids follow the same
+    rule, checked where they enter: the Runner's methods and each store's; for a store of your own.
+    """
+    if not isinstance(value, str) or not value:
+        raise UserError(f"a {what} must be a non-empty string, got {shown(value)}")
+    if len(value) > MAX_ID_BYTES:  # before encoding: an id may be a megabyte long
+        raise UserError(f"a {what} must be at most {MAX_ID_BYTES} bytes of UTF-8, got {shown(value)}")
+    if not value.isascii():
+        try:
+            size = len(value.encode("utf-8"))
+        except UnicodeEncodeError as exc:
+            raise UserError(
+                f"a {what} must be valid Unicode text, got a lone surrogate at index {exc.start}: {shown(value)}"
+            ) from None
+        if size > MAX_ID_BYTES:
+            raise UserError(f"a {what} must be at most {MAX_ID_BYTES} bytes of UTF-8, got {size}: {shown(value)}")
+    if "\x00" in value:
+        raise UserError(f"a {what} must not contain NUL characters, got {shown(value)}")
+    return value
+
+
+def check_checkpoint_id(checkpoint_id: str) -> str:
+    """``checkpoint_id`` if every checkpoint store takes it, else a ``UserError`` (see ``check_id``)."""
+    return check_id(checkpoint_id, what="checkpoint id")
+
+
+def shown(value: object, limit: int = 60) -> str:
+    """``repr(value)``, cut to about ``limit`` characters: what a message may echo of untrusted input."""
+    text = repr(value)
+    if len(text) <= limit:
+        return text
+    size = f" ({len(value)} characters)" if isinstance(value, str) else ""
+    return f"{text[:limit]}…{size}"
 
 
 def check_ttl(ttl: float) -> float:

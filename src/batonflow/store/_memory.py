@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from ._base import StoreBase, check_ttl, closed_error
+from ._base import StoreBase, check_checkpoint_id, check_ttl, closed_error
 from ._lease import MemoryLeases
 
 __all__ = ["MemoryCheckpointStore"]
@@ -17,23 +17,28 @@ class MemoryCheckpointStore(StoreBase):
         self._leases = MemoryLeases()
 
     async def get(self, checkpoint_id: str) -> bytes | None:
+        check_checkpoint_id(checkpoint_id)
         self._check_open()
         return self._data.get(checkpoint_id)
 
     async def set(self, checkpoint_id: str, data: bytes) -> None:
+        check_checkpoint_id(checkpoint_id)
         self._check_open()
         self._data[checkpoint_id] = bytes(data)
 
     async def delete(self, checkpoint_id: str) -> None:
+        check_checkpoint_id(checkpoint_id)
         self._check_open()
         self._data.pop(checkpoint_id, None)
 
     async def claim(self, checkpoint_id: str, owner: str, ttl: float) -> bool:
+        check_checkpoint_id(checkpoint_id)
         ttl = check_ttl(ttl)
         self._check_open()
         return self._leases.claim(checkpoint_id, owner, ttl)
 
     async def release(self, checkpoint_id: str, owner: str) -> None:
+        check_checkpoint_id(checkpoint_id)
         self._check_open()
         self._leases.release(checkpoint_id, owner)
 

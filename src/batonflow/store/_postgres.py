@@ -8,7 +8,7 @@ the one clock every worker shares.
 
 from __future__ import annotations
 
-from ._base import StoreBase, check_table_name, check_ttl
+from ._base import StoreBase, check_checkpoint_id, check_table_name, check_ttl
 from ._conn import PostgresPool
 from ._lease import postgres_claim_sql, postgres_lease_table, postgres_release_sql
 
@@ -51,6 +51,7 @@ class PostgresCheckpointStore(StoreBase):
     # -- the store -----------------------------------------------------------------------------------------------
 
     async def get(self, checkpoint_id: str) -> bytes | None:
+        check_checkpoint_id(checkpoint_id)
         pool = await self._pool.get()
         try:
             data = await pool.fetchval(f"SELECT data FROM {self._table} WHERE id = $1", checkpoint_id)
@@ -59,6 +60,7 @@ class PostgresCheckpointStore(StoreBase):
         return None if data is None else bytes(data)
 
     async def set(self, checkpoint_id: str, data: bytes) -> None:
+        check_checkpoint_id(checkpoint_id)
         pool = await self._pool.get()
         try:
             await pool.execute(
@@ -71,6 +73,7 @@ class PostgresCheckpointStore(StoreBase):
             raise self._pool.error(f"cannot write checkpoint {checkpoint_id!r}", exc) from exc
 
     async def delete(self, checkpoint_id: str) -> None:
+        check_checkpoint_id(checkpoint_id)
         pool = await self._pool.get()
         try:
             await pool.execute(f"DELETE FROM {self._table} WHERE id = $1", checkpoint_id)
@@ -78,6 +81,7 @@ class PostgresCheckpointStore(StoreBase):
             raise self._pool.error(f"cannot delete checkpoint {checkpoint_id!r}", exc) from exc
 
     async def claim(self, checkpoint_id: str, owner: str, ttl: float) -> bool:
+        check_checkpoint_id(checkpoint_id)
         ttl = check_ttl(ttl)
         pool = await self._pool.get()
         try:
@@ -87,6 +91,7 @@ class PostgresCheckpointStore(StoreBase):
         return bool(won)
 
     async def release(self, checkpoint_id: str, owner: str) -> None:
+        check_checkpoint_id(checkpoint_id)
         pool = await self._pool.get()
         try:
             await pool.execute(postgres_release_sql(self._leases), checkpoint_id, owner)

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import cast
 
-from ._base import StoreBase, check_ttl
+from ._base import StoreBase, check_checkpoint_id, check_ttl
 from ._conn import RedisConnection
 from ._lease import REDIS_CLAIM, REDIS_RELEASE, redis_ttl_ms
 
@@ -53,6 +53,7 @@ class RedisCheckpointStore(StoreBase):
     # -- the store -----------------------------------------------------------------------------------------------
 
     async def get(self, checkpoint_id: str) -> bytes | None:
+        check_checkpoint_id(checkpoint_id)
         self._conn.check_open()
         try:
             data = await self._client.get(self._data_key(checkpoint_id))
@@ -61,6 +62,7 @@ class RedisCheckpointStore(StoreBase):
         return cast("bytes | None", data)  # decode_responses is off: Redis strings come back as bytes
 
     async def set(self, checkpoint_id: str, data: bytes) -> None:
+        check_checkpoint_id(checkpoint_id)
         self._conn.check_open()
         try:
             await self._client.set(self._data_key(checkpoint_id), bytes(data))
@@ -68,6 +70,7 @@ class RedisCheckpointStore(StoreBase):
             raise self._conn.error(f"write checkpoint {checkpoint_id!r}", exc) from exc
 
     async def delete(self, checkpoint_id: str) -> None:
+        check_checkpoint_id(checkpoint_id)
         self._conn.check_open()
         try:
             await self._client.delete(self._data_key(checkpoint_id))
@@ -75,6 +78,7 @@ class RedisCheckpointStore(StoreBase):
             raise self._conn.error(f"delete checkpoint {checkpoint_id!r}", exc) from exc
 
     async def claim(self, checkpoint_id: str, owner: str, ttl: float) -> bool:
+        check_checkpoint_id(checkpoint_id)
         ttl_ms = redis_ttl_ms(check_ttl(ttl))
         self._conn.check_open()
         try:
@@ -84,6 +88,7 @@ class RedisCheckpointStore(StoreBase):
         return bool(won)
 
     async def release(self, checkpoint_id: str, owner: str) -> None:
+        check_checkpoint_id(checkpoint_id)
         self._conn.check_open()
         try:
             await self._release(keys=[self._lease_key(checkpoint_id)], args=[owner])

@@ -158,15 +158,15 @@ class FileSessionStore(StoreBase):
 def check_file_id(session_id: str) -> str:
     # The id becomes a file name, and it is untrusted input: nothing that could leave the directory or hide among
     # temporary files.
-    check_session_id(session_id)
-    try:
-        size = len(session_id.encode("utf-8"))
-    except UnicodeEncodeError:  # a lone surrogate: no file system takes it
-        size = None
-    if size is None or size > _MAX_ID_BYTES or session_id.startswith(".") or any(c in session_id for c in "/\\\x00"):
+    check_session_id(session_id)  # valid UTF-8 without NUL, of at most 256 bytes
+    if (
+        len(session_id.encode("utf-8")) > _MAX_ID_BYTES
+        or session_id.startswith(".")
+        or any(c in session_id for c in "/\\")
+    ):
         raise UserError(
-            f"a file session store names its files after the session id, so the id must be valid UTF-8 of at most "
-            f"{_MAX_ID_BYTES} bytes that neither starts with '.' nor contains '/', '\\' or NUL; got {session_id!r}"
+            f"a file session store names its files after the session id, so the id must be at most "
+            f"{_MAX_ID_BYTES} bytes of UTF-8 that neither start with '.' nor contain '/' or '\\'; got {session_id!r}"
         )
     return session_id
 

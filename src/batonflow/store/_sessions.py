@@ -18,7 +18,7 @@ from typing import Any, Protocol, runtime_checkable
 
 from ..errors import CodecError, UserError
 from ..schema import Message
-from ._base import StoreBase, check_ttl, closed_error
+from ._base import StoreBase, check_id, check_ttl, closed_error
 from ._codec import decode, encode
 from ._lease import MemoryLeases
 
@@ -92,10 +92,9 @@ class SessionStore(Protocol):
 
 
 def check_session_id(session_id: str) -> str:
-    """``session_id`` if every store takes it (a non-empty string), else a ``UserError``: for a store of your own."""
-    if not isinstance(session_id, str) or not session_id:
-        raise UserError(f"a session id must be a non-empty string, got {session_id!r}")
-    return session_id
+    """``session_id`` if every session store takes it, else a ``UserError``: the rule of checkpoint ids
+    (``check_id``), since a pending conversation's id is its run's checkpoint id."""
+    return check_id(session_id, what="session id")
 
 
 def check_last(last: int | None) -> int | None:

@@ -12,7 +12,7 @@ import os
 import sqlite3
 import time
 
-from ._base import StoreBase, check_table_name, check_ttl
+from ._base import StoreBase, check_checkpoint_id, check_table_name, check_ttl
 from ._conn import SqliteConnection
 from ._lease import sqlite_claim, sqlite_lease_table, sqlite_release
 
@@ -46,6 +46,8 @@ class SqliteCheckpointStore(StoreBase):
     # -- the store -----------------------------------------------------------------------------------------------
 
     async def get(self, checkpoint_id: str) -> bytes | None:
+        check_checkpoint_id(checkpoint_id)
+
         def get(conn: sqlite3.Connection) -> bytes | None:
             row = conn.execute(f"SELECT data FROM {self._table} WHERE id = ?", (checkpoint_id,)).fetchone()
             return None if row is None else bytes(row[0])
@@ -53,6 +55,8 @@ class SqliteCheckpointStore(StoreBase):
         return await self._db.run(f"cannot read checkpoint {checkpoint_id!r}", get)
 
     async def set(self, checkpoint_id: str, data: bytes) -> None:
+        check_checkpoint_id(checkpoint_id)
+
         def set_(conn: sqlite3.Connection) -> None:
             conn.execute(
                 f"INSERT INTO {self._table} (id, data, updated_at) VALUES (?, ?, ?) "
@@ -63,12 +67,15 @@ class SqliteCheckpointStore(StoreBase):
         await self._db.run(f"cannot write checkpoint {checkpoint_id!r}", set_)
 
     async def delete(self, checkpoint_id: str) -> None:
+        check_checkpoint_id(checkpoint_id)
+
         def delete(conn: sqlite3.Connection) -> None:
             conn.execute(f"DELETE FROM {self._table} WHERE id = ?", (checkpoint_id,))
 
         await self._db.run(f"cannot delete checkpoint {checkpoint_id!r}", delete)
 
     async def claim(self, checkpoint_id: str, owner: str, ttl: float) -> bool:
+        check_checkpoint_id(checkpoint_id)
         ttl = check_ttl(ttl)
 
         def claim(conn: sqlite3.Connection) -> bool:
@@ -77,6 +84,8 @@ class SqliteCheckpointStore(StoreBase):
         return await self._db.run(f"cannot claim checkpoint {checkpoint_id!r}", claim)
 
     async def release(self, checkpoint_id: str, owner: str) -> None:
+        check_checkpoint_id(checkpoint_id)
+
         def release(conn: sqlite3.Connection) -> None:
             sqlite_release(conn, self._leases, checkpoint_id, owner)
 
