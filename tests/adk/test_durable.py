@@ -1,5 +1,6 @@
 """Runs that outlive their process: interrupt in one process, SIGKILL it, resume in another (each store)."""
 
+import asyncio
 import json
 import os
 import signal
@@ -9,11 +10,12 @@ import uuid
 from pathlib import Path
 
 import pytest
+import redis.asyncio
 
 from batonflow.adk import ChatModelAgent, InterruptInfo, Runner, collect_events
-from batonflow.schema import assistant, user
-from batonflow.store import MemoryCheckpointStore
-from batonflow.testing import ScriptedModel, tool_calls
+from batonflow.schema import Message, ToolInfo, assistant, user
+from batonflow.store import MemoryCheckpointStore, RedisCheckpointStore
+from batonflow.testing import FunctionModel, ScriptedModel, tool_calls
 from batonflow.tools import ToolContext, tool
 
 CHILD = Path(__file__).with_name("hitl_child.py")
@@ -91,3 +93,62 @@ async def test_checkpoint_size_grows_linearly_with_the_conversation() -> None:
     # Each added message costs the same: no history of checkpoints, no quadratic copies.
     assert per_message_large == pytest.approx(per_message_small, rel=0.25)
     assert per_message_large < 400  # about 90 characters of text per message, plus framing
+
+
+def refund_agent(looked_up: list[int]) -> ChatModelAgent:
+    """Looks the order up, then asks for approval; one agent for every run (its model answers by the last message)."""
+
+    @tool(threaded=False)
+    def lookup(order_id: int) -> str:
+        """Look an order up."""
+        looked_up.append(order_id)
+        return "30 EUR"
+
+    @tool(threaded=False)
+    def approve(order_id: int, ctx: ToolContext) -> str:
+        """Wait for a human to approve."""
+        if not ctx.get_interrupt_state().was_interrupted:
+            ctx.interrupt(f"refund order {order_id}?")
+        return "approved"
+
+    def reply(messages: list[Message], tools: list[ToolInfo]) -> Message:
+        last = messages[-1]
+        if last.role == "user":
+            return tool_calls(("lookup", {"order_id": int(str(last.content))}))
+        if last.tool_name == "lookup":
+            return tool_calls(("approve", {"order_id": 0}))
+        return assistant("Refund done.")
+
+    return ChatModelAgent(name="support", model=FunctionModel(reply), tools=[lookup, approve])
+
+
+@pytest.mark.parametrize("max_connections", [None, 4])
+async def test_320_concurrent_runs_on_redis_all_save_their_checkpoint(max_connections: int | None) -> None:
+    # redis-py's default pool failed past 100 commands in flight: 500 runs lost 400 checkpoints after their tools ran.
+    prefix = f"batonflow-test:{uuid.uuid4().hex[:12]}:"
+    options = {} if max_connections is None else {"max_connections": max_connections}
+    looked_up: list[int] = []
+    n = 320
+    try:
+        async with RedisCheckpointStore(REDIS, prefix=prefix, **options) as store:
+            runner = Runner(refund_agent(looked_up), checkpoint_store=store)
+            runs = await asyncio.gather(
+                *(collect_events(runner.query(str(i), checkpoint_id=f"run-{i}")) for i in range(n))
+            )
+            assert [e.error for events in runs for e in events if e.error is not None] == []
+            assert all(
+                isinstance(events[-1].action and events[-1].action.interrupted, InterruptInfo) for events in runs
+            )
+            assert sorted(looked_up) == list(range(n))
+        async with RedisCheckpointStore(REDIS, prefix=prefix) as fresh:  # what any other worker finds
+            saved = [await fresh.get(f"run-{i}") for i in range(n)]
+            assert sum(data is not None for data in saved) == n
+            resumed = await collect_events(Runner(refund_agent([]), checkpoint_store=fresh).resume("run-7"))
+            assert resumed[-1].message_output is not None and resumed[-1].message_output.message is not None
+            assert resumed[-1].message_output.message.content == "Refund done."
+    finally:
+        client = redis.asyncio.Redis.from_url(REDIS)
+        keys = [key async for key in client.scan_iter(match=f"{prefix}*")]
+        if keys:
+            await client.delete(*keys)
+        await client.aclose()

@@ -2,17 +2,29 @@
 
 from __future__ import annotations
 
+import asyncio
 import socket
 import sqlite3
 import sys
 import time
-from collections.abc import Awaitable, Callable
+import uuid
+from collections.abc import AsyncIterator, Awaitable, Callable
 from pathlib import Path
+from typing import Any
 
 import pytest
+import redis.asyncio
 
 from batonflow.errors import RunError, StoreError, UserError
-from batonflow.store import CheckpointStore, PostgresCheckpointStore, RedisCheckpointStore, SqliteCheckpointStore
+from batonflow.schema import assistant, user
+from batonflow.store import (
+    CheckpointStore,
+    PostgresCheckpointStore,
+    RedisCheckpointStore,
+    RedisSessionStore,
+    SessionState,
+    SqliteCheckpointStore,
+)
 
 # -- SQLite ------------------------------------------------------------------------------------------------------------
 
@@ -132,6 +144,92 @@ async def test_postgres_retries_connecting_after_a_failure() -> None:
         with pytest.raises(StoreError, match="cannot connect"):
             await store.get("run-1")
     await store.close()
+
+
+# -- Redis under load ----------------------------------------------------------------------------------------------------
+
+REDIS_URL = "redis://127.0.0.1:6379/0"
+
+
+@pytest.fixture
+async def redis_prefix() -> AsyncIterator[str]:
+    """A fresh key prefix on the test server, whose keys are removed afterwards."""
+    prefix = f"batonflow-test:{uuid.uuid4().hex[:12]}:"
+    yield prefix
+    client = redis.asyncio.Redis.from_url(REDIS_URL)
+    try:
+        keys = [key async for key in client.scan_iter(match=f"{prefix}*")]
+        if keys:
+            await client.delete(*keys)
+    finally:
+        await client.aclose()
+
+
+async def hammer(store: CheckpointStore, n: int) -> None:
+    """``n`` concurrent writes, then reads, then claims, then a mix of all three: each must succeed."""
+    ids = [f"run-{i}" for i in range(n)]
+    await asyncio.gather(*(store.set(i, i.encode()) for i in ids))
+    assert await asyncio.gather(*(store.get(i) for i in ids)) == [i.encode() for i in ids]
+    assert all(await asyncio.gather(*(store.claim(i, "worker-a", 30) for i in ids)))
+    mixed = [op for i in ids for op in (store.set(i, b"new"), store.get(i), store.claim(i, "worker-a", 30))]
+    await asyncio.gather(*mixed)
+
+
+async def test_redis_takes_500_concurrent_operations_with_its_default_pool(redis_prefix: str) -> None:
+    # redis-py's own pool raised "Too many connections" past 100 commands in flight.
+    async with RedisCheckpointStore(REDIS_URL, prefix=redis_prefix) as store:
+        await hammer(store, 500)
+
+
+async def test_redis_takes_500_concurrent_operations_through_a_pool_of_three(redis_prefix: str) -> None:
+    async with RedisCheckpointStore(REDIS_URL, prefix=redis_prefix, max_connections=3) as store:
+        await hammer(store, 500)
+        pool = store._conn.client.connection_pool  # what the server saw: no more than three connections
+        assert pool.max_connections == 3
+        assert len(pool._available_connections) + len(pool._in_use_connections) <= 3
+
+
+async def test_redis_session_store_takes_500_concurrent_operations(redis_prefix: str) -> None:
+    async with RedisSessionStore(REDIS_URL, prefix=redis_prefix, max_connections=3) as store:
+        messages = [user("question"), assistant("answer")]
+        await asyncio.gather(*(store.append_messages(f"s{i}", messages) for i in range(500)))
+        await asyncio.gather(*(store.set_state(f"s{i}", SessionState(pending=True)) for i in range(500)))
+        read = await asyncio.gather(*(store.get(f"s{i}") for i in range(500)))
+        assert all(data is not None and data.messages == messages and data.state.pending for data in read)
+        assert all(await asyncio.gather(*(store.claim(f"s{i}", "worker-a", 30) for i in range(500))))
+
+
+async def test_redis_waits_for_a_free_connection_at_most_pool_timeout(redis_prefix: str) -> None:
+    async with RedisCheckpointStore(REDIS_URL, prefix=redis_prefix, max_connections=1, pool_timeout=0.2) as store:
+        # Hold the only connection: a blocking pop on a list nobody pushes to.
+        held = asyncio.create_task(store._conn.client.blpop([f"{redis_prefix}never"], timeout=2))
+        await asyncio.sleep(0.1)
+        started = time.monotonic()
+        with pytest.raises(StoreError) as caught:
+            await store.set("run-1", b"data")
+        assert 0.15 < time.monotonic() - started < 1.5
+        assert str(caught.value) == (
+            "Redis checkpoint store at 127.0.0.1:6379: cannot write checkpoint 'run-1': no free connection, all 1 "
+            "stayed busy for 0.2 s (max_connections, pool_timeout); nothing was sent"
+        )
+        assert await held is None  # the pop timed out; the connection is free again
+        await store.set("run-1", b"data")
+        assert await store.get("run-1") == b"data"
+
+
+@pytest.mark.parametrize(
+    ("options", "message"),
+    [
+        ({"max_connections": 0}, "max_connections must be a whole number of connections >= 1, got 0"),
+        ({"max_connections": 2.5}, "max_connections must be a whole number of connections >= 1, got 2.5"),
+        ({"pool_timeout": 0}, r"pool_timeout must be None \(wait as long as it takes\) or seconds > 0, got 0"),
+        ({"pool_timeout": float("nan")}, "pool_timeout must be None .* got nan"),
+    ],
+)
+def test_redis_pool_options_are_checked(options: dict[str, Any], message: str) -> None:
+    for cls in (RedisCheckpointStore, RedisSessionStore):
+        with pytest.raises(UserError, match=message):
+            cls(REDIS_URL, **options)
 
 
 # -- missing drivers -----------------------------------------------------------------------------------------------------

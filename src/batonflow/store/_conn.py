@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 from urllib.parse import urlsplit
 
-from ..errors import StoreError
+from ..errors import StoreError, UserError
 from ._base import closed_error
 
 if TYPE_CHECKING:
@@ -268,25 +268,49 @@ class PostgresPool:
         return pool
 
 
+_POOL_EXHAUSTED = "No connection available."  # redis-py's BlockingConnectionPool, when its wait runs out
+
+
 class RedisConnection:
     """A Redis client that connects on its first command, with the checkpoint store's timeouts and single quick
-    retry, and its error messages (an unreachable server shows up as "cannot connect" on the first command)."""
+    retry, and its error messages (an unreachable server shows up as "cannot connect" on the first command).
 
-    def __init__(self, url: str, *, who: str, what: str, connect_timeout: float, command_timeout: float) -> None:
+    Its connections come from a blocking pool of at most ``max_connections``: a command that finds them all busy
+    waits for one, up to ``pool_timeout`` seconds (None: as long as it takes). redis-py's default pool instead fails
+    at once past 100 commands in flight ("Too many connections"), which lost the checkpoints of runs whose tools had
+    run (issue 11).
+    """
+
+    def __init__(
+        self,
+        url: str,
+        *,
+        who: str,
+        what: str,
+        connect_timeout: float,
+        command_timeout: float,
+        max_connections: int,
+        pool_timeout: float | None,
+    ) -> None:
         driver = import_redis(who)
         self.where = f"Redis {what} at {redis_location(url)}"
+        self._max_connections = check_pool_size(max_connections)
+        self._pool_timeout = check_pool_timeout(pool_timeout)
         self._connection_errors: tuple[type[BaseException], ...] = (
             driver.exceptions.ConnectionError,
             driver.exceptions.TimeoutError,
             OSError,
         )
         self.errors: tuple[type[BaseException], ...] = (driver.exceptions.RedisError, OSError)
-        self.client: redis.asyncio.Redis = driver.asyncio.Redis.from_url(
+        pool = driver.asyncio.BlockingConnectionPool.from_url(
             url,
+            max_connections=max_connections,
+            timeout=pool_timeout,
             socket_connect_timeout=connect_timeout,
             socket_timeout=command_timeout,
             retry=driver.asyncio.retry.Retry(driver.backoff.ExponentialBackoff(cap=0.5, base=0.05), retries=1),
         )
+        self.client: redis.asyncio.Redis = driver.asyncio.Redis.from_pool(pool)  # closing the client closes the pool
         self.closed = False
 
     def check_open(self) -> None:
@@ -300,6 +324,25 @@ class RedisConnection:
 
     def error(self, operation: str, exc: BaseException) -> StoreError:
         detail = str(exc) or type(exc).__name__
+        if isinstance(exc, self._connection_errors) and str(exc) == _POOL_EXHAUSTED:
+            # The blocking pool's wait ran out: the command was never sent.
+            return StoreError(
+                f"{self.where}: cannot {operation}: no free connection, all {self._max_connections} stayed busy "
+                f"for {self._pool_timeout} s (max_connections, pool_timeout); nothing was sent",
+                backend="redis",
+            )
         if isinstance(exc, self._connection_errors):
             return StoreError(f"{self.where}: cannot connect: {detail} (while trying to {operation})", backend="redis")
         return StoreError(f"{self.where}: cannot {operation}: {detail}", backend="redis")
+
+
+def check_pool_size(max_connections: int) -> int:
+    if type(max_connections) is not int or max_connections < 1:
+        raise UserError(f"max_connections must be a whole number of connections >= 1, got {max_connections!r}")
+    return max_connections
+
+
+def check_pool_timeout(pool_timeout: float | None) -> float | None:
+    if pool_timeout is not None and not pool_timeout > 0:  # also refuses NaN
+        raise UserError(f"pool_timeout must be None (wait as long as it takes) or seconds > 0, got {pool_timeout!r}")
+    return pool_timeout

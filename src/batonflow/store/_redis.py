@@ -21,7 +21,9 @@ class RedisCheckpointStore(StoreBase):
 
     Checkpoints live under ``<prefix>data:<id>``, leases under ``<prefix>lease:<id>``: two namespaces, so no
     checkpoint id can name another's lease. Connecting gives up after ``connect_timeout`` seconds, a command after
-    ``command_timeout``.
+    ``command_timeout``. It
+    uses at most ``max_connections`` connections; a command that finds them all busy waits up to ``pool_timeout``
+    seconds (None: as long as it takes) for one, so any number of concurrent runs can share the store.
     """
 
     def __init__(
@@ -31,6 +33,8 @@ class RedisCheckpointStore(StoreBase):
         prefix: str = "batonflow:ckpt:",
         connect_timeout: float = 5.0,
         command_timeout: float = 30.0,
+        max_connections: int = 10,
+        pool_timeout: float | None = 10.0,
     ) -> None:
         self._prefix = prefix
         self._conn = RedisConnection(
@@ -39,6 +43,8 @@ class RedisCheckpointStore(StoreBase):
             what="checkpoint store",
             connect_timeout=connect_timeout,
             command_timeout=command_timeout,
+            max_connections=max_connections,
+            pool_timeout=pool_timeout,
         )
         self._client = self._conn.client
         self._claim = self._client.register_script(REDIS_CLAIM)

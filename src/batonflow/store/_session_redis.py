@@ -35,7 +35,9 @@ class RedisSessionStore(StoreBase):
 
     A session's keys are ``<prefix><id>:messages``, ``<prefix><id>:snapshot`` and, while a worker resumes it,
     ``<prefix><id>:lease``; the suffixes differ, so no id can name another id's key. Connecting gives up after
-    ``connect_timeout`` seconds, a command after ``command_timeout``.
+    ``connect_timeout`` seconds, a command after ``command_timeout``. It
+    uses at most ``max_connections`` connections; a command that finds them all busy waits up to ``pool_timeout``
+    seconds (None: as long as it takes) for one, so any number of concurrent runs can share the store.
     """
 
     def __init__(
@@ -45,6 +47,8 @@ class RedisSessionStore(StoreBase):
         prefix: str = "batonflow:session:",
         connect_timeout: float = 5.0,
         command_timeout: float = 30.0,
+        max_connections: int = 10,
+        pool_timeout: float | None = 10.0,
     ) -> None:
         self._prefix = prefix
         self._redis = RedisConnection(
@@ -53,6 +57,8 @@ class RedisSessionStore(StoreBase):
             what="session store",
             connect_timeout=connect_timeout,
             command_timeout=command_timeout,
+            max_connections=max_connections,
+            pool_timeout=pool_timeout,
         )
         self._claim = self._redis.client.register_script(REDIS_CLAIM)
         self._release = self._redis.client.register_script(REDIS_RELEASE)
