@@ -1,9 +1,12 @@
 import asyncio
 import dataclasses
+import uuid
 from collections.abc import AsyncIterator
 from pathlib import Path
 
+import asyncpg
 import pytest
+import redis.asyncio
 
 from batonflow.adk import (
     AgentEvent,
@@ -19,7 +22,13 @@ from batonflow.adk import (
 )
 from batonflow.errors import CheckpointExistsError, ResumeConflictError, UserError
 from batonflow.schema import Message, Stream, assistant, user
-from batonflow.store import CheckpointStore, MemoryCheckpointStore, SqliteCheckpointStore
+from batonflow.store import (
+    CheckpointStore,
+    MemoryCheckpointStore,
+    PostgresCheckpointStore,
+    RedisCheckpointStore,
+    SqliteCheckpointStore,
+)
 from batonflow.testing import ScriptedModel, tool_calls
 from batonflow.tools import ToolContext, tool
 
@@ -136,11 +145,31 @@ def interrupt_id(events: list[AgentEvent]) -> str:
     return action.interrupted.interrupt_contexts[0].id
 
 
-@pytest.fixture(params=["memory", "sqlite"])
+POSTGRES = "postgresql://postgres@127.0.0.1:5432/test"
+REDIS = "redis://127.0.0.1:6379/0"
+
+
+@pytest.fixture(params=["memory", "sqlite", "postgres", "redis"])
 async def store(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterator[CheckpointStore]:
-    store = MemoryCheckpointStore() if request.param == "memory" else SqliteCheckpointStore(tmp_path / "c.db")
+    token = uuid.uuid4().hex[:12]
+    store: CheckpointStore = {
+        "memory": lambda: MemoryCheckpointStore(),
+        "sqlite": lambda: SqliteCheckpointStore(tmp_path / "c.db"),
+        "postgres": lambda: PostgresCheckpointStore(POSTGRES, table=f"bf_test_{token}"),
+        "redis": lambda: RedisCheckpointStore(REDIS, prefix=f"batonflow-test:{token}:"),
+    }[request.param]()
     yield store
     await store.close()
+    if request.param == "postgres":
+        conn = await asyncpg.connect(POSTGRES)
+        await conn.execute(f"DROP TABLE IF EXISTS bf_test_{token}, bf_test_{token}_leases")
+        await conn.close()
+    elif request.param == "redis":
+        client = redis.asyncio.Redis.from_url(REDIS)
+        keys = [key async for key in client.scan_iter(match=f"batonflow-test:{token}:*")]
+        if keys:
+            await client.delete(*keys)
+        await client.aclose()
 
 
 async def test_a_run_under_the_id_of_a_pending_run_is_refused_before_it_starts(store: CheckpointStore) -> None:
@@ -214,6 +243,23 @@ async def test_the_caller_can_resume_as_soon_as_it_sees_the_interrupt(store: Che
     assert answers[-1] == "done"
     assert await store.get("c") is None
     assert await store.claim("c", "someone", 30)  # and no lease was left behind
+
+
+class Unreleasing(MemoryCheckpointStore):
+    async def release(self, checkpoint_id: str, owner: str) -> None:
+        raise ConnectionError("store unreachable")
+
+
+async def test_a_lease_that_cannot_be_given_back_does_not_hide_a_saved_interrupt(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    store = Unreleasing()
+    events = await collect_events(
+        Runner(waiting_agent(Counted()), checkpoint_store=store).query("x", checkpoint_id="c")
+    )
+    assert interrupt_id(events)
+    assert await store.get("c") is not None
+    assert "could not release the lease on checkpoint[c]" in caplog.text
 
 
 async def test_a_refused_run_is_not_traced() -> None:

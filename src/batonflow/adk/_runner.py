@@ -9,6 +9,7 @@ this one.
 from __future__ import annotations
 
 import asyncio
+import logging
 import uuid
 from collections import deque
 from collections.abc import AsyncGenerator, AsyncIterator, Mapping, Sequence
@@ -27,6 +28,8 @@ from ._flow import FlowAgent
 from ._interrupt import InterruptInfo, ResumeInfo, ResumePoints, interrupt_contexts
 
 __all__ = ["Runner"]
+
+_log = logging.getLogger("batonflow.adk")
 
 
 class Runner:
@@ -279,7 +282,12 @@ async def _reserved(
             async for event in source:
                 if held and event.action is not None and isinstance(event.action.interrupted, InterruptInfo):
                     held = False  # saved by now (or the run reports why not)
-                    await store.release(checkpoint_id, owner)
+                    try:
+                        await store.release(checkpoint_id, owner)
+                    except Exception:
+                        # The checkpoint is saved: the caller must still see the interrupt. The lease expires by
+                        # itself after ``ttl``; until then a resume is refused as a conflict.
+                        _log.warning("could not release the lease on checkpoint[%s]", checkpoint_id, exc_info=True)
                 yield event
         finally:
             if held:
