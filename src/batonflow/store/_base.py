@@ -107,7 +107,7 @@ def check_checkpoint_id(checkpoint_id: str) -> str:
 
 def shown(value: object, limit: int = 60) -> str:
     """``repr(value)``, cut to about ``limit`` characters: what a message may echo of untrusted input."""
-    text = repr(value)
+    text = repr(value[: limit + 1] if isinstance(value, str) else value)  # not the repr of a megabyte
     if len(text) <= limit:
         return text
     size = f" ({len(value)} characters)" if isinstance(value, str) else ""
