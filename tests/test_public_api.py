@@ -55,6 +55,7 @@ def test_public_api_is_pinned() -> None:
             "ModelConnectionError",
             "ModelError",
             "ModelHTTPError",
+            "ModelJSONError",
             "ModelRetryConfig",
             "ModelSettings",
             "ModelTimeoutError",

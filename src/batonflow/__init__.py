@@ -71,6 +71,7 @@ from .errors import MaxIterationsError as MaxIterationsError
 from .errors import ModelConnectionError as ModelConnectionError
 from .errors import ModelError as ModelError
 from .errors import ModelHTTPError as ModelHTTPError
+from .errors import ModelJSONError as ModelJSONError
 from .errors import ModelTimeoutError as ModelTimeoutError
 from .errors import ResumeConflictError as ResumeConflictError
 from .errors import ResumeError as ResumeError
@@ -173,6 +174,7 @@ __all__ = [
     "ModelConnectionError",
     "ModelError",
     "ModelHTTPError",
+    "ModelJSONError",
     "ModelRetryConfig",
     "ModelSettings",
     "ModelTimeoutError",

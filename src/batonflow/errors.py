@@ -17,6 +17,7 @@ __all__ = [
     "ModelConnectionError",
     "ModelError",
     "ModelHTTPError",
+    "ModelJSONError",
     "ModelTimeoutError",
     "ResumeConflictError",
     "ResumeError",
@@ -84,6 +85,23 @@ class ToolArgumentsError(RunError):
     def __init__(self, message: str, *, tool_name: str) -> None:
         super().__init__(message)
         self.tool_name = tool_name
+
+
+class ModelJSONError(RunError, ValueError):
+    """JSON that a model wrote and batonflow will not read: not JSON, too long, or nested too deeply.
+
+    ``str(error)`` is written for the model, as an ``expected …, got …`` clause. ``reason`` is ``"invalid"``,
+    ``"too_long"`` or ``"too_deep"``; ``detail`` is the parser's own words for invalid JSON (``"Expecting value"``)
+    and the clause otherwise; for a limit, ``limit`` and ``found`` are the figures (characters or levels). It is a
+    ``ValueError`` too, as ``json.loads``'s error is, so that a parser documented to raise one still does.
+    """
+
+    def __init__(self, message: str, *, reason: str, detail: str = "", limit: int = 0, found: int = 0) -> None:
+        super().__init__(message)
+        self.reason = reason
+        self.detail = detail or message
+        self.limit = limit
+        self.found = found
 
 
 class ToolNotFoundError(RunError):

@@ -228,3 +228,15 @@ async def test_tokens_stream_through_agent_tool_inside_a_loop_inside_a_flow() ->
     assert texts(rest)[-1] == "edited"
     assert isinstance(outer.model, ScriptedModel)
     assert outer.model.requests[1].messages[-1].content == "Once upon a time."
+
+
+async def test_deeply_nested_arguments_are_an_observation_the_calling_model_can_read() -> None:
+    inner = agent("helper", assistant("never"))
+    outer = agent("boss", tool_calls(("helper", "[" * 100_000)), assistant("sorry"), tools=[AgentTool(inner)])
+    events = await collect_events(Runner(outer).query("q"))
+    assert [e.error for e in events if e.error is not None] == []
+    assert isinstance(outer.model, ScriptedModel) and isinstance(inner.model, ScriptedModel)
+    assert outer.model.requests[1].messages[-1].content == (
+        "Invalid arguments for tool [helper]: expected JSON nested at most 100 levels deep, got 100,000 levels"
+    )
+    assert inner.model.requests == []

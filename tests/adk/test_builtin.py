@@ -113,3 +113,28 @@ async def test_exit_tool_returns_the_final_result_and_exits() -> None:
 async def test_malformed_transfer_arguments_are_tool_argument_errors(arguments: str) -> None:
     with pytest.raises(ToolArgumentsError, match=r"Invalid arguments for tool \[transfer_to_agent\]"):
         await TransferToAgentTool(["a"]).invoke(arguments)
+
+
+DEEP = "[" * 100_000
+TOO_DEEP = "expected JSON nested at most 100 levels deep, got 100,000 levels"
+
+
+async def test_deeply_nested_transfer_arguments_are_an_observation_not_a_crash() -> None:
+    model = ScriptedModel([tool_calls(("transfer_to_agent", DEEP))])
+    router = ChatModelAgent(name="router", description="Routes.", model=model)
+    root = set_sub_agents(router, [ChatModelAgent(name="a", description="A.", model=ScriptedModel([]))])
+    events = await collect_events(Runner(root).query("q"))
+    assert [e.error for e in events if e.error is not None] == []
+    # transfer_to_agent returns directly (Eino's rule), so its observation is where the run stops.
+    last = events[-1].message_output
+    assert last is not None and last.message is not None
+    assert last.message.content == f"Invalid arguments for tool [transfer_to_agent]: {TOO_DEEP}"
+
+
+async def test_overlong_exit_arguments_are_refused_saying_the_limit_and_the_size() -> None:
+    arguments = json.dumps({"final_result": "x" * 2_000_000})
+    with pytest.raises(ToolArgumentsError) as caught:
+        await ExitTool().invoke(arguments)
+    assert str(caught.value) == (
+        "Invalid arguments for tool [exit]: expected at most 1,000,000 characters of JSON, got 2,000,020"
+    )

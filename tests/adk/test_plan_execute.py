@@ -315,6 +315,7 @@ async def test_planner_answer_without_a_tool_call_is_an_error_event_and_nothing_
         ('{"steps": "flights"}', 'expected a JSON object {"steps": [<strings>]}'),
         ('{"steps": [1, 2]}', 'expected a JSON object {"steps": [<strings>]}'),
         ('["flights"]', 'expected a JSON object {"steps": [<strings>]}'),
+        ("[" * 100_000, "expected JSON nested at most 100 levels deep, got 100,000 levels"),
     ],
 )
 async def test_planner_arguments_that_are_not_a_plan_are_shown_then_reported_as_an_error(

@@ -389,3 +389,19 @@ def test_a_react_agents_pending_approval_survives_a_killed_process_on_sqlite(
     assert second.returncode == 0, second.stderr
     assert json.loads(second.stdout.splitlines()[-1]) == {"answer": answer}
     assert (ledger.read_text() if ledger.exists() else None) == ledger_text
+
+
+async def test_deeply_nested_arguments_of_a_sensitive_call_are_asked_about_then_refused_by_the_tool() -> None:
+    shop = Shop()
+    support = agent(shop, tool_calls(("refund", "[" * 100_000)), assistant("Sorry."))
+    runner = Runner(support, checkpoint_store=MemoryCheckpointStore())
+    events = await collect_events(runner.query("refund 7", checkpoint_id="c"))
+    assert [e.error for e in events if e.error is not None] == []
+    interrupt_id, pending = pending_of(events)
+    assert [(t.call_id, t.tool_name) for t in pending.tasks] == [("call_1", "refund")]
+    events = await collect_events(runner.resume("c", {interrupt_id: {"call_1": HITL.approve()}}))
+    assert shop.refunds == []
+    assert isinstance(support.model, ScriptedModel)
+    assert support.model.requests[1].messages[-1].content == (
+        "Invalid arguments for tool [refund]: expected JSON nested at most 100 levels deep, got 100,000 levels"
+    )

@@ -551,3 +551,17 @@ async def test_planning_mode_adds_the_plan_tools_and_the_board_and_emits_plan_ev
     board = requests[3].messages[0].content
     assert "[√] 1. look up a" in board and "[●] 2. answer" in board
     assert kinds == [("create", ("look up a", "answer"), 0), ("progress", ("look up a", "answer"), 1)]
+
+
+async def test_a_deeply_nested_action_is_an_observation_saying_the_limit() -> None:
+    agent = react(
+        assistant('Action: {"name": "lookup", "arguments": ' + "[" * 100_000),
+        assistant("[REACT_AGENT_FINISH] fixed"),
+        style="text",
+    )
+    events = await run(agent)
+    no_errors(events)
+    assert scripted(agent).requests[1].messages[-1].content == (
+        "Observation: Error parsing Action JSON: expected JSON nested at most 100 levels deep, got 100,001 levels"
+    )
+    assert last_answer(events) == "fixed"

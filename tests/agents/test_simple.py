@@ -1,4 +1,5 @@
 import json
+import time
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -726,3 +727,54 @@ async def test_closing_the_run_after_the_streamed_event_closes_the_model_stream(
     assert first.message_output is not None and first.message_output.is_streaming
     await events.aclose()
     assert model.closed
+
+
+# -- hostile answers: typed errors the model can read, in time proportional to the answer -----------------------------
+
+
+async def test_output_schema_answer_nested_too_deeply_is_an_error_event_saying_the_limit() -> None:
+    model = ScriptedModel([assistant("[" * 100_000)])
+    events, values = await run(SimpleAgent(model=model, output_schema=City, output_key="city"), [user("Oslo?")])
+    assert isinstance(events[-1].error, RunError)
+    assert str(events[-1].error) == (
+        f"expected JSON matching City, got '{'[' * 200}'...: "
+        "expected JSON nested at most 100 levels deep, got 100,000 levels"
+    )
+    assert values == {}
+
+
+@pytest.mark.parametrize("schema", [City, {"type": "object"}])
+def test_parse_output_refuses_deep_and_overlong_answers_with_a_run_error(schema: Any) -> None:
+    with pytest.raises(RunError, match=r": expected JSON nested at most 100 levels deep, got 100,000 levels$"):
+        parse_output("{" * 100_000, schema)
+    with pytest.raises(RunError, match=r": expected at most 1,000,000 characters of JSON, got 1,000,002$"):
+        parse_output(json.dumps("x" * 1_000_000), schema)
+
+
+def test_an_answer_opening_a_fence_over_a_run_of_spaces_is_refused_at_once() -> None:
+    started = time.perf_counter()
+    with pytest.raises(RunError, match="not valid JSON"):
+        parse_output("```x" + " " * 3_000 + "x", City)  # the fence's lazy regular expression took 20 s on this
+    assert time.perf_counter() - started < 0.5
+
+
+class Strict(BaseModel, extra="forbid"):
+    name: str
+
+
+@pytest.mark.parametrize(
+    ("schema", "clause"),
+    [
+        (Strict, "expected no field 'f{0}', got {0}"),
+        (
+            {"type": "object", "properties": {"name": {"type": "string"}}, "additionalProperties": False},
+            "expected one of 'name', got unknown 'f{0}'",
+        ),
+    ],
+)
+def test_many_unknown_fields_are_reported_in_ten_clauses_and_a_count(schema: Any, clause: str) -> None:
+    answer = json.dumps({"name": "Oslo", **{f"f{i}": i for i in range(1_000)}})
+    with pytest.raises(RunError) as caught:
+        parse_output(answer, schema)
+    clauses = "; ".join(clause.format(i) for i in range(10))
+    assert str(caught.value).endswith(f"...: {clauses}; and 990 more")

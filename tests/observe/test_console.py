@@ -150,3 +150,4 @@ def test_format_call_shows_json_arguments_as_keywords_and_anything_else_as_writt
     )
     assert ConsoleRenderer.format_call("refund", "order 1042") == "refund(order 1042)"
     assert ConsoleRenderer.format_call("noop", "") == "noop()"
+    assert ConsoleRenderer.format_call("deep", "[" * 100_000) == f"deep({'[' * 100_000})"

@@ -1,13 +1,16 @@
 """What a model reads when its arguments are wrong: exact texts, since they are part of the contract."""
 
 import enum
+import json
+import time
 from typing import Literal
 
 import pytest
 from pydantic import BaseModel, Field
 
 from batonflow.errors import ToolArgumentsError
-from batonflow.tools import Tool, tool
+from batonflow.tools import MAX_JSON_CHARS, Tool, tool
+from batonflow.tools.feedback import join_clauses
 
 
 class Unit(enum.Enum):
@@ -45,9 +48,10 @@ async def test_invalid_json_is_shown_cut_to_200_characters() -> None:
     )
 
 
-async def test_deeply_nested_json_is_an_arguments_error_not_a_crash() -> None:
-    message = await invalid(get_weather, "[" * 100_000)
-    assert message.startswith("Invalid arguments for tool [get_weather]: expected a JSON object, got '[[[")
+async def test_deeply_nested_json_is_an_arguments_error_saying_the_limit_and_the_depth() -> None:
+    assert await invalid(get_weather, "[" * 100_000) == (
+        "Invalid arguments for tool [get_weather]: expected JSON nested at most 100 levels deep, got 100,000 levels"
+    )
 
 
 @pytest.mark.parametrize(
@@ -185,3 +189,58 @@ async def test_constraint_violations_state_the_constraint() -> None:
 
 async def test_lax_conversions_models_commonly_need_are_accepted() -> None:
     assert await get_weather.invoke('{"city": "Paris", "days": "3"}') == "Paris:3"
+
+
+# -- hostile input: what a model reads stays short, and costs time in proportion to what was sent -----------------
+
+
+async def test_arguments_longer_than_the_limit_are_refused_before_parsing_saying_the_limit_and_the_size() -> None:
+    arguments = json.dumps({"x" * 10_000_000: 1})
+    assert await invalid(get_weather, arguments) == (
+        "Invalid arguments for tool [get_weather]: expected at most 1,000,000 characters of JSON, got 10,000,007"
+    )
+
+
+async def test_arguments_at_the_limit_are_read() -> None:
+    padding = MAX_JSON_CHARS - len('{"city": "", "days": 2}')
+    assert await get_weather.invoke(json.dumps({"city": "P" * padding, "days": 2})) == "P" * padding + ":2"
+
+
+async def test_many_unknown_keys_are_reported_in_ten_clauses_and_a_count() -> None:
+    message = await invalid(get_weather, json.dumps({"city": "Paris", **{f"k{i}": i for i in range(32_000)}}))
+    clauses = [f"expected one of 'city', 'days', got unknown 'k{i}'" for i in range(10)]
+    assert message == (f"Invalid arguments for tool [get_weather]: {'; '.join(clauses)}; and 31,990 more")
+
+
+async def test_many_unknown_keys_are_reported_in_time_proportional_to_their_number() -> None:
+    arguments = json.dumps({f"k{i}": i for i in range(32_000)})
+    started = time.perf_counter()
+    await invalid(get_weather, arguments)
+    # Linear work is a few hundredths of a second here; the quadratic report took seconds.
+    assert time.perf_counter() - started < 1.0
+
+
+def test_clauses_are_joined_once_each_the_first_ten_then_a_count_of_the_others() -> None:
+    clauses = ["a", "b", "a", *(f"c{i}" for i in range(20)), "b"]
+    shown = "; ".join(["a", "b", *(f"c{i}" for i in range(8))])
+    assert join_clauses(clauses) == f"{shown}; and 12 more"
+    assert join_clauses(iter(clauses), total=1_000) == f"{shown}; and 989 more"
+    assert join_clauses(["a", "a"]) == "a"
+
+
+async def test_a_long_unknown_key_is_echoed_cut_to_60_characters() -> None:
+    message = await invalid(get_weather, json.dumps({"city": "Paris", "k" * 900_000: 1}))
+    assert message == (
+        f"Invalid arguments for tool [get_weather]: expected one of 'city', 'days', got unknown '{'k' * 60}...'"
+    )
+
+
+async def test_long_names_in_a_path_are_each_cut_short() -> None:
+    @tool
+    def f(items: list[dict[str, int]]) -> str:
+        return ""
+
+    message = await invalid(f, json.dumps({"items": [{"n" * 500: "x"}]}))
+    assert message == (
+        f"Invalid arguments for tool [f]: expected 'items[0].{'n' * 60}...' to be a valid integer, got 'x'"
+    )

@@ -8,13 +8,18 @@ def test_public_names_of_the_tools_package() -> None:
         "FunctionTool",
         "InterruptSignal",
         "InterruptState",
+        "MAX_JSON_CHARS",
+        "MAX_JSON_DEPTH",
         "ResumeContext",
         "StreamingFunctionTool",
         "StreamingTool",
         "Tool",
         "ToolContext",
         "ToolInfo",
+        "check_model_json",
+        "decode_model_json",
         "format_address",
+        "parse_model_json",
         "tool",
     ]
     assert all(hasattr(batonflow.tools, name) for name in batonflow.tools.__all__)

@@ -9,18 +9,17 @@ path followed by the inner one.
 
 from __future__ import annotations
 
-import json
 from collections.abc import AsyncIterator, Callable
 from contextlib import aclosing
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from ..errors import RunError, ToolArgumentsError, UserError
+from ..errors import RunError, UserError
 from ..schema import Message, user
 from ..store import register_type
 from ..tools import ToolContext, ToolInfo
 from ._agent import Agent
-from ._builtin import gen_transfer_messages
+from ._builtin import gen_transfer_messages, parse_tool_argument
 from ._context import RunContext, RunSession, SessionEvent
 from ._events import AgentEvent, AgentInput
 from ._flow import FlowAgent
@@ -147,17 +146,5 @@ class AgentTool:
                 if m.role != "system"
             ]
         if self._custom_input:
-            request = user(arguments)
-        else:
-            try:
-                parsed = json.loads(arguments or "{}")
-            except ValueError:
-                parsed = None
-            if not isinstance(parsed, dict) or not isinstance(parsed.get("request"), str):
-                raise ToolArgumentsError(
-                    f"Invalid arguments for tool [{self.info.name}]: expected a JSON object with the string "
-                    f"'request', got {arguments[:200]!r}",
-                    tool_name=self.info.name,
-                )
-            request = user(parsed["request"])
-        return [request]
+            return [user(arguments)]
+        return [user(parse_tool_argument(self.info.name, arguments, "request"))]

@@ -6,14 +6,13 @@ The texts are Eino's exactly (``adk/chatmodel.go``, ``adk/instruction.go``), in 
 
 from __future__ import annotations
 
-import json
 import uuid
 from collections.abc import Sequence
 from typing import Any, Literal
 
-from ..errors import ToolArgumentsError, UserError
+from ..errors import ModelJSONError, ToolArgumentsError, UserError
 from ..schema import FunctionCall, Message, ToolCall, assistant, tool_message
-from ..tools import ToolContext, ToolInfo
+from ..tools import ToolContext, ToolInfo, parse_model_json
 from ._events import exit_action, transfer_action
 
 __all__ = [
@@ -100,17 +99,16 @@ def gen_transfer_messages(dest: str) -> tuple[Message, Message]:
 
 def parse_tool_argument(tool: str, arguments: str, key: str) -> str:
     """The string ``key`` of a built-in tool's JSON arguments; a ``ToolArgumentsError`` the model can read if
-    the arguments are not a JSON object with that string."""
+    the arguments are not a JSON object with that string, or break the limits of model JSON."""
+    expected = f"expected a JSON object with the string '{key}', got {arguments[:200]!r}"
     try:
-        parsed: Any = json.loads(arguments or "{}")
-    except ValueError:
+        parsed: Any = parse_model_json(arguments or "{}")
+    except ModelJSONError as error:
+        if error.reason != "invalid":
+            expected = str(error)
         parsed = None
     if not isinstance(parsed, dict) or not isinstance(parsed.get(key), str):
-        raise ToolArgumentsError(
-            f"Invalid arguments for tool [{tool}]: expected a JSON object with the string '{key}', "
-            f"got {arguments[:200]!r}",
-            tool_name=tool,
-        )
+        raise ToolArgumentsError(f"Invalid arguments for tool [{tool}]: {expected}", tool_name=tool)
     return str(parsed[key])
 
 

@@ -10,7 +10,7 @@ from typing import Any, Protocol, TypeAlias, runtime_checkable
 from ..errors import UserError
 from ..schema import Message, Role
 from ..store import register_type
-from ..tools import ToolInfo
+from ..tools import ToolInfo, parse_model_json
 from .loop import render_instruction
 
 __all__ = [
@@ -71,8 +71,9 @@ class Plan:
 
     @classmethod
     def from_json(cls, text: str) -> Plan:
-        """A plan from a model's JSON; ``ValueError`` if it is not ``{"steps": [<strings>]}``."""
-        data = json.loads(text)
+        """A plan from a model's JSON; ``ValueError`` if it is not ``{"steps": [<strings>]}`` (a
+        ``ModelJSONError`` if it is not JSON, or breaks the limits of model JSON)."""
+        data = parse_model_json(text)
         steps = data.get("steps") if isinstance(data, dict) else None
         if not isinstance(steps, list) or not all(isinstance(s, str) for s in steps):
             raise ValueError(f'expected a JSON object {{"steps": [<strings>]}}, got {text!r}')

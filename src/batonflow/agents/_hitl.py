@@ -21,9 +21,10 @@ from typing import Any, Literal
 
 from .. import trace as trace_events
 from ..adk import AgentMiddleware, RunContext, ToolBatch, get_language
-from ..errors import UserError
+from ..errors import ModelJSONError, UserError
 from ..schema import FunctionCall, ToolCall
 from ..store import register_type
+from ..tools import parse_model_json
 
 __all__ = ["HITL", "HITLDecision", "HITLInterceptor", "HITLPending", "HITLStrategy", "PendingTask", "human_approval"]
 
@@ -276,9 +277,9 @@ def _check_name(name: object, where: str) -> None:
 
 def _arguments(call: ToolCall) -> dict[str, Any]:
     try:
-        parsed = json.loads(call.function.arguments or "{}")
-    except ValueError:
-        return {}
+        parsed = parse_model_json(call.function.arguments or "{}")
+    except ModelJSONError:
+        return {}  # the call itself refuses them, with the reason, when it runs
     return parsed if isinstance(parsed, dict) else {}
 
 

@@ -14,9 +14,9 @@ import json
 from collections.abc import Awaitable, Callable
 
 from ..adk import AgentMiddleware, ChatModelAgentState, RunContext, ToolCallHandler
-from ..errors import ToolArgumentsError, UserError
+from ..errors import ModelJSONError, ToolArgumentsError, UserError
 from ..schema import Message, ToolCall, user
-from ..tools import ToolContext
+from ..tools import ToolContext, parse_model_json
 
 __all__ = [
     "StopLoopInterceptor",
@@ -91,8 +91,8 @@ def _fingerprint(message: Message, match_arguments: bool) -> frozenset[str]:
 def _normalised(arguments: str) -> str:
     text = arguments.strip()
     try:
-        value = json.loads(text) if text else {}  # models send "" for a tool without parameters
-    except (ValueError, RecursionError):
+        value = parse_model_json(text) if text else {}  # models send "" for a tool without parameters
+    except ModelJSONError:
         return text
     return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
 

@@ -14,11 +14,13 @@ from dataclasses import dataclass
 from typing import Any, TypeVar, overload
 
 from pydantic import BaseModel, ValidationError
+from pydantic_core import ErrorDetails
 
 from ..adk import AgentEvent, get_language
-from ..errors import RunError, UserError
+from ..errors import ModelJSONError, RunError, UserError
 from ..schema import Message
-from ..tools.feedback import data_path, describe_json_text, describe_json_value, show_value
+from ..tools import parse_model_json
+from ..tools.feedback import data_path, describe_json_text, describe_json_value, join_clauses, show_path, show_value
 
 __all__ = ["OutputSchema", "parse_output"]
 
@@ -75,7 +77,8 @@ def parse_output(source: AgentEvent | Message | str, schema: OutputSchema) -> An
     return spec.parse(text)
 
 
-_FENCE = re.compile(r"^```[A-Za-z0-9_-]*\s*(.*?)\s*```$", re.DOTALL)
+_FENCE = "```"
+_LANGUAGE = re.compile(r"[A-Za-z0-9_-]*")
 
 
 @dataclass(frozen=True, slots=True)
@@ -109,20 +112,17 @@ class Schema:
         return _SCHEMA_INSTRUCTION[get_language()] + self.text
 
     def parse(self, text: str) -> Any:
-        stripped = text.strip()
-        fenced = _FENCE.match(stripped)
-        if fenced is not None:
-            stripped = fenced[1]
+        stripped = _unfenced(text.strip())
         try:
-            data = json.loads(stripped)
-        except ValueError as error:
-            reason = error.msg if isinstance(error, json.JSONDecodeError) else str(error)
-            raise self._failure(text, f"not valid JSON ({reason})") from None
+            data = parse_model_json(stripped)
+        except ModelJSONError as error:
+            why = f"not valid JSON ({error.detail})" if error.reason == "invalid" else str(error)
+            raise self._failure(text, why) from None
         if self.model is None:
             clauses: list[str] = []
             _check(data, self.json_schema, self.json_schema, [], clauses)
             if clauses:
-                raise self._failure(text, "; ".join(clauses))
+                raise self._failure(text, join_clauses(clauses))
             return data
         try:
             return self.model.model_validate_json(stripped)
@@ -133,6 +133,19 @@ class Schema:
         return RunError(f"expected JSON matching {self.label}, got {describe_json_text(text)}: {why}")
 
 
+def _unfenced(text: str) -> str:
+    """The text inside a ```` ```json ```` fence around the whole of ``text``; ``text`` itself if there is none.
+
+    String operations, not a regular expression: the lazy match that was here backtracked over a run of spaces
+    in an answer that opens a fence and never closes it (4,000 spaces took 50 seconds).
+    """
+    if len(text) < 2 * len(_FENCE) or not (text.startswith(_FENCE) and text.endswith(_FENCE)):
+        return text
+    inner = text[len(_FENCE) : -len(_FENCE)]
+    language = _LANGUAGE.match(inner)
+    return inner[language.end() if language else 0 :].strip()
+
+
 # pydantic says "Input should be a valid integer, unable to parse string as an integer": the clause after the comma
 # repeats what the value shows.
 _SHOULD = re.compile(r"^\w+ should (.*?)(?:, (?:unable to|got a) .*)?$", re.DOTALL)
@@ -140,37 +153,28 @@ _NOT_AN_OBJECT = frozenset({"model_type", "model_attributes_type", "dict_type"})
 
 
 def _describe(error: ValidationError, data: Any) -> str:
-    """One ``expected …, got …`` clause per mistake, naming each place by its path in the answer."""
-    clauses: list[str] = []
-    for item in error.errors(include_url=False):
-        path = data_path(item["loc"], data)
-        where = _where(path)
-        kind = item["type"]
-        if kind == "missing":
-            clause = f"expected {where}, got nothing"
-        elif kind == "extra_forbidden":
-            clause = f"expected no field {where}, got {show_value(item.get('input'))}"
-        elif kind in _NOT_AN_OBJECT:
-            clause = f"expected {where} to be an object, got {describe_json_value(item.get('input'))}"
-        else:
-            should = _SHOULD.match(item["msg"])
-            requirement = f"to {should[1]}" if should else f"to be valid ({item['msg']})"
-            clause = f"expected {where} {requirement}, got {show_value(item.get('input'))}"
-        if clause not in clauses:
-            clauses.append(clause)
-    return "; ".join(clauses)
+    """One ``expected …, got …`` clause per mistake, naming each place by its path in the answer (see
+    ``join_clauses``)."""
+    items = error.errors(include_url=False)
+    return join_clauses((_clause(item, data) for item in items), total=len(items))
+
+
+def _clause(item: ErrorDetails, data: Any) -> str:
+    where = _where(data_path(item["loc"], data))
+    kind = item["type"]
+    if kind == "missing":
+        return f"expected {where}, got nothing"
+    if kind == "extra_forbidden":
+        return f"expected no field {where}, got {show_value(item.get('input'))}"
+    if kind in _NOT_AN_OBJECT:
+        return f"expected {where} to be an object, got {describe_json_value(item.get('input'))}"
+    should = _SHOULD.match(item["msg"])
+    requirement = f"to {should[1]}" if should else f"to be valid ({item['msg']})"
+    return f"expected {where} {requirement}, got {show_value(item.get('input'))}"
 
 
 def _where(path: Sequence[str | int]) -> str:
-    if not path:
-        return "the answer"
-    text = ""
-    for step in path:
-        if isinstance(step, int):
-            text += f"[{step}]"
-        else:
-            text += f".{step}" if text else step
-    return f"'{text}'"
+    return show_path(path) if path else "the answer"
 
 
 # -- a JSON Schema check for dict schemas ---------------------------------------------------------------------------

@@ -49,11 +49,11 @@ from ..adk.loop import (
     last_call_to,
     render_instruction,
 )
-from ..errors import ToolArgumentsError, UserError
+from ..errors import ModelJSONError, ToolArgumentsError, UserError
 from ..models import ChatModel, ModelSettings
 from ..schema import FunctionCall, Message, ToolCall, assistant, system, user
 from ..store import register_type
-from ..tools import InterruptSignal, Tool, ToolContext, ToolInfo
+from ..tools import InterruptSignal, Tool, ToolContext, ToolInfo, check_model_json, decode_model_json
 from ._output import OutputSchema, Schema
 from ._planning import planning as planning_middleware
 from ._react_texts import ACTION, MAX_TURNS_ANSWER, NO_ACTION, OBSERVATION, THINK, text
@@ -336,8 +336,11 @@ class ReActPolicy(EinoPolicy):
             if match is None:
                 return AskAgain([user(NO_ACTION)])
             return CallTools(assistant(written, tool_calls=[_call(match.group(0), {}, turn, 0)]))
+        try:
+            check_model_json(rest)
+        except ModelJSONError as error:
+            return AskAgain([user(f"Observation: Error parsing Action JSON: {error.detail}")])
         calls: list[ToolCall] = []
-        decoder = json.JSONDecoder()
         position = 0
         while position < len(rest):
             if rest[position] in " \t\r\n,":
@@ -346,9 +349,9 @@ class ReActPolicy(EinoPolicy):
             if rest[position] != "{":
                 break
             try:
-                value, position = decoder.raw_decode(rest, position)
-            except ValueError as error:
-                return AskAgain([user(f"Observation: Error parsing Action JSON: {error}")])
+                value, position = decode_model_json(rest, position)
+            except ModelJSONError as error:
+                return AskAgain([user(f"Observation: Error parsing Action JSON: {error.detail}")])
             name = value.get("name") if isinstance(value, dict) else None
             arguments = value.get("arguments", {}) if isinstance(value, dict) else None
             if not isinstance(name, str) or not name or not isinstance(arguments, dict):

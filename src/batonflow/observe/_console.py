@@ -16,7 +16,9 @@ from typing import TextIO
 
 from ..adk import AgentEvent, InterruptCtx, InterruptInfo
 from ..agents import HITLPending
+from ..errors import ModelJSONError
 from ..schema import Message, Stream, concat_messages
+from ..tools import parse_model_json
 
 __all__ = ["ConsoleRenderer"]
 
@@ -110,8 +112,8 @@ class ConsoleRenderer:
     def format_call(name: str, arguments: str) -> str:
         """A tool call as ``name(key="value", ...)``; arguments that are not a JSON object as the model wrote them."""
         try:
-            parsed = json.loads(arguments or "{}")
-        except ValueError:
+            parsed = parse_model_json(arguments or "{}")
+        except ModelJSONError:
             return f"{name}({arguments})"
         if not isinstance(parsed, dict):
             return f"{name}({arguments})"

@@ -13,10 +13,17 @@ from ._function import tool as tool
 from ._interrupt import InterruptSignal as InterruptSignal
 from ._interrupt import InterruptState as InterruptState
 from ._interrupt import ResumeContext as ResumeContext
+from ._json import MAX_JSON_CHARS as MAX_JSON_CHARS
+from ._json import MAX_JSON_DEPTH as MAX_JSON_DEPTH
+from ._json import check_model_json as check_model_json
+from ._json import decode_model_json as decode_model_json
+from ._json import parse_model_json as parse_model_json
 from ._protocols import StreamingTool as StreamingTool
 from ._protocols import Tool as Tool
 
 __all__ = [
+    "MAX_JSON_CHARS",
+    "MAX_JSON_DEPTH",
     "Address",
     "AddressSegment",
     "FunctionTool",
@@ -28,6 +35,9 @@ __all__ = [
     "Tool",
     "ToolContext",
     "ToolInfo",
+    "check_model_json",
+    "decode_model_json",
     "format_address",
+    "parse_model_json",
     "tool",
 ]

@@ -2,13 +2,13 @@
 
 pydantic does the work: a model class is generated from the signature, its JSON Schema (less the noise) is the
 tool's ``parameters``, and it validates what the model sends. Unknown keys are refused rather than dropped:
-models invent arguments, and only an error tells them so.
+models invent arguments, and only an error tells them so. The text is held to the limits of model JSON
+(``check_model_json``) before anything parses it.
 """
 
 from __future__ import annotations
 
 import inspect
-import json
 import types
 import typing
 from collections.abc import Callable
@@ -16,8 +16,9 @@ from typing import Annotated, Any, cast
 
 from pydantic import BaseModel, ConfigDict, Field, PydanticUserError, ValidationError, create_model
 
-from ..errors import ToolArgumentsError, UserError
+from ..errors import ModelJSONError, ToolArgumentsError, UserError
 from ._context import ToolContext
+from ._json import check_model_json, parse_model_json
 from .feedback import describe_json_text, describe_json_value, describe_validation_error
 
 __all__ = ["Arguments"]
@@ -84,6 +85,10 @@ class Arguments:
 
     def _validate(self, arguments: str) -> BaseModel:
         try:
+            check_model_json(arguments)
+        except ModelJSONError as error:
+            raise self._error(str(error)) from None
+        try:
             # The fast path: pydantic parses and validates in one go. Anything it refuses is parsed again below,
             # for the error message a model can act on.
             return self._model.model_validate_json(arguments or "{}")
@@ -93,8 +98,8 @@ class Arguments:
         data: Any = {}  # models send "" for a tool without parameters
         if text:
             try:
-                data = json.loads(text)
-            except (ValueError, RecursionError) as error:
+                data = parse_model_json(text)
+            except ModelJSONError as error:
                 raise self._error(f"expected a JSON object, got {describe_json_text(text)}") from error
         if not isinstance(data, dict):
             raise self._error(f"expected a JSON object, got {describe_json_value(data)}")

@@ -4,20 +4,35 @@ The text becomes the tool's observation, so it is written for a model that must 
 ``expected <what>, got <what>`` clause per mistake, naming the argument by its path as the model wrote it. The
 agent kinds explain a malformed structured answer with the same words, which is why this module is public: so can a
 tool or a middleware of your own.
+
+What the model wrote may be hostile (32,000 unknown keys, a key name of megabytes), so a report is bounded: the
+first ten distinct clauses and "and N more", names and values cut short, and no work that grows faster than the
+number of mistakes.
 """
 
 from __future__ import annotations
 
 import json
 import re
+from collections.abc import Iterable
 from typing import Any
 
 from pydantic import ValidationError
 
-__all__ = ["data_path", "describe_json_text", "describe_json_value", "describe_validation_error", "show_value"]
+__all__ = [
+    "data_path",
+    "describe_json_text",
+    "describe_json_value",
+    "describe_validation_error",
+    "join_clauses",
+    "show_path",
+    "show_value",
+]
 
 _MAX_TEXT = 200
 _MAX_VALUE = 100
+_MAX_NAME = 60
+_MAX_CLAUSES = 10
 # pydantic says "Input should be a valid integer, unable to parse string as an integer": the clause after the
 # comma repeats the obvious, so it is dropped.
 _SHOULD = re.compile(r"^\w+ should (.*?)(?:, (?:unable to|got a) .*)?$", re.DOTALL)
@@ -44,28 +59,60 @@ def describe_json_value(value: Any) -> str:
 
 
 def describe_validation_error(error: ValidationError, data: dict[str, Any], schema: dict[str, Any]) -> str:
-    """One clause per distinct mistake, joined by "; ". ``data`` is what was validated; ``schema`` its schema."""
-    clauses: list[str] = []
-    for item in error.errors(include_url=False):
-        path = data_path(item["loc"], data)
-        clause = _clause(item["type"], item["msg"], item.get("input"), path, schema)
-        if clause not in clauses:
-            clauses.append(clause)
-    return "; ".join(clauses)
+    """One clause per distinct mistake, joined by "; " (see ``join_clauses``). ``data`` is what was validated;
+    ``schema`` its schema."""
+    items = error.errors(include_url=False)
+    known: dict[tuple[str | int, ...], str] = {}  # the "one of ..." of each object with unknown keys, built once
+    clauses = (
+        _clause(item["type"], item["msg"], item.get("input"), data_path(item["loc"], data), schema, known)
+        for item in items
+    )
+    return join_clauses(clauses, total=len(items))
 
 
-def _clause(kind: str, msg: str, value: Any, path: list[str | int], schema: dict[str, Any]) -> str:
+def join_clauses(clauses: Iterable[str], *, total: int | None = None) -> str:
+    """The distinct ``clauses`` joined by "; ", in order: the first ten, then "and N more".
+
+    Without ``total``, N counts the distinct others. With ``total``, the number of clauses there are, ``clauses``
+    is read only up to the tenth distinct one (so a lazy iterable describes no more than it shows), and N counts
+    the rest, repeats included.
+    """
+    shown: dict[str, None] = {}  # in order, without repeats
+    others: set[str] = set()
+    read = 0
+    for clause in clauses:
+        if len(shown) < _MAX_CLAUSES:
+            read += 1
+            shown[clause] = None
+        elif total is not None:
+            break
+        elif clause not in shown:
+            others.add(clause)
+    more = len(others) if total is None else total - read
+    return "; ".join(shown) + (f"; and {more:,} more" if more else "")
+
+
+def _clause(
+    kind: str,
+    msg: str,
+    value: Any,
+    path: list[str | int],
+    schema: dict[str, Any],
+    known: dict[tuple[str | int, ...], str],
+) -> str:
     defs = schema.get("$defs", {})
-    where = f"'{_dotted(path)}'" if path else "the arguments"
+    where = show_path(path) if path else "the arguments"
     if kind == "missing":
         expected = _type_name(_schema_at(schema, path), defs)
         return f"expected {where}{f' ({expected})' if expected else ''}, got nothing"
     if kind == "extra_forbidden":
-        parent = _resolve(_schema_at(schema, path[:-1]), defs)
-        names = list(parent.get("properties", {})) if parent else []
-        if names:
-            known = ", ".join(f"'{_dotted([*path[:-1], name])}'" for name in names)
-            return f"expected one of {known}, got unknown {where}"
+        parent_path = tuple(path[:-1])
+        if parent_path not in known:
+            parent = _resolve(_schema_at(schema, path[:-1]), defs)
+            names = list(parent.get("properties", {})) if parent else []
+            known[parent_path] = ", ".join(show_path([*parent_path, name]) for name in names)
+        if known[parent_path]:
+            return f"expected one of {known[parent_path]}, got unknown {where}"
         return f"expected no {'arguments' if len(path) == 1 else 'fields'}, got unknown {where}"
     match = _SHOULD.match(msg)
     requirement = f"to {match[1]}" if match else f"to be valid ({msg})"
@@ -92,19 +139,22 @@ def data_path(loc: tuple[str | int, ...], data: Any) -> list[str | int]:
     return path
 
 
-def _dotted(path: list[str | int]) -> str:
+def show_path(path: Iterable[str | int]) -> str:
+    """A place in what the model wrote, quoted as it wrote it (``'items[0].name'``); each name cut short."""
     text = ""
     for part in path:
         if isinstance(part, int):
             text += f"[{part}]"
         else:
-            text += f".{part}" if text else part
-    return text
+            name = part if len(part) <= _MAX_NAME else part[:_MAX_NAME] + "..."
+            text += f".{name}" if text else name
+    return f"'{text}'"
 
 
 def show_value(value: Any) -> str:
+    """A value as the model reads it: JSON (a string as a Python repr), cut to 100 characters."""
     if isinstance(value, str):
-        text = repr(value)
+        text = repr(value[: _MAX_VALUE + 1])  # no need to quote megabytes to show a hundred characters
     else:
         try:
             text = json.dumps(value, ensure_ascii=False)
