@@ -1,4 +1,4 @@
-"""Hostile model JSON, timed: what one bad tool call or answer costs the event loop (issue 11, points 9 and 10).
+"""Hostile model JSON, timed: what one bad tool call or answer costs the event loop.
 
     python -m benchmarks.hostile_input
 

@@ -278,7 +278,7 @@ class RedisConnection:
     Its connections come from a blocking pool of at most ``max_connections``: a command that finds them all busy
     waits for one, up to ``pool_timeout`` seconds (None: as long as it takes). redis-py's default pool instead fails
     at once past 100 commands in flight ("Too many connections"), which lost the checkpoints of runs whose tools had
-    run (issue 11).
+    run.
     """
 
     def __init__(
