@@ -526,17 +526,6 @@ def test_decoding_something_that_is_not_bytes_is_a_codec_error() -> None:
         decode("BFC")  # type: ignore[arg-type]
 
 
-def test_decoding_a_body_that_inflates_past_the_limit_is_refused(monkeypatch: pytest.MonkeyPatch) -> None:
-    from batonflow.store import _codec
-
-    monkeypatch.setattr(_codec, "_MAX_BODY", 1000)
-    data = seal(zlib.compress(b"[" + b"0," * 5000 + b"0]"), flags=1)
-    with pytest.raises(
-        CodecError, match=r"^cannot decode checkpoint: corrupt payload: the body inflates to more than 1000 bytes$"
-    ):
-        decode(data)
-
-
 def test_decoding_very_deep_nesting_fails_cleanly() -> None:
     with pytest.raises(CodecError, match=r"^cannot decode checkpoint: "):
         decode(seal(b"[" * 100_000 + b"]" * 100_000))

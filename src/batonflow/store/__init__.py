@@ -13,6 +13,7 @@ from ..errors import CodecError as CodecError
 from ..errors import StoreError as StoreError
 from ._base import CheckpointStore as CheckpointStore
 from ._codec import CODEC_VERSION as CODEC_VERSION
+from ._codec import DecodeLimits as DecodeLimits
 from ._codec import decode as decode
 from ._codec import encode as encode
 from ._memory import MemoryCheckpointStore as MemoryCheckpointStore
@@ -36,6 +37,7 @@ __all__ = [
     "CODEC_VERSION",
     "CheckpointStore",
     "CodecError",
+    "DecodeLimits",
     "FileSessionStore",
     "MemoryCheckpointStore",
     "MemorySessionStore",

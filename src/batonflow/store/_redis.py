@@ -10,6 +10,7 @@ from __future__ import annotations
 from typing import cast
 
 from ._base import StoreBase, check_ttl
+from ._codec import DEFAULT_LIMITS, DecodeLimits
 from ._conn import RedisConnection
 from ._lease import REDIS_CLAIM, REDIS_RELEASE, redis_ttl_ms
 
@@ -21,7 +22,8 @@ class RedisCheckpointStore(StoreBase):
 
     Checkpoints live under ``<prefix>data:<id>``, leases under ``<prefix>lease:<id>``: two namespaces, so no
     checkpoint id can name another's lease. Connecting gives up after ``connect_timeout`` seconds, a command after
-    ``command_timeout``.
+    ``command_timeout``. ``limits`` bound what decoding a checkpoint read from it may cost (``DecodeLimits``): the
+    Runner decodes with them.
     """
 
     def __init__(
@@ -31,7 +33,9 @@ class RedisCheckpointStore(StoreBase):
         prefix: str = "batonflow:ckpt:",
         connect_timeout: float = 5.0,
         command_timeout: float = 30.0,
+        limits: DecodeLimits = DEFAULT_LIMITS,
     ) -> None:
+        self.limits = limits
         self._prefix = prefix
         self._conn = RedisConnection(
             url,

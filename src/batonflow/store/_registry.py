@@ -28,7 +28,7 @@ from ..schema import (
     ToolCall,
     Usage,
 )
-from ._wire import CLS, TAG, PathError, key_segment
+from ._wire import CLS, TAG, PathError, key_segment, spend
 
 __all__ = ["BY_NAME", "BY_TYPE", "Entry", "register_builtin_types", "register_type", "registered_types"]
 
@@ -88,6 +88,7 @@ class _FieldsEntry(Entry):
         # default (equal, not the same value); fields without a known default get _Never, which no value has.
         self.plan = tuple((n, d, _Never if d is _REQUIRED or d is _ALWAYS else type(d)) for n, d in defaults.items())
         self.known = frozenset(defaults) | {CLS}
+        self.width = len(self.known)  # the payload keys of an object that writes every field
         self.required = frozenset(n for n, d in defaults.items() if d is _REQUIRED)
 
     def encode(self, obj: Any, enc: Convert) -> dict[str, Any]:
@@ -110,6 +111,8 @@ class _FieldsEntry(Entry):
             raise PathError(f"unknown field {min(keys - self.known)!r} of type {self.name!r}")
         if not keys >= self.required:
             raise PathError(f"missing field {min(self.required - keys)!r} of type {self.name!r}")
+        if len(keys) < self.width:  # what the object holds beyond its payload counts against the limit
+            spend(self.width - len(keys))
         values: dict[str, Any] = {}
         key = ""
         try:
