@@ -73,10 +73,8 @@ def fits(value: Any, hint: Any) -> bool:
         return len(args) == len(value) and all(fits(v, a) for v, a in zip(value, args, strict=True))
     if origin in (dict, collections.abc.Mapping):
         return isinstance(value, origin) and all(fits(k, args[0]) and fits(v, args[1]) for k, v in value.items())
-    if hint is float:
-        return type(value) in (int, float)
-    if hint is int:
-        return type(value) is int
+    if hint is float:  # PEP 484: an int (and so a bool) will do
+        return type(value) in (int, float, bool)
     if isinstance(hint, type):
         return isinstance(value, hint) and well_typed(value)
     return True

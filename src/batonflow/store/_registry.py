@@ -28,6 +28,7 @@ from ..schema import (
     ToolCall,
     Usage,
 )
+from ._fieldtypes import Spec, explain, field_specs, found_text
 from ._wire import CLS, TAG, PathError, key_segment, spend
 
 __all__ = ["BY_NAME", "BY_TYPE", "Entry", "register_builtin_types", "register_type", "registered_types"]
@@ -75,8 +76,14 @@ class Entry:
     def decode(self, obj: dict[str, Any], dec: Convert) -> Any:
         raise NotImplementedError
 
+    def mistyped(self, key: str, value: Any) -> PathError:
+        raise NotImplementedError
+
     def rejected(self, exc: Exception) -> PathError:
         return PathError(f"type {self.name!r} rejected the data: {type(exc).__name__}: {exc}")
+
+
+_NO_SPECS: dict[str, Spec] = {}  # pydantic models validate their fields themselves
 
 
 class _FieldsEntry(Entry):
@@ -105,7 +112,10 @@ class _FieldsEntry(Entry):
             raise exc.at("." + field_name) from None
         return out
 
-    def decode_fields(self, obj: dict[str, Any], dec: Convert, *, allow_extra: bool = False) -> dict[str, Any]:
+    def decode_fields(
+        self, obj: dict[str, Any], dec: Convert, *, allow_extra: bool = False, specs: dict[str, Spec] = _NO_SPECS
+    ) -> dict[str, Any]:
+        """The constructor arguments in ``obj``, each checked against its spec (when ``specs`` are given)."""
         keys = obj.keys()
         if not (allow_extra or keys <= self.known):  # view comparisons: no set is built unless something is wrong
             raise PathError(f"unknown field {min(keys - self.known)!r} of type {self.name!r}")
@@ -118,7 +128,11 @@ class _FieldsEntry(Entry):
         try:
             for key, raw in obj.items():
                 t = type(raw)
-                values[key] = raw if t is str or t is int or t is bool or t is float or raw is None else dec(raw)
+                value = raw if t is str or t is int or t is bool or t is float or raw is None else dec(raw)
+                spec = specs.get(key)
+                if spec is not None and type(value) not in spec[0] and (spec[1] is None or not spec[1](value)):
+                    raise self.mistyped(key, value)
+                values[key] = value
         except PathError as exc:
             raise exc.at(key_segment(key)) from None
         del values[CLS]
@@ -138,13 +152,33 @@ class _DataclassEntry(_FieldsEntry):
                 continue
             defaults[f.name] = default
         super().__init__(cls, name, defaults)
+        # Resolved once, here; annotations naming a class defined later in its module resolve at the first decode.
+        self.hints: dict[str, Any] = {}
+        self.specs: dict[str, Spec] | None = None
+        self._resolve(final=False)
+
+    def _resolve(self, *, final: bool) -> dict[str, Spec]:
+        try:
+            self.hints, self.specs = field_specs(self.cls, (n for n, _, _ in self.plan))
+        except Exception:  # a name that is not defined (yet): unchecked if it still is not at the first decode
+            if final:
+                self.specs = {}
+        return self.specs or {}
 
     def decode(self, obj: dict[str, Any], dec: Convert) -> Any:
-        values = self.decode_fields(obj, dec)
+        specs = self.specs if self.specs is not None else self._resolve(final=True)
+        values = self.decode_fields(obj, dec, specs=specs)
         try:
             return self.cls(**values)
         except Exception as exc:  # __post_init__ checks are user code and may raise anything
             raise self.rejected(exc) from None
+
+    def mistyped(self, key: str, value: Any) -> PathError:
+        segments, expected, found = explain(self.hints[key], value, _wire_name)
+        error = PathError(f"wrong type for {self.name}.{key}: expected {expected}, got {found_text(found)}")
+        for segment in reversed(segments):
+            error.at(segment)
+        return error  # decode_fields adds the field's own segment
 
 
 class _ModelEntry(_FieldsEntry):
@@ -212,6 +246,11 @@ class _EnumEntry(Entry):
 
 BY_TYPE: dict[type, Entry] = {}
 BY_NAME: dict[str, Entry] = {}
+
+
+def _wire_name(cls: type) -> str:
+    entry = BY_TYPE.get(cls)
+    return cls.__qualname__ if entry is None else entry.name
 
 
 def register_type(cls: T, name: str | None = None) -> T:
