@@ -16,6 +16,7 @@ from __future__ import annotations
 import argparse
 import collections.abc
 import dataclasses
+import importlib.util
 import json
 import random
 import resource
@@ -57,7 +58,7 @@ def bomb(compressed_size: int) -> bytes:
 
 def fits(value: Any, hint: Any) -> bool:
     if hint is Any or isinstance(hint, typing.TypeVar):
-        return True
+        return well_typed(value)  # interrupt states, session values: registered objects inside are checked too
     origin, args = typing.get_origin(hint), typing.get_args(hint)
     if origin is typing.Literal:
         return any(type(value) is type(a) and value == a for a in args)
@@ -159,6 +160,8 @@ def child(kind: str, arg: int, seed: int) -> None:
     resource.setrlimit(resource.RLIMIT_AS, (_ADDRESS_SPACE, _ADDRESS_SPACE))
     import batonflow.agents  # noqa: F401 - registers every checkpointed type
     from batonflow.errors import CodecError
+
+    _load_fixture_types()
     from batonflow.store import decode
 
     if kind == "bomb":
@@ -178,6 +181,15 @@ def child(kind: str, arg: int, seed: int) -> None:
     else:
         counts = collections.Counter(classify(m) for m in mutants(arg, seed))
         print(json.dumps(dict(counts)))
+
+
+def _load_fixture_types() -> None:
+    """Register the user types the stored checkpoints hold (``fixtures.Customer``, …), as the fixtures' tests do."""
+    spec = importlib.util.spec_from_file_location("batonflow_checkpoint_fixtures", FIXTURES.parent / "make_fixtures.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module
+    spec.loader.exec_module(module)
 
 
 def run_child(*args: str) -> Any:

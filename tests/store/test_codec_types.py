@@ -167,7 +167,7 @@ def fits(value: Any, hint: Any) -> bool:
     """The oracle, written apart from the codec's checkers: does ``value`` fit the annotation ``hint``?"""
     origin, args = typing.get_origin(hint), typing.get_args(hint)
     if hint is Any or isinstance(hint, typing.TypeVar):
-        return True
+        return well_typed(value)  # interrupt states, session values: registered objects inside are checked too
     if origin is Literal:
         return any(type(value) is type(a) and value == a for a in args)
     if origin is typing.Union or origin is types.UnionType:

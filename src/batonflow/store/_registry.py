@@ -29,7 +29,7 @@ from ..schema import (
     Usage,
 )
 from ._fieldtypes import Spec, explain, field_specs, found_text
-from ._wire import CLS, TAG, PathError, key_segment, spend
+from ._wire import BUDGET, CLS, TAG, PathError, key_segment
 
 __all__ = ["BY_NAME", "BY_TYPE", "Entry", "register_builtin_types", "register_type", "registered_types"]
 
@@ -113,7 +113,7 @@ class _FieldsEntry(Entry):
         return out
 
     def decode_fields(
-        self, obj: dict[str, Any], dec: Convert, *, allow_extra: bool = False, specs: dict[str, Spec] = _NO_SPECS
+        self, obj: dict[str, Any], dec: Convert, specs: dict[str, Spec] = _NO_SPECS, *, allow_extra: bool = False
     ) -> dict[str, Any]:
         """The constructor arguments in ``obj``, each checked against its spec (when ``specs`` are given)."""
         keys = obj.keys()
@@ -122,14 +122,19 @@ class _FieldsEntry(Entry):
         if not keys >= self.required:
             raise PathError(f"missing field {min(self.required - keys)!r} of type {self.name!r}")
         if len(keys) < self.width:  # what the object holds beyond its payload counts against the limit
-            spend(self.width - len(keys))
+            budget = BUDGET.get()
+            if budget is not None:
+                budget.left -= self.width - len(keys)
+                if budget.left < 0:
+                    raise budget.exceeded()
         values: dict[str, Any] = {}
         key = ""
+        spec_of = specs.get
         try:
             for key, raw in obj.items():
                 t = type(raw)
                 value = raw if t is str or t is int or t is bool or t is float or raw is None else dec(raw)
-                spec = specs.get(key)
+                spec = spec_of(key)
                 if spec is not None and type(value) not in spec[0] and (spec[1] is None or not spec[1](value)):
                     raise self.mistyped(key, value)
                 values[key] = value
@@ -167,7 +172,7 @@ class _DataclassEntry(_FieldsEntry):
 
     def decode(self, obj: dict[str, Any], dec: Convert) -> Any:
         specs = self.specs if self.specs is not None else self._resolve(final=True)
-        values = self.decode_fields(obj, dec, specs=specs)
+        values = self.decode_fields(obj, dec, specs)
         try:
             return self.cls(**values)
         except Exception as exc:  # __post_init__ checks are user code and may raise anything

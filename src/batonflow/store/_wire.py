@@ -49,17 +49,12 @@ class Budget:
         self.left = left
         self.limit = limit
 
+    def exceeded(self) -> PathError:
+        return PathError(
+            f"the decoded value grows past the limit of {self.limit:,} values (DecodeLimits.max_elements) "
+            "as registered classes fill in their defaults"
+        )
+
 
 # A context variable, not a global: decoding is synchronous, but threads (and nested decodes) each get their own.
 BUDGET: ContextVar[Budget | None] = ContextVar("batonflow_decode_budget", default=None)
-
-
-def spend(count: int) -> None:
-    budget = BUDGET.get()
-    if budget is not None:
-        budget.left -= count
-        if budget.left < 0:
-            raise PathError(
-                f"the decoded value grows past the limit of {budget.limit:,} values (DecodeLimits.max_elements) "
-                "as registered classes fill in their defaults"
-            )
