@@ -49,9 +49,11 @@ class DecodeLimits:
     tree holds: every JSON value, plus every field a registered class fills in from its defaults, so that a body
     under the byte limit (``{"$c":"Message","role":"user"}`` repeated) still cannot expand into gigabytes.
 
-    The defaults leave room for checkpoints far larger than real runs make: a conversation of 2,000 messages
-    (benchmarks/checkpoints.py) has a body of 0.8 MB holding 30,000 values; the defaults allow 20 times that,
-    and cap what the worst body costs to a few hundred MB (benchmarks/codec_hostile.py).
+    The defaults leave room for checkpoints far larger than real runs make (KB to a few MB): in
+    benchmarks/checkpoints.py a conversation of 2,000 messages has a body of 0.65 MB counting 48,000 values
+    (16,000 in the body, 32,000 filled in from defaults), one of 20,000 messages 6.5 MB and 480,000 values (1 MB
+    compressed); both limits admit some 40,000 such messages. The bombs of issue 11 now stop in under a second
+    having taken at most tens of MB (benchmarks/codec_hostile.py), where they took 109 MB and 454 MB.
     """
 
     max_body: int = 16 << 20
