@@ -9,6 +9,9 @@ bomb that would take the machine down ends in ``MemoryError`` instead:
   replaced by a value of another type, re-sealed with a valid checksum. Each case ends as a well-typed decode, a
   ``CodecError``, a decode whose objects do not fit their field annotations (what breaks later with
   ``TypeError``/``AttributeError``), or another exception.
+
+It ends with what the checks cost: the time to decode the checkpoints of benchmarks/checkpoints.py (a
+conversation of 200 and of 2,000 messages stopped at an approval), the minimum of many runs.
 """
 
 from __future__ import annotations
@@ -192,6 +195,30 @@ def _load_fixture_types() -> None:
     spec.loader.exec_module(module)
 
 
+def decode_cost() -> None:
+    import asyncio
+    import statistics
+
+    from batonflow.store import MemoryCheckpointStore, decode
+
+    from .checkpoints import conversation, interrupt
+
+    print("\ndecode time of benchmarks/checkpoints.py's checkpoints (ms; min and median)")
+    print("| messages | bytes | min | median |")
+    print("|---|---|---|---|")
+    for n, rounds in ((200, 300), (2000, 60)):
+        store = MemoryCheckpointStore()
+        asyncio.run(interrupt(store, conversation(n), "c"))
+        data = asyncio.run(store.get("c"))
+        assert data is not None
+        times = []
+        for _ in range(rounds):
+            started = time.perf_counter()
+            decode(data)
+            times.append((time.perf_counter() - started) * 1000)
+        print(f"| {n:,} | {len(data):,} | {min(times):.2f} | {statistics.median(times):.2f} |")
+
+
 def run_child(*args: str) -> Any:
     done = subprocess.run([sys.executable, "-m", "benchmarks.codec_hostile", "--child", *args], capture_output=True)
     if done.returncode != 0:
@@ -223,6 +250,7 @@ def main() -> None:
     print("|---|---|")
     for outcome, n in sorted(counts.items()):
         print(f"| {outcome} | {n:,} |")
+    decode_cost()
 
 
 if __name__ == "__main__":
