@@ -492,8 +492,10 @@ async def test_a_corrupt_ndjson_line_fails_load_with_the_file_and_line(tmp_path:
         with pytest.raises(CodecError) as caught:
             await Session.load(store, "chat-1")
     message = str(caught.value)
-    assert message.startswith(f"cannot decode message of session 'chat-1' ({path}, line 2): type 'Message' rejected")
-    assert "unknown message role" in message
+    assert message == (
+        f"cannot decode message of session 'chat-1' ({path}, line 2): wrong type for Message.role: expected "
+        "Literal['system', 'user', 'assistant', 'tool'], got str 'robot' at $.role"
+    )
 
 
 async def test_a_corrupt_snapshot_file_fails_load_with_the_file(tmp_path: Path) -> None:

@@ -10,6 +10,7 @@ def test_public_api_is_pinned() -> None:
         "CODEC_VERSION",
         "CheckpointStore",
         "CodecError",
+        "DecodeLimits",
         "FileSessionStore",
         "MAX_ID_BYTES",
         "MemoryCheckpointStore",

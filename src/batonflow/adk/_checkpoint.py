@@ -12,7 +12,7 @@ from typing import Any
 
 from ..errors import UserError
 from ..schema import Message
-from ..store import decode, encode, register_type
+from ..store import DecodeLimits, decode, encode, register_type
 from ..tools import InterruptSignal
 from ._context import RunContext, SessionEvent
 from ._interrupt import InterruptRecord, flatten
@@ -33,8 +33,19 @@ class Checkpoint:
 register_type(Checkpoint, name="Checkpoint")
 
 
-async def encode_checkpoint(ctx: RunContext, signal: InterruptSignal) -> bytes:
-    """The bytes of a checkpoint for a run stopped by ``signal``; streamed messages are joined first."""
+def limits_of(store: object) -> DecodeLimits:
+    """The decode limits a checkpoint store was given; the defaults for a store that has none (any object with
+    the store's methods is a store)."""
+    limits = getattr(store, "limits", None)
+    return limits if isinstance(limits, DecodeLimits) else _DEFAULT_LIMITS
+
+
+_DEFAULT_LIMITS = DecodeLimits()
+
+
+async def encode_checkpoint(ctx: RunContext, signal: InterruptSignal, store: object = None) -> bytes:
+    """The bytes of a checkpoint for a run stopped by ``signal``, to be saved in ``store`` (which decodes within
+    its limits: a checkpoint past them fails now, not at the resume); streamed messages are joined first."""
     assert ctx.root_input is not None
     events = []
     for recorded in ctx.session.history():
@@ -47,11 +58,12 @@ async def encode_checkpoint(ctx: RunContext, signal: InterruptSignal) -> bytes:
         events=events,
         interrupts=flatten(signal),
     )
-    return encode(checkpoint)
+    return encode(checkpoint, limits=limits_of(store))
 
 
-def decode_checkpoint(data: bytes) -> Checkpoint:
-    checkpoint = decode(data)
+def decode_checkpoint(data: bytes, store: object = None) -> Checkpoint:
+    """The checkpoint in ``data``, read from ``store`` and decoded within its limits."""
+    checkpoint = decode(data, limits=limits_of(store))
     if not isinstance(checkpoint, Checkpoint):
         raise UserError(f"not a checkpoint: expected a Checkpoint, got {type(checkpoint).__name__}")
     return checkpoint

@@ -176,7 +176,7 @@ class Runner:
             data = await store.get(checkpoint_id)
             if data is None:
                 raise CheckpointNotFoundError(f"checkpoint[{checkpoint_id}] not exist")
-            checkpoint = decode_checkpoint(data)
+            checkpoint = decode_checkpoint(data, store)
             trace = RunTrace(self.callbacks, agent_name=self.agent.name) if self.callbacks else None
             ctx = RunContext(
                 session=RunSession(values=checkpoint.values, events=checkpoint.events),
@@ -230,7 +230,7 @@ class Runner:
                             interrupted.append(True)
                         if checkpoint_id is not None and store is not None:
                             try:
-                                data = await encode_checkpoint(ctx, action.signal)
+                                data = await encode_checkpoint(ctx, action.signal, store)
                                 await store.set(checkpoint_id, data)
                             except Exception as error:
                                 # Nothing was saved: say so instead of showing an interrupt that cannot resume.

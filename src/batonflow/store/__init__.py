@@ -17,6 +17,7 @@ from ._base import CheckpointStore as CheckpointStore
 from ._base import check_checkpoint_id as check_checkpoint_id
 from ._base import check_id as check_id
 from ._codec import CODEC_VERSION as CODEC_VERSION
+from ._codec import DecodeLimits as DecodeLimits
 from ._codec import decode as decode
 from ._codec import encode as encode
 from ._memory import MemoryCheckpointStore as MemoryCheckpointStore
@@ -41,6 +42,7 @@ __all__ = [
     "MAX_ID_BYTES",
     "CheckpointStore",
     "CodecError",
+    "DecodeLimits",
     "FileSessionStore",
     "MemoryCheckpointStore",
     "MemorySessionStore",

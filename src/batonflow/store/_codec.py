@@ -15,15 +15,17 @@ well-formed payload that does not fit the registered classes (an unknown type or
 from __future__ import annotations
 
 import json
+import re
 import struct
 import zlib
+from dataclasses import dataclass
 from typing import Any
 
-from ..errors import CodecError
-from ._tree import from_tree, to_tree
+from ..errors import CodecError, UserError
+from ._tree import build, to_tree
 from ._wire import PathError
 
-__all__ = ["CODEC_VERSION", "decode", "encode"]
+__all__ = ["CODEC_VERSION", "DEFAULT_LIMITS", "DecodeLimits", "decode", "encode"]
 
 MAGIC = b"BFC"
 CODEC_VERSION = 1
@@ -36,15 +38,45 @@ _KNOWN_FLAGS = _FLAG_ZLIB
 # so the slower levels' last few percent are not worth their time.
 COMPRESS_THRESHOLD = 512
 _ZLIB_LEVEL = 4
-# A body that inflates beyond 256 MiB is crafted or corrupt, not a checkpoint: untrusted input is size-limited.
-_MAX_BODY = 1 << 28
 
 
-def encode(obj: Any, *, what: str = "checkpoint") -> bytes:
-    """The bytes of ``obj``. ``what`` names the value in error messages (``cannot encode checkpoint: …``)."""
-    body = dump_json(obj, what)
-    if len(body) > _MAX_BODY:  # decode would refuse it: fail now, while the caller still has the value
-        raise CodecError(f"cannot encode {what}: its body is {len(body)} bytes, more than the limit of {_MAX_BODY}")
+@dataclass(frozen=True, slots=True, kw_only=True)
+class DecodeLimits:
+    """How large a payload may grow while it is decoded; anything larger is a ``CodecError``, never a
+    ``MemoryError``. Each store takes one (``limits=``) and decodes what it reads with it.
+
+    ``max_body`` bounds the JSON body in bytes, after inflating. ``max_elements`` bounds the values the decoded
+    tree holds: every JSON value, plus every field a registered class fills in from its defaults, so that a body
+    under the byte limit (``{"$c":"Message","role":"user"}`` repeated) still cannot expand into gigabytes.
+
+    The defaults leave room for checkpoints far larger than real runs make (KB to a few MB): in
+    benchmarks/checkpoints.py a conversation of 2,000 messages has a body of 0.65 MB counting 48,000 values
+    (16,000 in the body, 32,000 filled in from defaults), one of 20,000 messages 6.5 MB and 480,000 values (1 MB
+    compressed); both limits admit some 40,000 such messages. Decompression bombs now stop in under a second
+    having taken at most tens of MB (benchmarks/codec_hostile.py), where they took 109 MB and 454 MB.
+    """
+
+    max_body: int = 16 << 20
+    max_elements: int = 1_000_000
+
+    def __post_init__(self) -> None:
+        for name in ("max_body", "max_elements"):
+            value = getattr(self, name)
+            if type(value) is not int or value < 1:
+                raise UserError(f"DecodeLimits.{name} must be a positive int, got {value!r}")
+
+
+DEFAULT_LIMITS = DecodeLimits()
+# Every JSON value but the first follows a comma or opens a container: counting those bytes bounds the values
+# from above, at C speed, before json.loads builds them. Only when strings hold commas and brackets can the bound
+# exceed the limit while the values do not: then the strings are taken out and the bytes counted again.
+_STRING = re.compile(rb'"(?:[^"\\]|\\.)*"', re.DOTALL)
+
+
+def encode(obj: Any, *, what: str = "checkpoint", limits: DecodeLimits = DEFAULT_LIMITS) -> bytes:
+    """The bytes of ``obj``. ``what`` names the value in error messages (``cannot encode checkpoint: …``);
+    ``limits`` are those the payload will be decoded with (its body must fit them)."""
+    body = dump_json(obj, what, limits)
     flags = 0
     if len(body) >= COMPRESS_THRESHOLD:
         packed = zlib.compress(body, _ZLIB_LEVEL)
@@ -58,13 +90,27 @@ def seal(body: bytes, flags: int = 0, version: int = CODEC_VERSION) -> bytes:
     return _HEADER.pack(MAGIC, version, flags, zlib.crc32(body, zlib.crc32(bytes((flags,))))) + body
 
 
-def decode(data: bytes | bytearray | memoryview, *, what: str = "checkpoint") -> Any:
-    """The value in ``data``. Anything that is not a payload this version of batonflow wrote raises ``CodecError``."""
-    return load_json(_open(data, what), what, invalid="corrupt payload: invalid JSON body")
+def decode(
+    data: bytes | bytearray | memoryview, *, what: str = "checkpoint", limits: DecodeLimits = DEFAULT_LIMITS
+) -> Any:
+    """The value in ``data``. Anything that is not a payload this version of batonflow wrote, or that does not fit
+    ``limits``, raises ``CodecError``."""
+    return load_json(_open(data, what, limits), what, invalid="corrupt payload: invalid JSON body", limits=limits)
 
 
-def dump_json(obj: Any, what: str) -> bytes:
-    """The UTF-8 JSON of ``obj``'s value tree, on one line (json.dumps escapes every line break)."""
+def dump_json(obj: Any, what: str, limits: DecodeLimits = DEFAULT_LIMITS) -> bytes:
+    """The UTF-8 JSON of ``obj``'s value tree, on one line (json.dumps escapes every line break), refused when it
+    is longer than ``limits`` let decode read: better now, while the caller still has the value."""
+    body = _dump_json(obj, what)
+    if len(body) > limits.max_body:
+        raise CodecError(
+            f"cannot encode {what}: its body is {len(body):,} bytes, more than the limit of {limits.max_body:,} "
+            "(DecodeLimits.max_body)"
+        )
+    return body
+
+
+def _dump_json(obj: Any, what: str) -> bytes:
     try:
         tree = to_tree(obj)
     except PathError as exc:
@@ -81,22 +127,50 @@ def dump_json(obj: Any, what: str) -> bytes:
         raise CodecError(f"cannot encode {what}: {exc}") from None
 
 
-def load_json(data: bytes, what: str, *, invalid: str = "invalid JSON") -> Any:
+def load_json(data: bytes, what: str, *, invalid: str = "invalid JSON", limits: DecodeLimits = DEFAULT_LIMITS) -> Any:
     """The value whose value tree ``data`` holds as JSON; text that is not JSON is ``cannot decode <what>:
-    <invalid>: …``."""
+    <invalid>: …``, and a body past ``limits`` is refused before it is parsed."""
+    if len(data) > limits.max_body:
+        raise CodecError(
+            f"cannot decode {what}: the body is {len(data):,} bytes, more than the limit of {limits.max_body:,} "
+            "(DecodeLimits.max_body)"
+        )
+    elements = _count_values(data, limits.max_elements)
+    if elements > limits.max_elements:
+        raise CodecError(
+            f"cannot decode {what}: the body holds {elements:,} values, more than the limit of "
+            f"{limits.max_elements:,} (DecodeLimits.max_elements)"
+        )
     try:
         tree = json.loads(data.decode("utf-8"), parse_constant=_reject_constant)
     except (UnicodeDecodeError, ValueError, RecursionError) as exc:
         raise CodecError(f"cannot decode {what}: {invalid}: {exc}") from None
+    except MemoryError:  # the limits keep a body far from this; a process already short of memory may not be
+        raise CodecError(f"cannot decode {what}: out of memory parsing a body of {len(data):,} bytes") from None
     try:
-        return from_tree(tree)
+        return build(tree, limits.max_elements - elements, limits.max_elements)
     except PathError as exc:
         raise exc.to_codec_error("decode", what) from None
     except RecursionError:
         raise CodecError(f"cannot decode {what}: the value is nested too deeply") from None
+    except MemoryError:
+        raise CodecError(f"cannot decode {what}: out of memory building a value of {elements:,} values") from None
 
 
-def _open(data: bytes | bytearray | memoryview, what: str) -> bytes:
+def _count_values(body: bytes, limit: int) -> int:
+    """An upper bound of the JSON values in ``body``, exact enough to compare with ``limit``."""
+    if len(body) <= limit:
+        # Each value takes a byte and so does the comma or bracket before it: half the length bounds the values
+        # of bodies this short, leaving at least half the limit for defaults, without reading them.
+        return (len(body) + 1) // 2
+    count = body.count(b",") + body.count(b"[") + body.count(b"{") + 1
+    if count > limit:
+        stripped = _STRING.sub(b"", body)
+        count = stripped.count(b",") + stripped.count(b"[") + stripped.count(b"{") + 1
+    return count
+
+
+def _open(data: bytes | bytearray | memoryview, what: str, limits: DecodeLimits) -> bytes:
     """The JSON text of ``data``, once the header, the checksum and the compression check out."""
     if not isinstance(data, bytes | bytearray | memoryview):
         raise CodecError(f"cannot decode {what}: expected bytes, got {type(data).__qualname__}")
@@ -120,11 +194,14 @@ def _open(data: bytes | bytearray | memoryview, what: str) -> bytes:
     if flags & _FLAG_ZLIB:
         inflater = zlib.decompressobj()
         try:
-            body = inflater.decompress(body, _MAX_BODY)
+            body = inflater.decompress(body, limits.max_body)
         except zlib.error as exc:
             raise _corrupt(what, f"cannot decompress the body: {exc}") from None
         if inflater.unconsumed_tail:
-            raise _corrupt(what, f"the body inflates to more than {_MAX_BODY} bytes")
+            raise CodecError(
+                f"cannot decode {what}: the body inflates to more than the limit of {limits.max_body:,} bytes "
+                f"(DecodeLimits.max_body) from {len(data) - _HEADER.size:,} compressed"
+            )
         if not inflater.eof or inflater.unused_data:
             raise _corrupt(what, "the compressed body is incomplete or followed by stray bytes")
     return body

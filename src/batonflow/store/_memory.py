@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from ._base import StoreBase, check_checkpoint_id, check_ttl, closed_error
+from ._codec import DEFAULT_LIMITS, DecodeLimits
 from ._lease import MemoryLeases
 
 __all__ = ["MemoryCheckpointStore"]
@@ -10,9 +11,11 @@ __all__ = ["MemoryCheckpointStore"]
 
 class MemoryCheckpointStore(StoreBase):
     """A checkpoint store in this process's memory. Every method finishes without awaiting, so each one is atomic
-    with respect to the other tasks of the event loop."""
+    with respect to the other tasks of the event loop. ``limits`` bound what decoding a checkpoint read from it may
+    cost (``DecodeLimits``): the Runner decodes with them."""
 
-    def __init__(self) -> None:
+    def __init__(self, *, limits: DecodeLimits = DEFAULT_LIMITS) -> None:
+        self.limits = limits
         self._data: dict[str, bytes] = {}
         self._leases = MemoryLeases()
 

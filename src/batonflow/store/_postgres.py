@@ -9,6 +9,7 @@ the one clock every worker shares.
 from __future__ import annotations
 
 from ._base import StoreBase, check_checkpoint_id, check_table_name, check_ttl
+from ._codec import DEFAULT_LIMITS, DecodeLimits
 from ._conn import PostgresPool
 from ._lease import postgres_claim_sql, postgres_lease_table, postgres_release_sql
 
@@ -19,7 +20,8 @@ class PostgresCheckpointStore(StoreBase):
     """A checkpoint store in the PostgreSQL database at ``dsn`` (``postgresql://user:password@host:port/db``).
 
     Checkpoints go in ``table``, resume leases in ``<table>_leases``; both are created on first use. Connecting
-    gives up after ``connect_timeout`` seconds, a statement after ``command_timeout``.
+    gives up after ``connect_timeout`` seconds, a statement after ``command_timeout``. ``limits`` bound what
+    decoding a checkpoint read from it may cost (``DecodeLimits``): the Runner decodes with them.
     """
 
     def __init__(
@@ -30,7 +32,9 @@ class PostgresCheckpointStore(StoreBase):
         connect_timeout: float = 5.0,
         command_timeout: float | None = 30.0,
         max_connections: int = 10,
+        limits: DecodeLimits = DEFAULT_LIMITS,
     ) -> None:
+        self.limits = limits
         self._table = check_table_name(table)
         self._leases = f"{table}_leases"
         self._pool = PostgresPool(

@@ -10,6 +10,7 @@ from __future__ import annotations
 from typing import cast
 
 from ._base import StoreBase, check_checkpoint_id, check_ttl
+from ._codec import DEFAULT_LIMITS, DecodeLimits
 from ._conn import RedisConnection
 from ._lease import REDIS_CLAIM, REDIS_RELEASE, redis_ttl_ms
 
@@ -21,9 +22,10 @@ class RedisCheckpointStore(StoreBase):
 
     Checkpoints live under ``<prefix>data:<id>``, leases under ``<prefix>lease:<id>``: two namespaces, so no
     checkpoint id can name another's lease. Connecting gives up after ``connect_timeout`` seconds, a command after
-    ``command_timeout``. It
-    uses at most ``max_connections`` connections; a command that finds them all busy waits up to ``pool_timeout``
-    seconds (None: as long as it takes) for one, so any number of concurrent runs can share the store.
+    ``command_timeout``. It uses at most ``max_connections`` connections; a command that finds them all busy waits up
+    to ``pool_timeout`` seconds (None: as long as it takes) for one, so any number of concurrent runs can share the
+    store. ``limits`` bound what decoding a checkpoint read from it may cost (``DecodeLimits``): the Runner decodes
+    with them.
     """
 
     def __init__(
@@ -35,7 +37,9 @@ class RedisCheckpointStore(StoreBase):
         command_timeout: float = 30.0,
         max_connections: int = 10,
         pool_timeout: float | None = 10.0,
+        limits: DecodeLimits = DEFAULT_LIMITS,
     ) -> None:
+        self.limits = limits
         self._prefix = prefix
         self._conn = RedisConnection(
             url,

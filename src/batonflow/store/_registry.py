@@ -28,7 +28,8 @@ from ..schema import (
     ToolCall,
     Usage,
 )
-from ._wire import CLS, TAG, PathError, key_segment
+from ._fieldtypes import Spec, explain, field_specs, found_text
+from ._wire import BUDGET, CLS, TAG, PathError, key_segment
 
 __all__ = ["BY_NAME", "BY_TYPE", "Entry", "register_builtin_types", "register_type", "registered_types"]
 
@@ -75,8 +76,14 @@ class Entry:
     def decode(self, obj: dict[str, Any], dec: Convert) -> Any:
         raise NotImplementedError
 
+    def mistyped(self, key: str, value: Any) -> PathError:
+        raise NotImplementedError
+
     def rejected(self, exc: Exception) -> PathError:
         return PathError(f"type {self.name!r} rejected the data: {type(exc).__name__}: {exc}")
+
+
+_NO_SPECS: dict[str, Spec] = {}  # pydantic models validate their fields themselves
 
 
 class _FieldsEntry(Entry):
@@ -88,6 +95,7 @@ class _FieldsEntry(Entry):
         # default (equal, not the same value); fields without a known default get _Never, which no value has.
         self.plan = tuple((n, d, _Never if d is _REQUIRED or d is _ALWAYS else type(d)) for n, d in defaults.items())
         self.known = frozenset(defaults) | {CLS}
+        self.width = len(self.known)  # the payload keys of an object that writes every field
         self.required = frozenset(n for n, d in defaults.items() if d is _REQUIRED)
 
     def encode(self, obj: Any, enc: Convert) -> dict[str, Any]:
@@ -104,18 +112,32 @@ class _FieldsEntry(Entry):
             raise exc.at("." + field_name) from None
         return out
 
-    def decode_fields(self, obj: dict[str, Any], dec: Convert, *, allow_extra: bool = False) -> dict[str, Any]:
+    def decode_fields(
+        self, obj: dict[str, Any], dec: Convert, specs: dict[str, Spec] = _NO_SPECS, *, allow_extra: bool = False
+    ) -> dict[str, Any]:
+        """The constructor arguments in ``obj``, each checked against its spec (when ``specs`` are given)."""
         keys = obj.keys()
         if not (allow_extra or keys <= self.known):  # view comparisons: no set is built unless something is wrong
             raise PathError(f"unknown field {min(keys - self.known)!r} of type {self.name!r}")
         if not keys >= self.required:
             raise PathError(f"missing field {min(self.required - keys)!r} of type {self.name!r}")
+        if len(keys) < self.width:  # what the object holds beyond its payload counts against the limit
+            budget = BUDGET.get()
+            if budget is not None:
+                budget.left -= self.width - len(keys)
+                if budget.left < 0:
+                    raise budget.exceeded()
         values: dict[str, Any] = {}
         key = ""
+        spec_of = specs.get
         try:
             for key, raw in obj.items():
                 t = type(raw)
-                values[key] = raw if t is str or t is int or t is bool or t is float or raw is None else dec(raw)
+                value = raw if t is str or t is int or t is bool or t is float or raw is None else dec(raw)
+                spec = spec_of(key)
+                if spec is not None and type(value) not in spec[0] and (spec[1] is None or not spec[1](value)):
+                    raise self.mistyped(key, value)
+                values[key] = value
         except PathError as exc:
             raise exc.at(key_segment(key)) from None
         del values[CLS]
@@ -135,13 +157,33 @@ class _DataclassEntry(_FieldsEntry):
                 continue
             defaults[f.name] = default
         super().__init__(cls, name, defaults)
+        # Resolved once, here; annotations naming a class defined later in its module resolve at the first decode.
+        self.hints: dict[str, Any] = {}
+        self.specs: dict[str, Spec] | None = None
+        self._resolve(final=False)
+
+    def _resolve(self, *, final: bool) -> dict[str, Spec]:
+        try:
+            self.hints, self.specs = field_specs(self.cls, (n for n, _, _ in self.plan))
+        except Exception:  # a name that is not defined (yet): unchecked if it still is not at the first decode
+            if final:
+                self.specs = {}
+        return self.specs or {}
 
     def decode(self, obj: dict[str, Any], dec: Convert) -> Any:
-        values = self.decode_fields(obj, dec)
+        specs = self.specs if self.specs is not None else self._resolve(final=True)
+        values = self.decode_fields(obj, dec, specs)
         try:
             return self.cls(**values)
         except Exception as exc:  # __post_init__ checks are user code and may raise anything
             raise self.rejected(exc) from None
+
+    def mistyped(self, key: str, value: Any) -> PathError:
+        segments, expected, found = explain(self.hints[key], value, _wire_name)
+        error = PathError(f"wrong type for {self.name}.{key}: expected {expected}, got {found_text(found)}")
+        for segment in reversed(segments):
+            error.at(segment)
+        return error  # decode_fields adds the field's own segment
 
 
 class _ModelEntry(_FieldsEntry):
@@ -209,6 +251,11 @@ class _EnumEntry(Entry):
 
 BY_TYPE: dict[type, Entry] = {}
 BY_NAME: dict[str, Entry] = {}
+
+
+def _wire_name(cls: type) -> str:
+    entry = BY_TYPE.get(cls)
+    return cls.__qualname__ if entry is None else entry.name
 
 
 def register_type(cls: T, name: str | None = None) -> T:

@@ -29,7 +29,7 @@ from pathlib import Path
 from ..errors import UserError
 from ..schema import Message
 from ._base import StoreBase, check_ttl
-from ._codec import dump_json, load_json
+from ._codec import DEFAULT_LIMITS, DecodeLimits, dump_json, load_json
 from ._conn import ThreadWorker
 from ._sessions import (
     SessionData,
@@ -52,9 +52,11 @@ _MAX_ID_BYTES = 200  # the longest suffix is 16 bytes, temporary names add 14: w
 
 class FileSessionStore(StoreBase):
     """A session store in ``directory`` (created on first write): ``<id>.messages.ndjson`` and
-    ``<id>.snapshot.json`` per session, so a session id must be usable as a file name."""
+    ``<id>.snapshot.json`` per session, so a session id must be usable as a file name. ``limits`` bound what
+    decoding a stored value may cost (``DecodeLimits``): each line and the snapshot are decoded with them."""
 
-    def __init__(self, directory: str | os.PathLike[str]) -> None:
+    def __init__(self, directory: str | os.PathLike[str], *, limits: DecodeLimits = DEFAULT_LIMITS) -> None:
+        self.limits = limits
         self.directory = Path(directory)
         self._worker = ThreadWorker(
             where=f"file session store at {self.directory}", backend="file", name="batonflow-files"
@@ -75,29 +77,35 @@ class FileSessionStore(StoreBase):
         messages_path, snapshot_path = self._paths(session_id)
         check_last(last)
 
+        limits = self.limits
+
         def get() -> SessionData | None:
             # Decoded here, on the worker thread: a long history should not hold up the event loop.
             raw_messages = _read(messages_path)
             raw_state = _read(snapshot_path)
-            messages = [] if raw_messages is None else _decode_lines(session_id, messages_path, raw_messages, last)
+            messages = (
+                [] if raw_messages is None else _decode_lines(session_id, messages_path, raw_messages, last, limits)
+            )
             if not messages and raw_state is None:
                 return None
             if raw_state is None:
                 return SessionData(messages=messages)
             what = f"{state_what(session_id)} ({snapshot_path})"
-            return SessionData(messages=messages, state=state_from_value(load_json(raw_state, what), what))
+            return SessionData(
+                messages=messages, state=state_from_value(load_json(raw_state, what, limits=limits), what)
+            )
 
         return await self._worker.run(f"cannot read session {session_id!r}", get)
 
     async def append_messages(self, session_id: str, messages: Sequence[Message]) -> None:
         messages_path, _ = self._paths(session_id)
-        data = _encode_lines(session_id, messages)
+        data = _encode_lines(session_id, messages, self.limits)
         if data:
             await self._worker.run(f"cannot append to session {session_id!r}", lambda: _append(messages_path, data))
 
     async def replace_messages(self, session_id: str, messages: Sequence[Message]) -> None:
         messages_path, _ = self._paths(session_id)
-        data = _encode_lines(session_id, messages)
+        data = _encode_lines(session_id, messages, self.limits)
 
         def replace() -> None:
             if data:
@@ -109,7 +117,7 @@ class FileSessionStore(StoreBase):
 
     async def set_state(self, session_id: str, state: SessionState) -> None:
         _, snapshot_path = self._paths(session_id)
-        data = dump_json(state_to_value(state), state_what(session_id)) + b"\n"
+        data = dump_json(state_to_value(state), state_what(session_id), self.limits) + b"\n"
         await self._worker.run(
             f"cannot write the state of session {session_id!r}", lambda: _write_atomic(snapshot_path, data)
         )
@@ -174,12 +182,12 @@ def check_file_id(session_id: str) -> str:
 # -- JSON lines ------------------------------------------------------------------------------------------------------
 
 
-def _encode_lines(session_id: str, messages: Sequence[Message]) -> bytes:
+def _encode_lines(session_id: str, messages: Sequence[Message], limits: DecodeLimits) -> bytes:
     what = message_what(session_id)
-    return b"".join(dump_json(m, what) + b"\n" for m in check_messages(messages))
+    return b"".join(dump_json(m, what, limits) + b"\n" for m in check_messages(messages))
 
 
-def _decode_lines(session_id: str, path: Path, data: bytes, last: int | None) -> list[Message]:
+def _decode_lines(session_id: str, path: Path, data: bytes, last: int | None, limits: DecodeLimits) -> list[Message]:
     # Split on b"\n" only: str.splitlines would also break inside a message at U+2028 and friends, which JSON
     # leaves unescaped. Blank lines are skipped, as the original does.
     lines = [(number, line) for number, line in enumerate(data.split(b"\n"), 1) if line.strip()]
@@ -187,7 +195,7 @@ def _decode_lines(session_id: str, path: Path, data: bytes, last: int | None) ->
     out = []
     for number, line in tail(lines, last):
         where = f"{what} ({path}, line {number})"
-        out.append(expect_message(load_json(line, where), where))
+        out.append(expect_message(load_json(line, where, limits=limits), where))
     return out
 
 

@@ -15,6 +15,7 @@ from typing import cast
 
 from ..schema import Message
 from ._base import StoreBase, check_ttl
+from ._codec import DEFAULT_LIMITS, DecodeLimits
 from ._conn import RedisConnection
 from ._lease import REDIS_CLAIM, REDIS_RELEASE, redis_ttl_ms
 from ._sessions import (
@@ -35,9 +36,10 @@ class RedisSessionStore(StoreBase):
 
     A session's keys are ``<prefix><id>:messages``, ``<prefix><id>:snapshot`` and, while a worker resumes it,
     ``<prefix><id>:lease``; the suffixes differ, so no id can name another id's key. Connecting gives up after
-    ``connect_timeout`` seconds, a command after ``command_timeout``. It
-    uses at most ``max_connections`` connections; a command that finds them all busy waits up to ``pool_timeout``
-    seconds (None: as long as it takes) for one, so any number of concurrent runs can share the store.
+    ``connect_timeout`` seconds, a command after ``command_timeout``. It uses at most ``max_connections`` connections; a
+    command that finds them all busy waits up to ``pool_timeout`` seconds (None: as long as it takes) for one, so any
+    number of concurrent runs can share the store. ``limits`` bound what decoding a stored value may cost
+    (``DecodeLimits``).
     """
 
     def __init__(
@@ -49,7 +51,9 @@ class RedisSessionStore(StoreBase):
         command_timeout: float = 30.0,
         max_connections: int = 10,
         pool_timeout: float | None = 10.0,
+        limits: DecodeLimits = DEFAULT_LIMITS,
     ) -> None:
+        self.limits = limits
         self._prefix = prefix
         self._redis = RedisConnection(
             url,
@@ -84,11 +88,11 @@ class RedisSessionStore(StoreBase):
         except self._redis.errors as exc:
             raise self._redis.error(f"read session {session_id!r}", exc) from exc
         # decode_responses is off: Redis strings come back as bytes
-        return build_data(session_id, cast("list[bytes]", replies[0]), cast("bytes | None", replies[1]))
+        return build_data(session_id, cast("list[bytes]", replies[0]), cast("bytes | None", replies[1]), self.limits)
 
     async def append_messages(self, session_id: str, messages: Sequence[Message]) -> None:
         check_session_id(session_id)
-        data = encode_messages(session_id, messages)
+        data = encode_messages(session_id, messages, self.limits)
         if not data:
             return
         self._redis.check_open()
@@ -99,7 +103,7 @@ class RedisSessionStore(StoreBase):
 
     async def replace_messages(self, session_id: str, messages: Sequence[Message]) -> None:
         check_session_id(session_id)
-        data = encode_messages(session_id, messages)
+        data = encode_messages(session_id, messages, self.limits)
         self._redis.check_open()
         key = self._messages_key(session_id)
         try:
@@ -113,7 +117,7 @@ class RedisSessionStore(StoreBase):
 
     async def set_state(self, session_id: str, state: SessionState) -> None:
         check_session_id(session_id)
-        data = encode_state(session_id, state)
+        data = encode_state(session_id, state, self.limits)
         self._redis.check_open()
         try:
             await self._redis.client.set(self._snapshot_key(session_id), data)

@@ -17,6 +17,7 @@ from typing import Any
 
 from ..schema import Message
 from ._base import StoreBase, check_table_name, check_ttl
+from ._codec import DEFAULT_LIMITS, DecodeLimits
 from ._conn import PostgresPool, SqliteConnection, transaction
 from ._lease import (
     postgres_claim_sql,
@@ -43,12 +44,19 @@ class SqliteSessionStore(StoreBase):
     """A session store in the SQLite database at ``path`` (created, with its parent directories, on first use).
 
     States go in ``table``, messages in ``<table>_messages``; the file may be the one a ``SqliteCheckpointStore``
-    uses. ``timeout`` is how long a write waits for another process's lock before it fails.
+    uses. ``timeout`` is how long a write waits for another process's lock before it fails. ``limits`` bound what
+    decoding a stored value may cost (``DecodeLimits``).
     """
 
     def __init__(
-        self, path: str | os.PathLike[str], *, table: str = "batonflow_sessions", timeout: float = 10.0
+        self,
+        path: str | os.PathLike[str],
+        *,
+        table: str = "batonflow_sessions",
+        timeout: float = 10.0,
+        limits: DecodeLimits = DEFAULT_LIMITS,
     ) -> None:
+        self.limits = limits
         self._table = check_table_name(table)
         self._messages = f"{table}_messages"
         self._leases = f"{table}_leases"
@@ -83,11 +91,11 @@ class SqliteSessionStore(StoreBase):
             return [bytes(r[0]) for r in rows], None if state is None else bytes(state[0])
 
         messages, state = await self._conn.run(f"cannot read session {session_id!r}", get)
-        return build_data(session_id, messages, state)
+        return build_data(session_id, messages, state, self.limits)
 
     async def append_messages(self, session_id: str, messages: Sequence[Message]) -> None:
         check_session_id(session_id)
-        data = encode_messages(session_id, messages)
+        data = encode_messages(session_id, messages, self.limits)
         if not data:
             return
 
@@ -99,7 +107,7 @@ class SqliteSessionStore(StoreBase):
 
     async def replace_messages(self, session_id: str, messages: Sequence[Message]) -> None:
         check_session_id(session_id)
-        data = encode_messages(session_id, messages)
+        data = encode_messages(session_id, messages, self.limits)
 
         def replace(conn: sqlite3.Connection) -> None:
             with transaction(conn):
@@ -110,7 +118,7 @@ class SqliteSessionStore(StoreBase):
 
     async def set_state(self, session_id: str, state: SessionState) -> None:
         check_session_id(session_id)
-        data = encode_state(session_id, state)
+        data = encode_state(session_id, state, self.limits)
 
         def set_state(conn: sqlite3.Connection) -> None:
             conn.execute(
@@ -159,7 +167,8 @@ class PostgresSessionStore(StoreBase):
     """A session store in the PostgreSQL database at ``dsn`` (``postgresql://user:password@host:port/db``).
 
     States go in ``table``, messages in ``<table>_messages``; both are created on first use. Connecting gives up
-    after ``connect_timeout`` seconds, a statement after ``command_timeout``.
+    after ``connect_timeout`` seconds, a statement after ``command_timeout``. ``limits`` bound what decoding a
+    stored value may cost (``DecodeLimits``).
     """
 
     def __init__(
@@ -170,7 +179,9 @@ class PostgresSessionStore(StoreBase):
         connect_timeout: float = 5.0,
         command_timeout: float | None = 30.0,
         max_connections: int = 10,
+        limits: DecodeLimits = DEFAULT_LIMITS,
     ) -> None:
+        self.limits = limits
         self._table = check_table_name(table)
         self._messages = f"{table}_messages"
         self._leases = f"{table}_leases"
@@ -207,11 +218,11 @@ class PostgresSessionStore(StoreBase):
                 state = await conn.fetchval(f"SELECT state FROM {self._table} WHERE id = $1", session_id)
         except self._db.errors as exc:
             raise self._db.error(f"cannot read session {session_id!r}", exc) from exc
-        return build_data(session_id, [bytes(r[0]) for r in rows], None if state is None else bytes(state))
+        return build_data(session_id, [bytes(r[0]) for r in rows], None if state is None else bytes(state), self.limits)
 
     async def append_messages(self, session_id: str, messages: Sequence[Message]) -> None:
         check_session_id(session_id)
-        data = encode_messages(session_id, messages)
+        data = encode_messages(session_id, messages, self.limits)
         if not data:
             return
         pool = await self._db.get()
@@ -224,7 +235,7 @@ class PostgresSessionStore(StoreBase):
 
     async def replace_messages(self, session_id: str, messages: Sequence[Message]) -> None:
         check_session_id(session_id)
-        data = encode_messages(session_id, messages)
+        data = encode_messages(session_id, messages, self.limits)
         pool = await self._db.get()
         try:
             async with pool.acquire() as conn, conn.transaction():
@@ -236,7 +247,7 @@ class PostgresSessionStore(StoreBase):
 
     async def set_state(self, session_id: str, state: SessionState) -> None:
         check_session_id(session_id)
-        data = encode_state(session_id, state)
+        data = encode_state(session_id, state, self.limits)
         pool = await self._db.get()
         try:
             await pool.execute(

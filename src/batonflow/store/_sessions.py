@@ -19,7 +19,7 @@ from typing import Any, Protocol, runtime_checkable
 from ..errors import CodecError, UserError
 from ..schema import Message
 from ._base import StoreBase, check_id, check_ttl, closed_error
-from ._codec import decode, encode
+from ._codec import DEFAULT_LIMITS, DecodeLimits, decode, encode
 from ._lease import MemoryLeases
 
 __all__ = ["MemorySessionStore", "SessionData", "SessionState", "SessionStore", "check_session_id"]
@@ -126,14 +126,14 @@ def check_messages(messages: Sequence[Message]) -> list[Message]:
     return out
 
 
-def encode_messages(session_id: str, messages: Sequence[Message]) -> list[bytes]:
+def encode_messages(session_id: str, messages: Sequence[Message], limits: DecodeLimits = DEFAULT_LIMITS) -> list[bytes]:
     what = message_what(session_id)
-    return [encode(m, what=what) for m in check_messages(messages)]
+    return [encode(m, what=what, limits=limits) for m in check_messages(messages)]
 
 
-def decode_message(session_id: str, data: bytes) -> Message:
+def decode_message(session_id: str, data: bytes, limits: DecodeLimits = DEFAULT_LIMITS) -> Message:
     what = message_what(session_id)
-    value = decode(data, what=what)
+    value = decode(data, what=what, limits=limits)
     return expect_message(value, what)
 
 
@@ -181,22 +181,24 @@ def state_from_value(value: Any, what: str) -> SessionState:
     return SessionState(**value)
 
 
-def encode_state(session_id: str, state: SessionState) -> bytes:
-    return encode(state_to_value(state), what=state_what(session_id))
+def encode_state(session_id: str, state: SessionState, limits: DecodeLimits = DEFAULT_LIMITS) -> bytes:
+    return encode(state_to_value(state), what=state_what(session_id), limits=limits)
 
 
-def decode_state(session_id: str, data: bytes) -> SessionState:
+def decode_state(session_id: str, data: bytes, limits: DecodeLimits = DEFAULT_LIMITS) -> SessionState:
     what = state_what(session_id)
-    return state_from_value(decode(data, what=what), what)
+    return state_from_value(decode(data, what=what, limits=limits), what)
 
 
-def build_data(session_id: str, messages: list[bytes], state: bytes | None) -> SessionData | None:
+def build_data(
+    session_id: str, messages: list[bytes], state: bytes | None, limits: DecodeLimits = DEFAULT_LIMITS
+) -> SessionData | None:
     """The ``SessionData`` of raw stored values, as the byte-storing backends read them."""
     if not messages and state is None:
         return None
     return SessionData(
-        messages=[decode_message(session_id, m) for m in messages],
-        state=SessionState() if state is None else decode_state(session_id, state),
+        messages=[decode_message(session_id, m, limits) for m in messages],
+        state=SessionState() if state is None else decode_state(session_id, state, limits),
     )
 
 
@@ -206,9 +208,11 @@ def build_data(session_id: str, messages: list[bytes], state: bytes | None) -> S
 class MemorySessionStore(StoreBase):
     """Sessions in this process's memory. Values still go through the codec, so what works here works on every
     backend, and a value read back is a copy, never the object that was saved. Every method finishes without
-    awaiting, so each one is atomic with respect to the other tasks of the event loop."""
+    awaiting, so each one is atomic with respect to the other tasks of the event loop. ``limits`` bound what
+    decoding a stored value may cost (``DecodeLimits``)."""
 
-    def __init__(self) -> None:
+    def __init__(self, *, limits: DecodeLimits = DEFAULT_LIMITS) -> None:
+        self.limits = limits
         self._messages: dict[str, list[bytes]] = {}
         self._states: dict[str, bytes] = {}
         self._leases = MemoryLeases()
@@ -217,18 +221,20 @@ class MemorySessionStore(StoreBase):
         check_session_id(session_id)
         check_last(last)
         self._check_open()
-        return build_data(session_id, tail(self._messages.get(session_id, []), last), self._states.get(session_id))
+        return build_data(
+            session_id, tail(self._messages.get(session_id, []), last), self._states.get(session_id), self.limits
+        )
 
     async def append_messages(self, session_id: str, messages: Sequence[Message]) -> None:
         check_session_id(session_id)
-        data = encode_messages(session_id, messages)
+        data = encode_messages(session_id, messages, self.limits)
         self._check_open()
         if data:
             self._messages.setdefault(session_id, []).extend(data)
 
     async def replace_messages(self, session_id: str, messages: Sequence[Message]) -> None:
         check_session_id(session_id)
-        data = encode_messages(session_id, messages)
+        data = encode_messages(session_id, messages, self.limits)
         self._check_open()
         if data:
             self._messages[session_id] = data
@@ -237,7 +243,7 @@ class MemorySessionStore(StoreBase):
 
     async def set_state(self, session_id: str, state: SessionState) -> None:
         check_session_id(session_id)
-        data = encode_state(session_id, state)
+        data = encode_state(session_id, state, self.limits)
         self._check_open()
         self._states[session_id] = data
 

@@ -13,6 +13,7 @@ import sqlite3
 import time
 
 from ._base import StoreBase, check_checkpoint_id, check_table_name, check_ttl
+from ._codec import DEFAULT_LIMITS, DecodeLimits
 from ._conn import SqliteConnection
 from ._lease import sqlite_claim, sqlite_lease_table, sqlite_release
 
@@ -23,12 +24,19 @@ class SqliteCheckpointStore(StoreBase):
     """A checkpoint store in the SQLite database at ``path`` (created, with its parent directories, on first use).
 
     Checkpoints go in ``table``, resume leases in ``<table>_leases``. ``timeout`` is how long a write waits for
-    another process's lock before it fails.
+    another process's lock before it fails. ``limits`` bound what decoding a checkpoint read from it may cost
+    (``DecodeLimits``): the Runner decodes with them.
     """
 
     def __init__(
-        self, path: str | os.PathLike[str], *, table: str = "batonflow_checkpoints", timeout: float = 10.0
+        self,
+        path: str | os.PathLike[str],
+        *,
+        table: str = "batonflow_checkpoints",
+        timeout: float = 10.0,
+        limits: DecodeLimits = DEFAULT_LIMITS,
     ) -> None:
+        self.limits = limits
         self._table = check_table_name(table)
         self._leases = f"{table}_leases"
         self._db = SqliteConnection(

@@ -21,9 +21,9 @@ from pydantic import BaseModel
 
 from ..schema import Stream
 from ._registry import BY_NAME, BY_TYPE
-from ._wire import CLS, HINT_REGISTER, TAG, PathError, key_segment
+from ._wire import BUDGET, CLS, HINT_REGISTER, TAG, Budget, PathError, key_segment
 
-__all__ = ["from_tree", "to_tree"]
+__all__ = ["build", "from_tree", "to_tree"]
 
 T = TypeVar("T")
 
@@ -127,6 +127,15 @@ _TAG_ENCODERS: dict[type, Callable[[Any], Any]] = {
 
 
 # -- decoding --------------------------------------------------------------------------------------------------------
+
+
+def build(tree: Any, left: int, limit: int) -> Any:
+    """``from_tree(tree)``, refused once the fields filled in from defaults exceed ``left`` of ``limit`` values."""
+    token = BUDGET.set(Budget(left, limit))
+    try:
+        return from_tree(tree)
+    finally:
+        BUDGET.reset(token)
 
 
 def from_tree(obj: Any) -> Any:

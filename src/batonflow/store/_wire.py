@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import re
+from contextvars import ContextVar
 
 from ..errors import CodecError
 
@@ -36,3 +37,24 @@ class PathError(Exception):
 def key_segment(key: str) -> str:
     """``.name`` for identifier keys, ``["odd key"]`` for the rest."""
     return f".{key}" if _IDENTIFIER.match(key) else f"[{json.dumps(key, ensure_ascii=False)}]"
+
+
+class Budget:
+    """What is left of ``DecodeLimits.max_elements`` while a tree is built: the JSON values are counted before
+    parsing, so building spends only on the fields a registered class fills in from its defaults."""
+
+    __slots__ = ("left", "limit")
+
+    def __init__(self, left: int, limit: int) -> None:
+        self.left = left
+        self.limit = limit
+
+    def exceeded(self) -> PathError:
+        return PathError(
+            f"the decoded value grows past the limit of {self.limit:,} values (DecodeLimits.max_elements) "
+            "as registered classes fill in their defaults"
+        )
+
+
+# A context variable, not a global: decoding is synchronous, but threads (and nested decodes) each get their own.
+BUDGET: ContextVar[Budget | None] = ContextVar("batonflow_decode_budget", default=None)
