@@ -99,7 +99,6 @@ class SimpleAgent:
         self.output_schema = output_schema
         self.model_settings = model_settings
         self._schema = Schema.of(output_schema) if output_schema is not None else None
-        self._sleep = sleep
         self._step = ModelStep(
             model,
             settings=model_settings,

@@ -144,27 +144,18 @@ async def _taken(
             return outcome
         case CallTools(message=acting):
             state.messages.append(acting)
-            await _after_model(state, setup, ctx)
-            state.pending, state.completed = acting, {}
-            return None
-        case Answer(message=None):
-            state.messages.append(message)
-            if setup.after_model:
-                await _after_model(state, setup, ctx)
-            return Answer(message, said=True)
         case Answer():
             state.messages.append(message)
-            await _after_model(state, setup, ctx)
-            return outcome
         case Fail() | Retry() | Interrupt():
             return outcome
         case _:
             assert_never(outcome)
-
-
-async def _after_model(state: ReactState, setup: AgentSetup, ctx: RunContext) -> None:
     for hook in setup.after_model:
         await _maybe(hook(state, ctx))
+    if isinstance(outcome, CallTools):
+        state.pending, state.completed = outcome.message, {}
+        return None
+    return Answer(message, said=True) if outcome.message is None else outcome
 
 
 async def _after_failure(
