@@ -7,12 +7,15 @@ failed, a tool that could not be called). Messages say what was expected and wha
 
 from __future__ import annotations
 
+from typing import Any
+
 __all__ = [
     "BatonflowError",
     "CheckpointExistsError",
     "CheckpointNotFoundError",
     "CodecError",
     "ConcatError",
+    "LeaseLostError",
     "MaxIterationsError",
     "ModelConnectionError",
     "ModelError",
@@ -142,7 +145,20 @@ class CheckpointExistsError(RunError):
 
 class ResumeConflictError(RunError):
     """Another runner is resuming the same checkpoint, running under the same checkpoint id, or running the same
-    conversation, right now."""
+    conversation, right now.
+
+    ``holder`` is that runner's lease (``batonflow.store.Lease``: owner, how long held, when it lapses) when the
+    store could tell, else None.
+    """
+
+    def __init__(self, message: str, *, holder: Any = None) -> None:
+        super().__init__(message)
+        self.holder = holder
+
+
+class LeaseLostError(ResumeConflictError):
+    """A runner no longer holds the lease it worked under (it lapsed, and another runner may have taken it): what it
+    was about to write was not written."""
 
 
 class ResumeError(RunError):
