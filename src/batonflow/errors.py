@@ -161,6 +161,25 @@ class LeaseLostError(ResumeConflictError):
     was about to write was not written."""
 
 
+class LeaseLostError(ResumeConflictError):
+    """A write fenced by a lease (``set`` or ``delete`` given an ``owner``) found that the owner no longer holds it:
+    the lease lapsed, perhaps was taken by another worker, or was broken. Nothing was written.
+
+    ``checkpoint_id`` and ``owner`` name the write; ``holder`` and ``held_for`` (seconds) name who holds the lease
+    now, both None when nobody does. It is a ``ResumeConflictError``: another worker may be resuming the same
+    checkpoint, and what it writes must not be overwritten by a worker that was too slow to notice.
+    """
+
+    def __init__(
+        self, message: str, *, checkpoint_id: str, owner: str, holder: str | None = None, held_for: float | None = None
+    ) -> None:
+        super().__init__(message)
+        self.checkpoint_id = checkpoint_id
+        self.owner = owner
+        self.holder = holder
+        self.held_for = held_for
+
+
 class ResumeError(RunError):
     """A run could not be resumed: the checkpoint does not lead to a resumable agent."""
 

@@ -30,6 +30,9 @@ __all__ = ["PostgresPool", "RedisConnection", "SqliteConnection", "ThreadWorker"
 
 R = TypeVar("R")
 
+Schema = str | Callable[[sqlite3.Connection], None]
+"""One step of an SQLite schema: a statement, or a function of the connection (a migration)."""
+
 
 def import_asyncpg(who: str) -> Any:
     try:
@@ -105,11 +108,12 @@ class ThreadWorker:
 class SqliteConnection:
     """An SQLite connection owned by one worker thread (sqlite3 connections must not be shared between threads).
 
-    Autocommit, WAL, ``synchronous=FULL`` (see ``_open_database``); ``schema`` statements run once, on the first
-    call. A call that needs several statements to be atomic wraps them in ``transaction``.
+    Autocommit, WAL, ``synchronous=FULL`` (see ``_open_database``); ``schema`` runs once, on the first call: SQL
+    statements, and functions of the connection for what one statement cannot say (a column added only to a table
+    that lacks it). A call that needs several statements to be atomic wraps them in ``transaction``.
     """
 
-    def __init__(self, path: str | os.PathLike[str], *, timeout: float, schema: Sequence[str], where: str) -> None:
+    def __init__(self, path: str | os.PathLike[str], *, timeout: float, schema: Sequence[Schema], where: str) -> None:
         self.path: str | Path = path if path == ":memory:" else Path(path)
         self._timeout = timeout
         self._schema = tuple(schema)
@@ -133,9 +137,9 @@ class SqliteConnection:
         return self._conn
 
 
-def _open_database(path: str | Path, timeout: float, schema: Sequence[str]) -> sqlite3.Connection:
+def _open_database(path: str | Path, timeout: float, schema: Sequence[Schema]) -> sqlite3.Connection:
     """A connection to the database at ``path`` (its folder made if needed), in WAL mode with full sync, with
-    ``schema``'s statements run in one transaction.
+    ``schema``'s steps run in one write transaction (so that two processes opening an old file migrate it once).
 
     The connection is in autocommit mode (``isolation_level=None``), so each statement is its own transaction and
     nothing is left open; ``synchronous=FULL`` makes what a store reported saved survive a power cut, not only a
@@ -148,8 +152,11 @@ def _open_database(path: str | Path, timeout: float, schema: Sequence[str]) -> s
         _enable_wal(conn, timeout)
         conn.execute("PRAGMA synchronous=FULL")
         conn.execute("BEGIN IMMEDIATE")
-        for statement in schema:
-            conn.execute(statement)
+        for step in schema:
+            if isinstance(step, str):
+                conn.execute(step)
+            else:
+                step(conn)
         conn.execute("COMMIT")
     except BaseException:
         conn.close()  # rolls back what the schema had begun
