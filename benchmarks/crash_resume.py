@@ -1,7 +1,7 @@
 """Resumes killed at random points: ``python -m benchmarks.crash_resume [--runs 500] [--stores ...] [--load]``.
 
 Each run is started here to its approval; a child process (``benchmarks.durable``) resumes it and is sent SIGKILL
-after a random delay, drawn up to twice the time a resume takes, so that the kill lands anywhere from before the
+after a random delay, drawn up to twice the time a resume takes (``--spread``), so that the kill lands anywhere from before the
 claim to after the end. The run is then resumed here until it finishes: a lease the dead child holds is broken (its
 holder is known to be gone) or waited out. Prints, per store, the runs whose refund ran to its end more than once
 (``calls``: what the framework repeated), took effect more than once (``effects``: the refund's idempotency key
@@ -67,7 +67,7 @@ async def recover(runner: Any, run: str, target: str) -> str:
             await asyncio.sleep(0.2)
 
 
-async def crash(kind: str, runs: int, directory: Path) -> dict[str, Any]:
+async def crash(kind: str, runs: int, directory: Path, spread: float = 2.0) -> dict[str, Any]:
     spec = {**store_spec(kind, directory), "lease": 5.0}
     ledger_path = str(directory / f"ledger-crash-{kind}.db")
     ledger = open_ledger(ledger_path)
@@ -88,7 +88,7 @@ async def crash(kind: str, runs: int, directory: Path) -> dict[str, Any]:
                 await child.answer()
                 durations.append(time.perf_counter() - began)
             else:
-                await asyncio.sleep(random.uniform(0, 2 * statistics.median(durations)))
+                await asyncio.sleep(random.uniform(0, spread * statistics.median(durations)))
                 assert child.process.pid is not None
                 os.kill(child.process.pid, signal.SIGKILL)
             await child.close()
@@ -114,10 +114,11 @@ async def main() -> None:
     parser.add_argument("--runs", type=int, default=500)
     parser.add_argument("--stores", nargs="+", default=["sqlite", "postgres", "redis"])
     parser.add_argument("--load", action="store_true", help="a busy process per core while crashing")
+    parser.add_argument("--spread", type=float, default=2.0, help="kill within this many resume times")
     options = parser.parse_args()
     with tempfile.TemporaryDirectory(prefix="bf-crash-") as directory, busy_load(options.load):
         for kind in options.stores:
-            print(json.dumps(await crash(kind, options.runs, Path(directory))), flush=True)
+            print(json.dumps(await crash(kind, options.runs, Path(directory), options.spread)), flush=True)
 
 
 if __name__ == "__main__":

@@ -80,9 +80,10 @@ def build_runner(store: CheckpointStore, ledger: sqlite3.Connection, lease: floa
         run = ctx.get_session_value("run")
         # Releases before the key existed: every call is a new request to the service.
         key = getattr(ctx, "idempotency_key", None) or uuid.uuid4().hex
-        with ledger:  # the payment service: one transaction per refund request
-            ledger.execute("INSERT INTO calls VALUES (?, ?, ?)", (run, key, os.getpid()))
-            ledger.execute("INSERT OR IGNORE INTO effects VALUES (?, ?)", (key, run))
+        ledger.execute("BEGIN IMMEDIATE")  # the payment service: one transaction per refund request
+        ledger.execute("INSERT INTO calls VALUES (?, ?, ?)", (run, key, os.getpid()))
+        ledger.execute("INSERT OR IGNORE INTO effects VALUES (?, ?)", (key, run))
+        ledger.execute("COMMIT")
         return f"order {order_id} refunded"
 
     def worker_model(messages: list[Message], tools: list[ToolInfo]) -> Message:

@@ -12,6 +12,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
+import os
 import sys
 import tempfile
 import uuid
@@ -20,8 +21,9 @@ from typing import Any
 
 from .durable import build_runner, build_store, open_ledger, refunds, start
 
-POSTGRES_DSN = "postgresql://postgres@127.0.0.1:5432/test"
-REDIS_URL = "redis://127.0.0.1:6379/0"
+# The servers the tests use, and the same variables to point elsewhere.
+POSTGRES_DSN = os.environ.get("BATONFLOW_TEST_POSTGRES_DSN", "postgresql://postgres@127.0.0.1:5432/test")
+REDIS_URL = os.environ.get("BATONFLOW_TEST_REDIS_URL", "redis://127.0.0.1:6379/0")
 ROOT = Path(__file__).resolve().parent.parent
 
 

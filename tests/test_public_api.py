@@ -47,7 +47,6 @@ def test_public_api_is_pinned() -> None:
             "HistoryRewriter",
             "InterruptCtx",
             "InterruptInfo",
-            "LeaseLostError",
             "LoopAgent",
             "MaxIterationsError",
             "MemoryCheckpointStore",

@@ -147,18 +147,13 @@ class ResumeConflictError(RunError):
     """Another runner is resuming the same checkpoint, running under the same checkpoint id, or running the same
     conversation, right now.
 
-    ``holder`` is that runner's lease (``batonflow.store.Lease``: owner, how long held, when it lapses) when the
-    store could tell, else None.
+    ``lease`` is that runner's lease (``batonflow.store.Lease``: its owner, how long it has held it, when it lapses)
+    when the store could tell, else None.
     """
 
-    def __init__(self, message: str, *, holder: Any = None) -> None:
+    def __init__(self, message: str, *, lease: Any = None) -> None:
         super().__init__(message)
-        self.holder = holder
-
-
-class LeaseLostError(ResumeConflictError):
-    """A runner no longer holds the lease it worked under (it lapsed, and another runner may have taken it): what it
-    was about to write was not written."""
+        self.lease = lease
 
 
 class LeaseLostError(ResumeConflictError):

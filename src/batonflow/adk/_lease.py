@@ -67,7 +67,9 @@ class LeaseHolder:
         if self.lost:
             raise LeaseLostError(
                 f"{self.what}: this runner lost its lease (it could not renew it within its {self.ttl:g} s ttl, or "
-                "another runner took it): it stops before it runs another tool, and writes nothing more under it"
+                "another runner took it): it stops before it runs another tool, and writes nothing more under it",
+                checkpoint_id=self.key,
+                owner=self.owner,
             )
 
     async def release(self) -> None:
@@ -131,7 +133,7 @@ async def conflict(
         f"{what} is being {doing} by another runner: its lease is held by {lease.owner!r} for "
         f"{lease.held_for:.1f} s and lapses in {lease.expires_in:.1f} s unless renewed; if that runner is gone, "
         f"break it with {breaker}({key!r}, {lease.owner!r})",
-        holder=lease,
+        lease=lease,
     )
 
 
