@@ -28,7 +28,7 @@ from typing import Any
 
 from batonflow.adk import ChatModelAgent, InterruptInfo, Runner, set_sub_agents
 from batonflow.errors import CheckpointNotFoundError, ResumeConflictError
-from batonflow.schema import Message, ToolInfo, assistant
+from batonflow.schema import Message, assistant
 from batonflow.store import CheckpointStore, PostgresCheckpointStore, RedisCheckpointStore, SqliteCheckpointStore
 from batonflow.testing import FunctionModel, tool_calls
 from batonflow.tools import ToolContext, tool
@@ -86,14 +86,14 @@ def build_runner(store: CheckpointStore, ledger: sqlite3.Connection, lease: floa
         ledger.execute("COMMIT")
         return f"order {order_id} refunded"
 
-    def worker_model(messages: list[Message], tools: list[ToolInfo]) -> Message:
+    def worker_model(messages: list[Message], tools: list[Any]) -> Message:
         if not _has_result(messages, "lookup"):
             return tool_calls(("lookup", {"order_id": 1042}), id_prefix="look_")
         if not _has_result(messages, "refund"):
             return tool_calls(("refund", {"order_id": 1042}), id_prefix="pay_")
         return assistant("order 1042 refunded")
 
-    def router_model(messages: list[Message], tools: list[ToolInfo]) -> Message:
+    def router_model(messages: list[Message], tools: list[Any]) -> Message:
         return tool_calls(("transfer_to_agent", {"agent_name": "worker"}))
 
     worker = ChatModelAgent(

@@ -8,8 +8,8 @@ store after each tool batch, before the next model call. A retry of the resume r
 whose key is in the journal gives its recorded result instead of running, so finished tools are not run again and
 the model is not asked again what it already answered; the first step that is not there runs for real.
 
-The keys are the agent's address in the run and a count: the model replies an agent had at that address, or the
-loop's turn and the call's id for a tool. Replaying from the same base with the same results takes the same path,
+The keys are the agent's address in the run and a count: the model replies an agent had at that address, or, for a
+tool, which run of the loop at that address (``ReactState.visit``), its turn, and the call's id. Replaying from the same base with the same results takes the same path,
 so each key comes back in the same place (the durable-execution contract: agents decide from their inputs, not from
 the clock).
 
@@ -59,13 +59,10 @@ def journal_chunk_id(checkpoint_id: str, n: int) -> str:
     return f"batonflow-journal:{digest}:{n}"
 
 
-_MISSING: Any = object()
-
-
 class Journal:
     """The steps of one resume of ``checkpoint_id``: those recorded by earlier attempts (replayed) and new ones.
 
-    ``fence`` is awaited before each flush and before a batch of tools runs: it raises ``LeaseLostError`` when the
+    ``fence`` is called before each write and before a batch of tools runs: it raises ``LeaseLostError`` when the
     resume no longer holds its checkpoint's lease, so a resumer that lost it stops before it runs another tool.
     """
 
@@ -159,10 +156,8 @@ class Journal:
         return f"tool|{format_address(address)}|{visit}.{turn}|{call_id}"
 
     def recorded(self, key: str) -> Any:
-        """The step an earlier attempt recorded under ``key``, or ``Journal.MISSING``."""
-        return self.replay.get(key, _MISSING)
-
-    MISSING = _MISSING
+        """The step an earlier attempt recorded under ``key`` (a message or a tool result), or None."""
+        return self.replay.get(key)
 
     def record(self, key: str, value: Any) -> None:
         self.steps[key] = value
@@ -189,7 +184,6 @@ class Journal:
             chunk.targets = None
             data = encode(chunk, limits=self._limits)
         await self._set(journal_chunk_id(self.checkpoint_id, self._flushed), data)
-        self.replay.update(self.steps)
         self.steps = {}
         self._flushed += 1
 
