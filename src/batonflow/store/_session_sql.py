@@ -90,7 +90,7 @@ class SqliteSessionStore(StoreBase):
                 state = conn.execute(f"SELECT state FROM {self._table} WHERE id = ?", (session_id,)).fetchone()
             return [bytes(r[0]) for r in rows], None if state is None else bytes(state[0])
 
-        messages, state = await self._conn.run(f"cannot read session {session_id!r}", get)
+        messages, state = await self._conn.run(f"cannot read session {session_id!r}", get, read=True)
         return build_data(session_id, messages, state, self.limits)
 
     async def append_messages(self, session_id: str, messages: Sequence[Message]) -> None:

@@ -1,7 +1,8 @@
 """Checkpoints in an SQLite file: the embedded default, safe across processes and crashes.
 
-The standard library's ``sqlite3`` runs in one worker thread per store, which owns the connection (what
-``aiosqlite`` does too, without the extra dependency). Every write is one statement, hence one transaction: in WAL
+The standard library's ``sqlite3`` runs in two threads per store, each owning a connection (what ``aiosqlite``
+does too, without the extra dependency): a writer, which commits the writes waiting for it in one transaction, each
+in a savepoint of its own so that it succeeds or fails alone, and a reader. Every write is one statement: in WAL
 mode a reader sees the previous checkpoint or the new one, and a process killed mid-write leaves the previous one
 readable. Other processes on the same file contend through SQLite's locks, waiting up to ``timeout`` seconds.
 """
@@ -60,7 +61,7 @@ class SqliteCheckpointStore(StoreBase):
             row = conn.execute(f"SELECT data FROM {self._table} WHERE id = ?", (checkpoint_id,)).fetchone()
             return None if row is None else bytes(row[0])
 
-        return await self._db.run(f"cannot read checkpoint {checkpoint_id!r}", get)
+        return await self._db.run(f"cannot read checkpoint {checkpoint_id!r}", get, read=True)
 
     async def set(self, checkpoint_id: str, data: bytes) -> None:
         check_checkpoint_id(checkpoint_id)
