@@ -214,8 +214,12 @@ class PostgresPool:
                 raise NoAnswer() from exc
             raise
         finally:
-            timer.cancel()
-            await pool.release(conn)  # at once for a terminated connection
+            try:  # still under the deadline: asyncpg resets a connection it takes back, a round trip to the server
+                await pool.release(conn)
+            except self._driver_errors:
+                pass  # the reset failed and asyncpg closed the connection; what the statements did stands
+            finally:
+                timer.cancel()
 
     async def _opened(self) -> asyncpg.Pool:
         if self._pool is not None:
