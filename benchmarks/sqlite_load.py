@@ -1,13 +1,14 @@
 """Many concurrent resumes on one SQLite checkpoint store: ``python -m benchmarks.sqlite_load [--resumes 10000]``.
 
-A resume does what the Runner does around a resumed run: claim the checkpoint's lease, read the checkpoint, save
-the new one (or delete it, when the run has finished: every other resume here), release the lease. The store is
-pre-seeded with one checkpoint per resume, each of 5 to 20 KB of incompressible bytes (a checkpoint is zlib
-compressed), then all the resumes start at once as asyncio tasks, on distinct ids, through one
-``SqliteCheckpointStore`` in a temporary directory. Prints resumes per second and the p50 and p99 latency of one
-resume (from the moment all started, so it includes the wait in the queue), after checking that every resume won
-its claim and read its checkpoint and that the file holds what they wrote. ``--option key=value`` passes a store
-option (a number or a word); runs on the code on ``PYTHONPATH``, so the figure can be taken on another checkout.
+A resume does what the Runner does around a resumed run: claim the checkpoint's lease, read the checkpoint, save the new
+one (or delete it, when the run has finished: every other resume here), release the lease. The store is pre-seeded with
+one checkpoint per resume, each of 5 to 20 KB of incompressible bytes (a checkpoint is zlib compressed), then all the
+resumes start at once as asyncio tasks, on distinct ids, through one ``SqliteCheckpointStore`` in a temporary directory.
+Prints resumes per second and the p50 and p99 latency of one resume (from the moment all started, so it includes the
+wait in the queue), and the CPU time the process took (the steadier figure when other work shares the machine), after
+checking that every resume won its claim and read its checkpoint and that the file holds what they wrote. ``--option
+key=value`` passes a store option (a number or a word); runs on the code on ``PYTHONPATH``, so the figure can be taken
+on another checkout.
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ import argparse
 import asyncio
 import os
 import random
+import resource
 import sqlite3
 import statistics
 import tempfile
@@ -74,17 +76,26 @@ async def probe(resumes: int, options: dict[str, Any]) -> dict[str, float]:
         path = Path(folder) / "checkpoints.db"
         await seed(path, old)
         async with SqliteCheckpointStore(path, **options) as store:
+            cpu_before = _cpu()
             started = time.perf_counter()
             latencies = await asyncio.gather(*(resume(store, i, new[i], old[i], started) for i in range(resumes)))
             seconds = time.perf_counter() - started
+            cpu = _cpu() - cpu_before
         check_file(path, new)
     ordered = sorted(latencies)
     return {
         "seconds": seconds,
+        "cpu": cpu,
         "per_second": resumes / seconds,
         "p50": statistics.median(ordered),
         "p99": ordered[min(len(ordered) - 1, round(0.99 * len(ordered)))],
     }
+
+
+def _cpu() -> float:
+    """CPU seconds of this process, all threads: steadier than wall time on a machine that is busy with other work."""
+    usage = resource.getrusage(resource.RUSAGE_SELF)
+    return usage.ru_utime + usage.ru_stime
 
 
 def option(text: str) -> tuple[str, Any]:
@@ -105,7 +116,9 @@ def main() -> None:
     print(
         f"{args.resumes} concurrent resumes (claim, get, set or delete, release) on one SqliteCheckpointStore "
         f"(options {options or 'default'}, {os.cpu_count()} cores): {result['per_second']:,.0f} resumes/s "
-        f"({result['seconds']:.2f} s), latency p50 {result['p50'] * 1000:,.0f} ms, p99 {result['p99'] * 1000:,.0f} ms"
+        f"({result['seconds']:.2f} s, CPU {result['cpu']:.2f} s: {result['cpu'] / args.resumes * 1e6:,.0f} µs per resume), "
+        f"latency p50 {result['p50'] * 1000:,.0f} ms, p99 {result['p99'] * 1000:,.0f} ms, load average "
+        f"{os.getloadavg()[0]:.1f}"
     )
 
 
