@@ -38,6 +38,7 @@ def test_public_api_is_pinned() -> None:
             "CheckpointStore",
             "CodecError",
             "ConcatError",
+            "LeaseLostError",
             "ExitTool",
             "FlowAgent",
             "ForcedTool",
@@ -132,6 +133,8 @@ def test_errors_form_one_tree() -> None:
         errors.ModelTimeoutError,
         errors.ToolArgumentsError,
         errors.CheckpointExistsError,
+        errors.LeaseLostError,
     ):
         assert issubclass(run_error, errors.RunError)
         assert not issubclass(run_error, errors.UserError)
+    assert issubclass(errors.LeaseLostError, errors.ResumeConflictError)  # a conflict, caught where conflicts are

@@ -67,6 +67,7 @@ from .errors import CheckpointExistsError as CheckpointExistsError
 from .errors import CheckpointNotFoundError as CheckpointNotFoundError
 from .errors import CodecError as CodecError
 from .errors import ConcatError as ConcatError
+from .errors import LeaseLostError as LeaseLostError
 from .errors import MaxIterationsError as MaxIterationsError
 from .errors import ModelConnectionError as ModelConnectionError
 from .errors import ModelError as ModelError
@@ -164,6 +165,7 @@ __all__ = [
     "HistoryRewriter",
     "InterruptCtx",
     "InterruptInfo",
+    "LeaseLostError",
     "LoopAgent",
     "MaxIterationsError",
     "MemoryCheckpointStore",

@@ -13,6 +13,7 @@ __all__ = [
     "CheckpointNotFoundError",
     "CodecError",
     "ConcatError",
+    "LeaseLostError",
     "MaxIterationsError",
     "ModelConnectionError",
     "ModelError",
@@ -143,6 +144,25 @@ class CheckpointExistsError(RunError):
 class ResumeConflictError(RunError):
     """Another runner is resuming the same checkpoint, running under the same checkpoint id, or running the same
     conversation, right now."""
+
+
+class LeaseLostError(ResumeConflictError):
+    """A write fenced by a lease (``set`` or ``delete`` given an ``owner``) found that the owner no longer holds it:
+    the lease lapsed, perhaps was taken by another worker, or was broken. Nothing was written.
+
+    ``checkpoint_id`` and ``owner`` name the write; ``holder`` and ``held_for`` (seconds) name who holds the lease
+    now, both None when nobody does. It is a ``ResumeConflictError``: another worker may be resuming the same
+    checkpoint, and what it writes must not be overwritten by a worker that was too slow to notice.
+    """
+
+    def __init__(
+        self, message: str, *, checkpoint_id: str, owner: str, holder: str | None = None, held_for: float | None = None
+    ) -> None:
+        super().__init__(message)
+        self.checkpoint_id = checkpoint_id
+        self.owner = owner
+        self.holder = holder
+        self.held_for = held_for
 
 
 class ResumeError(RunError):

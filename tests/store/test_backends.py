@@ -11,19 +11,23 @@ import uuid
 from collections.abc import AsyncIterator, Awaitable, Callable
 from pathlib import Path
 from typing import Any
+from unittest.mock import ANY
 
+import asyncpg
 import pytest
 import redis.asyncio
 
-from batonflow.errors import RunError, StoreError, UserError
+from batonflow.errors import LeaseLostError, RunError, StoreError, UserError
 from batonflow.schema import assistant, user
 from batonflow.store import (
     CheckpointStore,
     PostgresCheckpointStore,
+    PostgresSessionStore,
     RedisCheckpointStore,
     RedisSessionStore,
     SessionState,
     SqliteCheckpointStore,
+    SqliteSessionStore,
 )
 
 # -- SQLite ------------------------------------------------------------------------------------------------------------
@@ -78,6 +82,109 @@ def test_table_names_must_be_plain_identifiers(tmp_path: Path, table: str) -> No
         PostgresCheckpointStore("postgresql://postgres@127.0.0.1:5432/test", table=table)
 
 
+# -- leases taken by the previous release --------------------------------------------------------------------------------
+
+# The lease table as the previous release created it: no claimed_at.
+OLD_SQLITE_LEASES = "CREATE TABLE {table} (id TEXT PRIMARY KEY, owner TEXT NOT NULL, expires_at REAL NOT NULL)"
+OLD_POSTGRES_LEASES = "CREATE TABLE {table} (id TEXT PRIMARY KEY, owner TEXT NOT NULL, expires_at TIMESTAMPTZ NOT NULL)"
+
+
+async def check_an_old_lease_still_holds(store: Any, key: str) -> None:
+    """What every backend must do with a lease "old-worker" took under the previous release, 30 s ago at most."""
+    assert await store.claim(key, "worker-b", 30) is False  # still exclusive
+    lease = await store.holder(key)
+    assert lease is not None
+    assert (lease.owner, lease.held_for) == ("old-worker", 0.0)  # its start was not recorded
+    assert 0 < lease.expires_in <= 30
+    assert await store.break_lease(key, "worker-b") is False
+    assert await store.break_lease(key, "old-worker") is True
+    assert await store.claim(key, "worker-b", 30)
+    lease = await store.holder(key)
+    assert lease is not None and lease.owner == "worker-b"
+    assert lease.held_for + lease.expires_in == pytest.approx(30, abs=0.01)
+
+
+@pytest.mark.parametrize("kind", ["checkpoints", "sessions"])
+async def test_sqlite_migrates_a_lease_table_of_the_previous_release(tmp_path: Path, kind: str) -> None:
+    path = tmp_path / "old.db"
+    table = f"batonflow_{kind}_leases"
+    with sqlite3.connect(path) as conn:
+        conn.execute(OLD_SQLITE_LEASES.format(table=table))
+        conn.execute(f"INSERT INTO {table} VALUES ('run-1', 'old-worker', ?)", (time.time() + 30,))
+    conn.close()
+    cls = SqliteCheckpointStore if kind == "checkpoints" else SqliteSessionStore
+    async with cls(path) as store:
+        await check_an_old_lease_still_holds(store, "run-1")
+    with sqlite3.connect(path) as conn:
+        columns = [row[1] for row in conn.execute(f"PRAGMA table_info({table})")]
+    conn.close()
+    assert columns == ["id", "owner", "expires_at", "claimed_at"]
+    async with cls(path) as store:  # opening a migrated file again changes nothing
+        lease = await store.holder("run-1")
+        assert lease is not None and lease.owner == "worker-b"
+
+
+@pytest.mark.parametrize("spec", ["postgres"], indirect=True)
+@pytest.mark.parametrize("kind", ["checkpoints", "sessions"])
+async def test_postgres_migrates_a_lease_table_of_the_previous_release(spec: dict[str, Any], kind: str) -> None:
+    table = f"{spec['args']['table']}_leases"
+    conn = await asyncpg.connect(spec["args"]["dsn"])
+    try:
+        await conn.execute(OLD_POSTGRES_LEASES.format(table=table))
+        await conn.execute(f"INSERT INTO {table} VALUES ('run-1', 'old-worker', now() + interval '30 seconds')")
+        cls = PostgresCheckpointStore if kind == "checkpoints" else PostgresSessionStore
+        async with cls(**spec["args"]) as store:
+            await check_an_old_lease_still_holds(store, "run-1")
+        async with cls(**spec["args"]) as store:  # opening a migrated table again changes nothing
+            lease = await store.holder("run-1")
+            assert lease is not None and lease.owner == "worker-b"
+        columns = await conn.fetch(
+            "SELECT column_name FROM information_schema.columns WHERE table_name = $1 ORDER BY ordinal_position", table
+        )
+        assert [c["column_name"] for c in columns] == ["id", "owner", "expires_at", "claimed_at"]
+    finally:
+        await conn.close()
+
+
+@pytest.mark.parametrize("kind", ["checkpoints", "sessions"])
+async def test_redis_reads_a_lease_of_the_previous_release(redis_prefix: str, kind: str) -> None:
+    # The previous release kept a lease as a plain string: the owner, with an expiry.
+    store: Any
+    if kind == "checkpoints":
+        store, key = RedisCheckpointStore(REDIS_URL, prefix=redis_prefix), f"{redis_prefix}lease:run-1"
+    else:
+        store, key = RedisSessionStore(REDIS_URL, prefix=redis_prefix), f"{redis_prefix}run-1:lease"
+    client = redis.asyncio.Redis.from_url(REDIS_URL)
+    try:
+        await client.set(key, "old-worker", px=30_000)
+        async with store:
+            await check_an_old_lease_still_holds(store, "run-1")
+            assert await client.type(key) == b"hash"
+            await client.set(key, "old-worker", px=30_000)
+            assert await store.claim("run-1", "old-worker", 30)  # its owner renews it in the new form
+            assert await client.hgetall(key) == {b"owner": b"old-worker", b"since": ANY}
+            await client.set(key, "old-worker", px=30_000)
+            await store.release("run-1", "old-worker")
+            assert await client.exists(key) == 0
+    finally:
+        await client.aclose()
+
+
+async def test_redis_fences_writes_with_a_lease_of_the_previous_release(redis_prefix: str) -> None:
+    key = f"{redis_prefix}lease:run-1"
+    client = redis.asyncio.Redis.from_url(REDIS_URL)
+    try:
+        await client.set(key, "old-worker", px=30_000)
+        async with RedisCheckpointStore(REDIS_URL, prefix=redis_prefix) as store:
+            with pytest.raises(LeaseLostError, match=r"found it held by 'old-worker' for 0\.0 s"):
+                await store.set("run-1", b"data", owner="worker-b")
+            assert await store.get("run-1") is None
+            await store.set("run-1", b"data", owner="old-worker")
+            assert await store.get("run-1") == b"data"
+    finally:
+        await client.aclose()
+
+
 # -- unreachable servers -------------------------------------------------------------------------------------------------
 
 
@@ -93,7 +200,22 @@ OPERATIONS: dict[str, Callable[[CheckpointStore], Awaitable[object]]] = {
     "delete": lambda s: s.delete("run-1"),
     "claim": lambda s: s.claim("run-1", "worker-a", 30),
     "release": lambda s: s.release("run-1", "worker-a"),
+    "holder": lambda s: s.holder("run-1"),  # type: ignore[attr-defined]
+    "break_lease": lambda s: s.break_lease("run-1", "worker-a"),  # type: ignore[attr-defined]
+    "fenced set": lambda s: s.set("run-1", b"data", owner="worker-a"),  # type: ignore[call-arg]
+    "fenced delete": lambda s: s.delete("run-1", owner="worker-a"),  # type: ignore[call-arg]
 }
+
+
+VERBS = {
+    "get": "read",
+    "set": "write",
+    "fenced set": "write",
+    "fenced delete": "delete",
+    "holder": "read the lease of",
+    "break_lease": "break the lease of",
+}
+READS = {"get", "holder"}  # the rest write, so their messages say that nothing was written
 
 
 @pytest.mark.parametrize("operation", OPERATIONS)
@@ -105,10 +227,10 @@ async def test_unreachable_postgres_fails_fast_with_a_store_error(operation: str
         await OPERATIONS[operation](store)
     assert time.monotonic() - started < 10
     message = str(caught.value)
-    verb = {"get": "read", "set": "write"}.get(operation, operation)
+    verb = VERBS.get(operation, operation)
     assert message.startswith(f"PostgreSQL checkpoint store at 127.0.0.1:{port}: cannot {verb} checkpoint 'run-1': ")
     assert ": could not connect (" in message
-    assert message.endswith(")" if operation == "get" else "): nothing was written")
+    assert message.endswith(")" if operation in READS else "): nothing was written")
     assert "secret" not in message
     assert caught.value.backend == "postgres"
     assert isinstance(caught.value, RunError)
@@ -124,10 +246,10 @@ async def test_unreachable_redis_fails_fast_with_a_store_error(operation: str) -
         await OPERATIONS[operation](store)
     assert time.monotonic() - started < 10
     message = str(caught.value)
-    verb = {"get": "read", "set": "write"}.get(operation, operation)
+    verb = VERBS.get(operation, operation)
     assert message.startswith(f"Redis checkpoint store at 127.0.0.1:{port}: cannot {verb} checkpoint 'run-1': ")
     assert ": could not connect (" in message
-    assert message.endswith(")" if operation == "get" else "): nothing was written")
+    assert message.endswith(")" if operation in READS else "): nothing was written")
     assert "secret" not in message
     assert caught.value.backend == "redis"
     await store.close()

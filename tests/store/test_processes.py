@@ -7,6 +7,7 @@ import inspect
 import json
 import os
 import random
+import re
 import signal
 import sys
 import textwrap
@@ -15,10 +16,25 @@ from typing import Any
 
 import pytest
 
-from batonflow.store import SqliteCheckpointStore, decode
+from batonflow.store import (
+    PostgresCheckpointStore,
+    RedisCheckpointStore,
+    SqliteCheckpointStore,
+    decode,
+)
 
 Spec = dict[str, Any]
 SHARED_BACKENDS = ["sqlite", "postgres", "redis"]  # the ``spec`` fixture (conftest.py) builds fresh ones
+CLASSES: dict[str, Any] = {
+    "sqlite": SqliteCheckpointStore,
+    "postgres": PostgresCheckpointStore,
+    "redis": RedisCheckpointStore,
+}
+
+
+def build_store(spec: Spec) -> Any:
+    return CLASSES[spec["kind"]](**spec["args"])
+
 
 _BUILD = """
 import asyncio, json, sys
@@ -116,6 +132,81 @@ async def test_two_processes_claiming_one_session_at_once_let_exactly_one_win(sp
             assert sorted(results) == ["lost", "won"]
         for child in children:
             assert await asyncio.wait_for(child.wait(), timeout=60) == 0
+    finally:
+        for child in children:
+            if child.returncode is None:
+                child.kill()
+                await child.wait()
+
+
+# -- fenced writes across processes ------------------------------------------------------------------------------------
+
+# The slow worker: claim for a short ttl, then save its progress through the fence as fast as it can, until a write
+# loses; then, on the parent's word, try once more.
+_SLOW_WRITER = (
+    _BUILD
+    + """
+from batonflow.errors import LeaseLostError
+
+async def main(spec):
+    async with build(spec) as store:
+        assert await store.claim("run-1", "slow", 0.5)
+        print("claimed", flush=True)
+        n = 0
+        try:
+            while True:
+                await store.set("run-1", f"slow {n}".encode(), owner="slow")
+                n += 1
+        except LeaseLostError as error:
+            print(f"lost after {n} writes", flush=True)
+        sys.stdin.readline()
+        try:
+            await store.set("run-1", b"slow, too late", owner="slow")
+            print("written", flush=True)
+        except LeaseLostError as error:
+            print(f"lost to {error.holder}", flush=True)
+
+asyncio.run(main(json.loads(sys.argv[1])))
+"""
+)
+
+# The next worker: claim as soon as the lease is free, then save through the fence.
+_NEXT_WRITER = (
+    _BUILD
+    + """
+async def main(spec):
+    async with build(spec) as store:
+        while not await store.claim("run-1", "next", 30):
+            await asyncio.sleep(0.005)
+        await store.set("run-1", b"next's", owner="next")
+        print("won", flush=True)
+
+asyncio.run(main(json.loads(sys.argv[1])))
+"""
+)
+
+
+@pytest.mark.parametrize("spec", SHARED_BACKENDS, indirect=True)
+async def test_a_lapsed_holders_fenced_writes_lose_to_the_process_that_reclaimed(spec: Spec) -> None:
+    slow = await _spawn(_SLOW_WRITER, json.dumps(spec))
+    children = [slow]
+    try:
+        assert await _read_line(slow) == "claimed"
+        children.append(next_ := await _spawn(_NEXT_WRITER, json.dumps(spec)))  # races the slow one's writes
+        assert await _read_line(next_) == "won"
+        lost = await _read_line(slow)
+        assert re.fullmatch(r"lost after [1-9]\d* writes", lost), lost
+        assert slow.stdin is not None
+        slow.stdin.write(b"go\n")
+        await slow.stdin.drain()
+        assert await _read_line(slow) == "lost to next"
+        for child in children:
+            assert await asyncio.wait_for(child.wait(), timeout=60) == 0
+        store = build_store(spec)
+        try:
+            assert await store.get("run-1") == b"next's"  # no write of the slow one landed after the claim
+        finally:
+            await store.close()
     finally:
         for child in children:
             if child.returncode is None:

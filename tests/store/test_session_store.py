@@ -15,7 +15,7 @@ import sqlite3
 import sys
 import time
 import uuid
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -30,6 +30,8 @@ from batonflow.errors import CodecError, StoreError, UserError
 from batonflow.schema import FunctionCall, ImagePart, Message, ResponseMeta, ToolCall, Usage, assistant, user
 from batonflow.store import (
     FileSessionStore,
+    InspectableLeases,
+    Lease,
     MemorySessionStore,
     PostgresSessionStore,
     RedisSessionStore,
@@ -230,6 +232,8 @@ OPERATIONS: dict[str, Callable[[SessionStore, Any], Any]] = {
     "delete": lambda store, id: store.delete(id),
     "claim": lambda store, id: store.claim(id, "worker-a", 30),
     "release": lambda store, id: store.release(id, "worker-a"),
+    "holder": lambda store, id: store.holder(id),  # type: ignore[attr-defined]
+    "break_lease": lambda store, id: store.break_lease(id, "worker-a"),  # type: ignore[attr-defined]
 }
 
 
@@ -466,6 +470,99 @@ async def test_a_session_lease_lives_apart_from_the_session(store: SessionStore)
     assert await store.get("s1") == SessionData(state=SessionState(pending=True))
 
 
+async def poll(check: Callable[[], Awaitable[bool]], what: str) -> None:
+    """Wait until ``check()`` is true: a lease lapses on the store's clock, which a test can only watch. Ten seconds
+    is far beyond any wait here; it only keeps a broken store from hanging the suite."""
+    deadline = time.monotonic() + 10
+    while not await check():
+        if time.monotonic() > deadline:
+            pytest.fail(f"still waiting, after 10 s, for {what}")
+        await asyncio.sleep(0.02)
+
+
+async def lapsed(store: Any, session_id: str) -> None:
+    async def free() -> bool:
+        return await store.holder(session_id) is None
+
+    await poll(free, f"the lease on {session_id!r} to lapse")
+
+
+async def test_every_backend_shows_and_breaks_its_leases(store: SessionStore) -> None:
+    assert isinstance(store, InspectableLeases)
+
+
+async def test_holder_of_a_session_names_the_owner_and_the_times(store: Any) -> None:
+    assert await store.holder("s1") is None
+    await store.set_state("s1", SessionState(pending=True))  # a session is not a lease
+    assert await store.holder("s1") is None
+    assert await store.claim("s1", "worker-a", 30)
+    lease = await store.holder("s1")
+    assert isinstance(lease, Lease)
+    assert lease.owner == "worker-a"
+    assert lease.held_for >= 0 and 0 < lease.expires_in <= 30
+    assert lease.held_for + lease.expires_in == pytest.approx(30, abs=0.01)
+    assert await store.holder("s2") is None
+
+
+async def test_an_expired_session_lease_has_no_holder(store: Any) -> None:
+    assert await store.claim("s1", "crashed-worker", 0.2)
+    await lapsed(store, "s1")
+    assert await store.holder("s1") is None
+
+
+async def test_renewing_a_session_lease_keeps_its_start(store: Any) -> None:
+    assert await store.claim("s1", "worker-a", 30)
+    before: Lease | None = None
+
+    async def held_a_while() -> bool:
+        nonlocal before
+        before = await store.holder("s1")
+        return before is not None and before.held_for > 0.1
+
+    await poll(held_a_while, "the lease to be held for 0.1 s")
+    assert await store.claim("s1", "worker-a", 30)
+    after = await store.holder("s1")
+    assert before is not None and after is not None
+    assert after.held_for >= before.held_for > 0.1
+    assert after.held_for + after.expires_in > 30.1 - 0.01
+
+
+async def test_a_session_lease_is_broken_only_for_its_holder(store: Any) -> None:
+    assert await store.break_lease("s1", "worker-a") is False  # free: nothing to break
+    assert await store.claim("s1", "stuck", 0.2)
+    await lapsed(store, "s1")
+    assert await store.claim("s1", "next", 30)
+    assert await store.break_lease("s1", "stuck") is False  # "stuck" was seen, but "next" holds it now
+    lease = await store.holder("s1")
+    assert lease is not None and lease.owner == "next"
+    assert await store.break_lease("s1", "next") is True
+    assert await store.holder("s1") is None
+    assert await store.claim("s1", "worker-b", 30)
+
+
+async def test_breaking_a_lapsed_session_lease_reports_nothing_broken(store: Any) -> None:
+    assert await store.claim("s1", "worker-a", 0.2)
+    await lapsed(store, "s1")
+    assert await store.break_lease("s1", "worker-a") is False
+    assert await store.claim("s1", "worker-b", 30)
+
+
+@pytest.mark.parametrize(
+    ("owner", "message"),
+    [("", "must be a non-empty string, got ''"), (7, "got 7"), ("\ud800", "valid Unicode"), ("a\x00", "NUL")],
+)
+@pytest.mark.parametrize("operation", ["claim", "release", "break_lease"])
+async def test_a_bad_session_lease_owner_is_a_user_error(store: Any, operation: str, owner: Any, message: str) -> None:
+    call = {
+        "claim": lambda: store.claim("s1", owner, 30),
+        "release": lambda: store.release("s1", owner),
+        "break_lease": lambda: store.break_lease("s1", owner),
+    }[operation]
+    with pytest.raises(UserError, match=f"^a lease owner .*{message}"):
+        await call()
+    assert await store.holder("s1") is None
+
+
 @pytest.mark.parametrize("kind", PERSISTENT)
 async def test_two_store_objects_on_one_place_share_the_leases(kind: str, tmp_path: Path) -> None:
     backend = new_backend(kind, tmp_path)
@@ -493,6 +590,37 @@ async def test_file_store_keeps_a_lease_in_a_json_file_until_it_is_released(tmp_
         assert lease["expires_at"] == pytest.approx(time.time() + 30, abs=5)
         await store.release("s1", "worker-a")
         assert not (tmp_path / "sessions" / "s1.lease.json").exists()
+
+
+async def test_file_store_records_when_the_lease_was_claimed(tmp_path: Path) -> None:
+    async with FileSessionStore(tmp_path / "sessions") as store:
+        assert await store.claim("s1", "worker-a", 30)
+        first = json.loads((tmp_path / "sessions" / "s1.lease.json").read_text())
+        assert first["claimed_at"] == pytest.approx(first["expires_at"] - 30)
+        assert await store.claim("s1", "worker-a", 60)  # a renewal keeps the start
+        renewed = json.loads((tmp_path / "sessions" / "s1.lease.json").read_text())
+        assert renewed["claimed_at"] == first["claimed_at"]
+        assert renewed["expires_at"] > first["expires_at"]
+
+
+async def test_file_store_reads_a_lease_file_of_the_previous_release(tmp_path: Path) -> None:
+    (tmp_path / "sessions").mkdir()
+    old = {"owner": "old-worker", "expires_at": time.time() + 30}  # no claimed_at
+    (tmp_path / "sessions" / "s1.lease.json").write_text(json.dumps(old))
+    async with FileSessionStore(tmp_path / "sessions") as store:
+        assert await store.claim("s1", "worker-b", 30) is False
+        lease = await store.holder("s1")
+        assert lease is not None
+        assert (lease.owner, lease.held_for) == ("old-worker", 0.0)  # its start is unknown
+        assert await store.break_lease("s1", "old-worker") is True
+        assert await store.claim("s1", "worker-b", 30)
+
+
+async def test_file_store_looking_at_a_lease_creates_nothing(tmp_path: Path) -> None:
+    async with FileSessionStore(tmp_path / "sessions") as store:
+        assert await store.holder("s1") is None
+        assert await store.break_lease("s1", "worker-a") is False
+    assert not (tmp_path / "sessions").exists()
 
 
 async def test_file_store_treats_an_unreadable_lease_as_free(tmp_path: Path) -> None:

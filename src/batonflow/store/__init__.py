@@ -4,16 +4,23 @@
 dataclasses, pydantic models and enums travel in them, and ``registered_types()`` lists every class a payload may
 name. A ``CheckpointStore`` keeps the bytes and hands out resume leases: ``MemoryCheckpointStore``,
 ``SqliteCheckpointStore`` (the embedded default), and, with their extras, ``PostgresCheckpointStore``
-(``batonflow[postgres]``) and ``RedisCheckpointStore`` (``batonflow[redis]``). Checkpoint and session ids follow one
+(``batonflow[postgres]``) and ``RedisCheckpointStore`` (``batonflow[redis]``). Each is a ``FencedCheckpointStore``:
+``holder`` tells who holds a lease (a ``Lease``), ``break_lease`` ends one only for the owner named, and ``set`` and
+``delete`` given an ``owner`` write only while that owner holds the lease (else ``LeaseLostError``). Checkpoint and session ids follow one
 rule on every backend (``check_id``: non-empty, at most ``MAX_ID_BYTES`` bytes of UTF-8, no NUL, no lone surrogate).
 A ``SessionStore`` keeps conversations across runs (messages, state, the snapshot of a pending run) on the same
-backends, plus ``FileSessionStore`` (ndjson messages and a JSON snapshot, as Solon's file session).
+backends, plus ``FileSessionStore`` (ndjson messages and a JSON snapshot, as Solon's file session); their leases can
+be inspected and broken in the same way (``InspectableLeases``).
 """
 
 from ..errors import CodecError as CodecError
+from ..errors import LeaseLostError as LeaseLostError
 from ..errors import StoreError as StoreError
 from ._base import MAX_ID_BYTES as MAX_ID_BYTES
 from ._base import CheckpointStore as CheckpointStore
+from ._base import FencedCheckpointStore as FencedCheckpointStore
+from ._base import InspectableLeases as InspectableLeases
+from ._base import Lease as Lease
 from ._base import check_checkpoint_id as check_checkpoint_id
 from ._base import check_id as check_id
 from ._codec import CODEC_VERSION as CODEC_VERSION
@@ -43,7 +50,11 @@ __all__ = [
     "CheckpointStore",
     "CodecError",
     "DecodeLimits",
+    "FencedCheckpointStore",
     "FileSessionStore",
+    "InspectableLeases",
+    "Lease",
+    "LeaseLostError",
     "MemoryCheckpointStore",
     "MemorySessionStore",
     "PostgresCheckpointStore",

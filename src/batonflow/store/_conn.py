@@ -16,9 +16,9 @@ from typing import TypeVar
 from ..errors import StoreError
 from ._base import closed_error
 from ._remote import PostgresPool, RedisConnection
-from ._sqlite_conn import SqliteConnection, transaction
+from ._sqlite_conn import Schema, SqliteConnection, transaction
 
-__all__ = ["PostgresPool", "RedisConnection", "SqliteConnection", "ThreadWorker", "transaction"]
+__all__ = ["PostgresPool", "RedisConnection", "Schema", "SqliteConnection", "ThreadWorker", "transaction"]
 
 R = TypeVar("R")
 

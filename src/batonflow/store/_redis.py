@@ -1,18 +1,20 @@
 """Checkpoints in Redis: shared by every worker that can reach the server.
 
 A checkpoint is one string key (``SET`` replaces it atomically). A lease is a key of its own with a
-server-side expiry; claiming and releasing are small Lua scripts, so "free, or mine" and "delete if mine" are each
-one atomic step on the server and an expired lease simply no longer exists.
+server-side expiry; claiming, releasing, reading and breaking it are small Lua scripts (``_lease_redis``), so "free,
+or mine" and "delete if mine" are each one atomic step on the server and an expired lease simply no longer exists.
+A fenced write is a script too, which checks the lease and writes the checkpoint in the same step.
 """
 
 from __future__ import annotations
 
 from typing import cast
 
-from ._base import StoreBase, check_checkpoint_id, check_ttl
+from ._base import Lease, StoreBase, check_checkpoint_id, check_owner, check_ttl
 from ._codec import DEFAULT_LIMITS, DecodeLimits
 from ._conn import RedisConnection
-from ._lease import REDIS_CLAIM, REDIS_RELEASE, redis_ttl_ms
+from ._lease import check_fence
+from ._lease_redis import REDIS_BREAK, REDIS_CLAIM, REDIS_FENCED_WRITE, REDIS_HOLDER, redis_lease, redis_ttl_ms
 
 __all__ = ["RedisCheckpointStore"]
 
@@ -54,7 +56,9 @@ class RedisCheckpointStore(StoreBase):
         )
         self._client = self._conn.client
         self._claim = self._client.register_script(REDIS_CLAIM)
-        self._release = self._client.register_script(REDIS_RELEASE)
+        self._break = self._client.register_script(REDIS_BREAK)
+        self._holder = self._client.register_script(REDIS_HOLDER)
+        self._fenced_write = self._client.register_script(REDIS_FENCED_WRITE)
 
     def _data_key(self, checkpoint_id: str) -> str:
         return f"{self._prefix}data:{checkpoint_id}"
@@ -73,16 +77,22 @@ class RedisCheckpointStore(StoreBase):
             raise self._conn.error(f"read checkpoint {checkpoint_id!r}", exc, read=True) from exc
         return cast("bytes | None", data)  # decode_responses is off: Redis strings come back as bytes
 
-    async def set(self, checkpoint_id: str, data: bytes) -> None:
+    async def set(self, checkpoint_id: str, data: bytes, *, owner: str | None = None) -> None:
         check_checkpoint_id(checkpoint_id)
+        if owner is not None:
+            await self._fenced(checkpoint_id, check_owner(owner), "set", bytes(data))
+            return
         self._conn.check_open()
         try:
             await self._client.set(self._data_key(checkpoint_id), bytes(data))
         except self._conn.errors as exc:
             raise self._conn.error(f"write checkpoint {checkpoint_id!r}", exc) from exc
 
-    async def delete(self, checkpoint_id: str) -> None:
+    async def delete(self, checkpoint_id: str, *, owner: str | None = None) -> None:
         check_checkpoint_id(checkpoint_id)
+        if owner is not None:
+            await self._fenced(checkpoint_id, check_owner(owner), "delete", b"")
+            return
         self._conn.check_open()
         try:
             await self._client.delete(self._data_key(checkpoint_id))
@@ -91,6 +101,7 @@ class RedisCheckpointStore(StoreBase):
 
     async def claim(self, checkpoint_id: str, owner: str, ttl: float) -> bool:
         check_checkpoint_id(checkpoint_id)
+        check_owner(owner)
         ttl_ms = redis_ttl_ms(check_ttl(ttl))
         self._conn.check_open()
         try:
@@ -101,11 +112,42 @@ class RedisCheckpointStore(StoreBase):
 
     async def release(self, checkpoint_id: str, owner: str) -> None:
         check_checkpoint_id(checkpoint_id)
+        check_owner(owner)
         self._conn.check_open()
         try:
-            await self._release(keys=[self._lease_key(checkpoint_id)], args=[owner])
+            await self._break(keys=[self._lease_key(checkpoint_id)], args=[owner])
         except self._conn.errors as exc:
             raise self._conn.error(f"release checkpoint {checkpoint_id!r}", exc) from exc
+
+    async def holder(self, checkpoint_id: str) -> Lease | None:
+        check_checkpoint_id(checkpoint_id)
+        self._conn.check_open()
+        try:
+            reply = await self._holder(keys=[self._lease_key(checkpoint_id)])
+        except self._conn.errors as exc:
+            raise self._conn.error(f"read the lease of checkpoint {checkpoint_id!r}", exc, read=True) from exc
+        return redis_lease(reply)
+
+    async def break_lease(self, checkpoint_id: str, owner: str) -> bool:
+        check_checkpoint_id(checkpoint_id)
+        check_owner(owner)
+        self._conn.check_open()
+        try:
+            broken = await self._break(keys=[self._lease_key(checkpoint_id)], args=[owner])
+        except self._conn.errors as exc:
+            raise self._conn.error(f"break the lease of checkpoint {checkpoint_id!r}", exc) from exc
+        return bool(broken)
+
+    async def _fenced(self, checkpoint_id: str, owner: str, action: str, data: bytes) -> None:
+        self._conn.check_open()
+        keys = [self._lease_key(checkpoint_id), self._data_key(checkpoint_id)]
+        verb = "write" if action == "set" else "delete"
+        try:
+            reply = await self._fenced_write(keys=keys, args=[owner, action, data])
+        except self._conn.errors as exc:
+            raise self._conn.error(f"{verb} checkpoint {checkpoint_id!r}", exc) from exc
+        if reply != 1:
+            check_fence(checkpoint_id, owner, redis_lease(reply), deleting=action == "delete")
 
     async def close(self) -> None:
         self._closed = True

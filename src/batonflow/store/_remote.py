@@ -114,7 +114,7 @@ class PostgresPool:
     """An asyncpg pool opened on first use, with ``schema`` created under an advisory lock named after
     ``lock_name`` (concurrent ``CREATE TABLE IF NOT EXISTS`` can still collide in the catalog).
 
-    A store method runs its statements through ``fetchval``, ``execute`` or ``acquire``. Each waits for a free
+    A store method runs its statements through ``fetchval``, ``fetchrow``, ``execute`` or ``acquire``. Each waits for a free
     connection (as long as it takes: the pool is a queue of ``max_connections``), makes it if it must, within
     ``connect_timeout``, and then gives the statements it runs ``timeout`` seconds in all. At the deadline the
     connection is closed at once, rather than left to asyncpg's cancel request: in a partition that request is
@@ -168,6 +168,10 @@ class PostgresPool:
     async def fetchval(self, query: str, *args: object) -> Any:
         async with self.acquire() as conn:
             return await conn.fetchval(query, *args)
+
+    async def fetchrow(self, query: str, *args: object) -> Any:
+        async with self.acquire() as conn:
+            return await conn.fetchrow(query, *args)
 
     async def execute(self, query: str, *args: object) -> str:
         async with self.acquire() as conn:

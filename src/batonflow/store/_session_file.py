@@ -10,9 +10,9 @@ and the line.
 All I/O runs on one worker thread per store, in call order. Two stores (or two processes) writing the same session
 in the same directory are not coordinated: share sessions between processes through SQLite, PostgreSQL or Redis.
 Leases are the exception, since they are what keeps two workers from resuming one pending run: ``<id>.lease.json``
-names the holder and when its lease ends, and every claim and release reads and writes it under an exclusive lock
-on the directory's ``.leases.lock`` (``flock``; ``msvcrt.locking`` on Windows), which every process on the machine
-honours.
+names the holder, when it claimed the lease and when the lease ends, and every claim, release, look and break reads
+and writes it under an exclusive lock on the directory's ``.leases.lock`` (``flock``; ``msvcrt.locking`` on
+Windows), which every process on the machine honours.
 """
 
 from __future__ import annotations
@@ -25,10 +25,11 @@ import time
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
+from typing import NamedTuple
 
 from ..errors import UserError
 from ..schema import Message
-from ._base import StoreBase, check_ttl
+from ._base import Lease, StoreBase, check_owner, check_ttl
 from ._codec import DEFAULT_LIMITS, DecodeLimits, dump_json, load_json
 from ._conn import ThreadWorker
 from ._sessions import (
@@ -133,30 +134,67 @@ class FileSessionStore(StoreBase):
 
     async def claim(self, session_id: str, owner: str, ttl: float) -> bool:
         path = self._lease_path(session_id)
+        check_owner(owner)
         ttl = check_ttl(ttl)
 
         def claim() -> bool:
             with _directory_lock(self.directory):
                 now = time.time()  # wall-clock time: the processes sharing the directory share the machine's clock
                 held = _read_lease(path)
-                if held is not None and held[0] != owner and held[1] > now:
-                    return False
+                start = now
+                if held is not None and held.expires_at > now:
+                    if held.owner != owner:
+                        return False
+                    start = now if held.claimed_at is None else held.claimed_at  # a renewal keeps the start
                 # No fsync: a lease only matters while its holder lives, and a crash ends both.
-                path.write_text(json.dumps({"owner": owner, "expires_at": now + ttl}))
+                path.write_text(json.dumps({"owner": owner, "expires_at": now + ttl, "claimed_at": start}))
                 return True
 
         return await self._worker.run(f"cannot claim session {session_id!r}", claim)
 
     async def release(self, session_id: str, owner: str) -> None:
         path = self._lease_path(session_id)
+        check_owner(owner)
 
         def release() -> None:
             with _directory_lock(self.directory):
                 held = _read_lease(path)
-                if held is not None and held[0] == owner:
+                if held is not None and held.owner == owner:
                     path.unlink()
 
         await self._worker.run(f"cannot release session {session_id!r}", release)
+
+    async def holder(self, session_id: str) -> Lease | None:
+        path = self._lease_path(session_id)
+
+        def holder() -> Lease | None:
+            if not path.exists():  # a look creates nothing, not even the directory
+                return None
+            with _directory_lock(self.directory):  # a claim rewrites the file in place: never read it half-written
+                held = _read_lease(path)
+            now = time.time()
+            if held is None or held.expires_at <= now:
+                return None
+            held_for = 0.0 if held.claimed_at is None else max(0.0, now - held.claimed_at)
+            return Lease(owner=held.owner, held_for=held_for, expires_in=held.expires_at - now)
+
+        return await self._worker.run(f"cannot read the lease of session {session_id!r}", holder)
+
+    async def break_lease(self, session_id: str, owner: str) -> bool:
+        path = self._lease_path(session_id)
+        check_owner(owner)
+
+        def break_lease() -> bool:
+            if not path.exists():
+                return False
+            with _directory_lock(self.directory):
+                held = _read_lease(path)
+                if held is None or held.owner != owner:
+                    return False
+                path.unlink()
+                return held.expires_at > time.time()
+
+        return await self._worker.run(f"cannot break the lease of session {session_id!r}", break_lease)
 
     async def close(self) -> None:
         self._closed = True
@@ -239,16 +277,23 @@ def _directory_lock(directory: Path) -> Iterator[None]:
         os.close(fd)
 
 
-def _read_lease(path: Path) -> tuple[str, float] | None:
-    """The holder and expiry in a lease file; None when there is none, or when it is unreadable (its writer died
-    mid-write, and a dead worker's lease is free)."""
+class _Held(NamedTuple):
+    owner: str
+    expires_at: float
+    claimed_at: float | None  # None in a file written by the previous release
+
+
+def _read_lease(path: Path) -> _Held | None:
+    """What a lease file says; None when there is none, or when it is unreadable (its writer died mid-write, and a
+    dead worker's lease is free)."""
     data = _read(path)
     if data is None:
         return None
     try:
         value = json.loads(data)
-        return str(value["owner"]), float(value["expires_at"])
-    except (ValueError, TypeError, KeyError):
+        claimed_at = value.get("claimed_at")
+        return _Held(str(value["owner"]), float(value["expires_at"]), None if claimed_at is None else float(claimed_at))
+    except (ValueError, TypeError, KeyError, AttributeError):
         return None
 
 

@@ -14,10 +14,10 @@ from collections.abc import Sequence
 from typing import cast
 
 from ..schema import Message
-from ._base import StoreBase, check_ttl
+from ._base import Lease, StoreBase, check_owner, check_ttl
 from ._codec import DEFAULT_LIMITS, DecodeLimits
 from ._conn import RedisConnection
-from ._lease import REDIS_CLAIM, REDIS_RELEASE, redis_ttl_ms
+from ._lease_redis import REDIS_BREAK, REDIS_CLAIM, REDIS_HOLDER, redis_lease, redis_ttl_ms
 from ._sessions import (
     SessionData,
     SessionState,
@@ -67,7 +67,8 @@ class RedisSessionStore(StoreBase):
             pool_timeout=pool_timeout,
         )
         self._claim = self._redis.client.register_script(REDIS_CLAIM)
-        self._release = self._redis.client.register_script(REDIS_RELEASE)
+        self._break = self._redis.client.register_script(REDIS_BREAK)
+        self._holder = self._redis.client.register_script(REDIS_HOLDER)
 
     def _messages_key(self, session_id: str) -> str:
         return f"{self._prefix}{session_id}:messages"
@@ -136,6 +137,7 @@ class RedisSessionStore(StoreBase):
 
     async def claim(self, session_id: str, owner: str, ttl: float) -> bool:
         check_session_id(session_id)
+        check_owner(owner)
         ttl_ms = redis_ttl_ms(check_ttl(ttl))
         self._redis.check_open()
         try:
@@ -146,11 +148,31 @@ class RedisSessionStore(StoreBase):
 
     async def release(self, session_id: str, owner: str) -> None:
         check_session_id(session_id)
+        check_owner(owner)
         self._redis.check_open()
         try:
-            await self._release(keys=[self._lease_key(session_id)], args=[owner])
+            await self._break(keys=[self._lease_key(session_id)], args=[owner])
         except self._redis.errors as exc:
             raise self._redis.error(f"release session {session_id!r}", exc) from exc
+
+    async def holder(self, session_id: str) -> Lease | None:
+        check_session_id(session_id)
+        self._redis.check_open()
+        try:
+            reply = await self._holder(keys=[self._lease_key(session_id)])
+        except self._redis.errors as exc:
+            raise self._redis.error(f"read the lease of session {session_id!r}", exc, read=True) from exc
+        return redis_lease(reply)
+
+    async def break_lease(self, session_id: str, owner: str) -> bool:
+        check_session_id(session_id)
+        check_owner(owner)
+        self._redis.check_open()
+        try:
+            broken = await self._break(keys=[self._lease_key(session_id)], args=[owner])
+        except self._redis.errors as exc:
+            raise self._redis.error(f"break the lease of session {session_id!r}", exc) from exc
+        return bool(broken)
 
     async def close(self) -> None:
         self._closed = True

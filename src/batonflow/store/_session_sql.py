@@ -16,15 +16,20 @@ from collections.abc import Sequence
 from typing import Any
 
 from ..schema import Message
-from ._base import StoreBase, check_table_name, check_ttl
+from ._base import Lease, StoreBase, check_owner, check_table_name, check_ttl
 from ._codec import DEFAULT_LIMITS, DecodeLimits
 from ._conn import PostgresPool, SqliteConnection, transaction
 from ._lease import (
+    postgres_break_sql,
     postgres_claim_sql,
+    postgres_holder_sql,
+    postgres_lease,
     postgres_lease_table,
     postgres_release_sql,
+    sqlite_break,
     sqlite_claim,
-    sqlite_lease_table,
+    sqlite_holder,
+    sqlite_lease_schema,
     sqlite_release,
 )
 from ._sessions import (
@@ -71,7 +76,7 @@ class SqliteSessionStore(StoreBase):
                 f"CREATE TABLE IF NOT EXISTS {self._messages} "
                 "(seq INTEGER PRIMARY KEY, session_id TEXT NOT NULL, data BLOB NOT NULL)",
                 f"CREATE INDEX IF NOT EXISTS {table}_msg_idx ON {self._messages} (session_id, seq)",
-                sqlite_lease_table(self._leases),
+                *sqlite_lease_schema(self._leases),
             ],
         )
         self.path = self._conn.path
@@ -141,6 +146,7 @@ class SqliteSessionStore(StoreBase):
 
     async def claim(self, session_id: str, owner: str, ttl: float) -> bool:
         check_session_id(session_id)
+        check_owner(owner)
         ttl = check_ttl(ttl)
         return await self._conn.run(
             f"cannot claim session {session_id!r}",
@@ -149,8 +155,25 @@ class SqliteSessionStore(StoreBase):
 
     async def release(self, session_id: str, owner: str) -> None:
         check_session_id(session_id)
+        check_owner(owner)
         await self._conn.run(
             f"cannot release session {session_id!r}", lambda conn: sqlite_release(conn, self._leases, session_id, owner)
+        )
+
+    async def holder(self, session_id: str) -> Lease | None:
+        check_session_id(session_id)
+        return await self._conn.run(
+            f"cannot read the lease of session {session_id!r}",
+            lambda conn: sqlite_holder(conn, self._leases, session_id),
+            read=True,
+        )
+
+    async def break_lease(self, session_id: str, owner: str) -> bool:
+        check_session_id(session_id)
+        check_owner(owner)
+        return await self._conn.run(
+            f"cannot break the lease of session {session_id!r}",
+            lambda conn: sqlite_break(conn, self._leases, session_id, owner),
         )
 
     async def close(self) -> None:
@@ -275,21 +298,41 @@ class PostgresSessionStore(StoreBase):
 
     async def claim(self, session_id: str, owner: str, ttl: float) -> bool:
         check_session_id(session_id)
+        check_owner(owner)
         ttl = check_ttl(ttl)
-        pool = await self._db.get()
-        try:
-            won = await pool.fetchval(postgres_claim_sql(self._leases), session_id, owner, ttl)
-        except self._db.errors as exc:
-            raise self._db.error(f"cannot claim session {session_id!r}", exc) from exc
-        return bool(won)
+        sql = postgres_claim_sql(self._leases)
+        return bool(await self._fetchval(f"cannot claim session {session_id!r}", sql, session_id, owner, ttl))
 
     async def release(self, session_id: str, owner: str) -> None:
         check_session_id(session_id)
+        check_owner(owner)
         pool = await self._db.get()
         try:
             await pool.execute(postgres_release_sql(self._leases), session_id, owner)
         except self._db.errors as exc:
             raise self._db.error(f"cannot release session {session_id!r}", exc) from exc
+
+    async def holder(self, session_id: str) -> Lease | None:
+        check_session_id(session_id)
+        pool = await self._db.get()
+        try:
+            row = await pool.fetchrow(postgres_holder_sql(self._leases), session_id)
+        except self._db.errors as exc:
+            raise self._db.error(f"cannot read the lease of session {session_id!r}", exc, read=True) from exc
+        return postgres_lease(row)
+
+    async def break_lease(self, session_id: str, owner: str) -> bool:
+        check_session_id(session_id)
+        check_owner(owner)
+        operation = f"cannot break the lease of session {session_id!r}"
+        return bool(await self._fetchval(operation, postgres_break_sql(self._leases), session_id, owner))
+
+    async def _fetchval(self, operation: str, sql: str, *args: Any) -> Any:
+        pool = await self._db.get()
+        try:
+            return await pool.fetchval(sql, *args)
+        except self._db.errors as exc:
+            raise self._db.error(operation, exc) from exc
 
     async def close(self) -> None:
         self._closed = True

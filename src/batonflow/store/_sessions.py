@@ -18,7 +18,7 @@ from typing import Any, Protocol, runtime_checkable
 
 from ..errors import CodecError, UserError
 from ..schema import Message
-from ._base import StoreBase, check_id, check_ttl, closed_error
+from ._base import Lease, StoreBase, check_id, check_owner, check_ttl, closed_error
 from ._codec import DEFAULT_LIMITS, DecodeLimits, decode, encode
 from ._lease import MemoryLeases
 
@@ -48,7 +48,12 @@ class SessionData:
 @runtime_checkable
 class SessionStore(Protocol):
     """Where conversation sessions live. Every method is a coroutine; driver failures raise ``StoreError``, data that
-    cannot be encoded or decoded raises ``CodecError``."""
+    cannot be encoded or decoded raises ``CodecError``.
+
+    This is what the runtime requires of a store of your own. The built-in stores are also ``InspectableLeases``:
+    ``holder(session_id)`` says who holds a session's lease and for how long, and ``break_lease(session_id,
+    owner)`` ends it only if that owner still holds it.
+    """
 
     async def get(self, session_id: str, *, last: int | None = None) -> SessionData | None:
         """The session's messages (only the ``last`` ones, when given) and state, read at one moment; None when the
@@ -255,14 +260,27 @@ class MemorySessionStore(StoreBase):
 
     async def claim(self, session_id: str, owner: str, ttl: float) -> bool:
         check_session_id(session_id)
+        check_owner(owner)
         ttl = check_ttl(ttl)
         self._check_open()
         return self._leases.claim(session_id, owner, ttl)
 
     async def release(self, session_id: str, owner: str) -> None:
         check_session_id(session_id)
+        check_owner(owner)
         self._check_open()
         self._leases.release(session_id, owner)
+
+    async def holder(self, session_id: str) -> Lease | None:
+        check_session_id(session_id)
+        self._check_open()
+        return self._leases.holder(session_id)
+
+    async def break_lease(self, session_id: str, owner: str) -> bool:
+        check_session_id(session_id)
+        check_owner(owner)
+        self._check_open()
+        return self._leases.break_lease(session_id, owner)
 
     def _check_open(self) -> None:
         if self._closed:

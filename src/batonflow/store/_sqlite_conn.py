@@ -29,9 +29,12 @@ from typing import Any, TypeVar, cast
 from ..errors import StoreError
 from ._base import closed_error
 
-__all__ = ["SqliteConnection", "transaction"]
+__all__ = ["Schema", "SqliteConnection", "transaction"]
 
 R = TypeVar("R")
+
+Schema = str | Callable[[sqlite3.Connection], None]
+"""One step of an SQLite schema: a statement, or a function of the connection (a migration)."""
 
 MAX_GROUP = 256
 """The most writes one transaction takes: enough to spread a commit's wait for the disk thin, few enough that the
@@ -229,8 +232,9 @@ class SqliteConnection:
     thread (see the module). An in-memory database exists only on its own connection, so there its reads wait
     their turn among the writes.
 
-    WAL, ``synchronous=FULL`` (see ``_open_database``); ``schema`` statements run once on each connection, when it
-    opens. A call that needs several statements to be atomic wraps them in
+    WAL, ``synchronous=FULL`` (see ``_open_database``); ``schema`` runs once on each connection, when it opens: SQL
+    statements, and functions of the connection for what one statement cannot say (a column added only to a table
+    that lacks it). A call that needs several statements to be atomic wraps them in
     ``transaction``.
     """
 
@@ -239,7 +243,7 @@ class SqliteConnection:
         path: str | os.PathLike[str],
         *,
         timeout: float,
-        schema: Sequence[str],
+        schema: Sequence[Schema],
         where: str,
     ) -> None:
         self.path: str | Path = path if path == ":memory:" else Path(path)
@@ -273,9 +277,9 @@ class SqliteConnection:
             await self._reader.stop()
 
 
-def _open_database(path: str | Path, timeout: float, schema: Sequence[str]) -> sqlite3.Connection:
+def _open_database(path: str | Path, timeout: float, schema: Sequence[Schema]) -> sqlite3.Connection:
     """A connection to the database at ``path`` (its folder made if needed), in WAL mode with full sync, with
-    ``schema``'s statements run in one transaction.
+    ``schema``'s steps run in one write transaction (so that two processes opening an old file migrate it once).
 
     The connection is in autocommit mode (``isolation_level=None``): nothing is left open but what a caller
     begins. ``synchronous=FULL`` makes what a store reported saved survive a power cut, not only a killed process;
@@ -289,8 +293,11 @@ def _open_database(path: str | Path, timeout: float, schema: Sequence[str]) -> s
         _enable_wal(conn, timeout)
         conn.execute("PRAGMA synchronous=FULL")
         conn.execute("BEGIN IMMEDIATE")
-        for statement in schema:
-            conn.execute(statement)
+        for step in schema:
+            if isinstance(step, str):
+                conn.execute(step)
+            else:
+                step(conn)
         conn.execute("COMMIT")
     except BaseException:
         conn.close()  # rolls back what the schema had begun
