@@ -1,9 +1,11 @@
+import asyncio
+
 import pytest
 
 from batonflow.errors import UserError
 from batonflow.models import ChatModel, ForcedTool, ModelSettings
 from batonflow.schema import FunctionCall, Message, ResponseMeta, ToolCall, Usage, assistant, concat_messages, user
-from batonflow.testing import FunctionModel, ScriptedModel, split_message
+from batonflow.testing import BlackholeProxy, FunctionModel, ScriptedModel, split_message
 from batonflow.tools import ToolInfo
 
 WEATHER = ToolInfo(name="weather", description="Weather for a city.", parameters={"type": "object"})
@@ -124,3 +126,52 @@ async def test_push_model_streams_what_the_test_pushes_and_refuses_misuse() -> N
     with pytest.raises(UserError, match="only streams"):
         await model.generate([user("x")])
     assert isinstance(model, ChatModel)
+
+
+# -- BlackholeProxy ------------------------------------------------------------------------------------------------------
+
+
+async def _echo(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+    while data := await reader.read(1024):
+        writer.write(data)
+        await writer.drain()
+    writer.close()
+
+
+async def test_blackhole_proxy_forwards_holds_everything_while_blackholed_and_delivers_it_late() -> None:
+    server = await asyncio.start_server(_echo, "127.0.0.1", 0)
+    async with server, BlackholeProxy("127.0.0.1", server.sockets[0].getsockname()[1]) as proxy:
+        reader, writer = await asyncio.open_connection("127.0.0.1", proxy.port)
+        writer.write(b"ping")
+        assert await reader.readexactly(4) == b"ping"
+        proxy.blackhole()
+        assert proxy.blackholed
+        writer.write(b"lost?")
+        late = asyncio.create_task(reader.readexactly(5))
+        # A new connection is accepted as well, and gets nothing either.
+        reader2, writer2 = await asyncio.open_connection("127.0.0.1", proxy.port)
+        writer2.write(b"hello")
+        late2 = asyncio.create_task(reader2.readexactly(5))
+        await asyncio.sleep(0.2)
+        assert not late.done() and not late2.done()
+        assert not writer.is_closing()
+        proxy.heal()
+        assert await late == b"lost?"  # held, not dropped: what TCP's retransmissions would deliver
+        assert await late2 == b"hello"
+        assert proxy.accepted == 2
+        writer.close()
+        writer2.close()
+
+
+async def test_blackhole_proxy_closing_closes_its_connections() -> None:
+    server = await asyncio.start_server(_echo, "127.0.0.1", 0)
+    async with server:
+        proxy = BlackholeProxy("127.0.0.1", server.sockets[0].getsockname()[1])
+        with pytest.raises(UserError, match=r"not started; call start\(\) first"):
+            _ = proxy.port
+        await proxy.start()
+        reader, writer = await asyncio.open_connection("127.0.0.1", proxy.port)
+        proxy.blackhole()
+        await proxy.close()
+        assert await reader.read() == b""  # the client sees the connection end
+        writer.close()

@@ -2,23 +2,35 @@
 
 ``ScriptedModel`` and ``FunctionModel`` are full ``ChatModel``\\s: they stream (each answer split into word-sized
 chunks), validate ``tool_choice`` like a provider and raise scripted exceptions where a provider would.
+``BlackholeProxy`` stands between a client and a server on loopback and can cut the network silently, to test what
+a store (or anything else) does when a partition leaves its connections open and unanswered.
 """
 
 from __future__ import annotations
 
+import asyncio
 import inspect
 import json
 import re
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, TypeAlias
+from typing import Any, Self, TypeAlias
 
 from .errors import UserError
 from .models import ModelSettings, ToolChoice, check_tool_choice
 from .schema import FunctionCall, Message, MessageStream, ResponseMeta, Stream, ToolCall, concat_messages
 from .tools import ToolInfo
 
-__all__ = ["FunctionModel", "ModelRequest", "PushModel", "ScriptStep", "ScriptedModel", "split_message", "tool_calls"]
+__all__ = [
+    "BlackholeProxy",
+    "FunctionModel",
+    "ModelRequest",
+    "PushModel",
+    "ScriptStep",
+    "ScriptedModel",
+    "split_message",
+    "tool_calls",
+]
 
 ScriptStep: TypeAlias = Message | BaseException | Sequence[Message | BaseException]
 """One scripted answer: a message, an exception to raise, or explicit stream chunks (an exception among them is
@@ -282,3 +294,101 @@ def tool_calls(*calls: tuple[str, Mapping[str, Any] | str], id_prefix: str = "ca
             for i, (name, args) in enumerate(calls)
         ],
     )
+
+
+class BlackholeProxy:
+    """A TCP proxy on 127.0.0.1 to ``host:port`` that can stop forwarding without closing anything.
+
+    That is what a network partition looks like to a client: its connections stay open, what it sends goes
+    nowhere, no answer comes back, and nothing tells it so. ``blackhole()`` holds every byte in both directions
+    on every connection, old and new (new ones are still accepted, as the far end of a half-dead route would);
+    ``heal()`` lets the held bytes through, late, as TCP's retransmissions would deliver them, so a client that
+    reuses a connection it gave up on reads a stale answer. ``start()`` picks a free port (``port``)::
+
+        async with BlackholeProxy("127.0.0.1", 5432) as proxy:
+            store = PostgresCheckpointStore(f"postgresql://postgres@127.0.0.1:{proxy.port}/test")
+            proxy.blackhole()
+    """
+
+    def __init__(self, host: str, port: int) -> None:
+        self.host = host
+        self.target_port = port
+        self._flowing = asyncio.Event()
+        self._flowing.set()
+        self._server: asyncio.Server | None = None
+        self._tasks: set[asyncio.Task[None]] = set()
+        self._writers: set[asyncio.StreamWriter] = set()
+        self._accepted = 0
+
+    @property
+    def port(self) -> int:
+        if self._server is None:
+            raise UserError("BlackholeProxy.port: the proxy is not started; call start() first")
+        return int(self._server.sockets[0].getsockname()[1])
+
+    @property
+    def blackholed(self) -> bool:
+        return not self._flowing.is_set()
+
+    @property
+    def accepted(self) -> int:
+        """How many connections the proxy has accepted: a client that retries or reconnects shows up here."""
+        return self._accepted
+
+    async def start(self) -> None:
+        self._server = await asyncio.start_server(self._accept, "127.0.0.1", 0)
+
+    def blackhole(self) -> None:
+        self._flowing.clear()
+
+    def heal(self) -> None:
+        self._flowing.set()
+
+    async def close(self) -> None:
+        """Stop listening and close every connection, in both directions."""
+        if self._server is not None:
+            self._server.close()
+        for task in list(self._tasks):
+            task.cancel()
+        for writer in list(self._writers):
+            writer.close()
+        await asyncio.gather(*self._tasks, return_exceptions=True)
+        if self._server is not None:
+            await self._server.wait_closed()
+
+    async def __aenter__(self) -> Self:
+        await self.start()
+        return self
+
+    async def __aexit__(self, *exc_info: object) -> None:
+        await self.close()
+
+    async def _accept(self, client_reader: asyncio.StreamReader, client_writer: asyncio.StreamWriter) -> None:
+        self._accepted += 1
+        self._writers.add(client_writer)
+        try:
+            server_reader, server_writer = await asyncio.open_connection(self.host, self.target_port)
+        except OSError:
+            client_writer.close()
+            return
+        self._writers.add(server_writer)
+        for reader, writer in ((client_reader, server_writer), (server_reader, client_writer)):
+            task = asyncio.create_task(self._pump(reader, writer))
+            self._tasks.add(task)
+            task.add_done_callback(self._tasks.discard)
+
+    async def _pump(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        try:
+            while True:
+                await self._flowing.wait()
+                data = await reader.read(65536)
+                await self._flowing.wait()  # bytes read just before the switch are held too
+                if not data:
+                    break
+                writer.write(data)
+                await writer.drain()
+        except OSError:
+            pass  # the other side went away: closing ours passes that on
+        finally:
+            writer.close()
+            self._writers.discard(writer)

@@ -207,6 +207,17 @@ OPERATIONS: dict[str, Callable[[CheckpointStore], Awaitable[object]]] = {
 }
 
 
+VERBS = {
+    "get": "read",
+    "set": "write",
+    "fenced set": "write",
+    "fenced delete": "delete",
+    "holder": "read the lease of",
+    "break_lease": "break the lease of",
+}
+READS = {"get", "holder"}  # the rest write, so their messages say that nothing was written
+
+
 @pytest.mark.parametrize("operation", OPERATIONS)
 async def test_unreachable_postgres_fails_fast_with_a_store_error(operation: str) -> None:
     port = _closed_port()
@@ -216,7 +227,10 @@ async def test_unreachable_postgres_fails_fast_with_a_store_error(operation: str
         await OPERATIONS[operation](store)
     assert time.monotonic() - started < 10
     message = str(caught.value)
-    assert message.startswith(f"PostgreSQL checkpoint store at 127.0.0.1:{port}: cannot connect: ")
+    verb = VERBS.get(operation, operation)
+    assert message.startswith(f"PostgreSQL checkpoint store at 127.0.0.1:{port}: cannot {verb} checkpoint 'run-1': ")
+    assert ": could not connect (" in message
+    assert message.endswith(")" if operation in READS else "): nothing was written")
     assert "secret" not in message
     assert caught.value.backend == "postgres"
     assert isinstance(caught.value, RunError)
@@ -232,16 +246,10 @@ async def test_unreachable_redis_fails_fast_with_a_store_error(operation: str) -
         await OPERATIONS[operation](store)
     assert time.monotonic() - started < 10
     message = str(caught.value)
-    assert message.startswith(f"Redis checkpoint store at 127.0.0.1:{port}: cannot connect: ")
-    verb = {
-        "get": "read",
-        "set": "write",
-        "fenced set": "write",
-        "fenced delete": "delete",
-        "holder": "read the lease of",
-        "break_lease": "break the lease of",
-    }.get(operation, operation)
-    assert message.endswith(f"(while trying to {verb} checkpoint 'run-1')")
+    verb = VERBS.get(operation, operation)
+    assert message.startswith(f"Redis checkpoint store at 127.0.0.1:{port}: cannot {verb} checkpoint 'run-1': ")
+    assert ": could not connect (" in message
+    assert message.endswith(")" if operation in READS else "): nothing was written")
     assert "secret" not in message
     assert caught.value.backend == "redis"
     await store.close()
@@ -250,7 +258,8 @@ async def test_unreachable_redis_fails_fast_with_a_store_error(operation: str) -
 async def test_postgres_with_an_unknown_role_names_the_failure() -> None:
     async with PostgresCheckpointStore("postgresql://no_such_role_bf@127.0.0.1:5432/test") as store:
         with pytest.raises(
-            StoreError, match=r"^PostgreSQL checkpoint store at 127\.0\.0\.1:5432: cannot connect: .*role"
+            StoreError,
+            match=r"^PostgreSQL checkpoint store at 127\.0\.0\.1:5432: cannot read checkpoint 'run-1': could not connect \(.*role",
         ):
             await store.get("run-1")
 
@@ -259,7 +268,7 @@ async def test_postgres_retries_connecting_after_a_failure() -> None:
     # A failed connect leaves no broken pool behind: the next call tries again.
     store = PostgresCheckpointStore(f"postgresql://postgres@127.0.0.1:{_closed_port()}/test")
     for _ in range(2):
-        with pytest.raises(StoreError, match="cannot connect"):
+        with pytest.raises(StoreError, match="could not connect"):
             await store.get("run-1")
     await store.close()
 

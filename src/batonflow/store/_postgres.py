@@ -31,8 +31,11 @@ __all__ = ["PostgresCheckpointStore"]
 class PostgresCheckpointStore(StoreBase):
     """A checkpoint store in the PostgreSQL database at ``dsn`` (``postgresql://user:password@host:port/db``).
 
-    Checkpoints go in ``table``, resume leases in ``<table>_leases``; both are created on first use. Connecting
-    gives up after ``connect_timeout`` seconds, a statement after ``command_timeout``. ``limits`` bound what
+    Checkpoints go in ``table``, resume leases in ``<table>_leases``; both are created on first use. ``connect_timeout``
+    (5 s by default) bounds making a connection and ``timeout`` (10 s) the statements of one operation once it has one,
+    so an operation cut off by the network fails within about their sum, plus any wait for a free connection of the
+    ``max_connections``. Its ``StoreError`` says which happened: "could not connect (...): nothing was written", or "no
+    answer within 10 s: the write may or may not have landed" (a read: "no answer within 10 s"). ``limits`` bound what
     decoding a checkpoint read from it may cost (``DecodeLimits``): the Runner decodes with them.
     """
 
@@ -42,7 +45,7 @@ class PostgresCheckpointStore(StoreBase):
         *,
         table: str = "batonflow_checkpoints",
         connect_timeout: float = 5.0,
-        command_timeout: float | None = 30.0,
+        timeout: float = 10.0,
         max_connections: int = 10,
         limits: DecodeLimits = DEFAULT_LIMITS,
     ) -> None:
@@ -60,7 +63,7 @@ class PostgresCheckpointStore(StoreBase):
             ),
             lock_name=self._table,
             connect_timeout=connect_timeout,
-            command_timeout=command_timeout,
+            timeout=timeout,
             max_connections=max_connections,
         )
 
@@ -72,7 +75,7 @@ class PostgresCheckpointStore(StoreBase):
         try:
             data = await pool.fetchval(f"SELECT data FROM {self._table} WHERE id = $1", checkpoint_id)
         except self._pool.errors as exc:
-            raise self._pool.error(f"cannot read checkpoint {checkpoint_id!r}", exc) from exc
+            raise self._pool.error(f"cannot read checkpoint {checkpoint_id!r}", exc, read=True) from exc
         return None if data is None else bytes(data)
 
     async def set(self, checkpoint_id: str, data: bytes, *, owner: str | None = None) -> None:
@@ -120,7 +123,7 @@ class PostgresCheckpointStore(StoreBase):
         try:
             row = await pool.fetchrow(postgres_holder_sql(self._leases), checkpoint_id)
         except self._pool.errors as exc:
-            raise self._pool.error(f"cannot read the lease of checkpoint {checkpoint_id!r}", exc) from exc
+            raise self._pool.error(f"cannot read the lease of checkpoint {checkpoint_id!r}", exc, read=True) from exc
         return postgres_lease(row)
 
     async def break_lease(self, checkpoint_id: str, owner: str) -> bool:

@@ -22,12 +22,14 @@ __all__ = ["RedisCheckpointStore"]
 class RedisCheckpointStore(StoreBase):
     """A checkpoint store in the Redis server at ``url`` (``redis://[:password@]host:port/db``).
 
-    Checkpoints live under ``<prefix>data:<id>``, leases under ``<prefix>lease:<id>``: two namespaces, so no
-    checkpoint id can name another's lease. Connecting gives up after ``connect_timeout`` seconds, a command after
-    ``command_timeout``. It uses at most ``max_connections`` connections; a command that finds them all busy waits up
-    to ``pool_timeout`` seconds (None: as long as it takes) for one, so any number of concurrent runs can share the
-    store. ``limits`` bound what decoding a checkpoint read from it may cost (``DecodeLimits``): the Runner decodes
-    with them.
+    Checkpoints live under ``<prefix>data:<id>``, leases under ``<prefix>lease:<id>``: two namespaces, so no checkpoint
+    id can name another's lease. ``connect_timeout`` (5 s by default) bounds making a connection and ``timeout`` (10 s)
+    each command's wait for its answer; a command is retried once after a connection error, never after a timeout. Its
+    ``StoreError`` says which happened: "could not connect (...): nothing was written", or "no answer within 10 s: the
+    write may or may not have landed" (a read: "no answer within 10 s"). It uses at most ``max_connections``
+    connections; a command that finds them all busy waits up to ``pool_timeout`` seconds (None: as long as it takes) for
+    one, so any number of concurrent runs can share the store. ``limits`` bound what decoding a checkpoint read from it
+    may cost (``DecodeLimits``): the Runner decodes with them.
     """
 
     def __init__(
@@ -36,7 +38,7 @@ class RedisCheckpointStore(StoreBase):
         *,
         prefix: str = "batonflow:ckpt:",
         connect_timeout: float = 5.0,
-        command_timeout: float = 30.0,
+        timeout: float = 10.0,
         max_connections: int = 10,
         pool_timeout: float | None = 10.0,
         limits: DecodeLimits = DEFAULT_LIMITS,
@@ -48,7 +50,7 @@ class RedisCheckpointStore(StoreBase):
             who="RedisCheckpointStore",
             what="checkpoint store",
             connect_timeout=connect_timeout,
-            command_timeout=command_timeout,
+            timeout=timeout,
             max_connections=max_connections,
             pool_timeout=pool_timeout,
         )
@@ -72,7 +74,7 @@ class RedisCheckpointStore(StoreBase):
         try:
             data = await self._client.get(self._data_key(checkpoint_id))
         except self._conn.errors as exc:
-            raise self._conn.error(f"read checkpoint {checkpoint_id!r}", exc) from exc
+            raise self._conn.error(f"read checkpoint {checkpoint_id!r}", exc, read=True) from exc
         return cast("bytes | None", data)  # decode_responses is off: Redis strings come back as bytes
 
     async def set(self, checkpoint_id: str, data: bytes, *, owner: str | None = None) -> None:
@@ -123,7 +125,7 @@ class RedisCheckpointStore(StoreBase):
         try:
             reply = await self._holder(keys=[self._lease_key(checkpoint_id)])
         except self._conn.errors as exc:
-            raise self._conn.error(f"read the lease of checkpoint {checkpoint_id!r}", exc) from exc
+            raise self._conn.error(f"read the lease of checkpoint {checkpoint_id!r}", exc, read=True) from exc
         return redis_lease(reply)
 
     async def break_lease(self, checkpoint_id: str, owner: str) -> bool:

@@ -35,11 +35,13 @@ class RedisSessionStore(StoreBase):
     """A session store in the Redis server at ``url`` (``redis://[:password@]host:port/db``).
 
     A session's keys are ``<prefix><id>:messages``, ``<prefix><id>:snapshot`` and, while a worker resumes it,
-    ``<prefix><id>:lease``; the suffixes differ, so no id can name another id's key. Connecting gives up after
-    ``connect_timeout`` seconds, a command after ``command_timeout``. It uses at most ``max_connections`` connections; a
-    command that finds them all busy waits up to ``pool_timeout`` seconds (None: as long as it takes) for one, so any
-    number of concurrent runs can share the store. ``limits`` bound what decoding a stored value may cost
-    (``DecodeLimits``).
+    ``<prefix><id>:lease``; the suffixes differ, so no id can name another id's key. ``connect_timeout`` (5 s by
+    default) bounds making a connection and ``timeout`` (10 s) each command's wait for its answer; a command is retried
+    once after a connection error, never after a timeout. Its ``StoreError`` says which happened: "could not connect
+    (...): nothing was written", or "no answer within 10 s: the write may or may not have landed" (a read: "no answer
+    within 10 s"). It uses at most ``max_connections`` connections; a command that finds them all busy waits up to
+    ``pool_timeout`` seconds (None: as long as it takes) for one, so any number of concurrent runs can share the store.
+    ``limits`` bound what decoding a stored value may cost (``DecodeLimits``).
     """
 
     def __init__(
@@ -48,7 +50,7 @@ class RedisSessionStore(StoreBase):
         *,
         prefix: str = "batonflow:session:",
         connect_timeout: float = 5.0,
-        command_timeout: float = 30.0,
+        timeout: float = 10.0,
         max_connections: int = 10,
         pool_timeout: float | None = 10.0,
         limits: DecodeLimits = DEFAULT_LIMITS,
@@ -60,7 +62,7 @@ class RedisSessionStore(StoreBase):
             who="RedisSessionStore",
             what="session store",
             connect_timeout=connect_timeout,
-            command_timeout=command_timeout,
+            timeout=timeout,
             max_connections=max_connections,
             pool_timeout=pool_timeout,
         )
@@ -87,7 +89,7 @@ class RedisSessionStore(StoreBase):
                 pipe.get(self._snapshot_key(session_id))
                 replies = await pipe.execute()
         except self._redis.errors as exc:
-            raise self._redis.error(f"read session {session_id!r}", exc) from exc
+            raise self._redis.error(f"read session {session_id!r}", exc, read=True) from exc
         # decode_responses is off: Redis strings come back as bytes
         return build_data(session_id, cast("list[bytes]", replies[0]), cast("bytes | None", replies[1]), self.limits)
 
@@ -159,7 +161,7 @@ class RedisSessionStore(StoreBase):
         try:
             reply = await self._holder(keys=[self._lease_key(session_id)])
         except self._redis.errors as exc:
-            raise self._redis.error(f"read the lease of session {session_id!r}", exc) from exc
+            raise self._redis.error(f"read the lease of session {session_id!r}", exc, read=True) from exc
         return redis_lease(reply)
 
     async def break_lease(self, session_id: str, owner: str) -> bool:

@@ -95,7 +95,7 @@ class SqliteSessionStore(StoreBase):
                 state = conn.execute(f"SELECT state FROM {self._table} WHERE id = ?", (session_id,)).fetchone()
             return [bytes(r[0]) for r in rows], None if state is None else bytes(state[0])
 
-        messages, state = await self._conn.run(f"cannot read session {session_id!r}", get)
+        messages, state = await self._conn.run(f"cannot read session {session_id!r}", get, read=True)
         return build_data(session_id, messages, state, self.limits)
 
     async def append_messages(self, session_id: str, messages: Sequence[Message]) -> None:
@@ -165,6 +165,7 @@ class SqliteSessionStore(StoreBase):
         return await self._conn.run(
             f"cannot read the lease of session {session_id!r}",
             lambda conn: sqlite_holder(conn, self._leases, session_id),
+            read=True,
         )
 
     async def break_lease(self, session_id: str, owner: str) -> bool:
@@ -188,9 +189,12 @@ class SqliteSessionStore(StoreBase):
 class PostgresSessionStore(StoreBase):
     """A session store in the PostgreSQL database at ``dsn`` (``postgresql://user:password@host:port/db``).
 
-    States go in ``table``, messages in ``<table>_messages``; both are created on first use. Connecting gives up
-    after ``connect_timeout`` seconds, a statement after ``command_timeout``. ``limits`` bound what decoding a
-    stored value may cost (``DecodeLimits``).
+    States go in ``table``, messages in ``<table>_messages``; both are created on first use. ``connect_timeout`` (5 s by
+    default) bounds making a connection and ``timeout`` (10 s) the statements of one operation once it has one, so an
+    operation cut off by the network fails within about their sum, plus any wait for a free connection of the
+    ``max_connections``. Its ``StoreError`` says which happened: "could not connect (...): nothing was written", or "no
+    answer within 10 s: the write may or may not have landed" (a read: "no answer within 10 s"). ``limits`` bound what
+    decoding a stored value may cost (``DecodeLimits``).
     """
 
     def __init__(
@@ -199,7 +203,7 @@ class PostgresSessionStore(StoreBase):
         *,
         table: str = "batonflow_sessions",
         connect_timeout: float = 5.0,
-        command_timeout: float | None = 30.0,
+        timeout: float = 10.0,
         max_connections: int = 10,
         limits: DecodeLimits = DEFAULT_LIMITS,
     ) -> None:
@@ -213,7 +217,7 @@ class PostgresSessionStore(StoreBase):
             what="session store",
             lock_name=self._table,
             connect_timeout=connect_timeout,
-            command_timeout=command_timeout,
+            timeout=timeout,
             max_connections=max_connections,
             schema=(
                 f"CREATE TABLE IF NOT EXISTS {self._table} "
@@ -239,7 +243,7 @@ class PostgresSessionStore(StoreBase):
                 )
                 state = await conn.fetchval(f"SELECT state FROM {self._table} WHERE id = $1", session_id)
         except self._db.errors as exc:
-            raise self._db.error(f"cannot read session {session_id!r}", exc) from exc
+            raise self._db.error(f"cannot read session {session_id!r}", exc, read=True) from exc
         return build_data(session_id, [bytes(r[0]) for r in rows], None if state is None else bytes(state), self.limits)
 
     async def append_messages(self, session_id: str, messages: Sequence[Message]) -> None:
@@ -314,7 +318,7 @@ class PostgresSessionStore(StoreBase):
         try:
             row = await pool.fetchrow(postgres_holder_sql(self._leases), session_id)
         except self._db.errors as exc:
-            raise self._db.error(f"cannot read the lease of session {session_id!r}", exc) from exc
+            raise self._db.error(f"cannot read the lease of session {session_id!r}", exc, read=True) from exc
         return postgres_lease(row)
 
     async def break_lease(self, session_id: str, owner: str) -> bool:

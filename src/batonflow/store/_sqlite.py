@@ -1,7 +1,8 @@
 """Checkpoints in an SQLite file: the embedded default, safe across processes and crashes.
 
-The standard library's ``sqlite3`` runs in one worker thread per store, which owns the connection (what
-``aiosqlite`` does too, without the extra dependency). Every write is one statement, hence one transaction: in WAL
+The standard library's ``sqlite3`` runs in two threads per store, each owning a connection (what ``aiosqlite``
+does too, without the extra dependency): a writer, which commits the writes waiting for it in one transaction, each
+in a savepoint of its own so that it succeeds or fails alone, and a reader. Every write is one statement: in WAL
 mode a reader sees the previous checkpoint or the new one, and a process killed mid-write leaves the previous one
 readable. Other processes on the same file contend through SQLite's locks, waiting up to ``timeout`` seconds. A
 fenced write reads the lease and writes in one ``BEGIN IMMEDIATE`` transaction: it holds the write lock from the
@@ -64,7 +65,7 @@ class SqliteCheckpointStore(StoreBase):
             row = conn.execute(f"SELECT data FROM {self._table} WHERE id = ?", (checkpoint_id,)).fetchone()
             return None if row is None else bytes(row[0])
 
-        return await self._db.run(f"cannot read checkpoint {checkpoint_id!r}", get)
+        return await self._db.run(f"cannot read checkpoint {checkpoint_id!r}", get, read=True)
 
     async def set(self, checkpoint_id: str, data: bytes, *, owner: str | None = None) -> None:
         check_checkpoint_id(checkpoint_id)
@@ -116,6 +117,7 @@ class SqliteCheckpointStore(StoreBase):
         return await self._db.run(
             f"cannot read the lease of checkpoint {checkpoint_id!r}",
             lambda conn: sqlite_holder(conn, self._leases, checkpoint_id),
+            read=True,
         )
 
     async def break_lease(self, checkpoint_id: str, owner: str) -> bool:
