@@ -308,3 +308,34 @@ async def test_a_damaged_journaled_session_snapshot_is_a_codec_error() -> None:
     with pytest.raises(CodecError):
         await runner.run([], session_id="chat", targets={target: "approve"}).collect()
     assert desk.refunds == [7]
+
+
+async def test_a_dead_runners_lease_is_named_in_the_refusal_and_can_be_broken_for_that_holder_only() -> None:
+    desk = Desk()
+    store = MemoryCheckpointStore()
+    runner = Runner(agent(desk, tool_calls(("refund", {"order_id": 7})), assistant("ok")), checkpoint_store=store)
+    target = interrupt_id(await collect_events(runner.query("go", checkpoint_id="c")))
+    assert await store.claim("c", "dead-worker", 300)  # a resumer that died holding the lease
+
+    with pytest.raises(ResumeConflictError) as refused:
+        await runner.resume("c", {target: "approve"}).collect()
+    lease = refused.value.lease
+    assert lease is not None and lease.owner == "dead-worker" and 0 < lease.expires_in <= 300
+    assert "Runner.break_lease('c', 'dead-worker')" in str(refused.value)
+
+    assert not await runner.break_lease("c", "someone-else")  # only the holder named is broken
+    assert await runner.break_lease("c", "dead-worker")
+    assert errors(await collect_events(runner.resume("c", {target: "approve"}))) == []
+    assert desk.refunds == [7]
+
+
+async def test_breaking_a_lease_needs_a_store_that_can() -> None:
+    class Plain:
+        async def get(self, checkpoint_id: str) -> bytes | None:
+            return None
+
+    runner = Runner(agent(Desk()), checkpoint_store=MemoryCheckpointStore())
+    with pytest.raises(UserError, match="expected a store with break_lease"):
+        await runner.break_lease("c", "x", checkpoint_store=Plain())  # type: ignore[arg-type]
+    with pytest.raises(UserError, match="checkpoint id"):
+        await runner.break_lease("", "x")
