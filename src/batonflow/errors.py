@@ -7,6 +7,8 @@ failed, a tool that could not be called). Messages say what was expected and wha
 
 from __future__ import annotations
 
+from typing import Any
+
 __all__ = [
     "BatonflowError",
     "CheckpointExistsError",
@@ -143,7 +145,15 @@ class CheckpointExistsError(RunError):
 
 class ResumeConflictError(RunError):
     """Another runner is resuming the same checkpoint, running under the same checkpoint id, or running the same
-    conversation, right now."""
+    conversation, right now.
+
+    ``lease`` is that runner's lease (``batonflow.store.Lease``: its owner, how long it has held it, when it lapses)
+    when the store could tell, else None.
+    """
+
+    def __init__(self, message: str, *, lease: Any = None) -> None:
+        super().__init__(message)
+        self.lease = lease
 
 
 class LeaseLostError(ResumeConflictError):

@@ -200,7 +200,13 @@ async def test_two_concurrent_resumes_of_a_pending_conversation_run_the_tool_onc
         )
         [conflict] = [r for r in results if isinstance(r, ResumeConflictError)]
         [events] = [r for r in results if not isinstance(r, ResumeConflictError)]
-        assert str(conflict) == "session 'p' is being run or resumed by another runner"
+        # The refusal names the holder, its age and how to break its lease should it be dead.
+        assert conflict.lease is not None and conflict.lease.expires_in > 0
+        assert str(conflict) == (
+            f"session 'p' is being run or resumed by another runner: its lease is held by {conflict.lease.owner!r} "
+            f"for {conflict.lease.held_for:.1f} s and lapses in {conflict.lease.expires_in:.1f} s unless renewed; "
+            f"if that runner is gone, break it with Runner.break_session_lease('p', {conflict.lease.owner!r})"
+        )
         assert events[-1].message_output.message.content == "Refund done."  # type: ignore[union-attr]
         assert refunds.made == [3]
         session = await Session.load(stores[0], "p")
@@ -316,7 +322,9 @@ async def test_two_processes_resuming_one_pending_conversation_on_sqlite_run_the
         assert sorted(line.split(":")[0] for line in first.values()) == ["conflict", "in tool"]
         [winner] = [child for child, line in first.items() if line == "in tool"]
         [loser] = [child for child, line in first.items() if line != "in tool"]
-        assert first[loser] == "conflict: session 'chat-7' is being run or resumed by another runner"
+        assert first[loser].startswith(
+            "conflict: session 'chat-7' is being run or resumed by another runner: its lease is held by "
+        )
         await _send(winner, "finish")
         assert await _line(winner) == "done: Refund done."
         for child in children:

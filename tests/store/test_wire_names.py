@@ -23,6 +23,7 @@ WIRE_NAMES = {
     "FunctionCall": "batonflow.schema._messages.FunctionCall",
     "ImagePart": "batonflow.schema._messages.ImagePart",
     "InterruptRecord": "batonflow.adk._interrupt.InterruptRecord",
+    "JournalChunk": "batonflow.adk._journal.JournalChunk",
     "LoopState": "batonflow.adk._workflow.LoopState",
     "Message": "batonflow.schema._messages.Message",
     "ParallelState": "batonflow.adk._workflow.ParallelState",

@@ -39,6 +39,8 @@ from ._interrupt import ResumeInfo as ResumeInfo
 from ._interrupt import composite_interrupt as composite_interrupt
 from ._interrupt import interrupt as interrupt
 from ._interrupt import stateful_interrupt as stateful_interrupt
+from ._lease import LeaseHolder as LeaseHolder
+from ._lease import break_lease as break_lease
 from ._plan_execute import new_executor as new_executor
 from ._plan_execute import new_planner as new_planner
 from ._plan_execute import new_replanner as new_replanner

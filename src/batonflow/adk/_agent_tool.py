@@ -86,11 +86,13 @@ class AgentTool:
                 messages=self._input(arguments, ctx, parent), enable_streaming=parent.enable_streaming
             )
         inner = RunContext(
-            session=RunSession(values=parent.session.values, events=list(state.events)),
+            session=RunSession(values=parent.session.values, events=list(state.events), visits=parent.session.visits),
             root_input=AgentInput(messages=state.messages, enable_streaming=state.enable_streaming),
             enable_streaming=state.enable_streaming,
             address=ctx.address,
             resume=parent.resume if saved.was_interrupted else None,
+            run_id=parent.run_id,
+            journal=parent.journal,
         )
         events = (
             self.agent.resume(ResumeInfo(enable_streaming=state.enable_streaming), inner)

@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..errors import UserError
-from ..schema import Message
+from ..schema import Address, Message
 from ..store import DecodeLimits, decode, encode, register_type
 from ..tools import InterruptSignal
 from ._context import RunContext, SessionEvent
@@ -27,6 +27,10 @@ class Checkpoint:
     values: dict[str, Any] = field(default_factory=dict)
     events: list[SessionEvent] = field(default_factory=list)
     interrupts: list[InterruptRecord] = field(default_factory=list)
+    run_id: str = ""
+    """The run's id, the same in all its checkpoints ("" in those of releases before it had one)."""
+    visits: dict[Address, int] = field(default_factory=dict)
+    """The run session's ``visits``."""
 
 
 # Everything a checkpoint holds registers in its own module, under the name stored checkpoints use.
@@ -57,6 +61,8 @@ async def encode_checkpoint(ctx: RunContext, signal: InterruptSignal, store: obj
         values=dict(ctx.session.values),
         events=events,
         interrupts=flatten(signal),
+        run_id=ctx.run_id,
+        visits=dict(ctx.session.visits),
     )
     return encode(checkpoint, limits=limits_of(store))
 

@@ -21,6 +21,7 @@ from ._events import AgentAction, AgentEvent, AgentInput
 
 if TYPE_CHECKING:
     from ._interrupt import ResumePoints
+    from ._journal import Journal
 
 __all__ = ["RunContext", "RunSession", "SessionEvent"]
 
@@ -61,12 +62,16 @@ class RunSession:
     values: dict[str, Any] = field(default_factory=dict)
     events: list[SessionEvent] = field(default_factory=list)
     committed: list[SessionEvent] = field(default_factory=list)
+    visits: dict[Address, int] = field(default_factory=dict)
+    """How many loops each address has started in the run (a loop agent's iterations, say): what tells a tool call
+    from one with the same id, turn and address in an earlier run of the same agent. Shared by parallel branches
+    (their addresses differ) and saved in checkpoints."""
 
     def history(self) -> list[SessionEvent]:
         return [*self.committed, *self.events] if self.committed else self.events
 
     def fork(self) -> RunSession:
-        return RunSession(values=self.values, committed=self.history())
+        return RunSession(values=self.values, committed=self.history(), visits=self.visits)
 
 
 @dataclass(slots=True, kw_only=True)
@@ -89,6 +94,11 @@ class RunContext:
     # Where trace events go; None (the usual case) when the run has no trace callbacks. A context created
     # inside a traced tool call (an agent tool's inner run) joins that call's trace.
     trace: TraceScope | None = field(default_factory=current_scope, repr=False, compare=False)
+    # Names the run across its interrupts and resumes (the tools' idempotency keys start with it); "" outside a
+    # Runner.
+    run_id: str = ""
+    # Set while resuming from a checkpoint: the steps that finished, recorded and saved as the resume goes.
+    journal: Journal | None = field(default=None, repr=False, compare=False)
 
     def child(self, agent_name: str) -> RunContext:
         # Spelled out rather than dataclasses.replace: every agent of every run comes through here.
@@ -102,6 +112,8 @@ class RunContext:
             address=(*self.address, segment),
             resume=self.resume,
             trace=self.trace,
+            run_id=self.run_id,
+            journal=self.journal,
         )
 
     # -- interrupts and resume (Eino's GetInterruptState and GetResumeContext) ----------------------------------

@@ -55,7 +55,7 @@ class _DeterministicTransfer:
     async def run(self, input: AgentInput, ctx: RunContext | None = None) -> AsyncIterator[AgentEvent]:
         ctx = ctx if ctx is not None else RunContext()
         if isinstance(self.agent, FlowAgent):
-            isolated = replace(ctx, session=RunSession(values=ctx.session.values))
+            isolated = replace(ctx, session=RunSession(values=ctx.session.values, visits=ctx.session.visits))
             events = self._isolated(self.agent.run(input, isolated), ctx, isolated)
         else:
             events = self._append(self.agent.run(input, ctx))
@@ -72,7 +72,10 @@ class _DeterministicTransfer:
                     error=ResumeError("invalid interrupt state for flowAgent resume in deterministic transfer")
                 )
                 return
-            isolated = replace(ctx, session=RunSession(values=ctx.session.values, events=list(state.events)))
+            isolated = replace(
+                ctx,
+                session=RunSession(values=ctx.session.values, events=list(state.events), visits=ctx.session.visits),
+            )
             events = self._isolated(self.agent.resume(info, isolated), ctx, isolated)
         else:
             resume = getattr(self.agent, "resume", None)

@@ -10,22 +10,25 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import os
 import uuid
 from collections import deque
 from collections.abc import AsyncGenerator, AsyncIterator, Mapping, Sequence
 from contextlib import aclosing
 from typing import Any
 
-from ..errors import CheckpointExistsError, CheckpointNotFoundError, ResumeConflictError, UserError
+from ..errors import CheckpointExistsError, CheckpointNotFoundError, UserError
 from ..schema import Message, Stream, user
 from ..store import CheckpointStore, check_checkpoint_id
 from ..trace import RunTrace, TraceCallback, TraceEvent
 from ._agent import Agent
-from ._checkpoint import decode_checkpoint, encode_checkpoint
+from ._checkpoint import Checkpoint, decode_checkpoint, encode_checkpoint, limits_of
 from ._context import RunContext, RunSession
 from ._events import AgentEvent, AgentInput
 from ._flow import FlowAgent
 from ._interrupt import InterruptInfo, ResumeInfo, ResumePoints, interrupt_contexts
+from ._journal import Journal, base_digest
+from ._lease import LeaseHolder, break_lease, fenced
 
 __all__ = ["Runner"]
 
@@ -109,17 +112,22 @@ class Runner:
             session=RunSession(values=values),
             enable_streaming=self.enable_streaming,
             skip_transfer_messages=self.skip_transfer_messages,
+            run_id=os.urandom(16).hex(),
         )
         trace = RunTrace(callbacks, agent_name=self.agent.name) if callbacks else None
         if trace is not None:
             ctx.trace = trace.root()
         input = AgentInput(messages=list(messages), enable_streaming=self.enable_streaming)
         ctx.root_input = input
-        events = self._events(self.agent.run(input, ctx), ctx, store, checkpoint_id)
+        segment = None
+        if checkpoint_id is not None and store is not None:
+            lease = LeaseHolder(
+                store, checkpoint_id, uuid.uuid4().hex, self.resume_lease, f"checkpoint[{checkpoint_id}]"
+            )
+            segment = _Segment(store, checkpoint_id, lease)
+        events = self._events(self.agent.run(input, ctx), ctx, segment)
         traced = events if trace is None else trace.wrap(events)
-        if checkpoint_id is None or store is None:
-            return traced
-        return _reserved(store, checkpoint_id, self.resume_lease, traced)
+        return traced if segment is None else _reserved(segment, traced)
 
     def query(
         self, text: str, *, session_values: Mapping[str, Any] | None = None, checkpoint_id: str | None = None
@@ -156,7 +164,14 @@ class Runner:
 
         ``targets`` maps interrupt ids (from ``InterruptCtx.id``) to the data each should get; an interrupted
         component that is not targeted interrupts again and keeps its state. Without targets every interrupted
-        component resumes. Only one resume of a checkpoint runs at a time; a finished resume deletes it.
+        component resumes.
+
+        Only one resume of a checkpoint runs at a time (the others get ``ResumeConflictError``, naming the holder);
+        it renews its lease while it runs. A resume that runs to its end deletes the checkpoint. One that fails, is
+        cut short (the caller stops reading, Ctrl-C) or whose process dies keeps it, with a journal of the steps
+        that finished — saved after each tool batch, before the model is asked again — so that resuming again, with
+        the same targets or none, replays those steps instead of running their tools a second time. A tool cut off
+        mid-call runs again: ``ToolContext.idempotency_key`` lets it make its side effect once.
         """
         check_checkpoint_id(checkpoint_id)
         store = self.checkpoint_store if checkpoint_store is None else checkpoint_store
@@ -164,12 +179,23 @@ class Runner:
             raise UserError("failed to resume: expected Runner(..., checkpoint_store=...), got no store")
         return Stream.from_async_iter(self._resume(store, checkpoint_id, dict(targets or {})))
 
+    async def break_lease(
+        self, checkpoint_id: str, holder: str, *, checkpoint_store: CheckpointStore | None = None
+    ) -> bool:
+        """Free ``checkpoint_id`` from a runner that died holding its lease, so that it can be resumed now rather than
+        when the lease lapses. ``holder`` is the owner that ``ResumeConflictError.holder`` named: only that lease
+        is broken, never one another runner took since. True when it was broken, False when ``holder`` no longer
+        held it. Break only a runner known to be gone: one that still works stops at its next tool batch.
+        """
+        check_checkpoint_id(checkpoint_id)
+        store = self.checkpoint_store if checkpoint_store is None else checkpoint_store
+        return await break_lease(store, checkpoint_id, holder, f"checkpoint[{checkpoint_id}]")
+
     async def _resume(
         self, store: CheckpointStore, checkpoint_id: str, targets: dict[str, Any]
     ) -> AsyncIterator[AgentEvent]:
-        owner = uuid.uuid4().hex
-        if not await store.claim(checkpoint_id, owner, self.resume_lease):
-            raise ResumeConflictError(f"checkpoint[{checkpoint_id}] is being resumed by another runner")
+        lease = LeaseHolder(store, checkpoint_id, uuid.uuid4().hex, self.resume_lease, f"checkpoint[{checkpoint_id}]")
+        await lease.claim("resumed")
         try:
             # Read under the lease: a resume that finished between a read and the claim has deleted what was read,
             # and replaying it would run its tools twice.
@@ -177,41 +203,70 @@ class Runner:
             if data is None:
                 raise CheckpointNotFoundError(f"checkpoint[{checkpoint_id}] not exist")
             checkpoint = decode_checkpoint(data, store)
-            trace = RunTrace(self.callbacks, agent_name=self.agent.name) if self.callbacks else None
-            ctx = RunContext(
-                session=RunSession(values=checkpoint.values, events=checkpoint.events),
-                root_input=AgentInput(messages=checkpoint.root_messages, enable_streaming=checkpoint.enable_streaming),
-                enable_streaming=checkpoint.enable_streaming,
-                skip_transfer_messages=self.skip_transfer_messages,
-                resume=ResumePoints(checkpoint.interrupts, targets),
+            base = base_digest(data)
+
+            async def write(key: str, chunk: bytes) -> None:
+                lease.check()
+                await store.set(key, chunk)
+
+            journal = await Journal.load(
+                store, checkpoint_id, base, targets, write=write, limits=limits_of(store), fence=lease.check
             )
-            if trace is not None:
-                ctx.trace = trace.root()
-            outcome: list[bool] = []
-            events = self.agent.resume(ResumeInfo(enable_streaming=checkpoint.enable_streaming), ctx)
-            forwarding = self._events(events, ctx, store, checkpoint_id, outcome)
-            if trace is not None:
-                forwarding = trace.wrap(forwarding, resumed=True)
-            refused = False
-            async with aclosing(forwarding) as forwarded:
-                async for event in forwarded:
-                    refused = isinstance(event.error, UserError)
+            segment = _Segment(store, checkpoint_id, lease, journal)
+            events = self._resumed(checkpoint, journal, base, store, checkpoint_id, segment)
+            async with aclosing(events) as resumed:
+                async for event in resumed:
                     yield event
-            if not outcome and not refused:
-                # Resumed to the end: a later resume must not replay it (its tools would run twice). A resume that
-                # ends refusing what it was given (resume data of the wrong kind) keeps the checkpoint, so the
-                # caller can try again with the right data.
-                await store.delete(checkpoint_id)
         finally:
-            await store.release(checkpoint_id, owner)
+            await lease.release()
+
+    async def _resumed(
+        self,
+        checkpoint: Checkpoint,
+        journal: Journal,
+        base: str,
+        store: CheckpointStore,
+        checkpoint_id: str,
+        segment: _Segment,
+    ) -> AsyncGenerator[AgentEvent, None]:
+        """The events of one resume segment, and what it leaves in the store: nothing when it ran to the end, the
+        new checkpoint when it was interrupted again, and the checkpoint with the journal of the steps that
+        finished when it failed or was cut short (so that a retry neither loses the run nor repeats a tool)."""
+        trace = RunTrace(self.callbacks, agent_name=self.agent.name) if self.callbacks else None
+        ctx = RunContext(
+            session=RunSession(values=checkpoint.values, events=checkpoint.events, visits=checkpoint.visits),
+            root_input=AgentInput(messages=checkpoint.root_messages, enable_streaming=checkpoint.enable_streaming),
+            enable_streaming=checkpoint.enable_streaming,
+            skip_transfer_messages=self.skip_transfer_messages,
+            resume=ResumePoints(checkpoint.interrupts, journal.targets),
+            run_id=checkpoint.run_id or base,
+            journal=journal,
+        )
+        if trace is not None:
+            ctx.trace = trace.root()
+        events = self.agent.resume(ResumeInfo(enable_streaming=checkpoint.enable_streaming), ctx)
+        forwarding = self._events(events, ctx, segment)
+        if trace is not None:
+            forwarding = trace.wrap(forwarding, resumed=True)
+        async with aclosing(forwarding) as forwarded:
+            try:
+                async for event in forwarded:
+                    segment.failed = segment.failed or event.error is not None
+                    yield event
+            except BaseException:
+                await segment.keep(quiet=True)  # cut short (the caller went away, Ctrl-C): what finished is saved
+                raise
+        if segment.interrupted:
+            await segment.forget_journal()  # the new checkpoint holds what the journal did
+            return
+        try:
+            await (segment.keep() if segment.failed else segment.finish())
+        except Exception as error:
+            error.add_note(f"checkpoint[{checkpoint_id}] is kept; the tools whose results were not saved run again")
+            yield AgentEvent(agent_name=self.agent.name, error=error)
 
     async def _events(
-        self,
-        events: AsyncIterator[AgentEvent],
-        ctx: RunContext,
-        store: CheckpointStore | None,
-        checkpoint_id: str | None,
-        interrupted: list[bool] | None = None,
+        self, events: AsyncIterator[AgentEvent], ctx: RunContext, segment: _Segment | None
     ) -> AsyncGenerator[AgentEvent, None]:
         seq = 0
         try:
@@ -226,12 +281,9 @@ class Runner:
                         and isinstance(action.interrupted, InterruptInfo)
                     ):
                         action.interrupted.interrupt_contexts = interrupt_contexts(action.signal)
-                        if interrupted is not None:
-                            interrupted.append(True)
-                        if checkpoint_id is not None and store is not None:
+                        if segment is not None:
                             try:
-                                data = await encode_checkpoint(ctx, action.signal, store)
-                                await store.set(checkpoint_id, data)
+                                await segment.save(await encode_checkpoint(ctx, action.signal, segment.store))
                             except Exception as error:
                                 # Nothing was saved: say so instead of showing an interrupt that cannot resume.
                                 yield AgentEvent(
@@ -254,25 +306,19 @@ class Runner:
         return self.run_sync([user(text)], session_values=session_values)
 
 
-async def _reserved(
-    store: CheckpointStore, checkpoint_id: str, ttl: float, events: AsyncIterator[AgentEvent]
-) -> AsyncIterator[AgentEvent]:
-    """``events``, once ``checkpoint_id`` is known to be free; a run given a checkpoint id starts here.
+async def _reserved(segment: _Segment, events: AsyncIterator[AgentEvent]) -> AsyncIterator[AgentEvent]:
+    """``events``, once the segment's checkpoint id is known to be free; a run given a checkpoint id starts here.
 
     The run holds the id's lease from before it looks until its checkpoint is saved, so that neither a pending run
     nor a second run started with the same id at the same moment is overwritten. The lease is given back before
     the caller sees the interrupt, so that the caller can resume at once.
     """
-    owner = uuid.uuid4().hex
+    checkpoint_id, lease = segment.checkpoint_id, segment.lease
     async with aclosing(events) as source:  # type: ignore[type-var]
-        if not await store.claim(checkpoint_id, owner, ttl):
-            raise ResumeConflictError(
-                f"checkpoint[{checkpoint_id}] is being run or resumed by another runner: "
-                "expected a checkpoint id that no other run uses, got one in use"
-            )
+        await lease.claim("run or resumed")
         held = True
         try:
-            if await store.get(checkpoint_id) is not None:
+            if await segment.store.get(checkpoint_id) is not None:
                 raise CheckpointExistsError(
                     f"checkpoint[{checkpoint_id}] holds a pending run, which this run would overwrite: resume it "
                     f"with Runner.resume({checkpoint_id!r}, targets=...), delete it with "
@@ -282,16 +328,69 @@ async def _reserved(
             async for event in source:
                 if held and event.action is not None and isinstance(event.action.interrupted, InterruptInfo):
                     held = False  # saved by now (or the run reports why not)
-                    try:
-                        await store.release(checkpoint_id, owner)
-                    except Exception:
-                        # The checkpoint is saved: the caller must still see the interrupt. The lease expires by
-                        # itself after ``ttl``; until then a resume is refused as a conflict.
-                        _log.warning("could not release the lease on checkpoint[%s]", checkpoint_id, exc_info=True)
+                    await lease.release()
                 yield event
         finally:
             if held:
-                await store.release(checkpoint_id, owner)
+                await lease.release()
+
+
+class _Segment:
+    """A run or a resume working under a checkpoint id's lease, and what it writes there: the interrupt's
+    checkpoint, the journal of a resume, the deletion of a resume that ran to its end. Each write is fenced by the
+    lease (``LeaseLostError`` once it is lost; atomically in stores whose ``set``/``delete`` take ``owner``)."""
+
+    __slots__ = ("checkpoint_id", "failed", "interrupted", "journal", "lease", "store")
+
+    def __init__(
+        self, store: CheckpointStore, checkpoint_id: str, lease: LeaseHolder, journal: Journal | None = None
+    ) -> None:
+        self.store = store
+        self.checkpoint_id = checkpoint_id
+        self.lease = lease
+        self.journal = journal
+        self.interrupted = False
+        self.failed = False
+
+    async def save(self, data: bytes) -> None:
+        """The checkpoint of the run's interrupt."""
+        self.lease.check()
+        await fenced(self.store).set(self.checkpoint_id, data, owner=self.lease.owner)
+        self.interrupted = True
+
+    async def keep(self, *, quiet: bool = False) -> None:
+        """The resume stops short of its end: the checkpoint stays, with the journal of what finished. ``quiet``
+        when the caller went away: a failure is logged, not raised."""
+        if self.journal is None or self.lease.lost:
+            return
+        try:
+            await self.journal.flush()
+        except Exception:
+            if not quiet:
+                raise
+            _log.warning("could not save the journal of checkpoint[%s]", self.checkpoint_id, exc_info=True)
+
+    async def finish(self) -> None:
+        """The resume ran to its end: a later resume must not replay it (its tools would run twice)."""
+        self.lease.check()
+        try:
+            await fenced(self.store).delete(self.checkpoint_id, owner=self.lease.owner)
+        except Exception:
+            await self.keep()  # a retry then replays the finished tools from the journal, not for real
+            raise
+        await self.forget_journal()
+
+    async def forget_journal(self) -> None:
+        """The journal's chunks are of no use any more (the checkpoint they add to is gone or replaced): deleted,
+        best effort, since a chunk left behind names a base that no checkpoint has and is never read again."""
+        if self.journal is None:
+            return
+        for key in self.journal.written():
+            try:
+                await self.store.delete(key)
+            except Exception:
+                _log.warning("could not delete %s of checkpoint[%s]", key, self.checkpoint_id, exc_info=True)
+                return
 
 
 async def _interleave(

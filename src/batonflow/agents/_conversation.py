@@ -16,16 +16,17 @@ reads and writes it there, through a checkpoint store that is the session's snap
 
 from __future__ import annotations
 
+import struct
 import uuid
 from collections.abc import AsyncGenerator, AsyncIterator, Mapping, Sequence
 from contextlib import aclosing
 from typing import Any
 
-from ..adk import Agent, AgentEvent, InterruptInfo
+from ..adk import Agent, AgentEvent, InterruptInfo, LeaseHolder, break_lease
 from ..adk import Runner as _Runner
-from ..errors import ResumeConflictError, UserError
+from ..errors import CodecError, UserError
 from ..schema import Message, Stream, user
-from ..store import CheckpointStore, SessionStore, check_session_id
+from ..store import CheckpointStore, SessionStore, check_session_id, decode, encode
 from ..trace import TraceCallback
 from ._session import Session
 
@@ -121,9 +122,9 @@ class Runner(_Runner):
         session_values: Mapping[str, Any] | None,
         targets: Mapping[str, Any] | None,
     ) -> AsyncIterator[AgentEvent]:
-        owner = uuid.uuid4().hex
-        if not await store.claim(session_id, owner, self.resume_lease):
-            raise ResumeConflictError(f"session {session_id!r} is being run or resumed by another runner")
+        what = f"session {session_id!r}"
+        lease = LeaseHolder(store, session_id, uuid.uuid4().hex, self.resume_lease, what, "Runner.break_session_lease")
+        await lease.claim("run or resumed")
         try:
             # Read under the lease: what another run saved before the claim is here, and nobody writes it until
             # this run has saved it again (a resume that finished meanwhile has cleared what it resumed).
@@ -132,11 +133,17 @@ class Runner(_Runner):
                 events = self._prompt(session, messages, session_values)
             else:
                 events = self._resume_pending(session, dict(targets or {}))
-            async with aclosing(_follow(session, events)) as followed:
+            async with aclosing(_follow(session, events, lease)) as followed:
                 async for event in followed:
                     yield event
         finally:
-            await store.release(session_id, owner)
+            await lease.release()
+
+    async def break_session_lease(self, session_id: str, holder: str) -> bool:
+        """Free conversation ``session_id`` from a runner that died holding its lease (as ``break_lease`` for a
+        checkpoint): only ``holder``'s lease is broken; True when it was."""
+        check_session_id(session_id)
+        return await break_lease(self.session_store, session_id, holder, f"session {session_id!r}")
 
     def _prompt(
         self, session: Session, messages: list[Message], session_values: Mapping[str, Any] | None
@@ -158,15 +165,17 @@ class Runner(_Runner):
         return super().resume(session.session_id, targets, checkpoint_store=_Snapshot(session))
 
 
-async def _follow(session: Session, events: Stream[AgentEvent]) -> AsyncGenerator[AgentEvent, None]:
+async def _follow(session: Session, events: Stream[AgentEvent], lease: LeaseHolder) -> AsyncGenerator[AgentEvent, None]:
     """``events``, recording the run in ``session``: saved when the run stops for an interrupt, before the caller
-    sees it (so a caller that stops reading there loses nothing), or else when the run ends."""
+    sees it (so a caller that stops reading there loses nothing), or else when the run ends; never once the
+    conversation's lease is lost (another runner may have it by now)."""
     answer: Message | None = None
     saved = False
     async with aclosing(events):
         async for event in events:
             action = event.action
             if not saved and action is not None and isinstance(action.interrupted, InterruptInfo):
+                lease.check()
                 await _save(session, answer, action.interrupted)
                 saved = True
             yield event
@@ -175,6 +184,7 @@ async def _follow(session: Session, events: Stream[AgentEvent]) -> AsyncGenerato
                 # After the yield: the caller has read a streamed answer by now.
                 answer = variant.peek_message() or answer
     if not saved:
+        lease.check()
         await _save(session, answer, None)
 
 
@@ -187,26 +197,52 @@ async def _save(session: Session, answer: Message | None, interrupt: InterruptIn
         session.pending(True, str(interrupt.data))
     elif session.snapshot is None:
         session.pending(False)
-    # else: a resume that refused its data (of the wrong kind) keeps the checkpoint; the conversation stays pending
-    # so that the caller can try again with the right data.
+    # else: a resume that failed (a provider error, data of the wrong kind) keeps its checkpoint, with the journal of
+    # the tools that finished; the conversation stays pending so that the caller can try again.
     await session.save()
 
 
 class _Snapshot:
-    """The session's snapshot seen as a store of one checkpoint, so the runtime reads and writes the pending run
-    where the conversation keeps it. Its lease always succeeds: the conversation holds the session store's."""
+    """The session's snapshot seen as a checkpoint store, so the runtime reads and writes the pending run where the
+    conversation keeps it. Its lease always succeeds: the conversation holds the session store's.
+
+    Besides the checkpoint, a resume writes its journal here (chunks under ids of their own). The snapshot then
+    holds both: ``_JOURNALED``, the checkpoint's length, the checkpoint, and the chunks encoded as one mapping; a
+    snapshot without chunks is the checkpoint's bytes alone, as before. Each chunk is saved with the session at
+    once, so a resume cut short is retried from what finished.
+    """
 
     def __init__(self, session: Session) -> None:
         self._session = session
+        self._checkpoint, self._chunks = _unpack(session.snapshot)
 
     async def get(self, checkpoint_id: str) -> bytes | None:
-        return self._session.snapshot
+        if checkpoint_id == self._session.session_id:
+            return self._checkpoint
+        return self._chunks.get(checkpoint_id)
 
     async def set(self, checkpoint_id: str, data: bytes) -> None:
-        self._session.snapshot = data
+        if checkpoint_id == self._session.session_id:
+            self._checkpoint, self._chunks = data, {}
+            self._pack()
+            return  # the conversation saves it when the caller is told of the interrupt
+        self._chunks[checkpoint_id] = data
+        self._pack()
+        await self._session.save()
 
     async def delete(self, checkpoint_id: str) -> None:
-        self._session.snapshot = None
+        if checkpoint_id == self._session.session_id:
+            self._checkpoint, self._chunks = None, {}
+        else:
+            self._chunks.pop(checkpoint_id, None)
+        self._pack()
+
+    def _pack(self) -> None:
+        if self._checkpoint is None or not self._chunks:
+            self._session.snapshot = self._checkpoint
+            return
+        chunks = encode(dict(self._chunks))
+        self._session.snapshot = b"".join((_JOURNALED, _LENGTH.pack(len(self._checkpoint)), self._checkpoint, chunks))
 
     async def claim(self, checkpoint_id: str, owner: str, ttl: float) -> bool:
         return True
@@ -216,3 +252,21 @@ class _Snapshot:
 
     async def close(self) -> None:
         return None
+
+
+_JOURNALED = b"BFJ"
+_LENGTH = struct.Struct(">Q")
+
+
+def _unpack(snapshot: bytes | None) -> tuple[bytes | None, dict[str, bytes]]:
+    """A snapshot's checkpoint and journal chunks (see ``_Snapshot``)."""
+    if snapshot is None or not snapshot.startswith(_JOURNALED):
+        return snapshot, {}
+    start = len(_JOURNALED) + _LENGTH.size
+    if len(snapshot) < start:
+        raise CodecError(f"cannot read a session snapshot: expected a journaled snapshot, got {len(snapshot)} bytes")
+    (size,) = _LENGTH.unpack_from(snapshot, len(_JOURNALED))
+    chunks = decode(snapshot[start + size :])
+    if not isinstance(chunks, dict) or not all(isinstance(v, bytes) for v in chunks.values()):
+        raise CodecError("cannot read a session snapshot: expected its journal chunks as a mapping of bytes")
+    return snapshot[start : start + size], chunks

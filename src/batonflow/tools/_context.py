@@ -7,11 +7,12 @@ context: interrupts, resume data, actions) so that tools never need globals to f
 
 from __future__ import annotations
 
+import hashlib
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, NoReturn
 
-from ..schema import Address, AddressSegment
+from ..schema import Address, AddressSegment, format_address
 from ._interrupt import InterruptSignal, InterruptState, ResumeContext
 
 __all__ = ["ToolContext"]
@@ -37,6 +38,24 @@ class ToolContext:
     # Sends an event to the caller of the run while the tool runs (an agent tool's inner events); None when
     # nobody listens.
     emit: Callable[[Any], object] | None = field(default=None, repr=False)
+    # Which model turn, of which run of the calling agent at its address, asked for this call ("<run>.<turn>"):
+    # with the address, what tells this call from one with the same id in another turn (models reuse ids).
+    step: str = field(default="", repr=False)
+
+    @property
+    def idempotency_key(self) -> str:
+        """A key for this call's side effects: the same each time this call runs, different for every other call.
+
+        The same in the call that interrupted and in its resume, and in a resume retried after a crash or an error
+        (which runs again the tools whose results were not saved yet); different for another call, turn, agent or
+        run. Give it to the service a side effect goes to (a payment API's idempotency key, a unique column) so that
+        a call run twice takes effect once. Its length is fixed (65 characters in a run). Outside a Runner (no
+        ``run``) it only tells calls apart by address and step.
+        """
+        where = f"{format_address(self.address)}|{self.step}".encode()
+        digest = hashlib.blake2b(where, digest_size=16).hexdigest()
+        run_id = getattr(self.run, "run_id", "") if self.run is not None else ""
+        return f"{run_id}-{digest}" if run_id else digest
 
     def get_session_value(self, key: str, default: Any = None) -> Any:
         """The session value stored under ``key``, or ``default``."""

@@ -101,7 +101,9 @@ async def _begin_turn(state: ReactState, setup: AgentSetup, policy: LoopPolicy, 
 
 
 async def _new_state(setup: AgentSetup, policy: LoopPolicy, input: AgentInput, ctx: RunContext) -> ReactState:
-    state = ReactState(messages=await policy.model_input(setup, input, ctx), remaining=setup.max_turns)
+    visits = ctx.session.visits
+    visit = visits[ctx.address] = visits.get(ctx.address, 0) + 1
+    state = ReactState(messages=await policy.model_input(setup, input, ctx), remaining=setup.max_turns, visit=visit)
     state.tools = list(setup.infos)
     for hook in setup.before_agent:
         await _maybe(hook(state, ctx))
@@ -183,6 +185,7 @@ def _interrupt_event(state: ReactState, signals: list[InterruptSignal], ctx: Run
         completed=dict(state.completed),
         turn=state.turn,
         corrections=state.corrections,
+        visit=state.visit,
     )
     signal = InterruptSignal(
         None, address=ctx.address, state=saved, subs=tuple(signals), id=ctx.interrupt_id(ctx.address)

@@ -97,7 +97,24 @@ class ModelStep:
         return f"ModelStep({self.model!r})"
 
     async def generate(self, messages: Sequence[Message], tools: Sequence[ToolInfo] | None, ctx: RunContext) -> Message:
-        """The model's answer; with ``retry_empty`` the last empty answer when every attempt gave one."""
+        """The model's answer; with ``retry_empty`` the last empty answer when every attempt gave one.
+
+        In a resume, an answer an earlier attempt of the resume recorded comes from its journal instead."""
+        journal = ctx.journal
+        if journal is None:
+            return await self._generate(messages, tools, ctx)
+        key = journal.model_key(ctx.address)
+        recorded = journal.recorded(key)
+        if isinstance(recorded, Message):
+            journal.model_done(ctx.address, key, recorded, replayed=True)
+            return recorded
+        message = await self._generate(messages, tools, ctx)
+        journal.model_done(ctx.address, key, message, replayed=False)
+        return message
+
+    async def _generate(
+        self, messages: Sequence[Message], tools: Sequence[ToolInfo] | None, ctx: RunContext
+    ) -> Message:
         choice = self.tool_choice if tools else None
         attempt = 1
         while True:
@@ -136,7 +153,32 @@ class ModelStep:
         so that an answer that ends empty is retried (``retry_empty``) without the caller having seen any of it;
         None when every attempt was empty. ``on_end`` gets the whole message as soon as the model's stream ends,
         whichever reader pulled its last chunk. ``show`` converts the chunks the caller sees (not the agent's copy).
+        In a resume, an answer an earlier attempt of the resume recorded comes from its journal, as one chunk.
         """
+        journal = ctx.journal
+        if journal is None:
+            return await self._stream(messages, tools, ctx, hold_back, on_end, show)
+        key = journal.model_key(ctx.address)
+        recorded = journal.recorded(key)
+        if isinstance(recorded, Message):
+            journal.model_done(ctx.address, key, recorded, replayed=True)
+            caller, whole = Stream.from_async_iter(_resumed([recorded], Stream.from_list([]), on_end)).tap()
+            return StreamedReply(caller if show is None else caller.convert(show), whole)
+        reply = await self._stream(messages, tools, ctx, hold_back, on_end, show)
+        if reply is not None:
+            address = ctx.address
+            reply._record = lambda message: journal.model_done(address, key, message, replayed=False)
+        return reply
+
+    async def _stream(
+        self,
+        messages: Sequence[Message],
+        tools: Sequence[ToolInfo] | None,
+        ctx: RunContext,
+        hold_back: bool,
+        on_end: Callable[[Message], None] | None,
+        show: Callable[[Message], Message | None] | None,
+    ) -> StreamedReply | None:
         if hold_back:
             held = await self._held(messages, tools, ctx)
             if held is None:
@@ -215,7 +257,7 @@ class StreamedReply:
     """A streamed model answer: ``event`` carries the caller's copy of the chunks; ``message()`` reads the agent's
     copy to its end and joins it, which also completes the event's message for the run's history."""
 
-    __slots__ = ("_close", "_joined", "_reason", "_whole", "event")
+    __slots__ = ("_close", "_joined", "_reason", "_record", "_whole", "event")
 
     def __init__(
         self,
@@ -228,6 +270,7 @@ class StreamedReply:
         self._whole = whole
         self._reason = reason
         self._close = close
+        self._record: Callable[[Message], None] | None = None  # a resume's journal takes the whole message
         self._joined: asyncio.Future[Message] = asyncio.get_running_loop().create_future()
         variant = self.event.output.message_output  # type: ignore[union-attr]
         variant._joined = self._joined  # type: ignore[union-attr]
@@ -242,6 +285,8 @@ class StreamedReply:
                 await self._reason.end(error=error)
             raise
         self._joined.set_result(message)
+        if self._record is not None:
+            self._record(message)
         if self._reason is not None:
             await self._reason.end(message)
         return message

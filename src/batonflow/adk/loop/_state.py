@@ -30,7 +30,8 @@ class ReactState:
     ``messages`` is the transcript the next model call is sent, ``remaining`` the model calls left and ``turn`` the
     calls made. ``pending`` is the assistant message whose tool calls are running and ``completed`` the results
     of those that finished, by call id: on resume only the others run. ``corrections`` counts consecutive empty
-    answers sent back to the model (Solon's format correction). ``tools`` are the tools the next call is offered;
+    answers sent back to the model (Solon's format correction). ``visit`` numbers the loops started at the agent's
+    address in the run (1 for the first; 0 in checkpoints of releases before it was counted). ``tools`` are the tools the next call is offered;
     they come from the agent, so they are not saved (a resumed loop gets the agent's tools again).
     """
 
@@ -40,6 +41,7 @@ class ReactState:
     completed: dict[str, ToolResult] = field(default_factory=dict)
     turn: int = 0
     corrections: int = 0
+    visit: int = 0
     tools: list[ToolInfo] = field(default_factory=list, init=False, repr=False)
 
 

@@ -19,6 +19,7 @@ from ...schema import Message, Stream, ToolCall, assistant, tool_message
 from ...tools import AddressSegment, InterruptSignal, ToolContext
 from .._context import RunContext
 from .._events import AgentAction, AgentEvent, event_from_message
+from .._journal import Journal
 from ._middleware import ToolBatch
 from ._outcomes import Answer, Fail, Interrupt
 from ._policy import AgentSetup, LoopPolicy
@@ -48,29 +49,22 @@ async def tool_step(
     interrupts: list[InterruptSignal] = []
     notes: dict[str, str] = {}
     if setup.before_tools and todo:
-        batch = ToolBatch(calls=todo, ctx=ctx, address=_batch_address(ctx, state))
-        try:
-            for hook in setup.before_tools:
-                await _maybe(hook(batch))
-        except InterruptSignal as suspended:
-            interrupts.append(suspended)  # the whole batch waits: nothing runs
-            todo = []
-        else:
-            for answered in _answered(state, batch, todo):
-                yield answered
-            if batch.final_answer is not None:
-                return
-            todo, notes = [c for c in batch.calls if c.id not in completed], batch.notes
+        todo, notes, answered = await _before_tools(state, setup, ctx, todo, interrupts)
+        for answer in answered:
+            yield answer
+        if answered and isinstance(answered[-1], Answer):
+            return
+    journal = ctx.journal
+    if journal is not None and todo:
+        todo, replayed = _replayed(todo, state, ctx, journal)
+        for event in replayed:
+            yield event
     direct = policy.direct_call(calls, setup)
     trace = ctx.trace
     acting = await trace.action_start(todo) if trace is not None else None
     inline = not setup.emits and (setup.sequential or len(todo) == 1)
     # The common case runs the calls right here, free of tasks, queues and another generator.
-    source = (
-        _Inline(todo, setup, policy, ctx, state.messages)
-        if inline
-        else _concurrent(todo, setup, policy, ctx, state.messages)
-    )
+    source = _Inline(todo, setup, policy, ctx, state) if inline else _concurrent(todo, setup, policy, ctx, state)
     async with aclosing(source) as outcomes:
         async for item in outcomes:
             if isinstance(item, AgentEvent):
@@ -87,7 +81,9 @@ async def tool_step(
                 return
             if notes and call.id in notes:
                 result = tool_message(result.content + notes[call.id], tool_call_id=call.id, tool_name=result.tool_name)
-            completed[call.id] = ToolResult(message=result, action=action)
+            completed[call.id] = finished = ToolResult(message=result, action=action)
+            if journal is not None:
+                journal.record(Journal.tool_key(ctx.address, state.visit, state.turn, call.id), finished)
             if call.id != direct:
                 yield _tool_event(result, action)
     if acting is not None:
@@ -95,6 +91,8 @@ async def tool_step(
     if interrupts:
         yield Interrupt(interrupts)
         return
+    if journal is not None:
+        await journal.flush()  # saved before the model is asked again
     for concluded in await _conclude(state, setup, policy, ctx, calls, direct):
         yield concluded
 
@@ -127,6 +125,25 @@ async def _conclude(
     return [] if answer is None else [Answer(answer)]
 
 
+async def _before_tools(
+    state: ReactState, setup: AgentSetup, ctx: RunContext, todo: list[ToolCall], interrupts: list[InterruptSignal]
+) -> tuple[list[ToolCall], dict[str, str], list[StepItem]]:
+    """The ``before_tools`` hooks on the calls to run: the calls left, the notes for their results, and what to
+    pass on (the results of calls a hook answered, ending in ``Answer`` when a hook ended the run). A hook that
+    interrupts holds the whole batch: nothing runs."""
+    batch = ToolBatch(calls=todo, ctx=ctx, address=_batch_address(ctx, state))
+    try:
+        for hook in setup.before_tools:
+            await _maybe(hook(batch))
+    except InterruptSignal as suspended:
+        interrupts.append(suspended)
+        return [], {}, []
+    answered = _answered(state, batch, todo)
+    if batch.final_answer is not None:
+        return [], {}, answered
+    return [c for c in batch.calls if c.id not in state.completed], batch.notes, answered
+
+
 def _answered(state: ReactState, batch: ToolBatch, todo: list[ToolCall]) -> list[StepItem]:
     """The calls a middleware answered without running them, recorded as finished, and their events; when it
     ended the run instead (``final_answer``), every call has that answer as result, then the answer."""
@@ -146,6 +163,24 @@ def _answered(state: ReactState, batch: ToolBatch, todo: list[ToolCall]) -> list
     return items
 
 
+def _replayed(
+    todo: list[ToolCall], state: ReactState, ctx: RunContext, journal: Journal
+) -> tuple[list[ToolCall], list[AgentEvent]]:
+    """The calls still to run, and the events of those an earlier attempt of this resume finished: recorded as
+    finished from the journal, not run again. A resume that lost its lease runs no more tools."""
+    journal.check()
+    left: list[ToolCall] = []
+    events: list[AgentEvent] = []
+    for call in todo:
+        recorded = journal.recorded(Journal.tool_key(ctx.address, state.visit, state.turn, call.id))
+        if isinstance(recorded, ToolResult):
+            state.completed[call.id] = recorded
+            events.append(_tool_event(recorded.message, recorded.action))
+        else:
+            left.append(call)
+    return left, events
+
+
 class _Inline:
     """The calls of a round one after another, awaited here: an iterator with no generator frame, no task, no
     queue (most rounds are one call). A failure that is not an interrupt ends the round."""
@@ -153,11 +188,11 @@ class _Inline:
     __slots__ = ("_args", "_call_tool", "_calls", "_stop")
 
     def __init__(
-        self, calls: list[ToolCall], setup: AgentSetup, policy: LoopPolicy, ctx: RunContext, history: list[Message]
+        self, calls: list[ToolCall], setup: AgentSetup, policy: LoopPolicy, ctx: RunContext, state: ReactState
     ) -> None:
         self._calls = iter(calls)
         self._call_tool = _call_tool if ctx.trace is None else _traced_call_tool
-        self._args = (setup, policy, ctx, history)
+        self._args = (setup, policy, ctx, state)
         self._stop = False
 
     def __aiter__(self) -> _Inline:
@@ -167,8 +202,8 @@ class _Inline:
         call = next(self._calls, None)
         if call is None or self._stop:
             raise StopAsyncIteration
-        setup, policy, ctx, history = self._args
-        done = await _settle(self._call_tool, call, setup, policy, ctx, history, None)
+        setup, policy, ctx, state = self._args
+        done = await _settle(self._call_tool, call, setup, policy, ctx, state, None)
         self._stop = done.failure is not None and not isinstance(done.failure, InterruptSignal)
         return done
 
@@ -177,7 +212,7 @@ class _Inline:
 
 
 async def _concurrent(
-    calls: list[ToolCall], setup: AgentSetup, policy: LoopPolicy, ctx: RunContext, history: list[Message]
+    calls: list[ToolCall], setup: AgentSetup, policy: LoopPolicy, ctx: RunContext, state: ReactState
 ) -> AsyncGenerator[_Done | AgentEvent, None]:
     """Each call's outcome as it completes, and the events tools send meanwhile (an agent tool's inner events):
     concurrently on a task group, or in order on one task when the agent runs tools sequentially."""
@@ -189,7 +224,7 @@ async def _concurrent(
 
     async def run(batch: list[ToolCall]) -> None:
         for call in batch:
-            done = await _settle(call_tool, call, setup, policy, ctx, history, emit)
+            done = await _settle(call_tool, call, setup, policy, ctx, state, emit)
             writer.send(done)
             if done.failure is not None and not isinstance(done.failure, InterruptSignal):
                 return
@@ -213,7 +248,7 @@ async def _concurrent(
 
 
 CallTool = Callable[
-    [ToolCall, AgentSetup, LoopPolicy, RunContext, list[Message], Callable[[Any], object] | None],
+    [ToolCall, AgentSetup, LoopPolicy, RunContext, ReactState, Callable[[Any], object] | None],
     Awaitable[tuple[Message, AgentAction | None]],
 ]
 
@@ -224,11 +259,11 @@ async def _settle(
     setup: AgentSetup,
     policy: LoopPolicy,
     ctx: RunContext,
-    history: list[Message],
+    state: ReactState,
     emit: Callable[[Any], object] | None,
 ) -> _Done:
     try:
-        result, action = await call_tool(call, setup, policy, ctx, history, emit)
+        result, action = await call_tool(call, setup, policy, ctx, state, emit)
     except InterruptSignal as signal:  # a BaseException: a tool's own ``except Exception`` lets it through
         return _Done(call, _NO_RESULT, None, signal)
     except Exception as failure:
@@ -241,13 +276,19 @@ async def _call_tool(
     setup: AgentSetup,
     policy: LoopPolicy,
     ctx: RunContext,
-    history: list[Message],
+    state: ReactState,
     emit: Callable[[Any], object] | None,
 ) -> tuple[Message, AgentAction | None]:
     """One call's result message and action; an interrupt raised by the tool propagates."""
     name = call.function.name
     tool_ctx = ToolContext(
-        tool_name=name, call_id=call.id, session_values=ctx.session.values, run=ctx, history=history, emit=emit
+        tool_name=name,
+        call_id=call.id,
+        session_values=ctx.session.values,
+        run=ctx,
+        history=state.messages,
+        emit=emit,
+        step=f"{state.visit}.{state.turn}",
     )
     if name not in setup.tools:
         content = policy.tool_not_found(name, setup)
@@ -267,11 +308,11 @@ async def _traced_call_tool(
     setup: AgentSetup,
     policy: LoopPolicy,
     ctx: RunContext,
-    history: list[Message],
+    state: ReactState,
     emit: Callable[[Any], object] | None,
 ) -> tuple[Message, AgentAction | None]:
     assert ctx.trace is not None
-    return await ctx.trace.tool_call(call, _call_tool(call, setup, policy, ctx, history, emit))
+    return await ctx.trace.tool_call(call, _call_tool(call, setup, policy, ctx, state, emit))
 
 
 _NO_RESULT = Message(role="tool")

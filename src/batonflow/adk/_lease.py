@@ -1,0 +1,180 @@
+"""Holding a store's lease while a run works under it: claimed first, renewed as it goes, given back at the end.
+
+A resume claims its checkpoint's lease before it reads the checkpoint (a conversation, its session's), so of two
+resumers exactly one goes ahead. The lease has a ttl so that a runner that dies blocks nobody for long; a runner
+that lives renews it every third of the ttl, so that a segment longer than the ttl keeps it. A renewal that finds
+the lease taken, or that cannot reach the store before the lease would have lapsed, marks it lost: the run then
+stops before its next tool batch (``check``), and writes nothing more under the id (``LeaseLostError``).
+
+Giving the lease back is best effort: a release that fails is logged, never raised over what the run did (the
+lease lapses by itself after its ttl).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import inspect
+import logging
+import time
+from typing import Any, Protocol
+
+from ..errors import LeaseLostError, ResumeConflictError, UserError
+
+__all__ = ["Fenced", "LeaseHolder", "Leasing", "break_lease", "conflict", "fenced"]
+
+_log = logging.getLogger("batonflow.adk")
+
+
+class Leasing(Protocol):
+    """What a store needs for leases: checkpoint stores and session stores both have it."""
+
+    async def claim(self, key: str, owner: str, ttl: float, /) -> bool: ...
+
+    async def release(self, key: str, owner: str, /) -> None: ...
+
+
+class LeaseHolder:
+    """The lease on ``key`` in ``store``, held for one run segment by ``owner``. ``what`` names it in messages
+    (``checkpoint[x]``, ``session 'y'``)."""
+
+    __slots__ = ("_renewed_at", "_renewer", "breaker", "key", "lost", "owner", "store", "ttl", "what")
+
+    def __init__(
+        self, store: Leasing, key: str, owner: str, ttl: float, what: str, breaker: str = "Runner.break_lease"
+    ) -> None:
+        self.store = store
+        self.breaker = breaker
+        self.key = key
+        self.owner = owner
+        self.ttl = ttl
+        self.what = what
+        self.lost = False
+        self._renewer: asyncio.Task[None] | None = None
+        self._renewed_at = 0.0
+
+    async def claim(self, doing: str) -> None:
+        """Take the lease, or raise ``ResumeConflictError`` saying who holds it; then keep renewing it."""
+        if not await self.store.claim(self.key, self.owner, self.ttl):
+            raise await conflict(self.store, self.key, self.what, doing, self.breaker)
+        self._renewed_at = time.monotonic()
+        self._renewer = asyncio.get_running_loop().create_task(self._renew(), name=f"lease {self.what}")
+
+    def check(self) -> None:
+        """Raises ``LeaseLostError`` once the lease is known lost."""
+        if not self.lost and self._renewer is not None and time.monotonic() - self._renewed_at >= self.ttl * 0.9:
+            self.lost = True  # not renewed for most of its ttl (the store is unreachable): it may lapse any moment
+        if self.lost:
+            raise LeaseLostError(
+                f"{self.what}: this runner lost its lease (it could not renew it within its {self.ttl:g} s ttl, or "
+                "another runner took it): it stops before it runs another tool, and writes nothing more under it",
+                checkpoint_id=self.key,
+                owner=self.owner,
+            )
+
+    async def release(self) -> None:
+        """Stop renewing and give the lease back; never raises (a lease that stays lapses after its ttl)."""
+        renewer, self._renewer = self._renewer, None
+        if renewer is not None:
+            renewer.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await renewer
+        if self.lost:
+            return  # not ours any more: releasing could only fail or free nothing
+        try:
+            await self.store.release(self.key, self.owner)
+        except Exception:
+            _log.warning("could not release the lease on %s; it lapses in %g s", self.what, self.ttl, exc_info=True)
+
+    async def _renew(self) -> None:
+        period = self.ttl / 3
+        while True:
+            await asyncio.sleep(period)
+            try:
+                held = await self.store.claim(self.key, self.owner, self.ttl)
+            except Exception:
+                _log.warning("could not renew the lease on %s", self.what, exc_info=True)
+                if time.monotonic() - self._renewed_at >= self.ttl:
+                    self.lost = True  # it has lapsed by now: another runner may hold it
+                    return
+                continue
+            if not held:
+                self.lost = True
+                return
+            self._renewed_at = time.monotonic()
+
+
+async def break_lease(store: Any, key: str, holder: str, what: str) -> bool:
+    """Break ``holder``'s lease on ``key`` in ``store`` (see ``Runner.break_lease``)."""
+    if store is None:
+        raise UserError(f"cannot break the lease on {what}: expected a store, got none")
+    breaker = getattr(store, "break_lease", None)
+    if breaker is None:
+        raise UserError(
+            f"cannot break the lease on {what}: expected a store with break_lease(), got {type(store).__qualname__}"
+        )
+    return bool(await breaker(key, holder))
+
+
+async def conflict(
+    store: Any, key: str, what: str, doing: str, breaker: str = "Runner.break_lease"
+) -> ResumeConflictError:
+    """The error for a lease another runner holds, naming the holder and its age when the store can tell."""
+    lease = None
+    holder = getattr(store, "holder", None)
+    if holder is not None:
+        try:
+            lease = await holder(key)
+        except Exception:
+            _log.debug("could not read the holder of %s", what, exc_info=True)
+    if lease is None:
+        return ResumeConflictError(f"{what} is being {doing} by another runner")
+    return ResumeConflictError(
+        f"{what} is being {doing} by another runner: its lease is held by {lease.owner!r} for "
+        f"{lease.held_for:.1f} s and lapses in {lease.expires_in:.1f} s unless renewed; if that runner is gone, "
+        f"break it with {breaker}({key!r}, {lease.owner!r})",
+        lease=lease,
+    )
+
+
+class Fenced:
+    """A checkpoint store's ``set`` and ``delete`` under a lease: with the owner when the store checks it (the
+    write and the check are then one atomic operation in the store), else plainly, the runner's own ``check``
+    before it being the fence."""
+
+    __slots__ = ("_owned", "_store")
+
+    def __init__(self, store: Any) -> None:
+        self._store = store
+        self._owned = _takes_owner(type(store))
+
+    async def set(self, key: str, data: bytes, *, owner: str) -> None:
+        if self._owned:
+            await self._store.set(key, data, owner=owner)
+        else:
+            await self._store.set(key, data)
+
+    async def delete(self, key: str, *, owner: str) -> None:
+        if self._owned:
+            await self._store.delete(key, owner=owner)
+        else:
+            await self._store.delete(key)
+
+
+def fenced(store: Any) -> Fenced:
+    return Fenced(store)
+
+
+def _takes_owner(kind: type) -> bool:
+    """Whether a store class's ``set`` and ``delete`` take ``owner=`` (a store of one's own may not)."""
+    owned = _OWNED.get(kind)
+    if owned is None:
+        try:
+            owned = all("owner" in inspect.signature(getattr(kind, name)).parameters for name in ("set", "delete"))
+        except (AttributeError, TypeError, ValueError):
+            owned = False
+        _OWNED[kind] = owned
+    return owned
+
+
+_OWNED: dict[type, bool] = {}
