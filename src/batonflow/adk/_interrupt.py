@@ -138,6 +138,25 @@ class ResumePoints:
             known = sorted(r.id for r in records)
             raise UserError(f"resume targets: expected interrupt ids among {known}, got unknown {unknown}")
         self._target_addresses = [r.address for r in records if r.id in self.targets]
+        # The interrupts whose state a component has taken, and the targets whose data it has: each once.
+        self._entered: set[str] = set()
+        self._answered: set[str] = set()
+
+    def enter(self, address: Address) -> tuple[InterruptState, ResumeContext, str | None]:
+        """What a component that starts at ``address`` (a tool call) gets: the saved interrupt there — its state,
+        and its id for an interrupt raised again — and, when it is a target, the resume data. Each saved interrupt
+        and each datum is handed out once, as in Eino: a later turn that calls the same tool with the same call id
+        (models reuse ids) starts afresh instead of taking the earlier call's state and answer."""
+        record = self.by_address.get(address)
+        if record is None or record.id in self._entered:
+            return _NOT_INTERRUPTED, self._conduit(address), None
+        self._entered.add(record.id)
+        state = InterruptState(was_interrupted=True, state=record.state)
+        if record.id in self.targets and record.id not in self._answered:
+            self._answered.add(record.id)
+            self._target_addresses.remove(record.address)
+            return state, ResumeContext(is_resume_target=True, data=self.targets[record.id], has_data=True), record.id
+        return state, self._conduit(address), record.id
 
     def interrupt_state(self, address: Address) -> InterruptState:
         record = self.by_address.get(address)
@@ -145,12 +164,16 @@ class ResumePoints:
 
     def resume_context(self, address: Address) -> ResumeContext:
         record = self.by_address.get(address)
-        if record is not None and record.id in self.targets:
+        if record is not None and record.id in self.targets and record.id not in self._answered:
             return ResumeContext(is_resume_target=True, data=self.targets[record.id], has_data=True)
+        return self._conduit(address)
+
+    def _conduit(self, address: Address) -> ResumeContext:
+        """A target whose data is still to be handed out lies below ``address``: the component there leads to it."""
         n = len(address)
         if any(len(t) > n and t[:n] == address for t in self._target_addresses):
-            return ResumeContext(is_resume_target=True)  # a conduit: a target lies below
-        return ResumeContext()
+            return _CONDUIT
+        return _NOT_TARGETED
 
     def interrupt_id(self, address: Address) -> str | None:
         record = self.by_address.get(address)
@@ -169,3 +192,8 @@ class ResumePoints:
         n = len(address)
         names = {a[n].id for a in self.by_address if len(a) > n and a[:n] == address and a[n].kind == "agent"}
         return sorted(names)
+
+
+_NOT_INTERRUPTED = InterruptState()
+_NOT_TARGETED = ResumeContext()
+_CONDUIT = ResumeContext(is_resume_target=True)
