@@ -11,6 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from ..errors import UserError
 from ..schema import Address, format_address
 from ..store import register_type
 from ..tools import InterruptSignal, InterruptState, ResumeContext
@@ -131,12 +132,7 @@ class ResumePoints:
     def __init__(self, records: list[InterruptRecord], targets: dict[str, Any] | None) -> None:
         self.by_address = {r.address: r for r in records}
         self.targets = dict(targets or {})
-        unknown = sorted(set(self.targets) - {r.id for r in records})
-        if unknown:
-            from ..errors import UserError
-
-            known = sorted(r.id for r in records)
-            raise UserError(f"resume targets: expected interrupt ids among {known}, got unknown {unknown}")
+        _check_targets(records, self.targets)
         self._target_addresses = [r.address for r in records if r.id in self.targets]
         # The interrupts whose state a component has taken, and the targets whose data it has: each once.
         self._entered: set[str] = set()
@@ -192,6 +188,35 @@ class ResumePoints:
         n = len(address)
         names = {a[n].id for a in self.by_address if len(a) > n and a[:n] == address and a[n].kind == "agent"}
         return sorted(names)
+
+
+def _check_targets(records: list[InterruptRecord], targets: dict[str, Any]) -> None:
+    """Refuse targets that would resume nothing: ids the checkpoint does not hold, and an interrupt that only wraps
+    others (an agent's, whose tools wait below it) targeted without any of its root causes, which would then all
+    be asked again while the caller believes they were answered."""
+    children: dict[str | None, list[InterruptRecord]] = {}
+    for record in records:
+        children.setdefault(record.parent_id, []).append(record)
+
+    def roots_below(record: InterruptRecord) -> list[InterruptRecord]:
+        below = children.get(record.id, [])
+        return [record] if not below else [root for child in below for root in roots_below(child)]
+
+    unknown = sorted(set(targets) - {r.id for r in records})
+    if unknown:
+        ids = sorted(r.id for r in records if r.id not in children)
+        raise UserError(f"resume targets: expected interrupt ids among the root causes {ids}, got unknown {unknown}")
+    for record in records:
+        if record.id not in targets or record.id not in children:
+            continue
+        roots = sorted(roots_below(record), key=lambda r: format_address(r.address))
+        if not any(root.id in targets for root in roots):
+            named = ", ".join(f"{root.id!r} at {format_address(root.address)}" for root in roots)
+            raise UserError(
+                "resume targets: expected the ids of root causes (the interrupts that wait for an answer), got "
+                f"{record.id!r} of {format_address(record.address)}, which wraps the root causes [{named}]: target "
+                "those, and give the agent's own data (ChatModelAgentResumeData) alongside them"
+            )
 
 
 _NOT_INTERRUPTED = InterruptState()

@@ -84,10 +84,36 @@ class ToolContext:
         base: Address = self.run.address if self.run is not None else ()
         return (*base, AddressSegment("tool", self.tool_name, self.call_id))
 
+    def ask(self, info: Any, state: Any = None) -> Any:
+        """Wait for an answer from the caller (a person's approval, say) and return it.
+
+        The first time, this interrupts the run with ``info``, saving ``state``. On a resume that targets this call
+        (``Runner.resume(checkpoint_id, targets={interrupt_id: answer})``) it returns ``answer``. On any other
+        resume (another pending call was answered, or no targets were given) it interrupts again, under the same
+        id and with the state saved the first time (``get_interrupt_state().state``), so that a question is never
+        taken as answered when it was not. Written with the low-level calls, it is::
+
+            saved = ctx.get_interrupt_state()
+            if not saved.was_interrupted:
+                ctx.interrupt(info, state)
+            target = ctx.get_resume_context()
+            if not (target.is_resume_target and target.has_data):
+                ctx.interrupt(info, saved.state)
+            return target.data
+        """
+        saved = self.get_interrupt_state()
+        if not saved.was_interrupted:
+            self.interrupt(info, state)
+        target = self.get_resume_context()
+        if not (target.is_resume_target and target.has_data):
+            self.interrupt(info, saved.state)
+        return target.data
+
     def interrupt(self, info: Any, state: Any = None) -> NoReturn:
         """Stop the run here and wait; ``info`` is shown to the caller, ``state`` comes back on resume.
 
-        An interrupt raised again at the same place on resume keeps its id, so callers can keep targeting it.
+        An interrupt raised again at the same place on resume keeps its id, so callers can keep targeting it. A
+        tool that interrupts must, on a resume that does not target it, interrupt again (``ask`` does both).
         """
         raise InterruptSignal(info, address=self.address, state=state, id=self._entered()[2])
 
