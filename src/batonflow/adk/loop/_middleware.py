@@ -40,6 +40,9 @@ class AgentMiddleware:
     agent start/end, reason start/end, action start/end, and wrap tool, which sees each call's start and end).
 
     The state hooks get the loop's own ``ReactState``: what they change is what the loop goes on with.
+    ``after_chat_model`` finds the model's message last in ``state.messages``; a message put in its place is what
+    the loop acts on, as in Eino: its tool calls are the ones that run, and without calls it is the answer. The
+    caller's event shows the model's own message, which may have been streamed already.
 
     ``before_agent`` runs once, before a run's first model call (not on resume); ``after_agent`` when the agent
     finishes (not when it is interrupted, nor when it ends with an error). ``before_tools`` sees a round's calls
