@@ -88,7 +88,14 @@ def composite_interrupt(ctx: Any, info: Any, state: Any, *subs: InterruptSignal)
     """An interrupt event wrapping the interrupts of components below this agent."""
     address: Address = ctx.address
     signal = InterruptSignal(info, address=address, state=state, subs=subs, id=ctx.interrupt_id(address))
-    return AgentEvent(action=AgentAction(interrupted=InterruptInfo(data=info), signal=signal))
+    return AgentEvent(action=interrupted_action(signal, info))
+
+
+def interrupted_action(signal: InterruptSignal, data: Any) -> AgentAction:
+    """The action of an interrupt event, its contexts filled in from the start (as in Eino), so that an agent that
+    runs another sees them in the events it passes on; the Runner computes them again for the outermost signal."""
+    info = InterruptInfo(data=data, interrupt_contexts=interrupt_contexts(signal))
+    return AgentAction(interrupted=info, signal=signal)
 
 
 def interrupt_contexts(signal: InterruptSignal) -> list[InterruptCtx]:

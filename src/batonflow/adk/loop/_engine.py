@@ -16,8 +16,8 @@ from ...errors import RunError
 from ...schema import Message
 from ...tools import InterruptSignal
 from .._context import RunContext
-from .._events import AgentAction, AgentEvent, AgentInput, event_from_message
-from .._interrupt import InterruptInfo
+from .._events import AgentEvent, AgentInput, event_from_message
+from .._interrupt import interrupted_action
 from ._outcomes import Answer, AskAgain, CallTools, Fail, Interrupt, Outcome, Retry, Routed
 from ._policy import AgentSetup, LoopPolicy, ModelRequest
 from ._state import ReactState
@@ -220,7 +220,7 @@ def _interrupt_event(state: ReactState, signals: list[InterruptSignal], ctx: Run
     signal = InterruptSignal(
         None, address=ctx.address, state=saved, subs=tuple(signals), id=ctx.interrupt_id(ctx.address)
     )
-    return AgentEvent(action=AgentAction(interrupted=InterruptInfo(data=signals[0].info), signal=signal))
+    return AgentEvent(action=interrupted_action(signal, signals[0].info))
 
 
 async def _maybe(result: Awaitable[None] | None) -> None:
