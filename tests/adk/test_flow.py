@@ -21,8 +21,9 @@ from batonflow.adk import (
 )
 from batonflow.errors import TransferError, UserError
 from batonflow.schema import Message, assistant, user
+from batonflow.store import MemoryCheckpointStore
 from batonflow.testing import ScriptedModel, tool_calls
-from batonflow.tools import tool
+from batonflow.tools import ToolContext, tool
 
 
 def transfer(name: str) -> Message:
@@ -307,3 +308,62 @@ async def test_a_custom_agents_streamed_message_is_joined_into_the_history() -> 
         "x",
         "For context: [a] said: part one, part two.",
     ]
+
+
+# -- a wrapper agent: another agent under its own name, with no sub-agents (Eino's "named agent") ---------------
+
+
+class Named:
+    """Runs ``inner`` (a flow agent, so with an address of its own below this one) under another name."""
+
+    def __init__(self, name: str, inner: FlowAgent, *, resumable: bool = True) -> None:
+        self.name, self.description, self.inner = name, f"{name} agent", inner
+        if resumable:
+            self.resume = lambda info, ctx=None: self.inner.resume(info, ctx)
+
+    def run(self, input: AgentInput, ctx: RunContext | None = None) -> AsyncIterator[AgentEvent]:
+        return self.inner.run(input, ctx)
+
+
+@tool(threaded=False)
+def confirm(ctx: ToolContext) -> str:
+    """Ask for a confirmation."""
+    return f"confirmed: {ctx.ask('go ahead?')}"
+
+
+def wrapped_asker(*, resumable: bool = True) -> tuple[Runner, ChatModelAgent]:
+    inner = agent("asker", tool_calls(("confirm", {})), assistant("all set"), tools=[confirm])
+    router = agent("router", transfer("project"))
+    tree = set_sub_agents(router, [Named("project", FlowAgent(inner), resumable=resumable)])
+    return Runner(tree, checkpoint_store=MemoryCheckpointStore()), inner
+
+
+async def test_a_wrapper_agent_without_sub_agents_passes_the_resume_to_the_agent_it_wraps() -> None:
+    runner, inner = wrapped_asker()
+    events = await collect_events(runner.query("set it up", checkpoint_id="c"))
+    action = events[-1].action
+    assert action is not None and action.interrupted is not None
+    [asked] = action.interrupted.interrupt_contexts
+    assert asked.address == "agent:router;agent:project;agent:asker;tool:confirm:call_1"
+    resumed = await collect_events(runner.resume("c", targets={asked.id: "yes"}))
+    assert [e.error for e in resumed] == [None, None]
+    assert [e.message_output.message.content for e in resumed if e.message_output] == [  # type: ignore[union-attr]
+        "confirmed: yes",
+        "all set",
+    ]
+    assert paths(resumed) == [["router", "project", "asker"]] * 2
+    model_of(inner).assert_complete()
+
+
+async def test_a_wrapper_that_cannot_resume_says_how_to_make_it_resumable() -> None:
+    runner, _ = wrapped_asker(resumable=False)
+    events = await collect_events(runner.query("set it up", checkpoint_id="c"))
+    action = events[-1].action
+    assert action is not None and action.interrupted is not None
+    [asked] = action.interrupted.interrupt_contexts
+    resumed = await collect_events(runner.resume("c", targets={asked.id: "yes"}))
+    assert str(resumed[-1].error) == (
+        "failed to resume agent: agent 'project' (type Named) has no sub-agents and does not implement "
+        "ResumableAgent interface. To support resume, your custom agent wrapper must implement the ResumableAgent "
+        "interface"
+    )

@@ -15,6 +15,7 @@ from batonflow.adk import (
     ResumeInfo,
     RunContext,
     Runner,
+    SequentialAgent,
     collect_events,
     event_from_message,
     interrupt,
@@ -413,3 +414,44 @@ async def test_resuming_an_agent_that_cannot_resume_is_an_error_event() -> None:
     assert str(events[-1].error) == (
         "failed to resume agent: agent 'stubborn' is an interrupt point but is not a ResumableAgent"
     )
+
+
+class Inspector:
+    """A wrapper that looks at the interrupts of the agent it runs before passing them on."""
+
+    name, description = "inspector", ""
+
+    def __init__(self, inner: Any) -> None:
+        self.inner = inner
+        self.seen: list[list[tuple[str, bool]]] = []
+
+    async def run(self, input: AgentInput, ctx: RunContext | None = None) -> AsyncIterator[AgentEvent]:
+        async for event in self.inner.run(input, ctx):
+            if event.action is not None and isinstance(event.action.interrupted, InterruptInfo):
+                contexts = event.action.interrupted.interrupt_contexts
+                self.seen.append([(c.address, c.is_root_cause) for c in contexts])
+            yield event
+
+
+@pytest.mark.parametrize(
+    ("inner", "expected"),
+    [
+        (
+            FlowAgent(support(Ledger(), tool_calls(("refund", {"order_id": 1})))),
+            [("agent:inspector;agent:support;tool:refund:call_1", True)],
+        ),
+        (
+            SequentialAgent(name="steps", sub_agents=[support(Ledger(), tool_calls(("refund", {"order_id": 1})))]),
+            [("agent:inspector;agent:support;tool:refund:call_1", True)],
+        ),
+        (FlowAgent(Stubborn()), [("agent:inspector;agent:stubborn", True)]),
+    ],
+    ids=["tool", "workflow", "agent"],
+)
+async def test_an_interrupt_event_carries_its_contexts_before_the_runner_sees_it(
+    inner: Any, expected: list[tuple[str, bool]]
+) -> None:
+    inspector = Inspector(inner)
+    events = await collect_events(Runner(inspector).query("x"))
+    assert inspector.seen == [expected]
+    assert [(c.address, c.is_root_cause) for c in interrupt_of(events).interrupt_contexts] == expected

@@ -136,6 +136,13 @@ class RunContext:
         """The id an interrupt at ``address`` had before, so that re-interrupting keeps it stable."""
         return self.resume.interrupt_id(address) if self.resume is not None else None
 
+    def enter(self, address: Address) -> tuple[InterruptState, ResumeContext, str | None]:
+        """A tool call (or a tool batch) starting at ``address``: its saved interrupt state, its resume context and
+        the id to interrupt again with, each handed out once in a resume (``ResumePoints.enter``)."""
+        if self.resume is None:
+            return _FRESH
+        return self.resume.enter(address)
+
     # -- session values (Eino's AddSessionValue & co.) ----------------------------------------------------------
 
     def add_session_value(self, key: str, value: Any) -> None:
@@ -168,6 +175,9 @@ class RunContext:
             assert variant.message_stream is not None
             variant.message_stream, entry._pending = variant.message_stream.tap()
         self.session.events.append(entry)
+
+
+_FRESH: tuple[InterruptState, ResumeContext, str | None] = (InterruptState(), ResumeContext(), None)
 
 
 @functools.lru_cache(maxsize=1024)

@@ -19,9 +19,9 @@ from ..tools import InterruptSignal
 from ._agent import Agent
 from ._builtin import gen_transfer_messages
 from ._context import RunContext, RunSession, SessionEvent
-from ._events import AgentAction, AgentEvent, AgentInput, event_from_message, transfer_action
+from ._events import AgentEvent, AgentInput, event_from_message, transfer_action
 from ._flow import FlowAgent
-from ._interrupt import InterruptInfo, ResumeInfo
+from ._interrupt import ResumeInfo, interrupted_action
 
 __all__ = ["DeterministicTransferState", "with_deterministic_transfer"]
 
@@ -126,7 +126,7 @@ class _DeterministicTransfer:
                 subs=(last.action.signal,),
                 id=ctx.interrupt_id(ctx.address),
             )
-            yield AgentEvent(action=AgentAction(interrupted=InterruptInfo(data=signal.info), signal=signal))
+            yield AgentEvent(action=interrupted_action(signal, signal.info))
             return
         if not _ended(last):
             for event in _transfer_events(self.to):

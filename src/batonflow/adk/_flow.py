@@ -137,14 +137,38 @@ class FlowAgent:
             )
             return
         dest = self.find_agent(steps[0])
-        if dest is None:
+        source: AsyncIterator[AgentEvent]
+        if dest is None and not self.sub_agents:
+            source = self._wrapped_resume(ctx)
+        elif dest is None:
             yield self._error(
                 ResumeError(f"failed to resume agent: sub-agent '{steps[0]}' not found in agent '{self.name}'"), ctx
             )
             return
-        async with aclosing(dest.resume(info, ctx)) as events:  # type: ignore[type-var]
-            async for event in events:
+        else:
+            source = dest.resume(info, ctx)
+        async with aclosing(source) as forwarded:  # type: ignore[type-var]
+            async for event in forwarded:
                 yield event
+
+    def _wrapped_resume(self, ctx: RunContext) -> AsyncIterator[AgentEvent]:
+        """The resume of an agent that wraps another under its own name and has no sub-agents (Eino's "named
+        agent"): the interrupt lies below the agent it runs, so the resume goes to the wrapper, which passes it on."""
+        resume = getattr(self.agent, "resume", None)
+        if resume is None:
+            return _single(
+                self._error(
+                    ResumeError(
+                        f"failed to resume agent: agent '{self.name}' (type {type(self.agent).__name__}) has no "
+                        "sub-agents and does not implement ResumableAgent interface. To support resume, your custom "
+                        "agent wrapper must implement the ResumableAgent interface"
+                    ),
+                    ctx,
+                )
+            )
+        target = ctx.get_resume_context()
+        info = ResumeInfo(enable_streaming=ctx.enable_streaming, is_resume_target=target.is_resume_target)
+        return self._drive(resume(info, ctx), ctx)
 
     async def _drive(
         self, inner: AsyncIterator[AgentEvent] | None, ctx: RunContext
@@ -231,6 +255,10 @@ async def _traced(name: str, events: AsyncIterator[AgentEvent], ctx: RunContext)
     async with aclosing(scope.traced_agent(events)) as traced:
         async for event in traced:
             yield event
+
+
+async def _single(event: AgentEvent) -> AsyncIterator[AgentEvent]:
+    yield event
 
 
 async def _consumed_after(events: AsyncIterator[AgentEvent], ctx: RunContext) -> AsyncIterator[AgentEvent]:

@@ -11,6 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from ..errors import UserError
 from ..schema import Address, format_address
 from ..store import register_type
 from ..tools import InterruptSignal, InterruptState, ResumeContext
@@ -87,7 +88,14 @@ def composite_interrupt(ctx: Any, info: Any, state: Any, *subs: InterruptSignal)
     """An interrupt event wrapping the interrupts of components below this agent."""
     address: Address = ctx.address
     signal = InterruptSignal(info, address=address, state=state, subs=subs, id=ctx.interrupt_id(address))
-    return AgentEvent(action=AgentAction(interrupted=InterruptInfo(data=info), signal=signal))
+    return AgentEvent(action=interrupted_action(signal, info))
+
+
+def interrupted_action(signal: InterruptSignal, data: Any) -> AgentAction:
+    """The action of an interrupt event, its contexts filled in from the start (as in Eino), so that an agent that
+    runs another sees them in the events it passes on; the Runner computes them again for the outermost signal."""
+    info = InterruptInfo(data=data, interrupt_contexts=interrupt_contexts(signal))
+    return AgentAction(interrupted=info, signal=signal)
 
 
 def interrupt_contexts(signal: InterruptSignal) -> list[InterruptCtx]:
@@ -131,13 +139,27 @@ class ResumePoints:
     def __init__(self, records: list[InterruptRecord], targets: dict[str, Any] | None) -> None:
         self.by_address = {r.address: r for r in records}
         self.targets = dict(targets or {})
-        unknown = sorted(set(self.targets) - {r.id for r in records})
-        if unknown:
-            from ..errors import UserError
-
-            known = sorted(r.id for r in records)
-            raise UserError(f"resume targets: expected interrupt ids among {known}, got unknown {unknown}")
+        _check_targets(records, self.targets)
         self._target_addresses = [r.address for r in records if r.id in self.targets]
+        # The interrupts whose state a component has taken, and the targets whose data it has: each once.
+        self._entered: set[str] = set()
+        self._answered: set[str] = set()
+
+    def enter(self, address: Address) -> tuple[InterruptState, ResumeContext, str | None]:
+        """What a component that starts at ``address`` (a tool call) gets: the saved interrupt there — its state,
+        and its id for an interrupt raised again — and, when it is a target, the resume data. Each saved interrupt
+        and each datum is handed out once, as in Eino: a later turn that calls the same tool with the same call id
+        (models reuse ids) starts afresh instead of taking the earlier call's state and answer."""
+        record = self.by_address.get(address)
+        if record is None or record.id in self._entered:
+            return _NOT_INTERRUPTED, self._conduit(address), None
+        self._entered.add(record.id)
+        state = InterruptState(was_interrupted=True, state=record.state)
+        if record.id in self.targets and record.id not in self._answered:
+            self._answered.add(record.id)
+            self._target_addresses.remove(record.address)
+            return state, ResumeContext(is_resume_target=True, data=self.targets[record.id], has_data=True), record.id
+        return state, self._conduit(address), record.id
 
     def interrupt_state(self, address: Address) -> InterruptState:
         record = self.by_address.get(address)
@@ -145,12 +167,16 @@ class ResumePoints:
 
     def resume_context(self, address: Address) -> ResumeContext:
         record = self.by_address.get(address)
-        if record is not None and record.id in self.targets:
+        if record is not None and record.id in self.targets and record.id not in self._answered:
             return ResumeContext(is_resume_target=True, data=self.targets[record.id], has_data=True)
+        return self._conduit(address)
+
+    def _conduit(self, address: Address) -> ResumeContext:
+        """A target whose data is still to be handed out lies below ``address``: the component there leads to it."""
         n = len(address)
         if any(len(t) > n and t[:n] == address for t in self._target_addresses):
-            return ResumeContext(is_resume_target=True)  # a conduit: a target lies below
-        return ResumeContext()
+            return _CONDUIT
+        return _NOT_TARGETED
 
     def interrupt_id(self, address: Address) -> str | None:
         record = self.by_address.get(address)
@@ -169,3 +195,37 @@ class ResumePoints:
         n = len(address)
         names = {a[n].id for a in self.by_address if len(a) > n and a[:n] == address and a[n].kind == "agent"}
         return sorted(names)
+
+
+def _check_targets(records: list[InterruptRecord], targets: dict[str, Any]) -> None:
+    """Refuse targets that would resume nothing: ids the checkpoint does not hold, and an interrupt that only wraps
+    others (an agent's, whose tools wait below it) targeted without any of its root causes, which would then all
+    be asked again while the caller believes they were answered."""
+    children: dict[str | None, list[InterruptRecord]] = {}
+    for record in records:
+        children.setdefault(record.parent_id, []).append(record)
+
+    def roots_below(record: InterruptRecord) -> list[InterruptRecord]:
+        below = children.get(record.id, [])
+        return [record] if not below else [root for child in below for root in roots_below(child)]
+
+    unknown = sorted(set(targets) - {r.id for r in records})
+    if unknown:
+        ids = sorted(r.id for r in records if r.id not in children)
+        raise UserError(f"resume targets: expected interrupt ids among the root causes {ids}, got unknown {unknown}")
+    for record in records:
+        if record.id not in targets or record.id not in children:
+            continue
+        roots = sorted(roots_below(record), key=lambda r: format_address(r.address))
+        if not any(root.id in targets for root in roots):
+            named = ", ".join(f"{root.id!r} at {format_address(root.address)}" for root in roots)
+            raise UserError(
+                "resume targets: expected the ids of root causes (the interrupts that wait for an answer), got "
+                f"{record.id!r} of {format_address(record.address)}, which wraps the root causes [{named}]: target "
+                "those, and give the agent's own data (ChatModelAgentResumeData) alongside them"
+            )
+
+
+_NOT_INTERRUPTED = InterruptState()
+_NOT_TARGETED = ResumeContext()
+_CONDUIT = ResumeContext(is_resume_target=True)

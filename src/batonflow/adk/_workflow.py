@@ -18,9 +18,9 @@ from ..store import register_type
 from ..tools import InterruptSignal
 from ._agent import Agent
 from ._context import RunContext, SessionEvent
-from ._events import AgentAction, AgentEvent, AgentInput
+from ._events import AgentEvent, AgentInput
 from ._flow import FlowAgent, agent_with_options
-from ._interrupt import InterruptInfo, ResumeInfo
+from ._interrupt import ResumeInfo, interrupted_action
 
 __all__ = ["LoopAgent", "ParallelAgent", "SequentialAgent", "WorkflowAgent"]
 
@@ -95,7 +95,7 @@ class WorkflowAgent:
         return AgentEvent(
             agent_name=at.agent_name if at is not None else self.name,
             run_path=at.run_path if at is not None else ctx.run_path,
-            action=AgentAction(interrupted=InterruptInfo(data=info), signal=signal),
+            action=interrupted_action(signal, info),
         )
 
     async def _step(

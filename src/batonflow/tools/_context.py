@@ -41,6 +41,9 @@ class ToolContext:
     # Which model turn, of which run of the calling agent at its address, asked for this call ("<run>.<turn>"):
     # with the address, what tells this call from one with the same id in another turn (models reuse ids).
     step: str = field(default="", repr=False)
+    # What this call found at its address on resume (state, resume context, interrupt id), taken once per call:
+    # a later call at the same address (the same call id in a later turn) does not get it again.
+    _entry: tuple[InterruptState, ResumeContext, str | None] | None = field(default=None, init=False, repr=False)
 
     @property
     def idempotency_key(self) -> str:
@@ -81,26 +84,56 @@ class ToolContext:
         base: Address = self.run.address if self.run is not None else ()
         return (*base, AddressSegment("tool", self.tool_name, self.call_id))
 
+    def ask(self, info: Any, state: Any = None) -> Any:
+        """Wait for an answer from the caller (a person's approval, say) and return it.
+
+        The first time, this interrupts the run with ``info``, saving ``state``. On a resume that targets this call
+        (``Runner.resume(checkpoint_id, targets={interrupt_id: answer})``) it returns ``answer``. On any other
+        resume (another pending call was answered, or no targets were given) it interrupts again, under the same
+        id and with the state saved the first time (``get_interrupt_state().state``), so that a question is never
+        taken as answered when it was not. Written with the low-level calls, it is::
+
+            saved = ctx.get_interrupt_state()
+            if not saved.was_interrupted:
+                ctx.interrupt(info, state)
+            target = ctx.get_resume_context()
+            if not (target.is_resume_target and target.has_data):
+                ctx.interrupt(info, saved.state)
+            return target.data
+        """
+        saved = self.get_interrupt_state()
+        if not saved.was_interrupted:
+            self.interrupt(info, state)
+        target = self.get_resume_context()
+        if not (target.is_resume_target and target.has_data):
+            self.interrupt(info, saved.state)
+        return target.data
+
     def interrupt(self, info: Any, state: Any = None) -> NoReturn:
         """Stop the run here and wait; ``info`` is shown to the caller, ``state`` comes back on resume.
 
-        An interrupt raised again at the same place on resume keeps its id, so callers can keep targeting it.
+        An interrupt raised again at the same place on resume keeps its id, so callers can keep targeting it. A
+        tool that interrupts must, on a resume that does not target it, interrupt again (``ask`` does both).
         """
-        address = self.address
-        raise InterruptSignal(info, address=address, state=state, id=self._interrupt_id(address))
+        raise InterruptSignal(info, address=self.address, state=state, id=self._entered()[2])
 
     def composite_interrupt(self, info: Any, state: Any, *subs: InterruptSignal) -> NoReturn:
         """An interrupt that wraps interrupts from below (an agent run inside this tool, say)."""
-        address = self.address
-        raise InterruptSignal(info, address=address, state=state, subs=subs, id=self._interrupt_id(address))
+        raise InterruptSignal(info, address=self.address, state=state, subs=subs, id=self._entered()[2])
 
     def get_interrupt_state(self) -> InterruptState:
         """Whether this call was interrupted in the run being resumed, and the state it saved."""
-        return self.run.interrupt_state(self.address) if self.run is not None else InterruptState()
+        return self._entered()[0]
 
     def get_resume_context(self) -> ResumeContext:
         """Whether the resume targets this call, and the data given to it."""
-        return self.run.resume_context(self.address) if self.run is not None else ResumeContext()
+        return self._entered()[1]
 
-    def _interrupt_id(self, address: Address) -> str | None:
-        return self.run.interrupt_id(address) if self.run is not None else None
+    def _entered(self) -> tuple[InterruptState, ResumeContext, str | None]:
+        entry = self._entry
+        if entry is None:
+            entry = self._entry = self.run.enter(self.address) if self.run is not None else _OUTSIDE
+        return entry
+
+
+_OUTSIDE: tuple[InterruptState, ResumeContext, str | None] = (InterruptState(), ResumeContext(), None)

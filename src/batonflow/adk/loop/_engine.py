@@ -12,12 +12,13 @@ from collections.abc import AsyncGenerator, Awaitable
 from contextlib import aclosing
 from typing import assert_never
 
+from ...errors import RunError
 from ...schema import Message
 from ...tools import InterruptSignal
 from .._context import RunContext
-from .._events import AgentAction, AgentEvent, AgentInput, event_from_message
-from .._interrupt import InterruptInfo
-from ._outcomes import Answer, AskAgain, CallTools, Fail, Interrupt, Outcome, Retry
+from .._events import AgentEvent, AgentInput, event_from_message
+from .._interrupt import interrupted_action
+from ._outcomes import Answer, AskAgain, CallTools, Fail, Interrupt, Outcome, Retry, Routed
 from ._policy import AgentSetup, LoopPolicy, ModelRequest
 from ._state import ReactState
 from ._tool_step import tool_step
@@ -65,7 +66,7 @@ async def run_loop(
                     outcome = await _after_failure(error, failures, state, setup, ctx, streaming)
                 else:
                     failures = 0
-                    outcome = await _taken(outcome, message, state, setup, ctx)
+                    outcome = await _taken(outcome, message, state, setup, policy, ctx)
         if state.pending is not None and outcome is None:
             async with aclosing(tool_step(state, setup, policy, ctx)) as round_items:
                 async for item in round_items:
@@ -132,12 +133,14 @@ def _last_events(
 
 
 async def _taken(
-    outcome: Outcome, message: Message, state: ReactState, setup: AgentSetup, ctx: RunContext
+    outcome: Outcome, message: Message, state: ReactState, setup: AgentSetup, policy: LoopPolicy, ctx: RunContext
 ) -> Outcome | None:
     """The model's message goes into the transcript as the routing says; None to go on to the tool step.
 
-    An answer that is the model's own comes back as ``Answer(message, said=True)``: it is in the transcript and
-    the caller has seen it."""
+    The ``after_chat_model`` hooks then see it there. A hook that replaces it (drops a tool call, adds one, turns
+    the calls into an answer) changes what the loop does: as in Eino, the loop acts on the transcript's last
+    message as the hooks left it. An answer that is the model's own comes back as ``Answer(message, said=True)``:
+    it is in the transcript and the caller has seen it."""
     match outcome:
         case AskAgain(feedback=feedback, keep=keep):
             if keep:
@@ -152,12 +155,39 @@ async def _taken(
             return outcome
         case _:
             assert_never(outcome)
-    for hook in setup.after_model:
-        await _maybe(hook(state, ctx))
+    if setup.after_model:
+        placed = state.messages[-1]
+        for hook in setup.after_model:
+            await _maybe(hook(state, ctx))
+        if not state.messages or state.messages[-1] is not placed:
+            outcome, message = _routed_again(state, setup, policy)
+            if isinstance(outcome, (AskAgain, Fail)):
+                return outcome
     if isinstance(outcome, CallTools):
         state.pending, state.completed = outcome.message, {}
         return None
     return Answer(message, said=True) if outcome.message is None else outcome
+
+
+def _routed_again(state: ReactState, setup: AgentSetup, policy: LoopPolicy) -> tuple[Routed | Fail, Message]:
+    """What the transcript's last message means once a middleware replaced the model's, and that message; the
+    transcript is left as the routing says (an unreadable message dropped, feedback appended)."""
+    if not state.messages:
+        return Fail(RunError("no messages left in state after model call")), Message(role="assistant")
+    last = state.messages[-1]
+    outcome = policy.route(last, state, setup)
+    match outcome:
+        case CallTools(message=acting):
+            state.messages[-1] = acting
+        case AskAgain(feedback=feedback, keep=keep):
+            if not keep:
+                state.messages.pop()
+            state.messages.extend(feedback)
+        case Answer():
+            pass
+        case _:
+            assert_never(outcome)
+    return outcome, last
 
 
 async def _after_failure(
@@ -190,7 +220,7 @@ def _interrupt_event(state: ReactState, signals: list[InterruptSignal], ctx: Run
     signal = InterruptSignal(
         None, address=ctx.address, state=saved, subs=tuple(signals), id=ctx.interrupt_id(ctx.address)
     )
-    return AgentEvent(action=AgentAction(interrupted=InterruptInfo(data=signals[0].info), signal=signal))
+    return AgentEvent(action=interrupted_action(signal, signals[0].info))
 
 
 async def _maybe(result: Awaitable[None] | None) -> None:

@@ -40,6 +40,9 @@ class AgentMiddleware:
     agent start/end, reason start/end, action start/end, and wrap tool, which sees each call's start and end).
 
     The state hooks get the loop's own ``ReactState``: what they change is what the loop goes on with.
+    ``after_chat_model`` finds the model's message last in ``state.messages``; a message put in its place is what
+    the loop acts on, as in Eino: its tool calls are the ones that run, and without calls it is the answer. The
+    caller's event shows the model's own message, which may have been streamed already.
 
     ``before_agent`` runs once, before a run's first model call (not on resume); ``after_agent`` when the agent
     finishes (not when it is interrupted, nor when it ends with an error). ``before_tools`` sees a round's calls
@@ -81,15 +84,22 @@ class ToolBatch:
     results: dict[str, str] = field(default_factory=dict)
     notes: dict[str, str] = field(default_factory=dict)
     final_answer: str | None = None
+    # What the batch found at its address on resume, taken once (as a tool call's ``ToolContext`` does).
+    _entry: tuple[InterruptState, ResumeContext, str | None] | None = field(default=None, init=False, repr=False)
 
     def interrupt(self, info: Any, state: Any = None) -> NoReturn:
-        raise InterruptSignal(info, address=self.address, state=state, id=self.ctx.interrupt_id(self.address))
+        raise InterruptSignal(info, address=self.address, state=state, id=self._entered()[2])
 
     def get_interrupt_state(self) -> InterruptState:
-        return self.ctx.interrupt_state(self.address)
+        return self._entered()[0]
 
     def get_resume_context(self) -> ResumeContext:
-        return self.ctx.resume_context(self.address)
+        return self._entered()[1]
+
+    def _entered(self) -> tuple[InterruptState, ResumeContext, str | None]:
+        if self._entry is None:
+            self._entry = self.ctx.enter(self.address)
+        return self._entry
 
 
 _PLACEHOLDER = re.compile(r"\{\{|\}\}|\{([A-Za-z_][A-Za-z0-9_]*)\}|\{[^{}]*\}")

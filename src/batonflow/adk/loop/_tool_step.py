@@ -290,6 +290,8 @@ async def _call_tool(
         emit=emit,
         step=f"{state.visit}.{state.turn}",
     )
+    if ctx.resume is not None:
+        tool_ctx.get_interrupt_state()  # the call takes what was saved at its address now, as it starts
     if name not in setup.tools:
         content = policy.tool_not_found(name, setup)
     else:
