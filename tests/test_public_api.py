@@ -5,6 +5,8 @@ def test_public_api_is_pinned() -> None:
     assert sorted(batonflow.__all__) == sorted(
         [
             "Agent",
+            "EXIT_TOOL_NAME",
+            "TRANSFER_TOOL_NAME",
             "ContextCompressionInterceptor",
             "HITL",
             "HITLDecision",

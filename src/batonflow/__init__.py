@@ -7,6 +7,8 @@ The names here are the public API; subpackages hold the rest (``batonflow.adk``,
 
 from typing import TYPE_CHECKING, Any
 
+from .adk import EXIT_TOOL_NAME as EXIT_TOOL_NAME
+from .adk import TRANSFER_TOOL_NAME as TRANSFER_TOOL_NAME
 from .adk import Agent as Agent
 from .adk import AgentAction as AgentAction
 from .adk import AgentEvent as AgentEvent
@@ -134,7 +136,9 @@ def __getattr__(name: str) -> Any:
 
 
 __all__ = [
+    "EXIT_TOOL_NAME",
     "HITL",
+    "TRANSFER_TOOL_NAME",
     "Agent",
     "AgentAction",
     "AgentEvent",

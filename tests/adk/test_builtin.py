@@ -3,6 +3,7 @@ from collections.abc import Iterator
 
 import pytest
 
+import batonflow
 from batonflow.adk import (
     ChatModelAgent,
     ExitTool,
@@ -72,6 +73,11 @@ async def test_transfer_instruction_in_chinese(chinese: None) -> None:
 def test_unknown_language_is_a_user_error() -> None:
     with pytest.raises(UserError, match="expected 'en' or 'zh', got 'fr'"):
         set_language("fr")  # type: ignore[arg-type]
+
+
+def test_the_built_in_tools_names_are_public() -> None:
+    assert batonflow.TRANSFER_TOOL_NAME == TransferToAgentTool(["a"]).info.name == "transfer_to_agent"
+    assert batonflow.EXIT_TOOL_NAME == ExitTool().info.name == "exit"
 
 
 def test_transfer_tool_names_its_targets_as_an_enum() -> None:

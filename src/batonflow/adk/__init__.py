@@ -4,6 +4,8 @@ from ..schema import RunStep as RunStep
 from ._agent import Agent as Agent
 from ._agent import ResumableAgent as ResumableAgent
 from ._agent_tool import AgentTool as AgentTool
+from ._builtin import EXIT_TOOL_NAME as EXIT_TOOL_NAME
+from ._builtin import TRANSFER_TOOL_NAME as TRANSFER_TOOL_NAME
 from ._builtin import ExitTool as ExitTool
 from ._builtin import Language as Language
 from ._builtin import TransferToAgentTool as TransferToAgentTool
@@ -62,6 +64,8 @@ from .loop import ToolCallHandler as ToolCallHandler
 from .loop import render_instruction as render_instruction
 
 __all__ = [
+    "EXIT_TOOL_NAME",
+    "TRANSFER_TOOL_NAME",
     "Agent",
     "AgentAction",
     "AgentEvent",

@@ -33,7 +33,10 @@ Language = Literal["en", "zh"]
 _language: Language = "en"
 
 TRANSFER_TOOL_NAME = "transfer_to_agent"
+"""The name of the tool an agent transfers with (Eino's ``TransferToAgentToolName``): what a forced tool choice, a
+middleware or a trace filter names it by."""
 EXIT_TOOL_NAME = "exit"
+"""The name of ``ExitTool``, the tool that ends an agent's run with its argument as the answer."""
 
 _TEXTS: dict[str, dict[Language, str]] = {
     "instruction": {
