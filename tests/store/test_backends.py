@@ -74,6 +74,44 @@ async def test_sqlite_reads_a_file_that_is_not_a_database_as_a_store_error(tmp_p
     assert caught.value.backend == "sqlite"
 
 
+@pytest.fixture
+def sqlite_connections(monkeypatch: pytest.MonkeyPatch) -> list[sqlite3.Connection]:
+    """Every SQLite connection opened from now on, usable from the test's thread too (to read its pragmas)."""
+    opened: list[sqlite3.Connection] = []
+    connect = sqlite3.connect
+
+    def recording(*args: Any, **kwargs: Any) -> sqlite3.Connection:
+        conn = connect(*args, **{**kwargs, "check_same_thread": False})
+        opened.append(conn)
+        return conn
+
+    monkeypatch.setattr(sqlite3, "connect", recording)
+    return opened
+
+
+@pytest.mark.parametrize("kind", [SqliteCheckpointStore, SqliteSessionStore])
+@pytest.mark.parametrize(
+    ("options", "level"), [({}, 2), ({"synchronous": "FULL"}, 2), ({"synchronous": "NORMAL"}, 1)], ids=str
+)
+async def test_sqlite_waits_for_the_disk_as_synchronous_says(
+    tmp_path: Path, sqlite_connections: list[sqlite3.Connection], kind: Any, options: dict[str, str], level: int
+) -> None:
+    async with kind(tmp_path / "c.db", **options) as store:
+        assert await store.claim("run-1", "worker-a", 30)  # the writer's connection
+        assert await store.holder("run-1") is not None  # the reader's
+        # 2 is FULL (wait for the disk at every commit), 1 NORMAL, on both connections.
+        assert [conn.execute("PRAGMA synchronous").fetchone() for conn in sqlite_connections] == [(level,), (level,)]
+
+
+@pytest.mark.parametrize("kind", [SqliteCheckpointStore, SqliteSessionStore])
+@pytest.mark.parametrize("synchronous", ["OFF", "normal", "EXTRA", 1])
+def test_sqlite_synchronous_is_full_or_normal(tmp_path: Path, kind: Any, synchronous: object) -> None:
+    with pytest.raises(UserError) as caught:
+        kind(tmp_path / "c.db", synchronous=synchronous)
+    assert str(caught.value) == f"synchronous: expected 'FULL' (the default) or 'NORMAL', got {synchronous!r}"
+    assert not (tmp_path / "c.db").exists()
+
+
 @pytest.mark.parametrize("table", ["checkpoints; DROP TABLE x", "1abc", "", "a" * 51, "with space"])
 def test_table_names_must_be_plain_identifiers(tmp_path: Path, table: str) -> None:
     with pytest.raises(UserError, match="a table name must be a plain SQL identifier"):
