@@ -151,7 +151,7 @@ class ModelAgent:
             targets.append(self._parent)
         if targets:
             instruction = _joined(instruction, transfer_instruction(targets))
-            transfer = TransferToAgentTool([name for name, _ in targets])
+            transfer = TransferToAgentTool([name for name, _ in targets], source=self.name)
             tools.append(transfer)
             actions.add(transfer.info.name)
         if self.exit is not None:
