@@ -75,6 +75,7 @@ from .errors import ModelConnectionError as ModelConnectionError
 from .errors import ModelError as ModelError
 from .errors import ModelHTTPError as ModelHTTPError
 from .errors import ModelJSONError as ModelJSONError
+from .errors import ModelResponseError as ModelResponseError
 from .errors import ModelTimeoutError as ModelTimeoutError
 from .errors import ResumeConflictError as ResumeConflictError
 from .errors import ResumeError as ResumeError
@@ -181,6 +182,7 @@ __all__ = [
     "ModelError",
     "ModelHTTPError",
     "ModelJSONError",
+    "ModelResponseError",
     "ModelRetryConfig",
     "ModelSettings",
     "ModelTimeoutError",
