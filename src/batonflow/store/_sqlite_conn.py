@@ -303,6 +303,7 @@ def _open_database(
     """
     if isinstance(path, Path):
         path.parent.mkdir(parents=True, exist_ok=True)
+        _check_not_damaged(path)
     conn = sqlite3.connect(path, timeout=timeout, isolation_level=None)
     try:
         _enable_wal(conn, timeout)
@@ -318,6 +319,39 @@ def _open_database(
         conn.close()  # rolls back what the schema had begun
         raise
     return conn
+
+
+_WAL_MAGIC = (0x377F0682, 0x377F0683)  # the first four bytes of a write-ahead log, by the byte order of its checksums
+
+
+def _check_not_damaged(path: Path) -> None:
+    """Refuse, before SQLite touches them, a database and log that SQLite would take for a database with less in it.
+
+    SQLite reads an empty file as a new database, and a write-ahead log whose header is not one as no log at all;
+    what the log held is then gone without a word, and a checkpoint saved there reads as "not exist". Neither comes
+    about on its own: the log is made only once the database file has its header, and it never loses its own (a log
+    cut short at its end, by a crash while it was written, SQLite reads up to its last whole commit, as it should).
+    So either means the files were damaged, and they are left as they are, for whoever restores them.
+    """
+    log = path.with_name(path.name + "-wal")
+    try:
+        size, log_size = path.stat().st_size, log.stat().st_size
+    except FileNotFoundError:
+        return  # no database yet, or no log: nothing SQLite could misread
+    if not log_size:
+        return
+    if not size:
+        raise sqlite3.DatabaseError(
+            f"the database file is damaged: expected {path} to hold the database its write-ahead log {log} adds to "
+            f"({log_size:,} bytes), got an empty file (restore both from a backup, or move them away to start afresh)"
+        )
+    with log.open("rb") as file:
+        header = file.read(32)
+    if len(header) == 32 and int.from_bytes(header[:4], "big") not in _WAL_MAGIC:
+        raise sqlite3.DatabaseError(
+            f"the database file is damaged: expected its write-ahead log {log} to begin with a log's header, got "
+            f"{header[:8].hex(' ')} (restore both from a backup, or move the log away to lose what it held)"
+        )
 
 
 def check_synchronous(synchronous: object) -> Synchronous:
