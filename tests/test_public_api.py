@@ -73,6 +73,7 @@ def test_public_api_is_pinned() -> None:
             "ResumeError",
             "ResumeInfo",
             "RunContext",
+            "RunResult",
             "RunError",
             "RunStep",
             "Runner",

@@ -33,6 +33,7 @@ from .adk import ParallelAgent as ParallelAgent
 from .adk import ResumableAgent as ResumableAgent
 from .adk import ResumeInfo as ResumeInfo
 from .adk import RunContext as RunContext
+from .adk import RunResult as RunResult
 from .adk import RunStep as RunStep
 from .adk import SequentialAgent as SequentialAgent
 from .adk import TransferToAgentAction as TransferToAgentAction
@@ -200,6 +201,7 @@ __all__ = [
     "ResumeInfo",
     "RunContext",
     "RunError",
+    "RunResult",
     "RunStep",
     "Runner",
     "SequentialAgent",

@@ -48,8 +48,9 @@ from ._plan_execute import new_planner as new_planner
 from ._plan_execute import new_replanner as new_replanner
 from ._plan_execute import plan_execute_replan as plan_execute_replan
 from ._prebuilt import supervisor as supervisor
+from ._result import RunResult as RunResult
+from ._result import collect_events as collect_events
 from ._runner import Runner as Runner
-from ._runner import collect_events as collect_events
 from ._workflow import LoopAgent as LoopAgent
 from ._workflow import ParallelAgent as ParallelAgent
 from ._workflow import SequentialAgent as SequentialAgent
@@ -93,6 +94,7 @@ __all__ = [
     "ResumableAgent",
     "ResumeInfo",
     "RunContext",
+    "RunResult",
     "RunSession",
     "RunStep",
     "Runner",
