@@ -45,6 +45,9 @@ class Runner:
 
     ``run``, ``stream_trace`` and ``resume`` take a ``checkpoint_store`` for one call instead of the Runner's (a
     conversation keeps its pending run's checkpoint in its session this way).
+
+    ``call`` and ``call_resume`` run to the end and return a ``RunResult`` (the answer, the interrupt ids, the
+    metrics) instead of the events; ``call_sync`` and ``call_resume_sync`` do so for code without an event loop.
     """
 
     def __init__(
