@@ -327,9 +327,9 @@ class Runner:
         """Run on ``messages`` (a string is one user message) to the end, and return what it came to: the last
         message, the events, the session values, the interrupt and its ids, the metrics (``RunResult``).
 
-        The options are ``run``'s. An error that ended the run is raised. ``metrics=False`` leaves the run
-        untraced (unless the Runner has callbacks), which halves what the framework itself spends on a run, model
-        and tools aside; ``result.metrics`` is then None.
+        The options are ``run``'s. An error that ended the run is raised. The metrics are counted by tracing the
+        run, which is most of what ``call`` costs beyond ``run`` (``python -m benchmarks.final_answer``):
+        ``metrics=False`` leaves the run untraced, unless the Runner has callbacks, and ``result.metrics`` None.
         """
         prompt = prompt_messages(messages)
         return await self._called(
