@@ -335,7 +335,10 @@ def _check_not_damaged(path: Path) -> None:
     """
     log = path.with_name(path.name + "-wal")
     try:
-        size, log_size = path.stat().st_size, log.stat().st_size
+        # The log first: once it holds data the database file had its header before, even if another process is
+        # making both right now.
+        log_size = log.stat().st_size
+        size = path.stat().st_size
     except FileNotFoundError:
         return  # no database yet, or no log: nothing SQLite could misread
     if not log_size:
