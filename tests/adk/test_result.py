@@ -77,6 +77,22 @@ async def test_call_takes_messages_and_run_options() -> None:
     assert [m.content for m in model.requests[0].messages] == ["Hi Ann.", "one", "two"]
 
 
+@pytest.mark.parametrize(
+    ("messages", "found"),
+    [
+        (user("hi"), "got one Message (pass [message])"),
+        (3, "got int"),
+        ([user("hi"), "there"], "got str at position 1"),
+    ],
+    ids=["a message", "int", "a string among messages"],
+)
+async def test_call_refuses_a_prompt_that_is_neither_a_string_nor_messages(messages: object, found: str) -> None:
+    runner = Runner(ChatModelAgent(name="a", model=ScriptedModel([])))
+    with pytest.raises(UserError) as caught:
+        await runner.call(messages)  # type: ignore[arg-type]
+    assert str(caught.value) == f"Runner.call: expected a string or a sequence of messages, {found}"
+
+
 async def test_call_joins_what_was_streamed() -> None:
     runner = Runner(
         ChatModelAgent(name="a", model=ScriptedModel([assistant("Streamed answer.")])), enable_streaming=True

@@ -124,8 +124,20 @@ async def collect_events(events: Stream[AgentEvent]) -> list[AgentEvent]:
 
 
 def prompt_messages(messages: Sequence[Message] | str) -> list[Message]:
-    """A prompt as messages: a string is one user message."""
-    return [user(messages)] if isinstance(messages, str) else list(messages)
+    """A prompt as messages: a string is one user message; anything but a string or messages is refused."""
+    if isinstance(messages, str):
+        return [user(messages)]
+    expected = "expected a string or a sequence of messages"
+    if isinstance(messages, Message):
+        raise UserError(f"Runner.call: {expected}, got one Message (pass [message])")
+    try:
+        listed = list(messages)
+    except TypeError:
+        raise UserError(f"Runner.call: {expected}, got {type(messages).__qualname__}") from None
+    for i, message in enumerate(listed):
+        if not isinstance(message, Message):
+            raise UserError(f"Runner.call: {expected}, got {type(message).__qualname__} at position {i}")
+    return listed
 
 
 def blocking(call: Coroutine[Any, Any, R], name: str, instead: str) -> R:

@@ -354,6 +354,7 @@ class Runner:
         )
 
     _blocking = staticmethod(blocking)
+    _prompt_messages = staticmethod(prompt_messages)
 
     async def _called(
         self,

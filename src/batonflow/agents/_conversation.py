@@ -155,7 +155,7 @@ class Runner(_Runner):
                 checkpoint_store=checkpoint_store,
                 metrics=metrics,
             )
-        prompt = [user(messages)] if isinstance(messages, str) else list(messages)
+        prompt = self._prompt_messages(messages)
         return await self._called(
             lambda capture: self._conversation(
                 session_id, prompt, session_values, checkpoint_id, checkpoint_store, targets, capture
