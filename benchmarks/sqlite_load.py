@@ -1,9 +1,11 @@
-"""Many concurrent resumes on one SQLite checkpoint store: ``python -m benchmarks.sqlite_load [--resumes 10000]``.
+"""Many concurrent resumes on one SQLite checkpoint store: ``python -m benchmarks.sqlite_load [--resumes 10000]
+[--at-once N]``.
 
 A resume does what the Runner does around a resumed run: claim the checkpoint's lease, read the checkpoint, save the new
 one (or delete it, when the run has finished: every other resume here), release the lease. The store is pre-seeded with
 one checkpoint per resume, each of 5 to 20 KB of incompressible bytes (a checkpoint is zlib compressed), then all the
-resumes start at once as asyncio tasks, on distinct ids, through one ``SqliteCheckpointStore`` in a temporary directory.
+resumes start at once as asyncio tasks, on distinct ids, through one ``SqliteCheckpointStore`` in a temporary directory
+(with ``--at-once N``, at most N run at a time: 1 makes each commit wait for the disk alone, as a quiet store does).
 Prints resumes per second and the p50 and p99 latency of one resume (from the moment all started, so it includes the
 wait in the queue), and the CPU time the process took (the steadier figure when other work shares the machine), after
 checking that every resume won its claim and read its checkpoint and that the file holds what they wrote. ``--option
@@ -70,15 +72,21 @@ def check_file(path: Path, new: list[bytes]) -> None:
         )
 
 
-async def probe(resumes: int, options: dict[str, Any]) -> dict[str, float]:
+async def probe(resumes: int, options: dict[str, Any], at_once: int | None = None) -> dict[str, float]:
     old, new = payloads(resumes, 1), payloads(resumes, 2)
+    gate = asyncio.Semaphore(at_once or resumes)
+
+    async def gated(store: SqliteCheckpointStore, i: int, started: float) -> float:
+        async with gate:
+            return await resume(store, i, new[i], old[i], started)
+
     with tempfile.TemporaryDirectory(prefix="batonflow-sqlite-load-") as folder:
         path = Path(folder) / "checkpoints.db"
         await seed(path, old)
         async with SqliteCheckpointStore(path, **options) as store:
             cpu_before = _cpu()
             started = time.perf_counter()
-            latencies = await asyncio.gather(*(resume(store, i, new[i], old[i], started) for i in range(resumes)))
+            latencies = await asyncio.gather(*(gated(store, i, started) for i in range(resumes)))
             seconds = time.perf_counter() - started
             cpu = _cpu() - cpu_before
         check_file(path, new)
@@ -109,12 +117,14 @@ def option(text: str) -> tuple[str, Any]:
 def main() -> None:
     parser = argparse.ArgumentParser(prog="python -m benchmarks.sqlite_load", description=__doc__.splitlines()[0])
     parser.add_argument("--resumes", type=int, default=10_000)
+    parser.add_argument("--at-once", type=int, default=None, help="how many resumes run at a time (default: all)")
     parser.add_argument("--option", type=option, action="append", default=[], help="a store option, key=value")
     args = parser.parse_args()
     options = dict(args.option)
-    result = asyncio.run(probe(args.resumes, options))
+    result = asyncio.run(probe(args.resumes, options, args.at_once))
+    at_once = f"{args.at_once} at a time" if args.at_once else "concurrent"
     print(
-        f"{args.resumes} concurrent resumes (claim, get, set or delete, release) on one SqliteCheckpointStore "
+        f"{args.resumes} {at_once} resumes (claim, get, set or delete, release) on one SqliteCheckpointStore "
         f"(options {options or 'default'}, {os.cpu_count()} cores): {result['per_second']:,.0f} resumes/s "
         f"({result['seconds']:.2f} s, CPU {result['cpu']:.2f} s: {result['cpu'] / args.resumes * 1e6:,.0f} µs per resume), "
         f"latency p50 {result['p50'] * 1000:,.0f} ms, p99 {result['p99'] * 1000:,.0f} ms, load average "

@@ -5,6 +5,8 @@ def test_public_api_is_pinned() -> None:
     assert sorted(batonflow.__all__) == sorted(
         [
             "Agent",
+            "EXIT_TOOL_NAME",
+            "TRANSFER_TOOL_NAME",
             "ContextCompressionInterceptor",
             "HITL",
             "HITLDecision",
@@ -57,6 +59,7 @@ def test_public_api_is_pinned() -> None:
             "ModelError",
             "ModelHTTPError",
             "ModelJSONError",
+            "ModelResponseError",
             "ModelRetryConfig",
             "ModelSettings",
             "ModelTimeoutError",
@@ -70,6 +73,7 @@ def test_public_api_is_pinned() -> None:
             "ResumeError",
             "ResumeInfo",
             "RunContext",
+            "RunResult",
             "RunError",
             "RunStep",
             "Runner",

@@ -7,6 +7,8 @@ The names here are the public API; subpackages hold the rest (``batonflow.adk``,
 
 from typing import TYPE_CHECKING, Any
 
+from .adk import EXIT_TOOL_NAME as EXIT_TOOL_NAME
+from .adk import TRANSFER_TOOL_NAME as TRANSFER_TOOL_NAME
 from .adk import Agent as Agent
 from .adk import AgentAction as AgentAction
 from .adk import AgentEvent as AgentEvent
@@ -31,6 +33,7 @@ from .adk import ParallelAgent as ParallelAgent
 from .adk import ResumableAgent as ResumableAgent
 from .adk import ResumeInfo as ResumeInfo
 from .adk import RunContext as RunContext
+from .adk import RunResult as RunResult
 from .adk import RunStep as RunStep
 from .adk import SequentialAgent as SequentialAgent
 from .adk import TransferToAgentAction as TransferToAgentAction
@@ -73,6 +76,7 @@ from .errors import ModelConnectionError as ModelConnectionError
 from .errors import ModelError as ModelError
 from .errors import ModelHTTPError as ModelHTTPError
 from .errors import ModelJSONError as ModelJSONError
+from .errors import ModelResponseError as ModelResponseError
 from .errors import ModelTimeoutError as ModelTimeoutError
 from .errors import ResumeConflictError as ResumeConflictError
 from .errors import ResumeError as ResumeError
@@ -134,7 +138,9 @@ def __getattr__(name: str) -> Any:
 
 
 __all__ = [
+    "EXIT_TOOL_NAME",
     "HITL",
+    "TRANSFER_TOOL_NAME",
     "Agent",
     "AgentAction",
     "AgentEvent",
@@ -177,6 +183,7 @@ __all__ = [
     "ModelError",
     "ModelHTTPError",
     "ModelJSONError",
+    "ModelResponseError",
     "ModelRetryConfig",
     "ModelSettings",
     "ModelTimeoutError",
@@ -194,6 +201,7 @@ __all__ = [
     "ResumeInfo",
     "RunContext",
     "RunError",
+    "RunResult",
     "RunStep",
     "Runner",
     "SequentialAgent",

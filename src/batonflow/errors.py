@@ -21,6 +21,7 @@ __all__ = [
     "ModelError",
     "ModelHTTPError",
     "ModelJSONError",
+    "ModelResponseError",
     "ModelTimeoutError",
     "ResumeConflictError",
     "ResumeError",
@@ -63,11 +64,27 @@ class ModelError(RunError):
 
 
 class ModelHTTPError(ModelError):
-    """The provider answered with an HTTP error status."""
+    """The provider answered with an HTTP error status. ``url`` is where the request went, when known."""
 
-    def __init__(self, message: str, *, status_code: int, model: str = "", body: object = None) -> None:
+    def __init__(self, message: str, *, status_code: int, model: str = "", body: object = None, url: str = "") -> None:
         super().__init__(message, model=model)
         self.status_code = status_code
+        self.body = body
+        self.url = url
+
+
+class ModelResponseError(ModelError):
+    """The provider answered with a success status, but not in the API's format: an HTML page (a proxy's, a login
+    portal's, a web server's at a wrong ``base_url``), say. ``url``, ``status_code``, ``content_type`` and ``body``
+    are what came back. Not retried: the same request gets the same page."""
+
+    def __init__(
+        self, message: str, *, url: str, status_code: int, content_type: str, body: str, model: str = ""
+    ) -> None:
+        super().__init__(message, model=model)
+        self.url = url
+        self.status_code = status_code
+        self.content_type = content_type
         self.body = body
 
 

@@ -3,6 +3,7 @@ from collections.abc import Iterator
 
 import pytest
 
+import batonflow
 from batonflow.adk import (
     ChatModelAgent,
     ExitTool,
@@ -74,6 +75,11 @@ def test_unknown_language_is_a_user_error() -> None:
         set_language("fr")  # type: ignore[arg-type]
 
 
+def test_the_built_in_tools_names_are_public() -> None:
+    assert batonflow.TRANSFER_TOOL_NAME == TransferToAgentTool(["a"]).info.name == "transfer_to_agent"
+    assert batonflow.EXIT_TOOL_NAME == ExitTool().info.name == "exit"
+
+
 def test_transfer_tool_names_its_targets_as_an_enum() -> None:
     info = TransferToAgentTool(["refund", "router"]).info
     assert info.name == "transfer_to_agent"
@@ -91,11 +97,22 @@ def test_transfer_tool_names_its_targets_as_an_enum() -> None:
     }
 
 
-async def test_transfer_tool_sets_the_action_and_does_not_check_the_name() -> None:
+async def test_transfer_tool_sets_the_action_and_says_it_transferred() -> None:
     ctx = ToolContext(tool_name="transfer_to_agent")
-    out = await TransferToAgentTool(["a"]).invoke(json.dumps({"agent_name": "nobody"}), ctx)
-    assert out == "successfully transferred to agent [nobody]"
+    out = await TransferToAgentTool(["a"], source="router").invoke(json.dumps({"agent_name": "a"}), ctx)
+    assert out == "successfully transferred to agent [a]"
+    assert ctx.action.transfer_to_agent.dest_agent_name == "a"
+
+
+async def test_transfer_tool_never_says_it_transferred_to_an_agent_that_is_not_there() -> None:
+    ctx = ToolContext(tool_name="transfer_to_agent")
+    out = await TransferToAgentTool(["a"], source="router").invoke(json.dumps({"agent_name": "nobody"}), ctx)
+    assert out == "transfer failed: agent 'nobody' not found when transferring from 'router'"
+    # The action is still asked for, so that the flow agent ends the run with the same error.
     assert ctx.action.transfer_to_agent.dest_agent_name == "nobody"
+    assert await TransferToAgentTool(["a"]).invoke(json.dumps({"agent_name": "b"})) == (
+        "transfer failed: agent 'b' not found"
+    )
 
 
 async def test_exit_tool_returns_the_final_result_and_exits() -> None:

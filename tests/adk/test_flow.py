@@ -103,6 +103,9 @@ async def test_transfer_to_an_unknown_agent_is_an_error_event_and_the_run_ends()
     events = await collect_events(Runner(set_sub_agents(router, [agent("refund")])).query("x"))
     assert isinstance(events[-1].error, TransferError)
     assert str(events[-1].error) == "transfer failed: agent 'nobody' not found when transferring from 'router'"
+    # What the run says of the transfer before the error is the same failure, never a success.
+    said = [v.message.content for e in events if (v := e.message_output) is not None and v.message is not None]
+    assert said == ["", "transfer failed: agent 'nobody' not found when transferring from 'router'"]
 
 
 async def test_disallow_transfer_to_parent_hides_the_parent() -> None:

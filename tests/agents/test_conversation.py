@@ -61,6 +61,62 @@ async def test_the_window_limits_what_an_agent_is_fed() -> None:
     assert [m.content for m in model.requests[3].messages] == ["question 2", "answer 2", "question 3"]
 
 
+async def test_a_conversations_result_says_how_many_earlier_messages_the_window_left_out() -> None:
+    model = ScriptedModel([assistant(f"answer {i}") for i in range(4)])
+    runner = Runner(ChatModelAgent(name="a", model=model), session_store=MemorySessionStore(), session_window=2)
+    results = [await runner.call(f"question {i}", session_id="w") for i in range(4)]
+    assert [r.windowed for r in results] == [0, 0, 2, 4]
+    assert [r.session_id for r in results] == ["w"] * 4 and results[3].text == "answer 3"
+
+
+async def test_the_default_window_feeds_the_last_eight_messages_and_none_feeds_them_all() -> None:
+    fed = {}
+    for window in (8, None):
+        model = ScriptedModel([assistant(f"answer {i}") for i in range(6)])
+        kwargs = {} if window == 8 else {"session_window": None}
+        runner = Runner(ChatModelAgent(name="a", model=model), session_store=MemorySessionStore(), **kwargs)
+        results = [await runner.call(f"question {i}", session_id="w") for i in range(6)]
+        fed[window] = (len(model.requests[5].messages), results[5].windowed)
+    assert fed == {8: (9, 2), None: (11, 0)}  # the prompt after 8 of 10 earlier messages, or after all 10
+
+
+@pytest.mark.parametrize("window", [-1, 2.5, "8"])
+def test_a_session_window_that_is_not_a_count_is_refused_when_the_runner_is_made(window: object) -> None:
+    with pytest.raises(UserError) as caught:
+        Runner(ChatModelAgent(name="a", model=ScriptedModel([])), session_window=window)  # type: ignore[arg-type]
+    assert str(caught.value) == (
+        f"session_window: expected None (the whole conversation) or a number of messages >= 0, got {window!r}"
+    )
+
+
+async def test_a_pending_conversation_is_resumed_by_call_with_the_ids_its_result_gave() -> None:
+    refunds: list[object] = []
+
+    @tool(threaded=False)
+    def refund(order_id: int, ctx: ToolContext) -> str:
+        """Refund once approved."""
+        if not ctx.get_interrupt_state().was_interrupted:
+            ctx.interrupt({"approve": order_id})
+        refunds.append(ctx.get_resume_context().data)
+        return "refunded"
+
+    model = ScriptedModel([tool_calls(("refund", {"order_id": 3})), assistant("Refund done.")])
+    runner = Runner(ChatModelAgent(name="a", model=model, tools=[refund]), session_store=MemorySessionStore())
+    waiting = await runner.call("refund 3", session_id="p")
+    assert waiting.interrupted and waiting.session_id == "p" and waiting.checkpoint_id is None
+    [interrupt_id] = waiting.interrupt_ids
+    finished = await runner.call(session_id="p", targets={interrupt_id: "approved"})
+    assert (finished.text, finished.interrupted, refunds) == ("Refund done.", False, ["approved"])
+
+
+def test_call_sync_continues_a_conversation() -> None:
+    model = ScriptedModel([assistant("Hi Ann."), assistant("Your name is Ann.")])
+    runner = Runner(ChatModelAgent(name="a", model=model), session_store=MemorySessionStore())
+    runner.call_sync("I am Ann.", session_id="chat")
+    assert runner.call_sync("What is my name?", session_id="chat").text == "Your name is Ann."
+    assert [m.content for m in model.requests[1].messages] == ["I am Ann.", "Hi Ann.", "What is my name?"]
+
+
 async def test_an_interrupted_run_leaves_the_session_pending_and_an_empty_prompt_resumes_it() -> None:
     refunds: list[int] = []
 

@@ -12,8 +12,15 @@ import httpx2
 import openai
 import pytest
 
-from batonflow.errors import ModelConnectionError, ModelError, ModelHTTPError, ModelTimeoutError, UserError
-from batonflow.models import ForcedTool, ModelSettings, OpenAIChatModel, ToolChoice
+from batonflow.errors import (
+    ModelConnectionError,
+    ModelError,
+    ModelHTTPError,
+    ModelResponseError,
+    ModelTimeoutError,
+    UserError,
+)
+from batonflow.models import ForcedTool, ModelSettings, OpenAIChatModel, ToolChoice, is_retryable_error
 from batonflow.schema import (
     AudioPart,
     FunctionCall,
@@ -394,6 +401,64 @@ async def test_http_400_keeps_status_and_body() -> None:
     assert caught.value.status_code == 400
     assert isinstance(caught.value.body, dict)
     assert caught.value.body["message"] == "bad tool schema"
+
+
+LOGIN_PAGE = (
+    "<!DOCTYPE html>\n<html><head><meta charset='utf-8'><title>\n  Sign in &amp; continue\n</title></head>"
+    "<body>" + "<p>Please sign in.</p>" * 500 + "</body></html>"
+)
+URL = "http://provider.test/v1/chat/completions"
+
+
+def html_page(status: int, content_type: str = "text/html; charset=utf-8") -> httpx2.Response:
+    return httpx2.Response(status, headers={"content-type": content_type}, content=LOGIN_PAGE.encode())
+
+
+async def generated(model: OpenAIChatModel) -> None:
+    await model.generate([user("hi")])
+
+
+async def streamed(model: OpenAIChatModel) -> None:
+    await model.stream([user("hi")]).collect()
+
+
+@pytest.mark.parametrize("call", [generated, streamed])
+async def test_an_html_page_with_a_success_status_is_a_response_error_naming_the_url_and_status(call: Any) -> None:
+    with pytest.raises(ModelResponseError) as caught:
+        await call(model_for(FakeProvider(html_page(200))))
+    assert str(caught.value) == (
+        f"model 'test-model' request failed: HTTP 200 from {URL}: expected the API's JSON, got an HTML page titled "
+        "'Sign in & continue' (is base_url the API's address?)"
+    )
+    error = caught.value
+    assert (error.url, error.status_code, error.content_type) == (URL, 200, "text/html; charset=utf-8")
+    assert error.body == LOGIN_PAGE and error.model == "test-model"
+    assert not is_retryable_error(error)  # the same request gets the same page
+
+
+async def test_a_success_status_with_a_body_that_is_not_json_says_what_came_instead() -> None:
+    reply = httpx2.Response(200, headers={"content-type": "text/plain"}, content=b"It works!\n\nApache default page")
+    with pytest.raises(ModelResponseError) as caught:
+        await model_for(FakeProvider(reply)).generate([user("hi")])
+    assert str(caught.value) == (
+        f"model 'test-model' request failed: HTTP 200 from {URL}: expected the API's JSON, got a text/plain body "
+        "starting 'It works! Apache default page' (is base_url the API's address?)"
+    )
+
+
+@pytest.mark.parametrize("call", [generated, streamed])
+@pytest.mark.parametrize("content_type", ["text/html", "text/plain"])
+async def test_an_html_error_page_is_an_http_error_naming_the_url_and_the_page_not_its_markup(
+    call: Any, content_type: str
+) -> None:
+    with pytest.raises(ModelHTTPError) as caught:
+        await call(model_for(FakeProvider(html_page(502, content_type))))
+    assert str(caught.value) == (
+        f"model 'test-model' request failed: HTTP 502 from {URL}: expected the API's JSON, got an HTML page titled "
+        "'Sign in & continue'"
+    )
+    assert (caught.value.status_code, caught.value.url, caught.value.body) == (502, URL, LOGIN_PAGE)
+    assert is_retryable_error(caught.value)  # a proxy's 502 passes
 
 
 async def test_error_event_in_the_middle_of_a_stream_reaches_the_reader_after_the_chunks() -> None:

@@ -301,6 +301,43 @@ async def test_a_source_failure_reaches_the_tap_and_the_reader_at_its_position()
         await reader.__anext__()
 
 
+async def test_keep_gives_every_chunk_read_once_the_reader_reached_the_end() -> None:
+    reader, kept = Stream.from_list([1, 2, 3]).keep()
+    assert kept.kept() is None  # nothing read yet
+    assert await reader.__anext__() == 1
+    assert kept.kept() is None  # not at the end
+    assert [x async for x in reader] == [2, 3]
+    assert kept.kept() == [1, 2, 3]
+
+
+async def test_keep_closes_the_source_with_its_reader() -> None:
+    closed: list[bool] = []
+
+    async def gen() -> AsyncIterator[int]:
+        try:
+            for i in range(4):
+                yield i
+        finally:
+            closed.append(True)
+
+    reader, kept = Stream.from_async_iter(gen()).keep()
+    assert await reader.__anext__() == 0
+    await reader.aclose()
+    assert closed == [True] and kept.kept() is None
+
+
+async def test_kept_raises_the_failure_the_reader_saw() -> None:
+    async def gen() -> AsyncIterator[str]:
+        yield "partial"
+        raise Boom("cut")
+
+    reader, kept = Stream.from_async_iter(gen()).keep()
+    with pytest.raises(Boom, match="cut"):
+        await reader.collect()
+    with pytest.raises(Boom, match="cut"):
+        kept.kept()
+
+
 async def test_abandoned_tap_reader_and_taken_whole_close_a_pipe() -> None:
     stream, writer = Stream.pipe()
     reader, tap = stream.tap()

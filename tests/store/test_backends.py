@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import asyncio
+import os
+import shutil
 import socket
 import sqlite3
 import sys
@@ -17,6 +19,7 @@ import asyncpg
 import pytest
 import redis.asyncio
 
+from batonflow.adk import ChatModelAgent, Runner, collect_events
 from batonflow.errors import LeaseLostError, RunError, StoreError, UserError
 from batonflow.schema import assistant, user
 from batonflow.store import (
@@ -29,6 +32,7 @@ from batonflow.store import (
     SqliteCheckpointStore,
     SqliteSessionStore,
 )
+from batonflow.testing import ScriptedModel
 
 # -- SQLite ------------------------------------------------------------------------------------------------------------
 
@@ -72,6 +76,117 @@ async def test_sqlite_reads_a_file_that_is_not_a_database_as_a_store_error(tmp_p
         with pytest.raises(StoreError, match="file is not a database") as caught:
             await store.get("run-1")
     assert caught.value.backend == "sqlite"
+
+
+def copy_files(path: Path, copy: Path) -> Path:
+    copy.parent.mkdir()
+    for suffix in ("", "-wal"):
+        shutil.copyfile(f"{path}{suffix}", f"{copy}{suffix}")
+    return copy
+
+
+def log_size(path: Path) -> int:
+    return Path(f"{path}-wal").stat().st_size
+
+
+def write(path: str | Path, data: bytes) -> None:
+    with open(path, "r+b") as file:
+        file.write(data)
+
+
+async def copied_while_open(tmp_path: Path) -> Path:
+    """A copy of a store's files taken while the store is open, as a process that dies leaves them: the checkpoint
+    it saved is in the write-ahead log still, not yet in the database file."""
+    path = tmp_path / "live" / "c.db"
+    async with SqliteCheckpointStore(path) as store:
+        await store.set("run-1", b"a checkpoint")
+        copy = copy_files(path, tmp_path / "copy" / "c.db")
+    assert log_size(copy) > 0
+    return copy
+
+
+def resumed(path: Path) -> Any:
+    runner = Runner(ChatModelAgent(name="a", model=ScriptedModel([])), checkpoint_store=SqliteCheckpointStore(path))
+    return collect_events(runner.resume("run-1"))
+
+
+async def test_sqlite_reads_what_a_store_left_in_its_write_ahead_log(tmp_path: Path) -> None:
+    copy = await copied_while_open(tmp_path)
+    async with SqliteCheckpointStore(copy) as store:
+        assert await store.get("run-1") == b"a checkpoint"
+
+
+async def test_sqlite_refuses_an_emptied_database_file_whose_log_holds_data_instead_of_losing_it(
+    tmp_path: Path,
+) -> None:
+    copy = await copied_while_open(tmp_path)
+    shutil.copyfile(os.devnull, copy)  # SQLite would read an empty file as a new database, and drop the log
+    size = log_size(copy)
+    with pytest.raises(StoreError) as caught:
+        await resumed(copy)  # not "checkpoint[run-1] not exist"
+    assert str(caught.value) == (
+        f"SQLite checkpoint store at {copy}: cannot claim checkpoint 'run-1': the database file is damaged: expected "
+        f"{copy} to hold the database its write-ahead log {copy}-wal adds to ({size:,} bytes), got an empty "
+        "file (restore both from a backup, or move them away to start afresh)"
+    )
+    assert log_size(copy) == size  # left as it was
+
+
+async def test_sqlite_refuses_a_write_ahead_log_without_its_header_instead_of_losing_it(tmp_path: Path) -> None:
+    copy = await copied_while_open(tmp_path)
+    write(f"{copy}-wal", b"\x00" * 32)
+    with pytest.raises(StoreError) as caught:
+        await resumed(copy)
+    assert str(caught.value) == (
+        f"SQLite checkpoint store at {copy}: cannot claim checkpoint 'run-1': the database file is damaged: expected "
+        f"its write-ahead log {copy}-wal to begin with a log's header, got 00 00 00 00 00 00 00 00 (restore both from "
+        "a backup, or move the log away to lose what it held)"
+    )
+
+
+async def test_sqlite_a_resume_from_a_file_that_is_not_a_database_fails_with_a_store_error(tmp_path: Path) -> None:
+    path = tmp_path / "c.db"
+    path.write_bytes(b"definitely not sqlite" * 100)
+    with pytest.raises(StoreError, match="cannot claim checkpoint 'run-1': file is not a database"):
+        await resumed(path)
+
+
+@pytest.fixture
+def sqlite_connections(monkeypatch: pytest.MonkeyPatch) -> list[sqlite3.Connection]:
+    """Every SQLite connection opened from now on, usable from the test's thread too (to read its pragmas)."""
+    opened: list[sqlite3.Connection] = []
+    connect = sqlite3.connect
+
+    def recording(*args: Any, **kwargs: Any) -> sqlite3.Connection:
+        conn = connect(*args, **{**kwargs, "check_same_thread": False})
+        opened.append(conn)
+        return conn
+
+    monkeypatch.setattr(sqlite3, "connect", recording)
+    return opened
+
+
+@pytest.mark.parametrize("kind", [SqliteCheckpointStore, SqliteSessionStore])
+@pytest.mark.parametrize(
+    ("options", "level"), [({}, 2), ({"synchronous": "FULL"}, 2), ({"synchronous": "NORMAL"}, 1)], ids=str
+)
+async def test_sqlite_waits_for_the_disk_as_synchronous_says(
+    tmp_path: Path, sqlite_connections: list[sqlite3.Connection], kind: Any, options: dict[str, str], level: int
+) -> None:
+    async with kind(tmp_path / "c.db", **options) as store:
+        assert await store.claim("run-1", "worker-a", 30)  # the writer's connection
+        assert await store.holder("run-1") is not None  # the reader's
+        # 2 is FULL (wait for the disk at every commit), 1 NORMAL, on both connections.
+        assert [conn.execute("PRAGMA synchronous").fetchone() for conn in sqlite_connections] == [(level,), (level,)]
+
+
+@pytest.mark.parametrize("kind", [SqliteCheckpointStore, SqliteSessionStore])
+@pytest.mark.parametrize("synchronous", ["OFF", "normal", "EXTRA", 1])
+def test_sqlite_synchronous_is_full_or_normal(tmp_path: Path, kind: Any, synchronous: object) -> None:
+    with pytest.raises(UserError) as caught:
+        kind(tmp_path / "c.db", synchronous=synchronous)
+    assert str(caught.value) == f"synchronous: expected 'FULL' (the default) or 'NORMAL', got {synchronous!r}"
+    assert not (tmp_path / "c.db").exists()
 
 
 @pytest.mark.parametrize("table", ["checkpoints; DROP TABLE x", "1abc", "", "a" * 51, "with space"])

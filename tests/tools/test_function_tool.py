@@ -11,7 +11,7 @@ from pydantic import BaseModel, Field
 from typing_extensions import TypedDict
 
 from batonflow.errors import UserError
-from batonflow.tools import FunctionTool, StreamingTool, Tool, ToolContext, ToolInfo, tool
+from batonflow.tools import FunctionTool, StreamingTool, Tool, ToolContext, ToolInfo, as_tool, as_tools, tool
 
 
 class Color(enum.Enum):
@@ -560,3 +560,55 @@ def test_unresolvable_annotation_is_a_user_error_naming_the_tool() -> None:
 
     with pytest.raises(UserError, match=r"^Cannot read the signature of tool \[f\]: name 'Missing' is not defined"):
         tool(f)
+
+
+# -- plain functions where a tool is expected --------------------------------------------------------------------------
+
+
+def lookup(order_id: int) -> str:
+    """Look an order up.
+
+    Args:
+        order_id: the order number
+    """
+    return f"order {order_id} shipped"
+
+
+def test_as_tool_makes_a_plain_function_the_tool_tool_makes() -> None:
+    made = as_tool(lookup)
+    assert isinstance(made, FunctionTool)
+    assert made.info == tool(lookup).info
+    assert made.info.description == "Look an order up."
+
+
+def test_as_tool_takes_a_tool_as_it_is() -> None:
+    made = tool(lookup)
+    assert as_tool(made) is made
+
+
+class NotATool:
+    pass
+
+
+@pytest.mark.parametrize(
+    ("candidate", "found"),
+    [
+        (3, "got int 3"),
+        ("lookup", "got str 'lookup'"),
+        (NotATool, "got the class NotATool (pass an instance)"),
+        (ToolInfo(name="lookup", description="x"), "got the ToolInfo of 'lookup', which describes a tool only"),
+    ],
+    ids=["int", "str", "class", "ToolInfo"],
+)
+def test_as_tools_refuses_what_is_neither_a_tool_nor_a_function_naming_where(candidate: object, found: str) -> None:
+    with pytest.raises(UserError) as caught:
+        as_tools([lookup, candidate], owner="ChatModelAgent 'a'")
+    assert str(caught.value) == (
+        f"ChatModelAgent 'a': tools[1]: expected a Tool or a function (made a tool as @tool would), {found}"
+    )
+
+
+def test_as_tool_refuses_a_function_tool_cannot_make_saying_why() -> None:
+    with pytest.raises(UserError) as caught:
+        as_tool(lambda order_id: order_id, where="tools[0]")
+    assert str(caught.value).startswith("tools[0]: Invalid tool function: expected a function with a name, got ")

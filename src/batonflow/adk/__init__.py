@@ -4,6 +4,8 @@ from ..schema import RunStep as RunStep
 from ._agent import Agent as Agent
 from ._agent import ResumableAgent as ResumableAgent
 from ._agent_tool import AgentTool as AgentTool
+from ._builtin import EXIT_TOOL_NAME as EXIT_TOOL_NAME
+from ._builtin import TRANSFER_TOOL_NAME as TRANSFER_TOOL_NAME
 from ._builtin import ExitTool as ExitTool
 from ._builtin import Language as Language
 from ._builtin import TransferToAgentTool as TransferToAgentTool
@@ -46,8 +48,9 @@ from ._plan_execute import new_planner as new_planner
 from ._plan_execute import new_replanner as new_replanner
 from ._plan_execute import plan_execute_replan as plan_execute_replan
 from ._prebuilt import supervisor as supervisor
+from ._result import RunResult as RunResult
+from ._result import collect_events as collect_events
 from ._runner import Runner as Runner
-from ._runner import collect_events as collect_events
 from ._workflow import LoopAgent as LoopAgent
 from ._workflow import ParallelAgent as ParallelAgent
 from ._workflow import SequentialAgent as SequentialAgent
@@ -62,6 +65,8 @@ from .loop import ToolCallHandler as ToolCallHandler
 from .loop import render_instruction as render_instruction
 
 __all__ = [
+    "EXIT_TOOL_NAME",
+    "TRANSFER_TOOL_NAME",
     "Agent",
     "AgentAction",
     "AgentEvent",
@@ -89,6 +94,7 @@ __all__ = [
     "ResumableAgent",
     "ResumeInfo",
     "RunContext",
+    "RunResult",
     "RunSession",
     "RunStep",
     "Runner",

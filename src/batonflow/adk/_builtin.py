@@ -25,6 +25,7 @@ __all__ = [
     "get_language",
     "parse_tool_argument",
     "set_language",
+    "transfer_failed_text",
     "transfer_instruction",
     "transfer_tool_output",
 ]
@@ -33,7 +34,10 @@ Language = Literal["en", "zh"]
 _language: Language = "en"
 
 TRANSFER_TOOL_NAME = "transfer_to_agent"
+"""The name of the tool an agent transfers with (Eino's ``TransferToAgentToolName``): what a forced tool choice, a
+middleware or a trace filter names it by."""
 EXIT_TOOL_NAME = "exit"
+"""The name of ``ExitTool``, the tool that ends an agent's run with its argument as the answer."""
 
 _TEXTS: dict[str, dict[Language, str]] = {
     "instruction": {
@@ -87,6 +91,12 @@ def transfer_tool_output(dest: str) -> str:
     return _text("transfer_output") % dest
 
 
+def transfer_failed_text(dest: str, source: str) -> str:
+    """Eino's error for a transfer to an agent that is not there (the flow agent's, and the transfer tool's result)."""
+    where = f" when transferring from '{source}'" if source else ""
+    return f"transfer failed: agent '{dest}' not found{where}"
+
+
 def gen_transfer_messages(dest: str) -> tuple[Message, Message]:
     """An assistant call to ``transfer_to_agent`` (its argument the bare name, as in the original) and its result:
     what a transfer looks like in a transcript when no model made it."""
@@ -114,9 +124,15 @@ def parse_tool_argument(tool: str, arguments: str, key: str) -> str:
 
 class TransferToAgentTool:
     """``transfer_to_agent``: hands control to another agent. Its ``agent_name`` is an enum of the allowed
-    targets, so that a model (a small one especially) cannot name an agent that does not exist."""
+    targets, so that a model (a small one especially) cannot name an agent that does not exist.
 
-    def __init__(self, targets: Sequence[str]) -> None:
+    A call that names another agent all the same is answered with the flow agent's error text, not with a success,
+    and the run ends with that error (``source`` is the calling agent, for the text).
+    """
+
+    def __init__(self, targets: Sequence[str], *, source: str = "") -> None:
+        self.targets = frozenset(targets)
+        self.source = source
         self.info = ToolInfo(
             name=TRANSFER_TOOL_NAME,
             description=_text("transfer_desc"),
@@ -134,10 +150,13 @@ class TransferToAgentTool:
         )
 
     async def invoke(self, arguments: str, ctx: ToolContext | None = None) -> str:
-        # Like the original, the name is not checked here: the flow agent reports an unknown agent.
         dest = parse_tool_argument(TRANSFER_TOOL_NAME, arguments, "agent_name")
         if ctx is not None:
+            # Asked for even when there is no such agent: the flow agent then ends the run with its error.
             ctx.action = transfer_action(dest)
+        if dest not in self.targets:
+            # The original says "successfully transferred" here, and then fails.
+            return transfer_failed_text(dest, self.source)
         return transfer_tool_output(dest)
 
 

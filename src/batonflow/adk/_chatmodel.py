@@ -11,7 +11,7 @@ from collections.abc import Sequence
 
 from ..errors import UserError
 from ..models import ChatModel, ModelSettings, ToolChoice
-from ..tools import Tool
+from ..tools import Tool, ToolLike
 from .loop import AgentMiddleware, EinoPolicy, GenModelInput, ModelAgent, ModelRetryConfig
 
 __all__ = ["ChatModelAgent"]
@@ -22,7 +22,8 @@ class ChatModelAgent(ModelAgent):
 
     ``instruction`` is a template over the run's session values (``{name}``; ``{{``/``}}`` for braces), rendered
     when the session has values; ``gen_model_input`` replaces the default input (the instruction as a system
-    message, then the agent's input). ``output_key`` stores the final answer's text in the session.
+    message, then the agent's input). ``output_key`` stores the final answer's text in the session. ``tools`` takes
+    tools and plain typed functions, which become tools as ``@tool`` makes them.
     """
 
     def __init__(
@@ -32,7 +33,7 @@ class ChatModelAgent(ModelAgent):
         model: ChatModel,
         description: str = "",
         instruction: str = "",
-        tools: Sequence[Tool] = (),
+        tools: Sequence[ToolLike] = (),
         return_directly: Sequence[str] = (),
         execute_sequentially: bool = False,
         exit: bool | Tool = False,

@@ -174,6 +174,7 @@ class RunContext:
             # Someone else's stream: keep every chunk for the history.
             assert variant.message_stream is not None
             variant.message_stream, entry._pending = variant.message_stream.tap()
+            variant._kept = entry._pending
         self.session.events.append(entry)
 
 

@@ -6,7 +6,8 @@ import asyncio
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..schema import Message, MessageStream, Role, RunStep, concat_message_stream
+from ..errors import StreamClosedError
+from ..schema import Message, MessageStream, Role, RunStep, Tap, concat_messages
 from ..store import register_type
 from ..tools import InterruptSignal
 
@@ -35,7 +36,8 @@ class AgentInput:
 class MessageVariant:
     """A message, or a stream of its chunks when ``is_streaming``.
 
-    A streamed variant's stream is exclusive to whoever receives the event: read it or close it.
+    A streamed variant's stream is exclusive to whoever receives the event: read it or close it. Once it is read,
+    ``get_message()`` still gives the whole message, joined from the chunks the stream gave.
     """
 
     is_streaming: bool = False
@@ -46,15 +48,40 @@ class MessageVariant:
     # Set by producers that read the whole stream themselves (ChatModelAgent): the joined message, so that
     # recording a streamed event costs no second copy of every chunk.
     _joined: asyncio.Future[Message] | None = field(default=None, repr=False, compare=False)
+    # The chunks ``message_stream`` gives, kept as its reader reads them (by the agent that streams them, or by the
+    # history that records them): what ``get_message()`` joins once the reader has read the stream.
+    _kept: Tap[Message] | None = field(default=None, repr=False, compare=False)
 
     async def get_message(self) -> Message:
-        """The whole message; for a stream this reads (and closes) it."""
-        if not self.is_streaming:
-            assert self.message is not None
+        """The whole message; for a stream this reads (and closes) what its reader has not read yet, and joins every
+        chunk it gave, also when the reader has read it all already."""
+        if self.message is not None:
             return self.message
-        if self.message is None:
-            assert self.message_stream is not None
-            self.message = await concat_message_stream(self.message_stream)
+        stream = self.message_stream
+        assert self.is_streaming and stream is not None
+        kept = self._kept
+        chunks: list[Message] | None
+        if kept is None:
+            chunks = await stream.collect()
+            if not chunks:
+                raise StreamClosedError(
+                    "cannot join a streamed message: expected its chunks, got none (its stream was read already, by "
+                    "a reader nobody kept the chunks for, or was empty)"
+                )
+        else:
+            if not stream.closed:
+                try:
+                    async for _ in stream:  # what the reader has not read yet
+                        pass
+                finally:
+                    await stream.aclose()
+            chunks = kept.kept()
+            if chunks is None:
+                raise StreamClosedError(
+                    "cannot join a streamed message: expected a stream read to its end, got one its reader closed "
+                    "before the end (call get_message() instead of closing it)"
+                )
+        self.message = concat_messages(chunks)
         return self.message
 
     def peek_message(self) -> Message | None:

@@ -16,7 +16,7 @@ from typing import TypeAlias
 from ..errors import RunError, UserError
 from ..models import ChatModel, ForcedTool
 from ..schema import Message, assistant
-from ..tools import Tool, ToolInfo
+from ..tools import ToolInfo, ToolLike
 from ._agent import Agent
 from ._chatmodel import ChatModelAgent
 from ._context import RunContext
@@ -221,7 +221,7 @@ def new_planner(
 def new_executor(
     *,
     model: ChatModel,
-    tools: Sequence[Tool] = (),
+    tools: Sequence[ToolLike] = (),
     max_iterations: int = 20,
     name: str = "executor",
     description: str = "an executor agent",

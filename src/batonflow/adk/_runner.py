@@ -8,16 +8,14 @@ this one.
 
 from __future__ import annotations
 
-import asyncio
-import logging
 import os
 import uuid
 from collections import deque
-from collections.abc import AsyncGenerator, AsyncIterator, Mapping, Sequence
+from collections.abc import AsyncGenerator, AsyncIterator, Callable, Mapping, Sequence
 from contextlib import aclosing
 from typing import Any
 
-from ..errors import CheckpointExistsError, CheckpointNotFoundError, UserError
+from ..errors import CheckpointNotFoundError, UserError
 from ..schema import Message, Stream, user
 from ..store import CheckpointStore, check_checkpoint_id
 from ..trace import RunTrace, TraceCallback, TraceEvent
@@ -28,11 +26,11 @@ from ._events import AgentEvent, AgentInput
 from ._flow import FlowAgent
 from ._interrupt import InterruptInfo, ResumeInfo, ResumePoints, interrupt_contexts
 from ._journal import Journal, base_digest
-from ._lease import LeaseHolder, break_lease, fenced
+from ._lease import LeaseHolder, break_lease
+from ._result import Capture, RunResult, blocking, collect_events, prompt_messages
+from ._segment import Segment, reserved
 
 __all__ = ["Runner"]
-
-_log = logging.getLogger("batonflow.adk")
 
 
 class Runner:
@@ -47,6 +45,9 @@ class Runner:
 
     ``run``, ``stream_trace`` and ``resume`` take a ``checkpoint_store`` for one call instead of the Runner's (a
     conversation keeps its pending run's checkpoint in its session this way).
+
+    ``call`` and ``call_resume`` run to the end and return a ``RunResult`` (the answer, the interrupt ids, the
+    metrics) instead of the events; ``call_sync`` and ``call_resume_sync`` do so for code without an event loop.
     """
 
     def __init__(
@@ -85,8 +86,20 @@ class Runner:
         ``CheckpointExistsError``, when the store holds a pending run under it, and ``ResumeConflictError`` while
         another runner runs or resumes under it; saving would overwrite that run.
         """
+        return self._started(messages, session_values, checkpoint_id, checkpoint_store)
+
+    def _started(
+        self,
+        messages: Sequence[Message],
+        session_values: Mapping[str, Any] | None,
+        checkpoint_id: str | None,
+        checkpoint_store: CheckpointStore | None,
+        capture: Capture | None = None,
+    ) -> Stream[AgentEvent]:
         store = self._store(checkpoint_store, checkpoint_id)
-        return Stream.from_async_iter(self._run(messages, session_values, store, checkpoint_id, self.callbacks))
+        return Stream.from_async_iter(
+            self._run(messages, session_values, store, checkpoint_id, self.callbacks, capture)
+        )
 
     def _store(self, store: CheckpointStore | None, checkpoint_id: str | None) -> CheckpointStore | None:
         store = self.checkpoint_store if store is None else store
@@ -106,6 +119,7 @@ class Runner:
         store: CheckpointStore | None,
         checkpoint_id: str | None,
         callbacks: Sequence[TraceCallback],
+        capture: Capture | None = None,
     ) -> AsyncIterator[AgentEvent]:
         values = {**self.session_values, **(session_values or {})}
         ctx = RunContext(
@@ -114,9 +128,7 @@ class Runner:
             skip_transfer_messages=self.skip_transfer_messages,
             run_id=os.urandom(16).hex(),
         )
-        trace = RunTrace(callbacks, agent_name=self.agent.name) if callbacks else None
-        if trace is not None:
-            ctx.trace = trace.root()
+        trace = _traced(ctx, self.agent.name, callbacks, capture)
         input = AgentInput(messages=list(messages), enable_streaming=self.enable_streaming)
         ctx.root_input = input
         segment = None
@@ -124,10 +136,10 @@ class Runner:
             lease = LeaseHolder(
                 store, checkpoint_id, uuid.uuid4().hex, self.resume_lease, f"checkpoint[{checkpoint_id}]"
             )
-            segment = _Segment(store, checkpoint_id, lease)
+            segment = Segment(store, checkpoint_id, lease)
         events = self._events(self.agent.run(input, ctx), ctx, segment)
         traced = events if trace is None else trace.wrap(events)
-        return traced if segment is None else _reserved(segment, traced)
+        return traced if segment is None else reserved(segment, traced)
 
     def query(
         self, text: str, *, session_values: Mapping[str, Any] | None = None, checkpoint_id: str | None = None
@@ -173,11 +185,20 @@ class Runner:
         the same targets or none, replays those steps instead of running their tools a second time. A tool cut off
         mid-call runs again: ``ToolContext.idempotency_key`` lets it make its side effect once.
         """
+        return self._resumes(checkpoint_id, targets, checkpoint_store)
+
+    def _resumes(
+        self,
+        checkpoint_id: str,
+        targets: Mapping[str, Any] | None,
+        checkpoint_store: CheckpointStore | None,
+        capture: Capture | None = None,
+    ) -> Stream[AgentEvent]:
         check_checkpoint_id(checkpoint_id)
         store = self.checkpoint_store if checkpoint_store is None else checkpoint_store
         if store is None:
             raise UserError("failed to resume: expected Runner(..., checkpoint_store=...), got no store")
-        return Stream.from_async_iter(self._resume(store, checkpoint_id, dict(targets or {})))
+        return Stream.from_async_iter(self._resume(store, checkpoint_id, dict(targets or {}), capture))
 
     async def break_lease(
         self, checkpoint_id: str, holder: str, *, checkpoint_store: CheckpointStore | None = None
@@ -192,7 +213,7 @@ class Runner:
         return await break_lease(store, checkpoint_id, holder, f"checkpoint[{checkpoint_id}]")
 
     async def _resume(
-        self, store: CheckpointStore, checkpoint_id: str, targets: dict[str, Any]
+        self, store: CheckpointStore, checkpoint_id: str, targets: dict[str, Any], capture: Capture | None
     ) -> AsyncIterator[AgentEvent]:
         lease = LeaseHolder(store, checkpoint_id, uuid.uuid4().hex, self.resume_lease, f"checkpoint[{checkpoint_id}]")
         await lease.claim("resumed")
@@ -212,8 +233,8 @@ class Runner:
             journal = await Journal.load(
                 store, checkpoint_id, base, targets, write=write, limits=limits_of(store), fence=lease.check
             )
-            segment = _Segment(store, checkpoint_id, lease, journal)
-            events = self._resumed(checkpoint, journal, base, store, checkpoint_id, segment)
+            segment = Segment(store, checkpoint_id, lease, journal)
+            events = self._resumed(checkpoint, journal, segment, capture)
             async with aclosing(events) as resumed:
                 async for event in resumed:
                     yield event
@@ -224,26 +245,22 @@ class Runner:
         self,
         checkpoint: Checkpoint,
         journal: Journal,
-        base: str,
-        store: CheckpointStore,
-        checkpoint_id: str,
-        segment: _Segment,
+        segment: Segment,
+        capture: Capture | None,
     ) -> AsyncGenerator[AgentEvent, None]:
         """The events of one resume segment, and what it leaves in the store: nothing when it ran to the end, the
         new checkpoint when it was interrupted again, and the checkpoint with the journal of the steps that
         finished when it failed or was cut short (so that a retry neither loses the run nor repeats a tool)."""
-        trace = RunTrace(self.callbacks, agent_name=self.agent.name) if self.callbacks else None
         ctx = RunContext(
             session=RunSession(values=checkpoint.values, events=checkpoint.events, visits=checkpoint.visits),
             root_input=AgentInput(messages=checkpoint.root_messages, enable_streaming=checkpoint.enable_streaming),
             enable_streaming=checkpoint.enable_streaming,
             skip_transfer_messages=self.skip_transfer_messages,
             resume=ResumePoints(checkpoint.interrupts, journal.targets),
-            run_id=checkpoint.run_id or base,
+            run_id=checkpoint.run_id or journal.base,
             journal=journal,
         )
-        if trace is not None:
-            ctx.trace = trace.root()
+        trace = _traced(ctx, self.agent.name, self.callbacks, capture)
         events = self.agent.resume(ResumeInfo(enable_streaming=checkpoint.enable_streaming), ctx)
         forwarding = self._events(events, ctx, segment)
         if trace is not None:
@@ -262,11 +279,13 @@ class Runner:
         try:
             await (segment.keep() if segment.failed else segment.finish())
         except Exception as error:
-            error.add_note(f"checkpoint[{checkpoint_id}] is kept; the tools whose results were not saved run again")
+            error.add_note(
+                f"checkpoint[{segment.checkpoint_id}] is kept; the tools whose results were not saved run again"
+            )
             yield AgentEvent(agent_name=self.agent.name, error=error)
 
     async def _events(
-        self, events: AsyncIterator[AgentEvent], ctx: RunContext, segment: _Segment | None
+        self, events: AsyncIterator[AgentEvent], ctx: RunContext, segment: Segment | None
     ) -> AsyncGenerator[AgentEvent, None]:
         seq = 0
         try:
@@ -294,103 +313,104 @@ class Runner:
         except Exception as error:  # the root flow agent catches its agent's errors; this is the last line
             yield AgentEvent(agent_name=self.agent.name, error=error, seq=seq + 1)
 
+    # -- the final answer -----------------------------------------------------------------------------------------
+
+    async def call(
+        self,
+        messages: Sequence[Message] | str,
+        *,
+        session_values: Mapping[str, Any] | None = None,
+        checkpoint_id: str | None = None,
+        checkpoint_store: CheckpointStore | None = None,
+        metrics: bool = True,
+    ) -> RunResult:
+        """Run on ``messages`` (a string is one user message) to the end, and return what it came to: the last
+        message, the events, the session values, the interrupt and its ids, the metrics (``RunResult``).
+
+        The options are ``run``'s. An error that ended the run is raised. The metrics are counted by tracing the
+        run, which is most of what ``call`` costs beyond ``run`` (``python -m benchmarks.final_answer``):
+        ``metrics=False`` leaves the run untraced, unless the Runner has callbacks, and ``result.metrics`` None.
+        """
+        prompt = prompt_messages(messages)
+        return await self._called(
+            lambda capture: self._started(prompt, session_values, checkpoint_id, checkpoint_store, capture),
+            metrics=metrics,
+            checkpoint_id=checkpoint_id,
+        )
+
+    async def call_resume(
+        self,
+        checkpoint_id: str,
+        targets: Mapping[str, Any] | None = None,
+        *,
+        checkpoint_store: CheckpointStore | None = None,
+        metrics: bool = True,
+    ) -> RunResult:
+        """``resume`` run to its end, as ``call`` runs ``run``: the ``RunResult`` of the resume."""
+        return await self._called(
+            lambda capture: self._resumes(checkpoint_id, targets, checkpoint_store, capture),
+            metrics=metrics,
+            checkpoint_id=checkpoint_id,
+        )
+
+    _blocking = staticmethod(blocking)
+    _prompt_messages = staticmethod(prompt_messages)
+
+    async def _called(
+        self,
+        start: Callable[[Capture], Stream[AgentEvent]],
+        *,
+        metrics: bool,
+        checkpoint_id: str | None = None,
+        session_id: str | None = None,
+    ) -> RunResult:
+        """The result of the run that ``start`` starts, told what the run is made of as it is built."""
+        capture = Capture(metrics=metrics)
+        return await capture.result(start(capture), checkpoint_id=checkpoint_id, session_id=session_id)
+
+    def call_sync(
+        self,
+        messages: Sequence[Message] | str,
+        *,
+        session_values: Mapping[str, Any] | None = None,
+        checkpoint_id: str | None = None,
+        checkpoint_store: CheckpointStore | None = None,
+        metrics: bool = True,
+    ) -> RunResult:
+        """``call`` for code without an event loop; inside one (a notebook) it refuses, saying to await ``call``."""
+        call = self.call(
+            messages,
+            session_values=session_values,
+            checkpoint_id=checkpoint_id,
+            checkpoint_store=checkpoint_store,
+            metrics=metrics,
+        )
+        return self._blocking(call, "call_sync", "`await runner.call(...)`")
+
+    def call_resume_sync(
+        self,
+        checkpoint_id: str,
+        targets: Mapping[str, Any] | None = None,
+        *,
+        checkpoint_store: CheckpointStore | None = None,
+        metrics: bool = True,
+    ) -> RunResult:
+        """``call_resume`` for code without an event loop, as ``call_sync``."""
+        call = self.call_resume(checkpoint_id, targets, checkpoint_store=checkpoint_store, metrics=metrics)
+        return self._blocking(call, "call_resume_sync", "`await runner.call_resume(...)`")
+
     # -- conveniences for scripts ------------------------------------------------------------------------------
 
     def run_sync(
         self, messages: Sequence[Message], *, session_values: Mapping[str, Any] | None = None
     ) -> list[AgentEvent]:
-        """All events of a run, streamed messages joined; for scripts and notebooks without an event loop."""
-        return asyncio.run(collect_events(self.run(messages, session_values=session_values)))
+        """All events of a run, streamed messages joined; for scripts without an event loop (inside one, await
+        ``collect_events(runner.run(...))``, or ``call``)."""
+        events = collect_events(self.run(messages, session_values=session_values))
+        return self._blocking(events, "run_sync", "`await collect_events(runner.run(...))` or `await runner.call(...)`")
 
     def query_sync(self, text: str, *, session_values: Mapping[str, Any] | None = None) -> list[AgentEvent]:
         return self.run_sync([user(text)], session_values=session_values)
-
-
-async def _reserved(segment: _Segment, events: AsyncIterator[AgentEvent]) -> AsyncIterator[AgentEvent]:
-    """``events``, once the segment's checkpoint id is known to be free; a run given a checkpoint id starts here.
-
-    The run holds the id's lease from before it looks until its checkpoint is saved, so that neither a pending run
-    nor a second run started with the same id at the same moment is overwritten. The lease is given back before
-    the caller sees the interrupt, so that the caller can resume at once.
-    """
-    checkpoint_id, lease = segment.checkpoint_id, segment.lease
-    async with aclosing(events) as source:  # type: ignore[type-var]
-        await lease.claim("run or resumed")
-        held = True
-        try:
-            if await segment.store.get(checkpoint_id) is not None:
-                raise CheckpointExistsError(
-                    f"checkpoint[{checkpoint_id}] holds a pending run, which this run would overwrite: resume it "
-                    f"with Runner.resume({checkpoint_id!r}, targets=...), delete it with "
-                    f"checkpoint_store.delete({checkpoint_id!r}), or run with another checkpoint_id",
-                    checkpoint_id=checkpoint_id,
-                )
-            async for event in source:
-                if held and event.action is not None and isinstance(event.action.interrupted, InterruptInfo):
-                    held = False  # saved by now (or the run reports why not)
-                    await lease.release()
-                yield event
-        finally:
-            if held:
-                await lease.release()
-
-
-class _Segment:
-    """A run or a resume working under a checkpoint id's lease, and what it writes there: the interrupt's
-    checkpoint, the journal of a resume, the deletion of a resume that ran to its end. Each write is fenced by the
-    lease (``LeaseLostError`` once it is lost; atomically in stores whose ``set``/``delete`` take ``owner``)."""
-
-    __slots__ = ("checkpoint_id", "failed", "interrupted", "journal", "lease", "store")
-
-    def __init__(
-        self, store: CheckpointStore, checkpoint_id: str, lease: LeaseHolder, journal: Journal | None = None
-    ) -> None:
-        self.store = store
-        self.checkpoint_id = checkpoint_id
-        self.lease = lease
-        self.journal = journal
-        self.interrupted = False
-        self.failed = False
-
-    async def save(self, data: bytes) -> None:
-        """The checkpoint of the run's interrupt."""
-        self.lease.check()
-        await fenced(self.store).set(self.checkpoint_id, data, owner=self.lease.owner)
-        self.interrupted = True
-
-    async def keep(self, *, quiet: bool = False) -> None:
-        """The resume stops short of its end: the checkpoint stays, with the journal of what finished. ``quiet``
-        when the caller went away: a failure is logged, not raised."""
-        if self.journal is None or self.lease.lost:
-            return
-        try:
-            await self.journal.flush()
-        except Exception:
-            if not quiet:
-                raise
-            _log.warning("could not save the journal of checkpoint[%s]", self.checkpoint_id, exc_info=True)
-
-    async def finish(self) -> None:
-        """The resume ran to its end: a later resume must not replay it (its tools would run twice)."""
-        self.lease.check()
-        try:
-            await fenced(self.store).delete(self.checkpoint_id, owner=self.lease.owner)
-        except Exception:
-            await self.keep()  # a retry then replays the finished tools from the journal, not for real
-            raise
-        await self.forget_journal()
-
-    async def forget_journal(self) -> None:
-        """The journal's chunks are of no use any more (the checkpoint they add to is gone or replaced): deleted,
-        best effort, since a chunk left behind names a base that no checkpoint has and is never read again."""
-        if self.journal is None:
-            return
-        for key in self.journal.written():
-            try:
-                await self.store.delete(key)
-            except Exception:
-                _log.warning("could not delete %s of checkpoint[%s]", key, self.checkpoint_id, exc_info=True)
-                return
 
 
 async def _interleave(
@@ -406,20 +426,20 @@ async def _interleave(
         yield pending.popleft()
 
 
-async def collect_events(events: Stream[AgentEvent]) -> list[AgentEvent]:
-    """Every event of ``events``, with each streamed message read and joined into a whole message."""
-    collected = []
-    async with aclosing(events):
-        async for event in events:
-            variant = event.output.message_output if event.output is not None else None
-            if variant is not None and variant.is_streaming:
-                try:
-                    await variant.get_message()
-                except Exception as error:
-                    if event.error is None:
-                        event.error = error
-            collected.append(event)
-    return collected
+def _traced(
+    ctx: RunContext, agent_name: str, callbacks: Sequence[TraceCallback], capture: Capture | None
+) -> RunTrace | None:
+    """The run's trace, when someone listens (the callbacks, or a ``call`` that counts the metrics), set on ``ctx``;
+    a ``call`` is told of both."""
+    if capture is not None:
+        capture.ctx = ctx
+    if not callbacks and (capture is None or not capture.metrics):
+        return None
+    trace = RunTrace(callbacks, agent_name=agent_name)
+    ctx.trace = trace.root()
+    if capture is not None:
+        capture.trace = trace
+    return trace
 
 
 def _check_tree(root: FlowAgent) -> None:

@@ -1,8 +1,8 @@
 """Conversations across runs: the ``Runner`` of ``batonflow`` (Solon's agent call with a session).
 
 ``Runner(agent, session_store=store)`` is the runtime's Runner plus conversations: ``run(messages, session_id=...)``
-feeds the run the latest ``session_window`` messages of that conversation before ``messages``, and adds the prompt
-and the final answer to it. An interrupted run leaves the conversation pending, its checkpoint kept as the session's
+feeds the run the latest ``session_window`` messages of that conversation before ``messages`` (8 by default; None
+for all of them), and adds the prompt and the final answer to it. An interrupted run leaves the conversation pending, its checkpoint kept as the session's
 snapshot; calling again with no messages resumes it. A new prompt starts afresh and drops what was pending, as
 every call of the original clears the pending flag first.
 
@@ -22,7 +22,7 @@ from collections.abc import AsyncGenerator, AsyncIterator, Mapping, Sequence
 from contextlib import aclosing
 from typing import Any
 
-from ..adk import Agent, AgentEvent, InterruptInfo, LeaseHolder, break_lease
+from ..adk import Agent, AgentEvent, InterruptInfo, LeaseHolder, RunResult, break_lease
 from ..adk import Runner as _Runner
 from ..errors import CodecError, UserError
 from ..schema import Message, Stream, user
@@ -36,7 +36,9 @@ __all__ = ["Runner"]
 class Runner(_Runner):
     """Runs ``agent`` as ``batonflow.adk.Runner`` does, and keeps conversations in ``session_store`` across runs.
 
-    ``session_window`` is how many past messages each run of a conversation is fed (None: all of them).
+    ``session_window`` is how many past messages of its conversation each run is fed: the last 8 by default (widened
+    back to the user message that opened their turn), so that a run's cost does not grow with the conversation;
+    ``session_window=None`` feeds the whole conversation. ``call``'s ``result.windowed`` says how many were left out.
     ``resume_lease`` is how long, in seconds, a resume may hold its checkpoint's lease and a run of a conversation
     the conversation's: long enough for the longest run, short enough to wait out after a worker dies.
     """
@@ -65,6 +67,11 @@ class Runner(_Runner):
         )
         if session_store is not None and not isinstance(session_store, SessionStore):
             raise UserError(f"session_store: expected a SessionStore, got {type(session_store).__qualname__}")
+        if session_window is not None and (type(session_window) is not int or session_window < 0):
+            raise UserError(
+                "session_window: expected None (the whole conversation) or a number of messages >= 0, "
+                f"got {session_window!r}"
+            )
         self.session_store = session_store
         self.session_window = session_window
 
@@ -90,6 +97,18 @@ class Runner(_Runner):
                 checkpoint_id=checkpoint_id,
                 checkpoint_store=checkpoint_store,
             )
+        return self._conversation(session_id, list(messages), session_values, checkpoint_id, checkpoint_store, targets)
+
+    def _conversation(
+        self,
+        session_id: str,
+        messages: list[Message],
+        session_values: Mapping[str, Any] | None,
+        checkpoint_id: str | None,
+        checkpoint_store: CheckpointStore | None,
+        targets: Mapping[str, Any] | None,
+        capture: Any = None,
+    ) -> Stream[AgentEvent]:
         check_session_id(session_id)
         if self.session_store is None:
             raise UserError(
@@ -101,7 +120,7 @@ class Runner(_Runner):
                 "or checkpoint_store with a session_id, got one"
             )
         return Stream.from_async_iter(
-            self._converse(self.session_store, session_id, list(messages), session_values, targets)
+            self._converse(self.session_store, session_id, messages, session_values, targets, capture)
         )
 
     def query(
@@ -114,6 +133,60 @@ class Runner(_Runner):
     ) -> Stream[AgentEvent]:
         return self.run([user(text)], session_values=session_values, checkpoint_id=checkpoint_id, session_id=session_id)
 
+    async def call(
+        self,
+        messages: Sequence[Message] | str = (),
+        *,
+        session_values: Mapping[str, Any] | None = None,
+        checkpoint_id: str | None = None,
+        checkpoint_store: CheckpointStore | None = None,
+        session_id: str | None = None,
+        targets: Mapping[str, Any] | None = None,
+        metrics: bool = True,
+    ) -> RunResult:
+        """The ``RunResult`` of one run, as ``batonflow.adk.Runner.call`` gives it; with ``session_id`` the run
+        continues that conversation, as ``run`` does (no messages: its pending run resumes, with ``targets``), and
+        ``result.windowed`` says how many of the conversation's earlier messages ``session_window`` left out."""
+        if session_id is None:
+            return await super().call(
+                messages,
+                session_values=session_values,
+                checkpoint_id=checkpoint_id,
+                checkpoint_store=checkpoint_store,
+                metrics=metrics,
+            )
+        prompt = self._prompt_messages(messages)
+        return await self._called(
+            lambda capture: self._conversation(
+                session_id, prompt, session_values, checkpoint_id, checkpoint_store, targets, capture
+            ),
+            metrics=metrics,
+            session_id=session_id,
+        )
+
+    def call_sync(
+        self,
+        messages: Sequence[Message] | str = (),
+        *,
+        session_values: Mapping[str, Any] | None = None,
+        checkpoint_id: str | None = None,
+        checkpoint_store: CheckpointStore | None = None,
+        session_id: str | None = None,
+        targets: Mapping[str, Any] | None = None,
+        metrics: bool = True,
+    ) -> RunResult:
+        """``call`` for code without an event loop; inside one (a notebook) it refuses, saying to await ``call``."""
+        call = self.call(
+            messages,
+            session_values=session_values,
+            checkpoint_id=checkpoint_id,
+            checkpoint_store=checkpoint_store,
+            session_id=session_id,
+            targets=targets,
+            metrics=metrics,
+        )
+        return self._blocking(call, "call_sync", "`await runner.call(...)`")
+
     async def _converse(
         self,
         store: SessionStore,
@@ -121,6 +194,7 @@ class Runner(_Runner):
         messages: list[Message],
         session_values: Mapping[str, Any] | None,
         targets: Mapping[str, Any] | None,
+        capture: Any,
     ) -> AsyncIterator[AgentEvent]:
         what = f"session {session_id!r}"
         lease = LeaseHolder(store, session_id, uuid.uuid4().hex, self.resume_lease, what, "Runner.break_session_lease")
@@ -130,9 +204,9 @@ class Runner(_Runner):
             # this run has saved it again (a resume that finished meanwhile has cleared what it resumed).
             session = await Session.load(store, session_id)
             if messages:
-                events = self._prompt(session, messages, session_values)
+                events = self._prompt(session, messages, session_values, capture)
             else:
-                events = self._resume_pending(session, dict(targets or {}))
+                events = self._resume_pending(session, dict(targets or {}), capture)
             async with aclosing(_follow(session, events, lease)) as followed:
                 async for event in followed:
                     yield event
@@ -146,23 +220,24 @@ class Runner(_Runner):
         return await break_lease(self.session_store, session_id, holder, f"session {session_id!r}")
 
     def _prompt(
-        self, session: Session, messages: list[Message], session_values: Mapping[str, Any] | None
+        self,
+        session: Session,
+        messages: list[Message],
+        session_values: Mapping[str, Any] | None,
+        capture: Any,
     ) -> Stream[AgentEvent]:
         history = session.latest(self.session_window)
+        if capture is not None:
+            capture.windowed = len(session.messages) - len(history)
         session.add(*messages)
         session.pending(False)  # a new prompt drops the pending run
         session.snapshot = None
-        return super().run(
-            [*history, *messages],
-            session_values=session_values,
-            checkpoint_id=session.session_id,
-            checkpoint_store=_Snapshot(session),
-        )
+        return self._started([*history, *messages], session_values, session.session_id, _Snapshot(session), capture)
 
-    def _resume_pending(self, session: Session, targets: dict[str, Any]) -> Stream[AgentEvent]:
+    def _resume_pending(self, session: Session, targets: dict[str, Any], capture: Any) -> Stream[AgentEvent]:
         if not session.is_pending or session.snapshot is None:
             raise UserError(f"session {session.session_id!r} has nothing to resume: expected a pending run, got none")
-        return super().resume(session.session_id, targets, checkpoint_store=_Snapshot(session))
+        return self._resumes(session.session_id, targets, _Snapshot(session), capture)
 
 
 async def _follow(session: Session, events: Stream[AgentEvent], lease: LeaseHolder) -> AsyncGenerator[AgentEvent, None]:

@@ -53,7 +53,7 @@ from ..errors import ModelJSONError, ToolArgumentsError, UserError
 from ..models import ChatModel, ModelSettings
 from ..schema import FunctionCall, Message, ToolCall, assistant, system, user
 from ..store import register_type
-from ..tools import InterruptSignal, Tool, ToolContext, ToolInfo, check_model_json, decode_model_json
+from ..tools import InterruptSignal, Tool, ToolContext, ToolInfo, ToolLike, check_model_json, decode_model_json
 from ._output import OutputSchema, Schema
 from ._planning import planning as planning_middleware
 from ._react_texts import ACTION, MAX_TURNS_ANSWER, NO_ACTION, OBSERVATION, THINK, text
@@ -130,7 +130,7 @@ class ReActAgent(ModelAgent):
         description: str = "",
         role: str | None = None,
         instruction: str = "",
-        tools: Sequence[Tool] = (),
+        tools: Sequence[ToolLike] = (),
         style: ReActStyle = "native",
         max_turns: int = 8,
         auto_rethink: bool = False,

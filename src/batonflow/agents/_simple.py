@@ -24,7 +24,7 @@ from ..adk.loop import ModelRetry, ModelStep, is_empty_answer, render_instructio
 from ..errors import ModelError, RunError, UserError
 from ..models import ChatModel, ModelSettings
 from ..schema import Message, system
-from ..tools import Tool, ToolInfo
+from ..tools import ToolInfo, ToolLike, as_tool
 from ._output import OutputSchema, Schema, parse_output
 
 __all__ = ["SimpleAgent", "parse_output"]
@@ -66,7 +66,7 @@ class SimpleAgent:
         name: str = "simple_agent",
         description: str = "",
         system_prompt: str = "",
-        tools: Sequence[Tool | ToolInfo] = (),
+        tools: Sequence[ToolLike | ToolInfo] = (),
         history_window: int | None = 5,
         max_retries: int = 3,
         retry_delay: float = 1.0,
@@ -87,7 +87,10 @@ class SimpleAgent:
         self.description = description
         self.model = model
         self.system_prompt = system_prompt
-        self.tools = [t if isinstance(t, ToolInfo) else t.info for t in tools]
+        self.tools = [
+            t if isinstance(t, ToolInfo) else as_tool(t, where=f"SimpleAgent '{name}': tools[{i}]").info
+            for i, t in enumerate(tools)
+        ]
         names = [t.name for t in self.tools]
         duplicates = sorted({n for n in names if names.count(n) > 1})
         if duplicates:

@@ -6,13 +6,23 @@ failure surfaces once, typed, and the caller decides.
 
 from __future__ import annotations
 
+import html
 import os
+import re
 from collections.abc import AsyncIterator, Sequence
-from typing import Any
+from typing import Any, Protocol
 
 import openai
+from openai.types.chat import ChatCompletion
 
-from ..errors import ModelConnectionError, ModelError, ModelHTTPError, ModelTimeoutError, UserError
+from ..errors import (
+    ModelConnectionError,
+    ModelError,
+    ModelHTTPError,
+    ModelResponseError,
+    ModelTimeoutError,
+    UserError,
+)
 from ..schema import Message, MessageStream, Stream, ToolInfo
 from ._base import ModelSettings, ToolChoice, check_tool_choice, merge_settings
 from .openai_format import chat_request, chunk_to_message, completion_to_message
@@ -63,9 +73,12 @@ class OpenAIChatModel:
     ) -> Message:
         request = self._request(messages, tools, tool_choice, settings)
         try:
-            completion = await self._client.chat.completions.create(**request, stream=False)
+            response = await self._client.chat.completions.with_raw_response.create(**request, stream=False)
+            completion = response.parse()
         except openai.OpenAIError as exc:
             raise self._error(exc) from exc
+        if not isinstance(completion, ChatCompletion):  # the SDK hands back the text of what is not JSON
+            raise self._not_the_api(response, response.text)
         return completion_to_message(completion.model_dump())
 
     def stream(
@@ -86,6 +99,10 @@ class OpenAIChatModel:
             )
             finished = False
             async with response:
+                if "html" in response.response.headers.get("content-type", ""):
+                    raise self._not_the_api(
+                        response.response, (await response.response.aread()).decode(errors="replace")
+                    )
                 async for chunk in response:
                     message = chunk_to_message(chunk.model_dump())
                     if message is not None:
@@ -127,13 +144,60 @@ class OpenAIChatModel:
                 f"{prefix}: connection to {self._client.base_url} failed: {reason}", model=self.model_name
             )
         if isinstance(exc, openai.APIStatusError):
+            url = str(exc.response.url)
+            if _is_html(exc.response.headers.get("content-type", ""), exc.body):
+                said = f"HTTP {exc.status_code} from {url}: {_expected_the_api(exc.body)}"
+            else:
+                said = f"HTTP {exc.status_code}: {_provider_message(exc)}"
             return ModelHTTPError(
-                f"{prefix}: HTTP {exc.status_code}: {_provider_message(exc)}",
-                status_code=exc.status_code,
-                model=self.model_name,
-                body=exc.body,
+                f"{prefix}: {said}", status_code=exc.status_code, model=self.model_name, body=exc.body, url=url
             )
         return ModelError(f"{prefix}: {exc}", model=self.model_name)
+
+    def _not_the_api(self, response: _Answer, body: str) -> ModelResponseError:
+        """A success status with a body that is not the API's: a web page where the API should be, say."""
+        content_type = response.headers.get("content-type", "")
+        url = str(response.url)
+        return ModelResponseError(
+            f"model {self.model_name!r} request failed: HTTP {response.status_code} from {url}: "
+            f"{_expected_the_api(body, content_type)} (is base_url the API's address?)",
+            url=url,
+            status_code=response.status_code,
+            content_type=content_type,
+            body=body,
+            model=self.model_name,
+        )
+
+
+class _Answer(Protocol):
+    """What the SDK's responses and the HTTP responses below them both tell of an answer."""
+
+    @property
+    def headers(self) -> Any: ...
+    @property
+    def status_code(self) -> int: ...
+    @property
+    def url(self) -> Any: ...
+
+
+_TITLE = re.compile(r"<title[^>]*>(.*?)</title>", re.IGNORECASE | re.DOTALL)
+
+
+def _is_html(content_type: str, body: object) -> bool:
+    return "html" in content_type or (
+        isinstance(body, str) and body.lstrip()[:15].lower().startswith(("<!doctype", "<html"))
+    )
+
+
+def _expected_the_api(body: object, content_type: str = "") -> str:
+    """What came back instead of the API's JSON, in a few words: an HTML page and its title, or the first words."""
+    text = body if isinstance(body, str) else ""
+    if _is_html(content_type, text):
+        match = _TITLE.search(text[:10_000])
+        title = " ".join(html.unescape(match.group(1)).split())[:100] if match else ""
+        return "expected the API's JSON, got an HTML page" + (f" titled {title!r}" if title else "")
+    what = f"a {content_type} body" if content_type else "a body"
+    return f"expected the API's JSON, got {what} starting {' '.join(text.split())[:100]!r}"
 
 
 def _provider_message(exc: openai.APIStatusError) -> str:

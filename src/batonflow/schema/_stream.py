@@ -116,6 +116,13 @@ class Stream(Generic[T]):
         tap: Tap[T] = Tap(*self._take("tap", "tapped"), sides=2)
         return _TapStream(tap), tap
 
+    def keep(self) -> tuple[Stream[T], Tap[T]]:
+        """A reader of every chunk, and a ``Tap`` that keeps them: once the reader has read to the end, ``kept()``
+        gives them all, so that what was streamed can be joined after it was read. The source closes with the
+        reader."""
+        tap: Tap[T] = Tap(*self._take("keep", "kept"), sides=1)
+        return _TapStream(tap), tap
+
     def convert(self, fn: Callable[[T], U | None]) -> Stream[U]:
         """A stream of ``fn(chunk)`` for each chunk; chunks for which ``fn`` returns None are skipped."""
         anext, closer = self._take("convert", "converted")
@@ -258,8 +265,9 @@ class _Convert(Generic[T, U]):
 
 
 class Tap(Generic[T]):
-    """Chunks shared by several sides (the readers of ``copy(n)``; the reader and the whole of ``tap()``), kept in
-    order and pulled from the source by whichever side is ahead. The source closes when every side is done."""
+    """Chunks shared by several sides (the readers of ``copy(n)``; the reader and the whole of ``tap()``; the one
+    reader of ``keep()``), kept in order and pulled from the source by whichever side is ahead. The source closes
+    when every side is done."""
 
     __slots__ = ("_closer", "_sides", "anext", "busy", "chunks_", "end", "waiters")
 
@@ -280,6 +288,16 @@ class Tap(Generic[T]):
                 pass
         finally:
             await self.reader_closed()
+        return self.chunks_
+
+    def kept(self) -> list[T] | None:
+        """Every chunk, if the source has ended (its failure is raised, as the reader saw it); None while it has not.
+        Reads nothing: what the sides pulled is all there is."""
+        end = self.end
+        if end is None:
+            return None
+        if end is not _END:
+            raise end.error
         return self.chunks_
 
     async def reader_closed(self) -> None:

@@ -16,9 +16,17 @@ from typing import TypeVar
 from ..errors import StoreError
 from ._base import closed_error
 from ._remote import PostgresPool, RedisConnection
-from ._sqlite_conn import Schema, SqliteConnection, transaction
+from ._sqlite_conn import Schema, SqliteConnection, Synchronous, transaction
 
-__all__ = ["PostgresPool", "RedisConnection", "Schema", "SqliteConnection", "ThreadWorker", "transaction"]
+__all__ = [
+    "PostgresPool",
+    "RedisConnection",
+    "Schema",
+    "SqliteConnection",
+    "Synchronous",
+    "ThreadWorker",
+    "transaction",
+]
 
 R = TypeVar("R")
 

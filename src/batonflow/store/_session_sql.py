@@ -18,7 +18,7 @@ from typing import Any
 from ..schema import Message
 from ._base import Lease, StoreBase, check_owner, check_table_name, check_ttl
 from ._codec import DEFAULT_LIMITS, DecodeLimits
-from ._conn import PostgresPool, SqliteConnection, transaction
+from ._conn import PostgresPool, SqliteConnection, Synchronous, transaction
 from ._lease import (
     postgres_break_sql,
     postgres_claim_sql,
@@ -50,7 +50,8 @@ class SqliteSessionStore(StoreBase):
 
     States go in ``table``, messages in ``<table>_messages``; the file may be the one a ``SqliteCheckpointStore``
     uses. ``timeout`` is how long a write waits for another process's lock before it fails. ``limits`` bound what
-    decoding a stored value may cost (``DecodeLimits``).
+    decoding a stored value may cost (``DecodeLimits``). ``synchronous`` is as for ``SqliteCheckpointStore``:
+    ``"FULL"`` (the default) or ``"NORMAL"``, which can lose the last saves to a power cut.
     """
 
     def __init__(
@@ -60,6 +61,7 @@ class SqliteSessionStore(StoreBase):
         table: str = "batonflow_sessions",
         timeout: float = 10.0,
         limits: DecodeLimits = DEFAULT_LIMITS,
+        synchronous: Synchronous = "FULL",
     ) -> None:
         self.limits = limits
         self._table = check_table_name(table)
@@ -68,6 +70,7 @@ class SqliteSessionStore(StoreBase):
         self._conn = SqliteConnection(
             path,
             timeout=timeout,
+            synchronous=synchronous,
             where=f"SQLite session store at {path}",
             schema=[
                 f"CREATE TABLE IF NOT EXISTS {self._table} "

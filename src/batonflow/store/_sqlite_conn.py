@@ -24,17 +24,29 @@ import time
 import weakref
 from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
-from typing import Any, TypeVar, cast
+from typing import Any, Literal, TypeVar, cast
 
-from ..errors import StoreError
+from ..errors import StoreError, UserError
 from ._base import closed_error
 
-__all__ = ["Schema", "SqliteConnection", "transaction"]
+__all__ = ["Schema", "SqliteConnection", "Synchronous", "check_synchronous", "transaction"]
 
 R = TypeVar("R")
 
 Schema = str | Callable[[sqlite3.Connection], None]
 """One step of an SQLite schema: a statement, or a function of the connection (a migration)."""
+
+Synchronous = Literal["FULL", "NORMAL"]
+"""How an SQLite store waits for the disk (its ``synchronous`` option).
+
+``"FULL"``, the default, waits at every commit until the write-ahead log is on the disk: what a store reported saved
+survives a power cut or an operating system crash, not only a killed process. ``"NORMAL"`` lets the operating system
+write the log when it will and waits only when the log is copied into the database: a killed process still loses
+nothing and the file is never damaged, but a power cut or a crash of the machine can undo the last commits before
+it, so a checkpoint reported saved may be gone (the run's tools then run again when it is resumed from the one
+before, or the interrupt is not there to resume). It is the faster choice where each commit has to wait for a slow
+disk alone; with commits in groups, a busy store gains less.
+"""
 
 MAX_GROUP = 256
 """The most writes one transaction takes: enough to spread a commit's wait for the disk thin, few enough that the
@@ -232,7 +244,7 @@ class SqliteConnection:
     thread (see the module). An in-memory database exists only on its own connection, so there its reads wait
     their turn among the writes.
 
-    WAL, ``synchronous=FULL`` (see ``_open_database``); ``schema`` runs once on each connection, when it opens: SQL
+    WAL, ``synchronous`` FULL or NORMAL (see ``Synchronous``); ``schema`` runs once on each connection, when it opens: SQL
     statements, and functions of the connection for what one statement cannot say (a column added only to a table
     that lacks it). A call that needs several statements to be atomic wraps them in
     ``transaction``.
@@ -245,11 +257,12 @@ class SqliteConnection:
         timeout: float,
         schema: Sequence[Schema],
         where: str,
+        synchronous: Synchronous = "FULL",
     ) -> None:
         self.path: str | Path = path if path == ":memory:" else Path(path)
         self.where = where
         self._closed = False
-        opener = functools.partial(_open_database, self.path, timeout, tuple(schema))
+        opener = functools.partial(_open_database, self.path, timeout, tuple(schema), check_synchronous(synchronous))
 
         self._writer = _Lane("batonflow-sqlite-writer", opener, grouped=True)
         self._reader = (
@@ -277,21 +290,24 @@ class SqliteConnection:
             await self._reader.stop()
 
 
-def _open_database(path: str | Path, timeout: float, schema: Sequence[Schema]) -> sqlite3.Connection:
-    """A connection to the database at ``path`` (its folder made if needed), in WAL mode with full sync, with
-    ``schema``'s steps run in one write transaction (so that two processes opening an old file migrate it once).
+def _open_database(
+    path: str | Path, timeout: float, schema: Sequence[Schema], synchronous: Synchronous
+) -> sqlite3.Connection:
+    """A connection to the database at ``path`` (its folder made if needed), in WAL mode, with ``schema``'s steps run
+    in one write transaction (so that two processes opening an old file migrate it once).
 
     The connection is in autocommit mode (``isolation_level=None``): nothing is left open but what a caller
-    begins. ``synchronous=FULL`` makes what a store reported saved survive a power cut, not only a killed process;
-    with commits in groups it costs one wait for the disk per group, not per write. A write waits up to
-    ``timeout`` seconds for other connections.
+    begins. ``synchronous=FULL`` (the default) makes what a store reported saved survive a power cut, not only a
+    killed process; with commits in groups it costs one wait for the disk per group, not per write. A write waits
+    up to ``timeout`` seconds for other connections.
     """
     if isinstance(path, Path):
         path.parent.mkdir(parents=True, exist_ok=True)
+        _check_not_damaged(path)
     conn = sqlite3.connect(path, timeout=timeout, isolation_level=None)
     try:
         _enable_wal(conn, timeout)
-        conn.execute("PRAGMA synchronous=FULL")
+        conn.execute(f"PRAGMA synchronous={synchronous}")  # one of two words, checked: never user text
         conn.execute("BEGIN IMMEDIATE")
         for step in schema:
             if isinstance(step, str):
@@ -303,6 +319,49 @@ def _open_database(path: str | Path, timeout: float, schema: Sequence[Schema]) -
         conn.close()  # rolls back what the schema had begun
         raise
     return conn
+
+
+_WAL_MAGIC = (0x377F0682, 0x377F0683)  # the first four bytes of a write-ahead log, by the byte order of its checksums
+
+
+def _check_not_damaged(path: Path) -> None:
+    """Refuse, before SQLite touches them, a database and log that SQLite would take for a database with less in it.
+
+    SQLite reads an empty file as a new database, and a write-ahead log whose header is not one as no log at all;
+    what the log held is then gone without a word, and a checkpoint saved there reads as "not exist". Neither comes
+    about on its own: the log is made only once the database file has its header, and it never loses its own (a log
+    cut short at its end, by a crash while it was written, SQLite reads up to its last whole commit, as it should).
+    So either means the files were damaged, and they are left as they are, for whoever restores them.
+    """
+    log = path.with_name(path.name + "-wal")
+    try:
+        # The log first: once it holds data the database file had its header before, even if another process is
+        # making both right now.
+        log_size = log.stat().st_size
+        size = path.stat().st_size
+    except FileNotFoundError:
+        return  # no database yet, or no log: nothing SQLite could misread
+    if not log_size:
+        return
+    if not size:
+        raise sqlite3.DatabaseError(
+            f"the database file is damaged: expected {path} to hold the database its write-ahead log {log} adds to "
+            f"({log_size:,} bytes), got an empty file (restore both from a backup, or move them away to start afresh)"
+        )
+    with log.open("rb") as file:
+        header = file.read(32)
+    if len(header) == 32 and int.from_bytes(header[:4], "big") not in _WAL_MAGIC:
+        raise sqlite3.DatabaseError(
+            f"the database file is damaged: expected its write-ahead log {log} to begin with a log's header, got "
+            f"{header[:8].hex(' ')} (restore both from a backup, or move the log away to lose what it held)"
+        )
+
+
+def check_synchronous(synchronous: object) -> Synchronous:
+    """``synchronous`` if it is ``"FULL"`` or ``"NORMAL"``; a ``UserError`` saying so otherwise."""
+    if synchronous == "FULL" or synchronous == "NORMAL":
+        return synchronous
+    raise UserError(f"synchronous: expected 'FULL' (the default) or 'NORMAL', got {synchronous!r}")
 
 
 def _enable_wal(conn: sqlite3.Connection, timeout: float) -> None:

@@ -9,6 +9,9 @@ from ..schema import format_address as format_address
 from ._context import ToolContext as ToolContext
 from ._function import FunctionTool as FunctionTool
 from ._function import StreamingFunctionTool as StreamingFunctionTool
+from ._function import ToolLike as ToolLike
+from ._function import as_tool as as_tool
+from ._function import as_tools as as_tools
 from ._function import tool as tool
 from ._interrupt import InterruptSignal as InterruptSignal
 from ._interrupt import InterruptState as InterruptState
@@ -35,6 +38,9 @@ __all__ = [
     "Tool",
     "ToolContext",
     "ToolInfo",
+    "ToolLike",
+    "as_tool",
+    "as_tools",
     "check_model_json",
     "decode_model_json",
     "format_address",

@@ -9,8 +9,8 @@ from __future__ import annotations
 import asyncio
 import functools
 import inspect
-from collections.abc import AsyncIterator, Callable
-from typing import Any, Generic, ParamSpec, TypeVar, cast, overload
+from collections.abc import AsyncIterator, Callable, Iterable
+from typing import Any, Generic, ParamSpec, TypeAlias, TypeVar, cast, overload
 
 import pydantic_core
 
@@ -19,8 +19,9 @@ from ..schema import Stream, ToolInfo
 from ._arguments import Arguments
 from ._context import ToolContext
 from ._docstring import parse_docstring
+from ._protocols import Tool
 
-__all__ = ["FunctionTool", "StreamingFunctionTool", "tool"]
+__all__ = ["FunctionTool", "StreamingFunctionTool", "ToolLike", "as_tool", "as_tools", "tool"]
 
 P = ParamSpec("P")
 R = TypeVar("R")
@@ -129,6 +130,33 @@ def tool(
         return FunctionTool(fn, name=name, description=description, threaded=threaded)
 
     return make if fn is None else make(fn)
+
+
+ToolLike: TypeAlias = Tool | Callable[..., Any]
+"""What an agent's ``tools=[...]`` takes: tools, and plain functions, which it makes tools as ``@tool`` does."""
+
+
+def as_tool(candidate: object, *, where: str = "tool") -> Tool:
+    """``candidate`` as a tool: a ``Tool`` as it is, a plain function (sync, async or an async generator) made one as
+    ``@tool`` would make it; anything else is refused with a ``UserError`` that says so, ``where`` naming the place."""
+    if isinstance(candidate, Tool):
+        return candidate
+    expected = "expected a Tool or a function (made a tool as @tool would)"
+    if isinstance(candidate, ToolInfo):
+        raise UserError(f"{where}: {expected}, got the ToolInfo of {candidate.name!r}, which describes a tool only")
+    if inspect.isclass(candidate):
+        raise UserError(f"{where}: {expected}, got the class {candidate.__qualname__} (pass an instance)")
+    if not callable(candidate):
+        raise UserError(f"{where}: {expected}, got {type(candidate).__qualname__} {candidate!r:.80}")
+    try:
+        return tool(candidate)
+    except UserError as error:
+        raise UserError(f"{where}: {error}") from None
+
+
+def as_tools(candidates: Iterable[object], *, owner: str) -> list[Tool]:
+    """``as_tool`` of each candidate; a refusal names ``owner`` and the position (``agent 'a': tools[2]: …``)."""
+    return [as_tool(candidate, where=f"{owner}: tools[{i}]") for i, candidate in enumerate(candidates)]
 
 
 def _name_of(fn: Callable[..., Any]) -> str:

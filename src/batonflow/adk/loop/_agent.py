@@ -15,7 +15,7 @@ from typing import Any
 from ...errors import ResumeError, UserError
 from ...models import ChatModel, ModelSettings, ToolChoice
 from ...schema import Message, ToolCall
-from ...tools import Tool, ToolContext
+from ...tools import Tool, ToolContext, ToolLike, as_tools
 from .._builtin import ExitTool, TransferToAgentTool, transfer_instruction
 from .._context import RunContext
 from .._events import AgentEvent, AgentInput
@@ -52,7 +52,7 @@ class ModelAgent:
         policy: LoopPolicy,
         description: str = "",
         instruction: str = "",
-        tools: Sequence[Tool] = (),
+        tools: Sequence[ToolLike] = (),
         return_directly: Sequence[str] = (),
         execute_sequentially: bool = False,
         exit: bool | Tool = False,
@@ -70,7 +70,7 @@ class ModelAgent:
         self.instruction = instruction
         self.model = model
         self.policy = policy
-        self.tools = list(tools)
+        self.tools = as_tools(tools, owner=f"{kind} '{name}'")
         self.return_directly = frozenset(return_directly)
         self.execute_sequentially = execute_sequentially
         self.exit: Tool | None = ExitTool() if exit is True else exit or None
@@ -151,7 +151,7 @@ class ModelAgent:
             targets.append(self._parent)
         if targets:
             instruction = _joined(instruction, transfer_instruction(targets))
-            transfer = TransferToAgentTool([name for name, _ in targets])
+            transfer = TransferToAgentTool([name for name, _ in targets], source=self.name)
             tools.append(transfer)
             actions.add(transfer.info.name)
         if self.exit is not None:

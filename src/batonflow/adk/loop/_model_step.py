@@ -163,7 +163,7 @@ class ModelStep:
         if isinstance(recorded, Message):
             journal.model_done(ctx.address, key, recorded, replayed=True)
             caller, whole = Stream.from_async_iter(_resumed([recorded], Stream.from_list([]), on_end)).tap()
-            return StreamedReply(caller if show is None else caller.convert(show), whole)
+            return StreamedReply(caller, whole, show=show)
         reply = await self._stream(messages, tools, ctx, hold_back, on_end, show)
         if reply is not None:
             address = ctx.address
@@ -184,17 +184,17 @@ class ModelStep:
             if held is None:
                 return None
             caller, whole = Stream.from_async_iter(_resumed(*held, on_end)).tap()
-            return StreamedReply(caller if show is None else caller.convert(show), whole, close=held[1].aclose)
+            return StreamedReply(caller, whole, close=held[1].aclose, show=show)
         if self.retry is None and on_end is None:
             # Chunks go straight from the model to the readers; a traced call ends when the agent has joined them.
             reason = await self._reason(messages, tools, ctx)
             caller, whole = self._open(messages, tools).tap()
-            return StreamedReply(caller if show is None else caller.convert(show), whole, reason)
+            return StreamedReply(caller, whole, reason, show=show)
         source = self._attempts(messages, tools, ctx, await self._reason(messages, tools, ctx))
         if on_end is not None:
             source = _resumed([], Stream.from_async_iter(source), on_end)
         caller, whole = Stream.from_async_iter(source).tap()
-        return StreamedReply(caller if show is None else caller.convert(show), whole)
+        return StreamedReply(caller, whole, show=show)
 
     def _open(self, messages: Sequence[Message], tools: Sequence[ToolInfo] | None) -> MessageStream:
         choice = self.tool_choice if tools else None
@@ -254,8 +254,9 @@ class ModelStep:
 
 
 class StreamedReply:
-    """A streamed model answer: ``event`` carries the caller's copy of the chunks; ``message()`` reads the agent's
-    copy to its end and joins it, which also completes the event's message for the run's history."""
+    """A streamed model answer: ``event`` carries the caller's copy of the chunks (``caller``, the reader of the tap
+    ``whole``, converted by ``show`` if given); ``message()`` reads the agent's copy to its end and joins it, which
+    also completes the event's message for the run's history."""
 
     __slots__ = ("_close", "_joined", "_reason", "_record", "_whole", "event")
 
@@ -265,7 +266,14 @@ class StreamedReply:
         whole: Tap[Message],
         reason: _Reason = None,
         close: Callable[[], Awaitable[None]] | None = None,
+        *,
+        show: Callable[[Message], Message | None] | None = None,
     ) -> None:
+        # The chunks the caller reads are kept for its get_message(): the tap keeps them already, unless they are
+        # converted (a conversion is rare, and costs a stage of its own).
+        kept = whole
+        if show is not None:
+            caller, kept = caller.convert(show).keep()
         self.event: AgentEvent = event_from_message(stream=caller)
         self._whole = whole
         self._reason = reason
@@ -274,6 +282,7 @@ class StreamedReply:
         self._joined: asyncio.Future[Message] = asyncio.get_running_loop().create_future()
         variant = self.event.output.message_output  # type: ignore[union-attr]
         variant._joined = self._joined  # type: ignore[union-attr]
+        variant._kept = kept  # type: ignore[union-attr]
 
     async def message(self) -> Message:
         try:
