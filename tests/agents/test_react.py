@@ -341,6 +341,13 @@ async def test_the_history_window_keeps_the_last_8_messages_before_the_prompt() 
     assert [m.content for m in sent[1:]] == [f"{'u' if i % 2 == 0 else 'a'}{i}" for i in range(12, 20)] + ["now"]
 
 
+async def test_a_history_shorter_than_the_window_is_sent_whole() -> None:
+    agent = react(assistant("ok"))
+    history = [user(f"u{i}") if i % 2 == 0 else assistant(f"a{i}") for i in range(6)]
+    await collect_events(Runner(agent).run([*history, user("now")]))
+    assert [m.content for m in scripted(agent).requests[0].messages[1:]] == [m.content for m in history] + ["now"]
+
+
 # -- the text style ----------------------------------------------------------------------------------------------
 
 

@@ -131,6 +131,13 @@ async def test_default_history_window_is_five_messages() -> None:
     assert [content for _, content in sent(model)] == ["a1", "q2", "a2", "q3", "a3", "now?"]
 
 
+async def test_a_history_shorter_than_the_window_is_sent_whole() -> None:
+    model = ScriptedModel([assistant("ok")])
+    conversation = [user("q1"), assistant("a1"), user("q2"), assistant("a2"), user("now?")]
+    await run(SimpleAgent(model=model, history_window=5), conversation)
+    assert [content for _, content in sent(model)] == ["q1", "a1", "q2", "a2", "now?"]
+
+
 async def test_user_messages_that_end_the_input_are_all_the_current_prompt() -> None:
     model = ScriptedModel([assistant("ok")])
     conversation = [

@@ -231,7 +231,7 @@ def windowed(messages: Sequence[Message], window: int | None) -> list[Message]:
         turn -= 1
     turn = min(turn, len(messages) - 1)
     history = [m for m in messages[:turn] if m.role != "system"]
-    if window is not None:
+    if window is not None and len(history) > window:
         history = history[len(history) - window :] if window else []
     start = 0
     while start < len(history) and history[start].role == "tool":
