@@ -7,7 +7,8 @@ import pytest
 from pydantic import BaseModel
 
 from batonflow.adk import AgentEvent, InterruptInfo, ModelRetryConfig, Runner, collect_events, set_language
-from batonflow.agents import FeedbackRequest, ReActAgent
+from batonflow.adk.loop import AgentMiddleware
+from batonflow.agents import FeedbackRequest, ReActAgent, tool_retry
 from batonflow.errors import UserError
 from batonflow.schema import Message, assistant, user
 from batonflow.store import MemoryCheckpointStore
@@ -293,6 +294,42 @@ async def test_a_round_mixing_return_directly_and_other_calls_goes_on() -> None:
     events = await run(agent)
     assert last_answer(events) == "after"
     assert len(scripted(agent).requests) == 2
+
+
+@pytest.mark.parametrize(
+    ("call", "middlewares"),
+    [
+        (("boom", {}), ()),
+        (("add", {"a": "x", "b": 1}), ()),
+        (("boom", {}), (tool_retry(max_attempts=1),)),
+        (("add", {"a": "x", "b": 1}), (tool_retry(max_attempts=1),)),
+    ],
+    ids=["raises", "invalid-arguments", "raises-under-tool-retry", "invalid-arguments-under-tool-retry"],
+)
+async def test_a_return_directly_call_that_fails_is_an_observation_and_the_model_is_asked_again(
+    call: tuple[str, dict[str, Any]], middlewares: tuple[AgentMiddleware, ...]
+) -> None:
+    # Solon marks a call return-directly only once it succeeded with something to deliver.
+    agent = react(
+        tool_calls(call),
+        assistant("recovered"),
+        tools=(add, boom),
+        return_directly=["add", "boom"],
+        middlewares=middlewares,
+    )
+    events = await run(agent)
+    no_errors(events)
+    (observation,) = messages_of(events, "tool")
+    assert observation.startswith(("Execution error in tool [", "Invalid arguments for "))
+    assert last_answer(events) == "recovered"
+    assert scripted(agent).requests[1].messages[-1].content == observation
+
+
+async def test_a_return_directly_call_of_a_missing_tool_does_not_end_the_run() -> None:
+    agent = react(tool_calls(("gone", {})), assistant("recovered"), return_directly=["gone"])
+    events = await run(agent)
+    assert messages_of(events, "tool") == ["Tool [gone] not found."]
+    assert last_answer(events) == "recovered"
 
 
 async def test_exit_still_ends_the_run_at_once() -> None:

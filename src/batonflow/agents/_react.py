@@ -12,8 +12,9 @@ It runs on the same loop as ``ChatModelAgent``; what changes is the policy:
 - **Tools** run one after another. A tool the agent does not have, arguments the tool refuses and an exception the
   tool raises are observations the model can recover from (``Tool [x] not found.``, ``Invalid arguments for [x].
   Expected Schema: … Error: …``, ``Execution error in tool [x]: …``), never errors that end the run.
-- **Return-directly** tools end the run only when every call of the round is one: the results, joined with
-  newlines, are the answer. Transfer and exit still end it at once.
+- **Return-directly** tools end the run only when every call of the round is one and succeeded with a non-empty
+  result: the results, joined with newlines, are the answer. A call that failed (its observation is one of the
+  failure texts above) goes back to the model like any other. Transfer and exit still end it at once.
 - **Styles.** ``"native"`` sends tools to the model's function calling. ``"text"`` sends none: the system prompt
   lists them, the model writes ``Thought:``/``Action: {"name": …, "arguments": {…}}``, the agent runs the parsed
   actions and tells the model ``Observation: …``, and the answer is what follows the finish marker. Whatever the
@@ -56,7 +57,18 @@ from ..store import register_type
 from ..tools import InterruptSignal, Tool, ToolContext, ToolInfo, check_model_json, decode_model_json
 from ._output import OutputSchema, Schema
 from ._planning import planning as planning_middleware
-from ._react_texts import ACTION, MAX_TURNS_ANSWER, NO_ACTION, OBSERVATION, THINK, text
+from ._react_texts import (
+    ACTION,
+    EXECUTION_ERROR,
+    INVALID_ARGUMENTS,
+    MAX_TURNS_ANSWER,
+    NO_ACTION,
+    NOT_FOUND,
+    OBSERVATION,
+    RETRY_INVALID_ARGUMENTS,
+    THINK,
+    text,
+)
 from ._simple import windowed
 
 __all__ = ["FEEDBACK_TOOL_NAME", "MAX_TURNS_ANSWER", "FeedbackRequest", "ReActAgent", "ReActPolicy", "ReActStyle"]
@@ -371,7 +383,7 @@ class ReActPolicy(EinoPolicy):
         if not calls or any(c.function.name not in setup.return_directly for c in calls):
             return None
         contents = [results[c.id].message.content for c in calls]
-        if not all(contents):
+        if not all(_delivered(c.function.name, text) for c, text in zip(calls, contents, strict=True)):
             return None
         return assistant("\n".join(contents))
 
@@ -384,11 +396,11 @@ class ReActPolicy(EinoPolicy):
         if isinstance(error, ToolArgumentsError):
             detail = str(error).removeprefix(f"Invalid arguments for tool [{name}]: ")
             schema = json.dumps(setup.tools[name].info.parameters, ensure_ascii=False)
-            return f"Invalid arguments for [{name}]. Expected Schema: {schema} Error: {detail}"
-        return f"Execution error in tool [{name}]: {str(error) or type(error).__name__}"
+            return f"{INVALID_ARGUMENTS % name}{schema} Error: {detail}"
+        return f"{EXECUTION_ERROR % name}{str(error) or type(error).__name__}"
 
     def tool_not_found(self, name: str, setup: AgentSetup) -> str:
-        return f"Tool [{name}] not found."
+        return NOT_FOUND % name
 
     def save_output(self, message: Message, ctx: RunContext) -> None:
         if not self.output_key:
@@ -400,6 +412,15 @@ class ReActPolicy(EinoPolicy):
             ctx.add_session_value(self.output_key, self.schema.parse(message.content))
         except Exception:
             return  # an answer made by the loop (out of turns, apology) is not the schema's
+
+
+def _delivered(name: str, content: str) -> bool:
+    """Whether a return-directly call's result is something to deliver. Solon marks a call return-directly only
+    once the tool succeeded with a non-empty result: a failure's observation — this policy's, or ``tool_retry``'s,
+    which starts the same way — goes back to the model instead."""
+    if not content or content == NOT_FOUND % name:
+        return False
+    return not content.startswith((EXECUTION_ERROR % name, INVALID_ARGUMENTS % name, RETRY_INVALID_ARGUMENTS % name))
 
 
 def _call(name: str, arguments: dict[str, Any], turn: int, index: int) -> ToolCall:

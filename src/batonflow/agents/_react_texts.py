@@ -6,7 +6,18 @@ import re
 
 from ..adk import get_language
 
-__all__ = ["ACTION", "MAX_TURNS_ANSWER", "NO_ACTION", "OBSERVATION", "THINK", "text"]
+__all__ = [
+    "ACTION",
+    "EXECUTION_ERROR",
+    "INVALID_ARGUMENTS",
+    "MAX_TURNS_ANSWER",
+    "NOT_FOUND",
+    "NO_ACTION",
+    "OBSERVATION",
+    "RETRY_INVALID_ARGUMENTS",
+    "THINK",
+    "text",
+]
 
 _TEXTS: dict[str, dict[str, str]] = {
     "role": {
@@ -117,6 +128,11 @@ def text(key: str) -> str:
 
 
 MAX_TURNS_ANSWER = "Agent error: Maximum turns reached (%d)."
+# The observations of a failed call (each %s is the tool's name); tool_retry's invalid-arguments text is its own.
+EXECUTION_ERROR = "Execution error in tool [%s]: "
+INVALID_ARGUMENTS = "Invalid arguments for [%s]. Expected Schema: "
+RETRY_INVALID_ARGUMENTS = "Invalid arguments for tool [%s]: "
+NOT_FOUND = "Tool [%s] not found."
 NO_ACTION = 'Observation: No valid Action format detected. Use JSON: {"name": "...", "arguments": {}}'
 ACTION = "Action:"
 OBSERVATION = re.compile(r"^\s*Observation:", re.MULTILINE)
