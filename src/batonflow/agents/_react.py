@@ -9,6 +9,9 @@ It runs on the same loop as ``ChatModelAgent``; what changes is the policy:
 - **Answers.** An empty answer (no text, no tool calls) is sent back with a format correction, twice; the third
   empty answer ends the run with an apology. With ``output_schema`` an answer that does not fit is sent back with
   the validation error, until the turns run out.
+- **Failures.** A model that still fails after its retries ends the run with Solon's apology for the kind of
+  failure (a timeout, a connection, an HTTP status, anything else) as the answer, not an error event; the error is
+  logged and stays in the trace. ``model_failure="error"`` ends with the error event instead.
 - **Tools** run one after another. A tool the agent does not have, arguments the tool refuses and an exception the
   tool raises are observations the model can recover from (``Tool [x] not found.``, ``Invalid arguments for [x].
   Expected Schema: … Error: …``, ``Execution error in tool [x]: …``), never errors that end the run.
@@ -29,11 +32,11 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import AsyncGenerator, AsyncIterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from ..adk import AgentInput, RunContext, parse_tool_argument
+from ..adk import AgentEvent, AgentInput, ResumeInfo, RunContext, parse_tool_argument
 from ..adk.loop import (
     AgentMiddleware,
     AgentSetup,
@@ -44,6 +47,7 @@ from ..adk.loop import (
     ModelAgent,
     ModelRequest,
     ModelRetryConfig,
+    ModelStep,
     ReactState,
     Routed,
     ToolResult,
@@ -57,6 +61,7 @@ from ..store import register_type
 from ..tools import InterruptSignal, Tool, ToolContext, ToolInfo, check_model_json, decode_model_json
 from ._output import OutputSchema, Schema
 from ._planning import planning as planning_middleware
+from ._react_failure import FailureTagging, answering, check_model_failure
 from ._react_texts import (
     ACTION,
     EXECUTION_ERROR,
@@ -119,6 +124,21 @@ class _FeedbackTool:
         ctx.interrupt(FeedbackRequest(parse_tool_argument(FEEDBACK_TOOL_NAME, arguments, "reason")))
 
 
+def _mode_middlewares(
+    planning: bool,
+    planning_instruction: str | None,
+    feedback: bool,
+    feedback_description: str | None,
+    feedback_reason_description: str | None,
+) -> list[AgentMiddleware]:
+    """The middlewares of planning mode and feedback mode, those that are on."""
+    extra = [planning_middleware(instruction=planning_instruction)] if planning else []
+    if feedback:
+        tool = _FeedbackTool(feedback_description, feedback_reason_description)
+        extra.append(AgentMiddleware(additional_tools=[tool]))
+    return extra
+
+
 # -- the agent ---------------------------------------------------------------------------------------------------
 
 
@@ -130,8 +150,9 @@ class ReActAgent(ModelAgent):
     "Core Task Instructions" (a template over session values, as ``ChatModelAgent``'s), the tools in the text
     style, and the output-schema instruction. English by default, Chinese after ``set_language("zh")``. The input
     is cut to the current prompt and the ``history_window`` messages before it. Model calls are retried as
-    ``model_retry`` says (3 retries from 1 s by default); ``output_key`` gets the answer's text, or with
-    ``output_schema`` the parsed value.
+    ``model_retry`` says (3 retries from 1 s by default); when they still fail, the run ends with Solon's apology
+    as the answer (``model_failure="answer"``) or with the error event (``"error"``). ``output_key`` gets the
+    answer's text, or with ``output_schema`` the parsed value.
     """
 
     def __init__(
@@ -160,12 +181,11 @@ class ReActAgent(ModelAgent):
         model_settings: ModelSettings | None = None,
         exit: bool | Tool = False,
         middlewares: Sequence[AgentMiddleware] = (),
+        model_failure: Literal["answer", "error"] = "answer",
     ) -> None:
-        extra = [planning_middleware(instruction=planning_instruction)] if planning else []
-        if feedback:
-            extra.append(
-                AgentMiddleware(additional_tools=[_FeedbackTool(feedback_description, feedback_reason_description)])
-            )
+        extra = _mode_middlewares(
+            planning, planning_instruction, feedback, feedback_description, feedback_reason_description
+        )
         policy = ReActPolicy(
             name=name,
             style=style,
@@ -194,6 +214,28 @@ class ReActAgent(ModelAgent):
         )
         self.policy: ReActPolicy = policy
         self.output_schema = output_schema
+        self.model_failure = check_model_failure(model_failure)
+
+    # -- running: a model that keeps failing is answered with an apology -----------------------------------------
+
+    def setup(self) -> AgentSetup:
+        setup = super().setup()
+        step = setup.step
+        if self.model_failure == "answer" and not isinstance(step.model, FailureTagging):
+            setup.step = ModelStep(
+                FailureTagging(step.model), settings=step.settings, tool_choice=step.tool_choice, retry=step.retry
+            )
+        return setup
+
+    def run(self, input: AgentInput, ctx: RunContext | None = None) -> AsyncGenerator[AgentEvent, None]:
+        ctx = ctx if ctx is not None else RunContext(enable_streaming=input.enable_streaming)
+        events = super().run(input, ctx)
+        return events if self.model_failure == "error" else answering(events, self.name, ctx, self.policy.save_output)
+
+    def resume(self, info: ResumeInfo, ctx: RunContext | None = None) -> AsyncIterator[AgentEvent]:
+        ctx = ctx if ctx is not None else RunContext(enable_streaming=info.enable_streaming)
+        events = super().resume(info, ctx)
+        return events if self.model_failure == "error" else answering(events, self.name, ctx, self.policy.save_output)
 
     @property
     def style(self) -> ReActStyle:

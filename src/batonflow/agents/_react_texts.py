@@ -107,6 +107,23 @@ Final Answer: %(marker)s 巴黎现在 18°C，有小雨。""",
         "en": "Sorry, the model returned no valid content several times. Please try again later.",
         "zh": "抱歉，模型多次未返回有效内容。请稍后重试。",
     },
+    # Solon's answers for a model that still fails after its retries (ReasonTask.handleLastException).
+    "model_timeout": {
+        "en": "Sorry, the model service timed out. Please try again later.",
+        "zh": "抱歉，模型服务响应超时。请稍后重试。",
+    },
+    "model_connection": {
+        "en": "Sorry, the connection to the model service failed. Please try again later.",
+        "zh": "抱歉，模型服务连接失败。请稍后重试。",
+    },
+    "model_http": {
+        "en": "Sorry, the model service answered with an error (CODE: %d). Please try again later.",
+        "zh": "抱歉，模型服务响应出错（CODE: %d）。请稍后重试。",
+    },
+    "model_other": {
+        "en": "Sorry, the model service is unavailable for now (see the logs for details). Please try again later.",
+        "zh": "抱歉，暂时无法使用模型服务（具体参考日志）。请稍后重试。",
+    },
     "schema_retry": {
         "en": "Your answer does not match the required output format: %s\nAnswer again, with only the JSON.",
         "zh": "你的回答不符合要求的输出格式：%s\n请重新回答，只输出 JSON。",
