@@ -347,11 +347,21 @@ async def test_llm_summary_halves_its_input_on_a_prompt_too_long_error() -> None
 
 async def test_strategy_model_calls_are_retried_on_transient_errors() -> None:
     summarizer = ScriptedModel([http_error(503, "overloaded"), assistant("S")])
-    interceptor = ContextCompressionInterceptor(max_messages=10, strategy=LLMSummaryStrategy(summarizer), max_retries=1)
+    interceptor = ContextCompressionInterceptor(max_messages=10, strategy=LLMSummaryStrategy(summarizer), max_retries=2)
     agent, model = agent_with(*turns(6), assistant("done"), middlewares=[interceptor])
     await run(agent)
     assert len(summarizer.requests) == 2
     assert summaries(model.requests[5].messages)[0].content == f"{HEADER}\nS"
+
+
+@pytest.mark.parametrize(("max_retries", "calls"), [(0, 1), (1, 1), (3, 3)])
+async def test_max_retries_counts_a_strategys_model_calls_in_all_as_solon_does(max_retries: int, calls: int) -> None:
+    summarizer = ScriptedModel([http_error(503, "overloaded") for _ in range(4)])
+    with pytest.raises(ModelHTTPError):
+        await LLMSummaryStrategy(summarizer).compress(
+            [user("a"), assistant("b")], RunContext(), max_retries=max_retries
+        )
+    assert len(summarizer.requests) == calls
 
 
 async def test_key_info_extraction_puts_a_list_of_facts_in_the_summary() -> None:

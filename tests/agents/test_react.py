@@ -9,7 +9,7 @@ from pydantic import BaseModel
 from batonflow.adk import AgentEvent, InterruptInfo, ModelRetryConfig, Runner, collect_events, set_language
 from batonflow.adk.loop import AgentMiddleware
 from batonflow.agents import FeedbackRequest, ReActAgent, tool_retry
-from batonflow.errors import UserError
+from batonflow.errors import ModelHTTPError, UserError
 from batonflow.schema import Message, assistant, user
 from batonflow.store import MemoryCheckpointStore
 from batonflow.testing import ScriptedModel, tool_calls
@@ -547,7 +547,23 @@ async def test_solons_defaults() -> None:
         8,
     )
     assert agent.style == "native" and not agent.auto_rethink and agent.execute_sequentially
-    assert agent.model_retry == ModelRetryConfig(max_retries=3, base_delay=1.0)
+    assert agent.model_retry == ModelRetryConfig(max_retries=2, base_delay=1.0)
+
+
+async def test_the_default_retry_makes_3_model_calls_in_all_as_solons_retry_config_3() -> None:
+    agent = ReActAgent(model=ScriptedModel([]))
+    step = agent.setup().step
+    assert step.retry is not None and step.retry.attempts == 3
+
+
+@pytest.mark.parametrize("retries", [0, 1, 3])
+async def test_model_retry_max_retries_keeps_einos_meaning_retries_after_the_first_call(retries: int) -> None:
+    overloaded = [ModelHTTPError("overloaded", status_code=503) for _ in range(retries + 1)]
+    config = ModelRetryConfig(max_retries=retries, base_delay=0.0, max_delay=0.0)
+    agent = ReActAgent(model=ScriptedModel([*overloaded, assistant("ok")]), model_retry=config, model_failure="error")
+    events = await run(agent)
+    assert isinstance(events[-1].error, ModelHTTPError)
+    assert len(scripted(agent).requests) == retries + 1
 
 
 @pytest.mark.parametrize(

@@ -150,7 +150,8 @@ class ReActAgent(ModelAgent):
     "Core Task Instructions" (a template over session values, as ``ChatModelAgent``'s), the tools in the text
     style, and the output-schema instruction. English by default, Chinese after ``set_language("zh")``. The input
     is cut to the current prompt and the ``history_window`` messages before it. Model calls are retried as
-    ``model_retry`` says (3 retries from 1 s by default); when they still fail, the run ends with Solon's apology
+    ``model_retry`` says: by default 2 retries from 1 s, so 3 calls in all, as Solon's ``retryConfig(3)`` makes
+    (``ModelRetryConfig.max_retries`` counts retries after the first call, as Eino's does); when they still fail, the run ends with Solon's apology
     as the answer (``model_failure="answer"``) or with the error event (``"error"``). ``output_key`` gets the
     answer's text, or with ``output_schema`` the parsed value.
     """
@@ -177,7 +178,7 @@ class ReActAgent(ModelAgent):
         output_key: str | None = None,
         output_schema: OutputSchema | None = None,
         history_window: int | None = 8,
-        model_retry: ModelRetryConfig | None = ModelRetryConfig(max_retries=3, base_delay=1.0),  # noqa: B008
+        model_retry: ModelRetryConfig | None = ModelRetryConfig(max_retries=2, base_delay=1.0),  # noqa: B008
         model_settings: ModelSettings | None = None,
         exit: bool | Tool = False,
         middlewares: Sequence[AgentMiddleware] = (),

@@ -60,8 +60,9 @@ class ContextCompressionInterceptor(AgentMiddleware):
     * A ``ContextSize`` trace event gives the message count and estimated tokens the model call gets, how many
       messages were removed and whether a summary replaced them (removed=0 when nothing was compressed).
 
-    ``count_tokens`` measures a message (``estimate_tokens`` by default); ``max_retries`` is how often a strategy's
-    model call is retried on a transient error. ``max_messages`` below 10 is raised to 10, as in the original.
+    ``count_tokens`` measures a message (``estimate_tokens`` by default); ``max_retries`` is how many calls a
+    strategy's model gets in all when it fails transiently (Solon's count: at least one, and no retry for 0 or 1).
+    ``max_messages`` below 10 is raised to 10, as in the original.
 
     If the strategy fails (its model is down, say), nothing is lost: the transcript stays as it is and compression
     is tried again before the next model call — unless it no longer fits in ``context_length`` at all; then the old

@@ -36,8 +36,9 @@ class CompressionStrategy(Protocol):
     """Turns the messages a compression removes into the text the model reads instead, or None for nothing.
 
     ``messages`` are the expired messages, oldest first; the previous summary, if any, comes first among them
-    (``[Summary of the earlier conversation, …]``). Per-run state belongs in ``ctx``'s session values. Model
-    calls should be retried ``max_retries`` times on transient errors. A strategy may also have a ``tools``
+    (``[Summary of the earlier conversation, …]``). Per-run state belongs in ``ctx``'s session values. A model
+    call should be made up to ``max_retries`` times in all (at least once) on transient errors, as Solon counts
+    them. A strategy may also have a ``tools``
     attribute: the interceptor gives those tools to the agent (an archive's search, say).
     """
 
@@ -84,7 +85,9 @@ async def _ask(
     counted in the run like the agent's own calls); transient errors are retried, and on a prompt-too-long error
     the older half of ``lines`` is dropped and the call made again. An empty answer is an error: a summary of
     nothing would lose the messages it replaces."""
-    step = ModelStep(model, retry=ModelRetryConfig(max_retries=max_retries).rule(repr(model.model_name)))
+    # Solon's count: max_retries calls in all, and at least one.
+    retry = ModelRetryConfig(max_retries=max(1, max_retries) - 1)
+    step = ModelStep(model, retry=retry.rule(repr(model.model_name)))
     remaining = list(lines)
     while True:
         prompt = preamble + "\n\n".join(remaining)
