@@ -59,6 +59,7 @@ from ..models import ChatModel, ModelSettings
 from ..schema import FunctionCall, Message, ToolCall, assistant, system, user
 from ..store import register_type
 from ..tools import InterruptSignal, Tool, ToolContext, ToolInfo, check_model_json, decode_model_json
+from ._hitl import HITLPending
 from ._output import OutputSchema, Schema
 from ._planning import planning as planning_middleware
 from ._react_failure import FailureTagging, answering, check_model_failure
@@ -431,8 +432,9 @@ class ReActPolicy(EinoPolicy):
         return assistant("\n".join(contents))
 
     def interrupt_messages(self, signals: Sequence[InterruptSignal]) -> list[Message]:
-        # Asking for feedback is said to the user: the reason is the answer of the pending run.
-        return [assistant(s.info.reason) for s in signals if isinstance(s.info, FeedbackRequest)]
+        # What the run waits for is said to the user as the pending run's answer, as Solon's final answer: the
+        # reason of a request for feedback, the summary of the calls awaiting approval.
+        return [assistant(str(s.info)) for s in signals if isinstance(s.info, FeedbackRequest | HITLPending)]
 
     def tool_failure(self, call: ToolCall, error: Exception, setup: AgentSetup) -> str | None:
         name = call.function.name
