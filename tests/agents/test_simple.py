@@ -191,6 +191,15 @@ async def test_history_window_never_opens_on_tool_results_whose_call_it_cut_off(
     assert sent(model) == [("assistant", "Oslo rain, Rome sun."), ("user", "thanks")]
 
 
+@pytest.mark.parametrize("streaming", [False, True], ids=["generate", "stream"])
+async def test_think_tags_are_cleared_from_the_answer(streaming: bool) -> None:
+    model = ScriptedModel([assistant("<think>The user wants a greeting.</think>\n\nHello!")])
+    events, values = await run(SimpleAgent(model=model, output_key="out"), [user("hi")], streaming=streaming)
+    assert values["out"] == "Hello!"
+    if not streaming:  # a streamed answer's chunks reached the caller as they came
+        assert answers(events) == ["Hello!"]
+
+
 async def test_no_input_message_is_an_error_event() -> None:
     events, _ = await run(SimpleAgent(model=ScriptedModel([])), [])
     assert str(events[0].error) == "simple agent 'simple_agent': expected at least one input message, got none"

@@ -6,21 +6,23 @@ It runs on the same loop as ``ChatModelAgent``; what changes is the policy:
   ``Agent error: Maximum turns reached (8).``. With ``auto_rethink`` the run never ends that way: from the turn
   ``max(limit - 1, int(limit * 0.8))`` on, the limit grows by ``max(10, max_turns // 2)`` and the model is asked to
   reflect on its progress.
-- **Answers.** An empty answer (no text, no tool calls) is sent back with a format correction, twice; the third
-  empty answer ends the run with an apology. With ``output_schema`` an answer that does not fit is sent back with
-  the validation error, until the turns run out.
+- **Answers.** Reasoning in ``<think>…</think>`` (or an unclosed ``<think>``) is not an answer. An empty answer (no
+  text, no tool calls) gets Solon's self-reflection prompt, a reply of thinking only is kept and gets its format
+  correction (each naming the turn and the attempt), twice; the third ends the run with an apology. With
+  ``output_schema`` an answer that does not fit is sent back with the validation error, until the turns run out.
 - **Failures.** A model that still fails after its retries ends the run with Solon's apology for the kind of
   failure (a timeout, a connection, an HTTP status, anything else) as the answer, not an error event; the error is
   logged and stays in the trace. ``model_failure="error"`` ends with the error event instead.
 - **Tools** run one after another. A tool the agent does not have, arguments the tool refuses and an exception the
   tool raises are observations the model can recover from (``Tool [x] not found.``, ``Invalid arguments for [x].
-  Expected Schema: … Error: …``, ``Execution error in tool [x]: …``), never errors that end the run.
+  Expected Schema: …. Error: …``, ``Execution error in tool [x]: …``), never errors that end the run.
 - **Return-directly** tools end the run only when every call of the round is one and succeeded with a non-empty
   result: the results, joined with newlines, are the answer. A call that failed (its observation is one of the
   failure texts above) goes back to the model like any other. Transfer and exit still end it at once.
 - **Styles.** ``"native"`` sends tools to the model's function calling. ``"text"`` sends none: the system prompt
   lists them, the model writes ``Thought:``/``Action: {"name": …, "arguments": {…}}``, the agent runs the parsed
-  actions and tells the model ``Observation: …``, and the answer is what follows the finish marker. Whatever the
+  actions and tells the model ``Observation: …``, and the answer is what follows the finish marker (a bare
+  ``Action: name`` calls a tool of the agent without arguments; any other name is no valid action). Whatever the
   model writes after its action (a forged observation) is cut off. The transcript keeps the calls and results as
   tool calls and tool messages either way, so events, checkpoints and HITL work the same.
 - **Planning** (``planning=True``) adds the plan tools and the progress board; **feedback** (``feedback=True``) adds
@@ -31,10 +33,9 @@ It runs on the same loop as ``ChatModelAgent``; what changes is the policy:
 from __future__ import annotations
 
 import json
-import re
 from collections.abc import AsyncGenerator, AsyncIterator, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Literal
 
 from ..adk import AgentEvent, AgentInput, ResumeInfo, RunContext, parse_tool_argument
 from ..adk.loop import (
@@ -54,26 +55,24 @@ from ..adk.loop import (
     last_call_to,
     render_instruction,
 )
-from ..errors import ModelJSONError, ToolArgumentsError, UserError
+from ..errors import ToolArgumentsError, UserError
 from ..models import ChatModel, ModelSettings
-from ..schema import FunctionCall, Message, ToolCall, assistant, system, user
+from ..schema import Message, ToolCall, assistant, system, user
 from ..store import register_type
-from ..tools import InterruptSignal, Tool, ToolContext, ToolInfo, check_model_json, decode_model_json
+from ..tools import InterruptSignal, Tool, ToolContext, ToolInfo
 from ._hitl import HITLPending
 from ._output import OutputSchema, Schema
 from ._planning import planning as planning_middleware
 from ._react_failure import FailureTagging, answering, check_model_failure
+from ._react_prompt import parse_actions, system_prompt
 from ._react_texts import (
-    ACTION,
     EXECUTION_ERROR,
     INVALID_ARGUMENTS,
     MAX_TURNS_ANSWER,
-    NO_ACTION,
     NOT_FOUND,
-    OBSERVATION,
     RETRY_INVALID_ARGUMENTS,
-    THINK,
     text,
+    without_thinking,
 )
 from ._simple import windowed
 
@@ -308,20 +307,8 @@ class ReActPolicy(EinoPolicy):
         return [system(self.system_prompt(instruction, setup.infos)), *windowed(input.messages, self.history_window)]
 
     def system_prompt(self, instruction: str, tools: Sequence[ToolInfo]) -> str:
-        rules = text(self.style) % {"marker": self.finish_marker} if self.style == "text" else text("native")
-        parts = [text("role_line") % (self.role or text("role")) + rules]
-        if instruction:
-            parts.append(text("task") + instruction)
-        if self.style == "text" and tools:
-            lines = (
-                text("tool_line") % (t.name, t.description, json.dumps(t.parameters, ensure_ascii=False)) for t in tools
-            )
-            parts.append(text("tools") + "\n".join(lines))
-        if not tools:
-            parts.append(text("no_tools"))
-        if self.schema is not None:
-            parts.append(self.schema.instruction())
-        return "\n\n".join(parts)
+        schema = self.schema.instruction() if self.schema is not None else None
+        return system_prompt(self.style, self.role, self.finish_marker, instruction, tools, schema)
 
     def request(self, state: ReactState) -> ModelRequest:
         if self.style == "native":
@@ -355,19 +342,26 @@ class ReActPolicy(EinoPolicy):
         if message.tool_calls:
             state.corrections = 0
             return CallTools(message)
-        content = THINK.sub("", message.content).strip()
+        content = without_thinking(message.content).strip()
         if not content and not message.parts:
             if state.corrections >= 2:
                 state.corrections = 0
                 return Answer(assistant(text("apology")), show=False)
             state.corrections += 1
-            said = text("text_correction") % self.finish_marker if self.style == "text" else text("correction")
+            if message.content.strip():
+                # Thinking and nothing else: kept (some providers refuse an empty message, and the model reads
+                # its own thinking), and the model is told to act or answer.
+                said = text("format_correction") % (state.turn, state.corrections)
+                return AskAgain([user(said)], keep=True, show=False)
+            said = text("empty_reflection") % (state.turn, state.corrections)
             return AskAgain([user(said)], keep=False, show=False)
         state.corrections = 0
         if self.style == "text":
-            acting = self._parse_actions(message, content, state.turn)
+            acting = parse_actions(message, content, state.turn, setup.tools)
+            if isinstance(acting, Message):
+                return CallTools(acting)
             if acting is not None:
-                return acting
+                return AskAgain(acting)
         answer = _after_marker(content, self.finish_marker)
         if self.schema is not None and not message.parts:
             try:
@@ -377,45 +371,6 @@ class ReActPolicy(EinoPolicy):
         if answer != message.content.strip():
             return Answer(assistant(answer))
         return Answer()
-
-    def _parse_actions(self, message: Message, content: str, turn: int) -> Routed | None:
-        """The text style's ``Action:``: the calls it names, an observation that it could not be read, or None
-        when there is no action (an answer)."""
-        at = content.find(ACTION)
-        if at < 0 or not content[at + len(ACTION) :].strip():
-            return None
-        forged = OBSERVATION.search(content, at)
-        written = content[: forged.start()].rstrip() if forged else content
-        rest = written[at + len(ACTION) :].strip()
-        if not rest.startswith("{"):
-            match = re.match(r"[A-Za-z_][\w.-]*", rest)
-            if match is None:
-                return AskAgain([user(NO_ACTION)])
-            return CallTools(assistant(written, tool_calls=[_call(match.group(0), {}, turn, 0)]))
-        try:
-            check_model_json(rest)
-        except ModelJSONError as error:
-            return AskAgain([user(f"Observation: Error parsing Action JSON: {error.detail}")])
-        calls: list[ToolCall] = []
-        position = 0
-        while position < len(rest):
-            if rest[position] in " \t\r\n,":
-                position += 1
-                continue
-            if rest[position] != "{":
-                break
-            try:
-                value, position = decode_model_json(rest, position)
-            except ModelJSONError as error:
-                return AskAgain([user(f"Observation: Error parsing Action JSON: {error.detail}")])
-            name = value.get("name") if isinstance(value, dict) else None
-            arguments = value.get("arguments", {}) if isinstance(value, dict) else None
-            if not isinstance(name, str) or not name or not isinstance(arguments, dict):
-                return AskAgain([user(NO_ACTION)])
-            calls.append(_call(name, arguments, turn, len(calls)))
-        if not calls:
-            return AskAgain([user(NO_ACTION)])
-        return CallTools(assistant(written, tool_calls=calls))
 
     def direct_call(self, calls: Sequence[ToolCall], setup: AgentSetup) -> str | None:
         # Only the built-in actions end a round at once; other return-directly tools need the whole round.
@@ -441,7 +396,7 @@ class ReActPolicy(EinoPolicy):
         if isinstance(error, ToolArgumentsError):
             detail = str(error).removeprefix(f"Invalid arguments for tool [{name}]: ")
             schema = json.dumps(setup.tools[name].info.parameters, ensure_ascii=False)
-            return f"{INVALID_ARGUMENTS % name}{schema} Error: {detail}"
+            return f"{INVALID_ARGUMENTS % name}{schema}. Error: {detail}"
         return f"{EXECUTION_ERROR % name}{str(error) or type(error).__name__}"
 
     def tool_not_found(self, name: str, setup: AgentSetup) -> str:
@@ -466,15 +421,6 @@ def _delivered(name: str, content: str) -> bool:
     if not content or content == NOT_FOUND % name:
         return False
     return not content.startswith((EXECUTION_ERROR % name, INVALID_ARGUMENTS % name, RETRY_INVALID_ARGUMENTS % name))
-
-
-def _call(name: str, arguments: dict[str, Any], turn: int, index: int) -> ToolCall:
-    # Solon numbers a round's actions name-0, name-1…; the turn is added so that ids stay unique in a run, as
-    # targeted resume needs.
-    return ToolCall(
-        id=f"{name}-{turn}-{index}",
-        function=FunctionCall(name=name, arguments=json.dumps(arguments, ensure_ascii=False)),
-    )
 
 
 def _after_marker(content: str, marker: str) -> str:
