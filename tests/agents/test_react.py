@@ -769,7 +769,7 @@ async def test_planning_mode_adds_the_plan_tools_and_the_board_and_emits_plan_ev
     assert "## Core Task Instructions\n" in requests[0].messages[0].content  # the planning guide is part of the task
     assert "[Plan Progress Board]" not in requests[0].messages[0].content
     board = requests[3].messages[0].content
-    assert "[√] 1. look up a" in board and "[●] 2. answer" in board
+    assert "1. [√] look up a" in board and "2. [●] answer" in board
     assert kinds == [("create", ("look up a", "answer"), 0), ("progress", ("look up a", "answer"), 1)]
 
 
