@@ -846,3 +846,22 @@ async def test_a_prompt_too_long_error_is_not_retried_when_compressing_removes_n
     # One call and its result after the task: 0.8 of them rounds up to the whole group.
     assert await interceptor.on_model_error(state, too_long, 1, RunContext()) is False
     assert shape(state.messages) == ["system:s", "user:go", "call:c0_1", "result:c0_1"]
+
+
+async def test_a_message_trigger_factor_compresses_less_often_and_keeps_max_messages() -> None:
+    summarizer = ScriptedModel([assistant("S1"), assistant("S2")])
+    interceptor = ContextCompressionInterceptor(
+        max_messages=10, strategy=LLMSummaryStrategy(summarizer), message_trigger_factor=1.5
+    )
+    agent, model = agent_with(*turns(12), assistant("done"), middlewares=[interceptor])
+    await run(agent)
+    sizes = [len(r.messages) - 2 for r in model.requests]  # after the task
+    # 16 > 15 messages start the first compression, down to a summary and 10 messages; then 16 again.
+    assert sizes == [0, 2, 4, 6, 8, 10, 12, 14, 11, 13, 15, 11, 13]
+    assert len(summarizer.requests) == 2
+
+
+@pytest.mark.parametrize("factor", [0.5, True, "2"])
+def test_a_message_trigger_factor_below_1_is_refused(factor: Any) -> None:
+    with pytest.raises(UserError, match=r"message_trigger_factor: expected a number >= 1.0, got "):
+        ContextCompressionInterceptor(message_trigger_factor=factor)

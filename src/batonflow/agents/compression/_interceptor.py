@@ -29,6 +29,7 @@ def context_compression(
     strategy: CompressionStrategy | None = None,
     count_tokens: Callable[[Message], int] | None = None,
     max_retries: int = 3,
+    message_trigger_factor: float = 1.0,
 ) -> AgentMiddleware:
     """A middleware that keeps the transcript under ``max_messages`` messages and ``context_length ×
     max_context_ratio`` tokens; see ``ContextCompressionInterceptor`` (Solon's name) for what it does."""
@@ -39,6 +40,7 @@ def context_compression(
         strategy=strategy,
         count_tokens=count_tokens,
         max_retries=max_retries,
+        message_trigger_factor=message_trigger_factor,
     )
 
 
@@ -72,6 +74,11 @@ class ContextCompressionInterceptor(AgentMiddleware):
     again (Solon's reason retry), the kept part shrinking with each failure of the turn: to 0.8, 0.6, 0.4, then 0.25
     of the messages after the first chain and of the budget.
 
+    Once over ``max_messages``, every turn adds messages and compresses again (with a strategy, a summary each
+    turn). ``message_trigger_factor`` (Solon's ``messageTriggerFactor``, 1.0 by default) starts compressing only
+    above ``max_messages × factor`` messages, still keeping ``max_messages``: 1.5 with 15 compresses at 23, down to
+    15, so that several turns pass between two compressions.
+
     ``count_tokens`` measures a message (``estimate_tokens`` by default); ``max_retries`` is how many calls a
     strategy's model gets in all when it fails transiently (Solon's count: at least one, and no retry for 0 or 1),
     and how many prompt-too-long failures of a turn are compressed and retried. ``max_messages`` below 10 is raised
@@ -83,7 +90,15 @@ class ContextCompressionInterceptor(AgentMiddleware):
     mistake) is not caught.
     """
 
-    __slots__ = ("context_length", "count_tokens", "max_context_ratio", "max_messages", "max_retries", "strategy")
+    __slots__ = (
+        "context_length",
+        "count_tokens",
+        "max_context_ratio",
+        "max_messages",
+        "max_retries",
+        "message_trigger_factor",
+        "strategy",
+    )
 
     def __init__(
         self,
@@ -94,6 +109,7 @@ class ContextCompressionInterceptor(AgentMiddleware):
         strategy: CompressionStrategy | None = None,
         count_tokens: Callable[[Message], int] | None = None,
         max_retries: int = 3,
+        message_trigger_factor: float = 1.0,
     ) -> None:
         name = "ContextCompressionInterceptor"
         if type(max_messages) is not int:
@@ -112,6 +128,10 @@ class ContextCompressionInterceptor(AgentMiddleware):
                 f"{name} count_tokens: expected a function of a Message, got {type(count_tokens).__qualname__}"
             )
         check_count(max_retries, f"{name} max_retries", 0)
+        if isinstance(message_trigger_factor, bool) or not isinstance(message_trigger_factor, int | float):
+            raise UserError(f"{name} message_trigger_factor: expected a number >= 1.0, got {message_trigger_factor!r}")
+        if not 1.0 <= message_trigger_factor < math.inf:
+            raise UserError(f"{name} message_trigger_factor: expected a number >= 1.0, got {message_trigger_factor!r}")
         # The original's floor: Solon raises a maxMessages below 10 to 10 (its default is 15).
         self.max_messages = max(10, max_messages)
         self.max_context_ratio = float(max_context_ratio)
@@ -119,6 +139,7 @@ class ContextCompressionInterceptor(AgentMiddleware):
         self.strategy = strategy
         self.count_tokens: Callable[[Message], int] = count_tokens if count_tokens is not None else estimate_tokens
         self.max_retries = max_retries
+        self.message_trigger_factor = float(message_trigger_factor)
         super().__init__(
             before_agent=self._first_chain,
             before_chat_model=self._before_chat_model,
@@ -137,6 +158,11 @@ class ContextCompressionInterceptor(AgentMiddleware):
     def threshold(self) -> int:
         """The token count above which the transcript is compressed."""
         return int(self.context_length * self.max_context_ratio)
+
+    @property
+    def _message_trigger(self) -> int:
+        """How many messages after the first chain start a compression (Solon's hysteresis)."""
+        return math.ceil(self.max_messages * self.message_trigger_factor)
 
     @property
     def per_message_cap(self) -> int:
@@ -168,7 +194,7 @@ class ContextCompressionInterceptor(AgentMiddleware):
         current, tokens = self._micro_compacted(messages, first)
         changed = _differs(current, messages)
         before, summarized = len(messages), False
-        if level or len(current) - first > self.max_messages or sum(tokens) > self.threshold:
+        if level or len(current) - first > self._message_trigger or sum(tokens) > self.threshold:
             compressed = await self._compress(current, tokens, first, ctx, level)
             if compressed is not None and (compressed[2] or _differs(compressed[0], current)):
                 current, tokens, summarized = compressed
