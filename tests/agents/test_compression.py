@@ -9,9 +9,11 @@ from batonflow.adk import (
     ChatModelAgent,
     ChatModelAgentState,
     InterruptInfo,
+    Language,
     RunContext,
     Runner,
     collect_events,
+    set_language,
 )
 from batonflow.agents import (
     CompositeStrategy,
@@ -128,15 +130,12 @@ async def test_compression_starts_only_above_max_messages_and_without_strategy_t
         *turns(6), assistant("done"), middlewares=[ContextCompressionInterceptor(max_messages=10)]
     )
     await run(agent)
-    assert len(model.requests[4].messages) == 10  # at the limit: untouched
-    # 12 > 10: the oldest turns go, the task stays, no summary without a strategy.
-    assert shape(model.requests[5].messages) == [
+    assert len(model.requests[5].messages) == 12  # 10 after the task: at the limit, untouched
+    # 12 > 10 after the task: the oldest turn goes, the task stays, no summary without a strategy.
+    assert shape(model.requests[6].messages) == [
         "system:Be brief.",
         "user:go",
-        "call:c3_1",
-        "result:c3_1",
-        "call:c4_1",
-        "result:c4_1",
+        *(part for i in range(1, 6) for part in (f"call:c{i}_1", f"result:c{i}_1")),
     ]
     model.assert_complete()
 
@@ -146,8 +145,8 @@ async def test_max_messages_below_the_floor_of_10_is_raised_to_10() -> None:
     assert interceptor.max_messages == 10
     agent, model = agent_with(*turns(6), assistant("done"), middlewares=[interceptor])
     await run(agent)
-    assert len(model.requests[4].messages) == 10
-    assert len(model.requests[5].messages) == 6
+    assert len(model.requests[5].messages) == 12
+    assert len(model.requests[6].messages) == 12  # 14, less the oldest turn
 
 
 async def test_compression_starts_when_tokens_exceed_context_length_times_ratio() -> None:
@@ -161,10 +160,17 @@ async def test_compression_starts_when_tokens_exceed_context_length_times_ratio(
     agent, model = agent_with(*turns(5), assistant("done"), middlewares=[interceptor], instruction="")
     await run(agent)
     assert len(model.requests[3].messages) == 7  # 1540 tokens
-    # 2050 tokens > 2000: the recent messages that fit in half the budget stay, at least 3, with their calls.
-    assert shape(model.requests[4].messages) == ["user:go", "call:c2_1", "result:c2_1", "call:c3_1", "result:c3_1"]
-    # Half the budget leaves room: the next call is not compressed again.
-    assert len(model.requests[5].messages) == 7
+    # 2050 tokens > 2000: the recent messages that fit in the budget less the summary's reserve stay, with their
+    # calls.
+    assert shape(model.requests[4].messages) == [
+        "user:go",
+        "call:c1_1",
+        "result:c1_1",
+        "call:c2_1",
+        "result:c2_1",
+        "call:c3_1",
+        "result:c3_1",
+    ]
 
 
 async def test_at_least_three_recent_messages_stay_even_when_they_exceed_the_token_budget() -> None:
@@ -206,7 +212,7 @@ async def test_micro_compact_caps_a_long_message_keeping_its_head_and_tail() -> 
     assert seen.role == "tool"
     assert seen.content.startswith("AAAA")
     assert seen.content.endswith("ZZZZ")
-    assert "characters omitted to save context" in seen.content
+    assert TRIMMED["en"] in seen.content
     assert 1900 <= estimate_tokens(seen) <= 2000
     assert observations(events) == [long_text]  # the event the caller got is not rewritten
 
@@ -228,26 +234,24 @@ async def test_system_and_task_messages_before_the_first_assistant_message_are_k
     )
     events = await collect_events(Runner(agent).run([user("part 1"), user("part 2")]))
     assert events[-1].error is None
-    assert len(model.requests[3].messages) == 9
-    assert shape(model.requests[4].messages) == [
+    assert len(model.requests[5].messages) == 13
+    assert shape(model.requests[6].messages) == [
         "system:Be brief.",
         "user:part 1",
         "user:part 2",
-        "call:c2_1",
-        "result:c2_1",
-        "call:c3_1",
-        "result:c3_1",
+        *(part for i in range(1, 6) for part in (f"call:c{i}_1", f"result:c{i}_1")),
     ]
 
 
 async def test_a_tool_call_is_never_separated_from_its_results() -> None:
     parallel = tool_calls(*[("lookup", {"key": f"p{i}"}) for i in range(4)], id_prefix="p_")
     agent, model = agent_with(
-        *turns(2), parallel, assistant("done"), middlewares=[ContextCompressionInterceptor(max_messages=10)]
+        parallel, *turns(3), assistant("done"), middlewares=[ContextCompressionInterceptor(max_messages=10)]
     )
     await run(agent)
-    seen = model.requests[3].messages
-    # Keeping the 3 most recent messages would start at a result; the cut moves back to their call.
+    seen = model.requests[4].messages
+    # 11 messages after the task: keeping the 10 most recent would start at a result; the cut moves back to their
+    # call.
     assert shape(seen) == [
         "system:Be brief.",
         "user:go",
@@ -256,6 +260,7 @@ async def test_a_tool_call_is_never_separated_from_its_results() -> None:
         "result:p_2",
         "result:p_3",
         "result:p_4",
+        *(part for i in range(3) for part in (f"call:c{i}_1", f"result:c{i}_1")),
     ]
     assert_valid(seen)
 
@@ -273,7 +278,11 @@ async def test_compression_removes_dangling_tool_results_and_empty_assistant_mes
     ]
     state = ChatModelAgentState(messages=messages, remaining=1)
     await before_chat_model(interceptor, state)
-    assert shape(state.messages) == ["system:s", "user:go", "call:c5_1", "result:c5_1"]
+    assert shape(state.messages) == [
+        "system:s",
+        "user:go",
+        *(part for i in range(2, 6) for part in (f"call:c{i}_1", f"result:c{i}_1")),
+    ]
     assert state.messages is messages  # changed in place: the agent's loop holds this list
 
 
@@ -294,15 +303,12 @@ async def test_llm_summary_replaces_the_expired_messages_with_a_marked_summary()
     interceptor = ContextCompressionInterceptor(max_messages=10, strategy=LLMSummaryStrategy(summarizer))
     agent, model = agent_with(*turns(6), assistant("done"), middlewares=[interceptor])
     await run(agent)
-    seen = model.requests[5].messages
+    seen = model.requests[6].messages
     assert shape(seen) == [
         "system:Be brief.",
         "user:go",
         "summary",
-        "call:c3_1",
-        "result:c3_1",
-        "call:c4_1",
-        "result:c4_1",
+        *(part for i in range(1, 6) for part in (f"call:c{i}_1", f"result:c{i}_1")),
     ]
     summary = seen[2]
     assert summary.role == "user"
@@ -312,8 +318,7 @@ async def test_llm_summary_replaces_the_expired_messages_with_a_marked_summary()
     assert instruction.role == "system"
     assert "at most 300 characters" in instruction.content
     assert "value of k0" in prompt.content
-    assert "value of k2" in prompt.content
-    assert "value of k3" not in prompt.content
+    assert "value of k1" not in prompt.content
     summarizer.assert_complete()
 
 
@@ -324,7 +329,7 @@ async def test_llm_summary_folds_the_previous_summary_into_the_next_one() -> Non
     await run(agent)
     second = prompt_of(summarizer, 1)
     assert second.startswith("Summary so far:\nS1\n\nMessages:\n")
-    assert "value of k3" in second
+    assert "value of k1" in second
     assert "value of k0" not in second
     seen = model.requests[7].messages
     assert [m.content for m in summaries(seen)] == [f"{HEADER}\nS2"]
@@ -334,24 +339,32 @@ async def test_llm_summary_folds_the_previous_summary_into_the_next_one() -> Non
 async def test_llm_summary_halves_its_input_on_a_prompt_too_long_error() -> None:
     too_long = http_error(400, "This model's maximum context length is 4096 tokens.")
     summarizer = ScriptedModel([too_long, assistant("short")])
-    interceptor = ContextCompressionInterceptor(max_messages=10, strategy=LLMSummaryStrategy(summarizer))
-    agent, model = agent_with(*turns(6), assistant("done"), middlewares=[interceptor])
-    await run(agent)
+    messages = [m for i in range(4) for m in (turns(1, i)[0], tool_message(f"value of k{i}", tool_call_id=f"c{i}_1"))]
+    assert await LLMSummaryStrategy(summarizer).compress(messages, RunContext(), max_retries=1) == "short"
     first, second = prompt_of(summarizer, 0), prompt_of(summarizer, 1)
     assert "value of k0" in first
     assert len(second) < len(first)
     assert "value of k0" not in second  # the older half went
     assert "value of k2" in second
-    assert summaries(model.requests[5].messages)[0].content == f"{HEADER}\nshort"
 
 
 async def test_strategy_model_calls_are_retried_on_transient_errors() -> None:
     summarizer = ScriptedModel([http_error(503, "overloaded"), assistant("S")])
-    interceptor = ContextCompressionInterceptor(max_messages=10, strategy=LLMSummaryStrategy(summarizer), max_retries=1)
+    interceptor = ContextCompressionInterceptor(max_messages=10, strategy=LLMSummaryStrategy(summarizer), max_retries=2)
     agent, model = agent_with(*turns(6), assistant("done"), middlewares=[interceptor])
     await run(agent)
     assert len(summarizer.requests) == 2
-    assert summaries(model.requests[5].messages)[0].content == f"{HEADER}\nS"
+    assert summaries(model.requests[6].messages)[0].content == f"{HEADER}\nS"
+
+
+@pytest.mark.parametrize(("max_retries", "calls"), [(0, 1), (1, 1), (3, 3)])
+async def test_max_retries_counts_a_strategys_model_calls_in_all_as_solon_does(max_retries: int, calls: int) -> None:
+    summarizer = ScriptedModel([http_error(503, "overloaded") for _ in range(4)])
+    with pytest.raises(ModelHTTPError):
+        await LLMSummaryStrategy(summarizer).compress(
+            [user("a"), assistant("b")], RunContext(), max_retries=max_retries
+        )
+    assert len(summarizer.requests) == calls
 
 
 async def test_key_info_extraction_puts_a_list_of_facts_in_the_summary() -> None:
@@ -359,7 +372,7 @@ async def test_key_info_extraction_puts_a_list_of_facts_in_the_summary() -> None
     interceptor = ContextCompressionInterceptor(max_messages=10, strategy=KeyInfoExtractionStrategy(extractor))
     agent, model = agent_with(*turns(6), assistant("done"), middlewares=[interceptor])
     await run(agent)
-    [summary] = summaries(model.requests[5].messages)
+    [summary] = summaries(model.requests[6].messages)
     assert summary.content == (
         f"{HEADER}\nKey facts, parameters and conclusions:\n- k0 = value of k0\n- k1 = value of k1"
     )
@@ -378,7 +391,7 @@ async def test_hierarchical_summary_folds_the_rolling_summary_across_compression
     second = prompt_of(summarizer, 1)
     assert second.startswith("Current summary:\nR1\n\nNew messages:\n")
     assert "summary of earlier messages" not in second  # the summary message is the rolling summary: not fed twice
-    assert "value of k3" in second
+    assert "value of k1" in second
     assert "at most 500 tokens" in summarizer.requests[0].messages[0].content
     assert [m.content for m in summaries(model.requests[7].messages)] == [f"{HEADER}\nR2"]
 
@@ -390,7 +403,7 @@ async def test_hierarchical_summary_is_cut_to_max_summary_tokens() -> None:
         *turns(6), assistant("done"), middlewares=[ContextCompressionInterceptor(max_messages=10, strategy=strategy)]
     )
     await run(agent)
-    [summary] = summaries(model.requests[5].messages)
+    [summary] = summaries(model.requests[6].messages)
     text = summary.content.removeprefix(HEADER + "\n")
     assert text.startswith("word word")
     assert estimate_tokens(Message(role="user", content=text)) <= 50 + 4
@@ -410,7 +423,7 @@ async def test_vector_archive_lets_the_agent_recall_an_archived_fact() -> None:
     interceptor = ContextCompressionInterceptor(max_messages=10, strategy=strategy)
     assert [t.info.name for t in interceptor.additional_tools] == ["recall_history"]
     agent, model = agent_with(
-        *turns(5, name="read"),
+        *turns(6, name="read"),
         tool_calls(("recall_history", {"query": "what was the secret code?", "limit": 1})),
         assistant("7421"),
         middlewares=[interceptor],
@@ -418,16 +431,16 @@ async def test_vector_archive_lets_the_agent_recall_an_archived_fact() -> None:
     )
     events = await run(agent)
     assert "recall_history" in [t.name for t in model.requests[0].tools]
-    [summary] = summaries(model.requests[5].messages)
+    [summary] = summaries(model.requests[6].messages)
     assert "call recall_history" in summary.content
-    assert "secret" not in "".join(m.content for m in model.requests[5].messages)  # it was compressed away
+    assert "secret" not in "".join(m.content for m in model.requests[6].messages)  # it was compressed away
     assert observations(events)[-1] == "[1] tool result (read): the secret code is 7421"
 
 
 async def test_vector_archive_keeps_each_run_to_its_own_archive() -> None:
     strategy = VectorStoreArchiveStrategy(InMemoryVectorStore())
     agent, _ = agent_with(
-        *turns(5, name="read"),
+        *turns(6, name="read"),
         assistant("done"),
         tool_calls(("recall_history", {"query": "secret code"})),
         assistant("nothing"),
@@ -478,7 +491,7 @@ async def test_composite_joins_what_its_strategies_write_with_a_markdown_rule() 
     assert [t.info.name for t in interceptor.additional_tools] == ["recall_history"]
     agent, model = agent_with(*turns(6), assistant("done"), middlewares=[interceptor])
     await run(agent)
-    [summary] = summaries(model.requests[5].messages)
+    [summary] = summaries(model.requests[6].messages)
     assert summary.content == (
         f"{HEADER}\nS\n\n---\n\nKey facts, parameters and conclusions:\n- fact\n\n---\n\n"
         "Earlier messages of this conversation were archived. To look up a detail from them, "
@@ -494,7 +507,7 @@ async def test_composite_leaves_out_a_strategy_that_fails() -> None:
         *turns(6), assistant("done"), middlewares=[ContextCompressionInterceptor(max_messages=10, strategy=composite)]
     )
     await run(agent)
-    assert summaries(model.requests[5].messages)[0].content == f"{HEADER}\nS"
+    assert summaries(model.requests[6].messages)[0].content == f"{HEADER}\nS"
 
 
 # -- events --------------------------------------------------------------------------------------------------------
@@ -508,7 +521,7 @@ async def test_a_context_size_event_reports_every_model_call() -> None:
     await run(agent, callbacks=[trace.append])
     sizes = [e for e in trace if isinstance(e, ContextSize)]
     assert len(sizes) == len(model.requests) == 7
-    assert [(e.removed, e.summarized) for e in sizes] == [(0, False)] * 5 + [(6, True), (0, False)]
+    assert [(e.removed, e.summarized) for e in sizes] == [(0, False)] * 6 + [(2, True)]
     for event, request in zip(sizes, model.requests, strict=True):
         assert event.message_count == len(request.messages)
         assert event.tokens == sum(estimate_tokens(m) for m in request.messages)
@@ -520,7 +533,7 @@ async def test_a_context_size_event_counts_truncated_messages_as_not_summarized(
     agent, _ = agent_with(*turns(6), assistant("done"), middlewares=[ContextCompressionInterceptor(max_messages=10)])
     await run(agent, callbacks=[trace.append])
     sizes = [e for e in trace if isinstance(e, ContextSize)]
-    assert (sizes[5].message_count, sizes[5].removed, sizes[5].summarized) == (6, 6, False)
+    assert (sizes[6].message_count, sizes[6].removed, sizes[6].summarized) == (12, 2, False)
 
 
 # -- checkpoints ---------------------------------------------------------------------------------------------------
@@ -537,9 +550,8 @@ async def test_the_compressed_transcript_and_rolling_summary_survive_an_interrup
     summarizer = ScriptedModel([assistant("R1"), assistant("R2")])
     interceptor = ContextCompressionInterceptor(max_messages=10, strategy=HierarchicalSummaryStrategy(summarizer))
     agent, model = agent_with(
-        *turns(5),
+        *turns(6),
         tool_calls(("approve", {}), id_prefix="ok_"),
-        *turns(1, 5),
         assistant("done"),
         middlewares=[interceptor],
         tools=[lookup, approve],
@@ -550,12 +562,16 @@ async def test_the_compressed_transcript_and_rolling_summary_survive_an_interrup
     assert action is not None and isinstance(action.interrupted, InterruptInfo)
     assert len(summarizer.requests) == 1
 
-    await collect_events(Runner(agent, checkpoint_store=store).resume("c"))
-    # The resumed loop continues from the compressed transcript, summary (and its tag) included.
-    assert shape(model.requests[6].messages)[:3] == ["system:Be brief.", "user:go", "summary"]
     assert summaries(model.requests[6].messages)[0].content == f"{HEADER}\nR1"
+
+    await collect_events(Runner(agent, checkpoint_store=store).resume("c"))
+    # The resumed loop continues from the compressed transcript, summary (and its tag) included: the summary is
+    # known as one, so it is not fed to the strategy again.
+    second = prompt_of(summarizer, 1)
+    assert "summary of earlier messages" not in second
     # The rolling summary came back from the checkpoint's session values and was folded.
-    assert prompt_of(summarizer, 1).startswith("Current summary:\nR1\n")
+    assert second.startswith("Current summary:\nR1\n")
+    assert shape(model.requests[7].messages)[:3] == ["system:Be brief.", "user:go", "summary"]
     assert [m.content for m in summaries(model.requests[7].messages)] == [f"{HEADER}\nR2"]
     model.assert_complete()
 
@@ -566,20 +582,20 @@ async def test_the_compressed_transcript_and_rolling_summary_survive_an_interrup
 async def test_a_failing_strategy_leaves_the_transcript_as_it_is_and_compression_is_tried_again() -> None:
     summarizer = ScriptedModel([http_error(400, "bad request"), assistant("S")])
     interceptor = ContextCompressionInterceptor(max_messages=10, strategy=LLMSummaryStrategy(summarizer))
-    agent, model = agent_with(*turns(6), assistant("done"), middlewares=[interceptor])
+    agent, model = agent_with(*turns(7), assistant("done"), middlewares=[interceptor])
     await run(agent)
-    assert len(model.requests[5].messages) == 12  # nothing lost
-    assert summaries(model.requests[6].messages)[0].content == f"{HEADER}\nS"
-    assert_valid(model.requests[6].messages)
+    assert len(model.requests[6].messages) == 14  # nothing lost
+    assert summaries(model.requests[7].messages)[0].content == f"{HEADER}\nS"
+    assert_valid(model.requests[7].messages)
 
 
 async def test_an_empty_summary_counts_as_a_failure_and_loses_nothing() -> None:
     summarizer = ScriptedModel([assistant(""), assistant("S")])
     interceptor = ContextCompressionInterceptor(max_messages=10, strategy=LLMSummaryStrategy(summarizer))
-    agent, model = agent_with(*turns(6), assistant("done"), middlewares=[interceptor])
+    agent, model = agent_with(*turns(7), assistant("done"), middlewares=[interceptor])
     await run(agent)
-    assert len(model.requests[5].messages) == 12
-    assert summaries(model.requests[6].messages)[0].content == f"{HEADER}\nS"
+    assert len(model.requests[6].messages) == 14
+    assert summaries(model.requests[7].messages)[0].content == f"{HEADER}\nS"
 
 
 async def test_a_failing_strategy_truncates_once_the_transcript_exceeds_the_context_length() -> None:
@@ -689,3 +705,163 @@ async def test_other_model_errors_are_not_retried_by_compression() -> None:
     events = await collect_events(Runner(agent).query("go"))
     assert isinstance(events[-1].error, ModelHTTPError)
     assert len(model.requests) == 6
+
+
+# -- Solon's first chain, cut and repair ---------------------------------------------------------------------------
+
+
+def long_history() -> list[Message]:
+    # The answer is over the per-message cap (48,000 tokens): MicroCompact would cut it if it could.
+    return [user("q1"), assistant("a1 " + "x" * 200_000), user("now")]
+
+
+async def test_the_history_and_prompt_a_run_starts_from_are_never_compressed_or_cut() -> None:
+    agent, model = agent_with(
+        *turns(6), assistant("done"), middlewares=[ContextCompressionInterceptor(max_messages=10)]
+    )
+    events = await collect_events(Runner(agent).run(long_history()))
+    assert events[-1].error is None
+    seen = model.requests[5].messages  # 12 messages after the first chain: compressed
+    assert len(seen) == 4 + 10
+    assert [m.content for m in seen[:4]] == ["Be brief.", *(m.content for m in long_history())]
+
+
+async def test_the_trigger_counts_only_the_messages_after_the_first_chain() -> None:
+    history = [m for i in range(4) for m in (user(f"q{i}"), assistant(f"a{i}"))]
+    agent, model = agent_with(
+        *turns(5), assistant("done"), middlewares=[ContextCompressionInterceptor(max_messages=10)]
+    )
+    events = await collect_events(Runner(agent).run([*history, user("now")]))
+    assert events[-1].error is None
+    assert len(model.requests[5].messages) == 1 + 9 + 10  # 10 after the first chain: at the limit, untouched
+
+
+def thoughtful() -> list[Message]:
+    """The task, a call, a thought, then five more calls: 13 messages after the task."""
+    messages = [system("s"), user("go"), turns(1, 0)[0], tool_message("r0", tool_call_id="c0_1")]
+    messages.append(assistant("I should look at k1 next."))
+    for i in range(1, 6):
+        messages += [turns(1, i)[0], tool_message(f"r{i}", tool_call_id=f"c{i}_1")]
+    return messages
+
+
+async def test_up_to_max_messages_recent_messages_are_kept_with_the_thought_before_them() -> None:
+    state = ChatModelAgentState(messages=thoughtful(), remaining=1)
+    await before_chat_model(ContextCompressionInterceptor(max_messages=10), state)
+    assert shape(state.messages) == [
+        "system:s",
+        "user:go",
+        "assistant:I should look at k1 next.",
+        *(part for i in range(1, 6) for part in (f"call:c{i}_1", f"result:c{i}_1")),
+    ]
+
+
+async def test_calls_without_all_their_results_are_removed_with_their_results() -> None:
+    messages = [system("s"), user("go")]
+    messages += [tool_calls(("lookup", {"key": "a"}), ("lookup", {"key": "b"}), id_prefix="pair_")]
+    messages += [tool_message("only a", tool_call_id="pair_1")]  # pair_2 has no result
+    messages += [tool_calls(("lookup", {"key": "c"}), id_prefix="lone_")]  # no result at all
+    for i in range(5):
+        messages += [turns(1, i)[0], tool_message(f"r{i}", tool_call_id=f"c{i}_1")]
+    state = ChatModelAgentState(messages=messages, remaining=1)
+    await before_chat_model(ContextCompressionInterceptor(max_messages=10), state)
+    assert shape(state.messages) == [
+        "system:s",
+        "user:go",
+        *(part for i in range(5) for part in (f"call:c{i}_1", f"result:c{i}_1")),
+    ]
+    assert_valid(state.messages)
+
+
+async def test_an_assistant_message_with_tool_calls_is_never_cut() -> None:
+    thinking_aloud = tool_calls(("lookup", {"key": "k"}))
+    # 2,500 tokens: over the per-message cap of 2,000, while the whole transcript is under the threshold of 3,000.
+    thinking_aloud = Message(role="assistant", content="t" * 10_000, tool_calls=thinking_aloud.tool_calls)
+    interceptor = ContextCompressionInterceptor(context_length=4000)
+    agent, model = agent_with(thinking_aloud, assistant("done"), middlewares=[interceptor])
+    await run(agent)
+    assert model.requests[1].messages[2].content == "t" * 10_000
+
+
+@pytest.mark.parametrize(("attempt", "kept"), [(1, 16), (2, 12), (3, 8), (4, 6)])
+async def test_a_prompt_too_long_error_shrinks_the_kept_part_more_on_each_retry(attempt: int, kept: int) -> None:
+    # 20 messages after the task: 0.8, 0.6, 0.4 and 0.25 of them stay, rounded up to whole call groups.
+    messages = [system("s"), user("go")]
+    for i in range(10):
+        messages += [turns(1, i)[0], tool_message(f"r{i}", tool_call_id=f"c{i}_1")]
+    state = ChatModelAgentState(messages=messages, remaining=1)
+    interceptor = ContextCompressionInterceptor(max_retries=4)
+    assert interceptor.on_model_error is not None
+    too_long = http_error(400, "This model's maximum context length is 4096 tokens")
+    assert await interceptor.on_model_error(state, too_long, attempt, RunContext()) is True
+    assert len(state.messages) - 2 == kept
+    assert shape(state.messages)[-1] == "result:c9_1"
+    assert_valid(state.messages)
+
+
+async def test_the_hierarchical_strategy_summarises_the_older_half_then_merges_the_newer_half() -> None:
+    too_long = http_error(400, "This model's maximum context length is 4096 tokens")
+    summarizer = ScriptedModel([too_long, assistant("R-old"), assistant("R-all")])
+    messages = [m for i in range(4) for m in (turns(1, i)[0], tool_message(f"value of k{i}", tool_call_id=f"c{i}_1"))]
+    ctx = RunContext()
+    text = await HierarchicalSummaryStrategy(summarizer).compress(messages, ctx, max_retries=1)
+    assert text == "R-all"
+    older, newer = prompt_of(summarizer, 1), prompt_of(summarizer, 2)
+    assert older.startswith("Current summary:\n(none yet)\n")
+    assert "value of k0" in older and "value of k1" in older and "value of k2" not in older
+    assert newer.startswith("Current summary:\nR-old\n")
+    assert "value of k2" in newer and "value of k3" in newer and "value of k1" not in newer
+    again = ScriptedModel([assistant("R-next")])
+    assert await HierarchicalSummaryStrategy(again).compress(messages[:2], ctx, max_retries=1) == "R-next"
+    assert prompt_of(again).startswith("Current summary:\nR-all\n")  # the merged summary is the rolling one
+
+
+TRIMMED = {
+    "en": "\n... [Content too large, truncated: this single message exceeded the context budget, so the middle was "
+    "left out and only the head and tail kept. To see all of it, fetch it again page by page] ...\n",
+    "zh": "\n... [内容过大已截断：单条消息超过上下文预算，省略中间部分，仅保留首尾。如需完整内容，请用分页方式重新获取] ...\n",
+}
+
+
+@pytest.mark.parametrize("language", ["en", "zh"])
+async def test_the_trim_marker_is_solons_in_the_active_language(language: Language) -> None:
+    messages = [system("s"), user("go"), turns(1, 0)[0], tool_message("A" * 9000 + "Z" * 9000, tool_call_id="c0_1")]
+    state = ChatModelAgentState(messages=messages, remaining=1)
+    set_language(language)
+    try:
+        await before_chat_model(ContextCompressionInterceptor(context_length=4000), state)
+    finally:
+        set_language("en")
+    trimmed = state.messages[-1].content
+    assert trimmed.startswith("AAAA") and trimmed.endswith("ZZZZ")
+    assert TRIMMED[language] in trimmed
+
+
+async def test_a_prompt_too_long_error_is_not_retried_when_compressing_removes_nothing() -> None:
+    messages = [system("s"), user("go"), turns(1, 0)[0], tool_message("r0", tool_call_id="c0_1")]
+    state = ChatModelAgentState(messages=messages, remaining=1)
+    interceptor = ContextCompressionInterceptor()
+    assert interceptor.on_model_error is not None
+    too_long = http_error(400, "This model's maximum context length is 4096 tokens")
+    # One call and its result after the task: 0.8 of them rounds up to the whole group.
+    assert await interceptor.on_model_error(state, too_long, 1, RunContext()) is False
+    assert shape(state.messages) == ["system:s", "user:go", "call:c0_1", "result:c0_1"]
+
+
+async def test_a_message_trigger_factor_compresses_less_often_and_keeps_max_messages() -> None:
+    summarizer = ScriptedModel([assistant("S1"), assistant("S2")])
+    interceptor = ContextCompressionInterceptor(
+        max_messages=10, strategy=LLMSummaryStrategy(summarizer), message_trigger_factor=1.5
+    )
+    agent, model = agent_with(*turns(12), assistant("done"), middlewares=[interceptor])
+    await run(agent)
+    sizes = [len(r.messages) - 2 for r in model.requests]  # after the task
+    # 16 > 15 messages start the first compression, down to a summary and 10 messages; then 16 again.
+    assert sizes == [0, 2, 4, 6, 8, 10, 12, 14, 11, 13, 15, 11, 13]
+    assert len(summarizer.requests) == 2
+
+
+@pytest.mark.parametrize("factor", [0.5, True, "2"])
+def test_a_message_trigger_factor_below_1_is_refused(factor: Any) -> None:
+    with pytest.raises(UserError, match=r"message_trigger_factor: expected a number >= 1.0, got "):
+        ContextCompressionInterceptor(message_trigger_factor=factor)

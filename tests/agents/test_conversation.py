@@ -11,7 +11,7 @@ import pytest
 import batonflow
 from batonflow import adk
 from batonflow.adk import AgentEvent, ChatModelAgent, InterruptInfo, collect_events
-from batonflow.agents import Runner, Session
+from batonflow.agents import ReActAgent, Runner, Session
 from batonflow.errors import ResumeConflictError, UserError
 from batonflow.schema import Stream, assistant
 from batonflow.store import MemoryCheckpointStore, MemorySessionStore, SessionStore, SqliteSessionStore
@@ -115,6 +115,16 @@ def test_call_sync_continues_a_conversation() -> None:
     runner.call_sync("I am Ann.", session_id="chat")
     assert runner.call_sync("What is my name?", session_id="chat").text == "Your name is Ann."
     assert [m.content for m in model.requests[1].messages] == ["I am Ann.", "Hi Ann.", "What is my name?"]
+
+
+async def test_a_conversation_shorter_than_the_windows_is_fed_whole() -> None:
+    # Both windows are wider than the conversation: the Runner's (8) and the ReActAgent's own (8).
+    model = ScriptedModel([assistant(f"answer {i}") for i in range(4)])
+    runner = Runner(ReActAgent(name="r", model=model, model_retry=None), session_store=MemorySessionStore())
+    for i in range(4):
+        await collect_events(runner.query(f"question {i}", session_id="short"))
+    fed = [m.content for m in model.requests[3].messages[1:]]
+    assert fed == [text for i in range(3) for text in (f"question {i}", f"answer {i}")] + ["question 3"]
 
 
 async def test_an_interrupted_run_leaves_the_session_pending_and_an_empty_prompt_resumes_it() -> None:

@@ -7,11 +7,12 @@ import pytest
 
 from batonflow import observe
 from batonflow.adk import AgentMiddleware, ChatModelAgent, InterruptInfo, Runner, collect_events, set_language
-from batonflow.agents import HITL, HITLDecision, HITLPending, PendingTask, human_approval
+from batonflow.agents import HITL, HITLDecision, HITLPending, PendingTask, ReActAgent, Session, human_approval
+from batonflow.agents import Runner as ConversationRunner
 from batonflow.agents.middleware import HITLInterceptor
 from batonflow.errors import UserError
 from batonflow.schema import Message, assistant
-from batonflow.store import MemoryCheckpointStore, SqliteCheckpointStore
+from batonflow.store import MemoryCheckpointStore, MemorySessionStore, SqliteCheckpointStore
 from batonflow.testing import ScriptedModel, tool_calls
 from batonflow.tools import tool
 
@@ -130,6 +131,66 @@ async def test_rejecting_one_of_several_sensitive_calls_answers_only_that_one() 
     assert [m.content for m in support.model.requests[1].messages if m.role == "tool"] == [
         "Operation rejected: human approval was not granted.",
         "refunded 6.0 for order 2",
+    ]
+
+
+async def test_a_reject_or_skip_comment_is_the_result_of_its_call() -> None:
+    shop = Shop()
+    calls = tool_calls(("refund", {"order_id": 1, "amount": 5.0}), ("refund", {"order_id": 2, "amount": 6.0}))
+    support = agent(shop, calls, assistant("Neither."))
+    runner = Runner(support, checkpoint_store=MemoryCheckpointStore())
+    interrupt_id, _ = pending_of(await collect_events(runner.query("two refunds", checkpoint_id="c")))
+    decisions = {"call_1": HITL.reject("Order 1 was refunded last week."), "call_2": HITL.skip("Ask the bank.")}
+    await collect_events(runner.resume("c", {interrupt_id: decisions}))
+    assert shop.refunds == []
+    assert isinstance(support.model, ScriptedModel)
+    assert [m.content for m in support.model.requests[1].messages if m.role == "tool"] == [
+        "Order 1 was refunded last week.",
+        "Ask the bank.",
+    ]
+
+
+async def test_the_comment_of_a_single_reject_is_the_runs_answer() -> None:
+    runner = Runner(agent(Shop(), REFUND), checkpoint_store=MemoryCheckpointStore())
+    interrupt_id, _ = pending_of(await collect_events(runner.query("refund 7", checkpoint_id="c")))
+    events = await collect_events(runner.resume("c", {interrupt_id: {"call_1": HITL.reject("Over the limit.")}}))
+    said = [(e.message_output.role, e.message_output.message.content) for e in events if e.message_output]  # type: ignore[union-attr]
+    assert said == [("tool", "Over the limit."), ("tool", "Over the limit."), ("assistant", "Over the limit.")]
+
+
+async def test_the_pending_summary_is_the_single_tasks_comment_or_a_count() -> None:
+    hitl = human_approval(sensitive_tools={"refund": "A refund needs a manager."})
+    one = Runner(agent(Shop(), REFUND, hitl=hitl), checkpoint_store=MemoryCheckpointStore())
+    _, pending = pending_of(await collect_events(one.query("refund 7", checkpoint_id="c")))
+    assert pending.summary == str(pending) == "A refund needs a manager."
+    calls = tool_calls(("refund", {"order_id": 1, "amount": 5.0}), ("refund", {"order_id": 2, "amount": 6.0}))
+    two = Runner(agent(Shop(), calls, hitl=hitl), checkpoint_store=MemoryCheckpointStore())
+    _, pending = pending_of(await collect_events(two.query("two refunds", checkpoint_id="c")))
+    assert pending.summary == str(pending) == "2 operations await confirmation"
+
+
+async def test_a_react_agents_pending_summary_is_its_answer_the_pending_reason_and_in_the_conversation() -> None:
+    shop = Shop()
+    calls = tool_calls(("refund", {"order_id": 1, "amount": 5.0}), ("refund", {"order_id": 2, "amount": 6.0}))
+    support = ReActAgent(
+        name="support",
+        model=ScriptedModel([calls]),
+        tools=shop.tools(),
+        middlewares=[human_approval(sensitive_tools=["refund"])],
+        model_retry=None,
+    )
+    store = MemorySessionStore()
+    events = await collect_events(ConversationRunner(support, session_store=store).query("refunds", session_id="s"))
+    said = [
+        e.message_output.message.content for e in events if e.message_output and e.message_output.role == "assistant"
+    ]  # type: ignore[union-attr]
+    assert said[-1] == "2 operations await confirmation"
+    assert isinstance(events[-1].action.interrupted, InterruptInfo)  # type: ignore[union-attr]
+    session = await Session.load(store, "s")
+    assert session.is_pending and session.pending_reason == "2 operations await confirmation"
+    assert [(m.role, m.content) for m in session.messages] == [
+        ("user", "refunds"),
+        ("assistant", "2 operations await confirmation"),
     ]
 
 
@@ -326,7 +387,7 @@ def test_decisions_made_by_the_helper() -> None:
     assert HITL.reject("no") == HITLDecision(action="reject", comment="no")
     assert HITL.skip() == HITLDecision(action="skip")
     task = PendingTask(call_id="c", tool_name="refund", arguments="{}", comment="why")
-    assert str(HITLPending(tasks=(task,))) == "refund({}): why"
+    assert str(HITLPending(tasks=(task,))) == "why"
 
 
 @pytest.fixture
@@ -340,9 +401,13 @@ async def test_the_original_chinese_texts(chinese: None) -> None:
     shop = Shop()
     runner = Runner(agent(shop, REFUND), checkpoint_store=MemoryCheckpointStore())
     interrupt_id, pending = pending_of(await collect_events(runner.query("x", checkpoint_id="c")))
-    assert pending.tasks[0].comment == "敏感操作，需要人工介入确认"
+    assert pending.tasks[0].comment == str(pending) == "敏感操作，需要人工介入确认"
     events = await collect_events(runner.resume("c", {interrupt_id: {"call_1": HITL.reject()}}))
     assert events[-1].message_output.message.content == "操作拒绝：人工审批未通过。"  # type: ignore[union-attr]
+    calls = tool_calls(("refund", {"order_id": 1, "amount": 5.0}), ("refund", {"order_id": 2, "amount": 6.0}))
+    two = Runner(agent(shop, calls), checkpoint_store=MemoryCheckpointStore())
+    _, pending = pending_of(await collect_events(two.query("x", checkpoint_id="c")))
+    assert str(pending) == "有 2 项操作待人工确认"
 
 
 @pytest.mark.parametrize(

@@ -5,6 +5,7 @@ import pytest
 
 from batonflow.adk import AgentEvent, AgentMiddleware, ChatModelAgent, InterruptInfo, Runner, collect_events
 from batonflow.agents import stop_loop, tool_retry, tool_sanitizer
+from batonflow.agents.middleware import StopLoopInterceptor
 from batonflow.errors import MaxIterationsError, ToolArgumentsError, UserError
 from batonflow.schema import FunctionCall, Message, ToolCall, assistant
 from batonflow.store import MemoryCheckpointStore
@@ -115,25 +116,41 @@ async def test_stop_loop_fingerprint_ignores_argument_key_order_and_spacing() ->
         tool_calls(("add", '{"b": 2, "a": 1}')),
         assistant("3"),
     ]
-    agent, model = agent_with(*responses, tools=[add], middlewares=[stop_loop()])
+    agent, model = agent_with(*responses, tools=[add], middlewares=[stop_loop(match_arguments=True)])
     await run(agent)
     assert reminders(model.requests[3].messages) == [LOOP_REMINDER_3]
 
 
-async def test_stop_loop_calls_with_different_arguments_are_not_a_loop() -> None:
+async def test_stop_loop_with_match_arguments_calls_with_different_arguments_are_not_a_loop() -> None:
     responses = [tool_calls(("lookup", {"key": k})) for k in "xyz"]
-    agent, model = agent_with(*responses, assistant("done"), tools=[lookup], middlewares=[stop_loop()])
+    agent, model = agent_with(
+        *responses, assistant("done"), tools=[lookup], middlewares=[stop_loop(match_arguments=True)]
+    )
     await run(agent)
     assert reminders(model.requests[3].messages) == []
 
 
-async def test_stop_loop_without_match_arguments_fingerprints_tool_names_only_like_the_original() -> None:
+@pytest.mark.parametrize("middleware", [stop_loop(), StopLoopInterceptor()], ids=["factory", "class"])
+async def test_stop_loop_fingerprints_tool_names_only_by_default_as_the_original(middleware: AgentMiddleware) -> None:
     responses = [tool_calls(("lookup", {"key": k})) for k in "xyz"]
-    agent, model = agent_with(
-        *responses, assistant("done"), tools=[lookup], middlewares=[stop_loop(match_arguments=False)]
-    )
+    agent, model = agent_with(*responses, assistant("done"), tools=[lookup], middlewares=[middleware])
     await run(agent)
     assert reminders(model.requests[3].messages) == [LOOP_REMINDER_3]
+
+
+async def test_stop_loop_name_fingerprint_is_the_calls_names_in_order_as_the_original() -> None:
+    responses = [
+        tool_calls(("lookup", {"key": "k"}), ("add", {"a": 1, "b": 2})),
+        tool_calls(("add", {"a": 1, "b": 2}), ("lookup", {"key": "k"})),  # another order: another fingerprint
+        tool_calls(("lookup", {"key": "k"}), ("lookup", {"key": "k"})),  # twice the same: not once
+        tool_calls(("lookup", {"key": "k"})),
+        tool_calls(("lookup", {"key": "j"}), ("add", {"a": 3, "b": 4})),
+        tool_calls(("lookup", {"key": "i"}), ("add", {"a": 5, "b": 6})),
+        assistant("done"),
+    ]
+    agent, model = agent_with(*responses, tools=[lookup, add], middlewares=[stop_loop()])
+    await run(agent)
+    assert [len(reminders(r.messages)) for r in model.requests] == [0, 0, 0, 0, 0, 0, 1]
 
 
 async def test_stop_loop_fingerprints_parallel_calls_as_a_set() -> None:
@@ -144,7 +161,7 @@ async def test_stop_loop_fingerprints_parallel_calls_as_a_set() -> None:
         tool_calls(("lookup", {"key": "k"}), ("add", {"a": 1, "b": 2})),
         assistant("done"),
     ]
-    agent, model = agent_with(*responses, tools=[lookup, add], middlewares=[stop_loop()])
+    agent, model = agent_with(*responses, tools=[lookup, add], middlewares=[stop_loop(match_arguments=True)])
     await run(agent)
     assert [len(reminders(r.messages)) for r in model.requests] == [0, 0, 0, 0, 1]
 
@@ -159,7 +176,7 @@ async def test_stop_loop_fingerprints_parallel_calls_as_a_set() -> None:
 async def test_stop_loop_window_holds_the_last_eight_tool_turns(others: int, reminded: bool) -> None:
     fillers = [tool_calls(("lookup", {"key": f"other {i}"})) for i in range(others)]
     responses = [*same_call(2), *fillers, *same_call(1), assistant("done")]
-    agent, model = agent_with(*responses, tools=[lookup], middlewares=[stop_loop()])
+    agent, model = agent_with(*responses, tools=[lookup], middlewares=[stop_loop(match_arguments=True)])
     await run(agent)
     assert reminders(model.requests[-1].messages) == ([LOOP_REMINDER_3] if reminded else [])
 
@@ -198,7 +215,8 @@ async def test_stop_loop_raises_threshold_and_window_to_the_originals_minimums_o
         *same_call(1),
         assistant("done"),
     ]
-    agent, model = agent_with(*responses, tools=[lookup], middlewares=[stop_loop(max_repeat_count=1, window_size=1)])
+    middleware = stop_loop(max_repeat_count=1, window_size=1, match_arguments=True)
+    agent, model = agent_with(*responses, tools=[lookup], middlewares=[middleware])
     await run(agent)
     assert [len(reminders(r.messages)) for r in model.requests] == [0, 0, 0, 0, 1]
     assert "最近 2 次（连续 2 次相同）" in reminders(model.requests[4].messages)[0]

@@ -142,7 +142,7 @@ async def test_create_plan_cleans_the_steps_and_starts_at_step_1() -> None:
     events = await run(agent)
     assert observations(events) == ["Plan created with 3 steps. Now at step 1 of 3: find flights"]
     assert system_texts(model)[1] == (
-        f"You help.\n\n{GUIDE_EN}\n\n" + board("[●] 1. find flights", "[ ] 2. book a hotel", "[ ] 3. write the summary")
+        f"You help.\n\n{GUIDE_EN}\n\n" + board("1. [●] find flights", "2. [ ] book a hotel", "3. [ ] write the summary")
     )
 
 
@@ -156,6 +156,27 @@ async def test_create_plan_with_at_most_one_step_left_skips_planning(steps: list
     assert system_texts(model)[1] == f"You help.\n\n{GUIDE_EN}"
 
 
+async def test_create_plan_cleans_numbering_bold_backticks_and_trailing_punctuation_as_solon() -> None:
+    steps = ["1. **find** flights.", "- `book` a hotel，", "  * write the summary。", "2.", "**"]
+    agent, model = agent_with(tool_calls(("create_plan", {"steps": steps})), assistant("done"))
+    await run(agent)
+    assert system_texts(model)[1].endswith(
+        board("1. [●] find flights", "2. [ ] book a hotel", "3. [ ] write the summary")
+    )
+
+
+async def test_a_one_step_create_plan_clears_an_earlier_plan() -> None:
+    agent, model = agent_with(
+        tool_calls(("create_plan", {"steps": STEPS})),
+        tool_calls(("create_plan", {"steps": ["just answer"]})),
+        assistant("done"),
+    )
+    await run(agent)
+    texts = system_texts(model)
+    assert "[Plan Progress Board]" in texts[1]
+    assert texts[2] == f"You help.\n\n{GUIDE_EN}"
+
+
 async def test_create_plan_replaces_an_earlier_plan() -> None:
     agent, model = agent_with(
         tool_calls(("create_plan", {"steps": STEPS})),
@@ -164,7 +185,7 @@ async def test_create_plan_replaces_an_earlier_plan() -> None:
         assistant("done"),
     )
     await run(agent)
-    assert system_texts(model)[3].endswith(board("[●] 1. redo a", "[ ] 2. redo b"))
+    assert system_texts(model)[3].endswith(board("1. [●] redo a", "2. [ ] redo b"))
 
 
 # -- update_plan_progress ------------------------------------------------------------------------------------------
@@ -189,18 +210,18 @@ async def test_update_plan_progress_counts_from_1_and_clamps_to_the_plan() -> No
     ]
     boards = [text.removeprefix(f"You help.\n\n{GUIDE_EN}\n\n") for text in system_texts(model)[2:]]
     assert boards == [
-        board("[√] 1. find flights", "[●] 2. book a hotel", "[ ] 3. write the summary"),
-        board("[●] 1. find flights", "[ ] 2. book a hotel", "[ ] 3. write the summary"),
+        board("1. [√] find flights", "2. [●] book a hotel", "3. [ ] write the summary"),
+        board("1. [●] find flights", "2. [ ] book a hotel", "3. [ ] write the summary"),
         board(
-            "[√] 1. find flights",
-            "[√] 2. book a hotel",
-            "[√] 3. write the summary",
+            "1. [√] find flights",
+            "2. [√] book a hotel",
+            "3. [√] write the summary",
             footer="All steps are done: give the final answer.",
         ),
         board(
-            "[√] 1. find flights",
-            "[√] 2. book a hotel",
-            "[√] 3. write the summary",
+            "1. [√] find flights",
+            "2. [√] book a hotel",
+            "3. [√] write the summary",
             footer="All steps are done: give the final answer.",
         ),
     ]
@@ -221,7 +242,7 @@ async def test_revise_plan_replaces_the_steps_from_from_index_and_moves_progress
         observations(events)[2] == "Plan revised from step 2 on: it now has 3 steps. Now at step 2 of 3: take the train"
     )
     assert system_texts(model)[3].endswith(
-        board("[√] 1. find flights", "[●] 2. take the train", "[ ] 3. write the summary")
+        board("1. [√] find flights", "2. [●] take the train", "3. [ ] write the summary")
     )
 
 
@@ -236,7 +257,7 @@ async def test_revise_plan_after_the_current_step_keeps_progress() -> None:
         observations(events)[1] == "Plan revised from step 3 on: it now has 4 steps. Now at step 1 of 4: find flights"
     )
     assert system_texts(model)[2].endswith(
-        board("[●] 1. find flights", "[ ] 2. book a hotel", "[ ] 3. write a draft", "[ ] 4. polish it")
+        board("1. [●] find flights", "2. [ ] book a hotel", "3. [ ] write a draft", "4. [ ] polish it")
     )
 
 
@@ -249,7 +270,7 @@ async def test_revise_plan_past_the_last_step_adds_steps_and_reopens_a_finished_
     )
     events = await run(agent)
     assert observations(events)[2] == "Plan revised from step 3 on: it now has 3 steps. Now at step 3 of 3: c"
-    assert system_texts(model)[3].endswith(board("[√] 1. a", "[√] 2. b", "[●] 3. c"))
+    assert system_texts(model)[3].endswith(board("1. [√] a", "2. [√] b", "3. [●] c"))
 
 
 # -- calls the model gets wrong ------------------------------------------------------------------------------------
@@ -272,8 +293,6 @@ async def test_bad_arguments_are_observations_and_leave_the_plan_unchanged() -> 
     agent, model = agent_with(
         tool_calls(("create_plan", {"steps": STEPS})),
         tool_calls(
-            ("revise_plan", {"new_steps": ["x"], "from_index": 0}),
-            ("revise_plan", {"new_steps": ["x"], "from_index": 5}),
             ("revise_plan", {"new_steps": ["", " "], "from_index": 2}),
             ("create_plan", {"steps": "find flights, then book a hotel"}),
             ("update_plan_progress", {"next_plan_index": "next"}),
@@ -281,24 +300,37 @@ async def test_bad_arguments_are_observations_and_leave_the_plan_unchanged() -> 
         assistant("done"),
     )
     events = await run(agent)
-    first, second, third, fourth, fifth = observations(events)[1:]
+    first, second, third = observations(events)[1:]
     assert first == (
-        "from_index must be between 1 and 4 (the number of steps + 1 adds steps at the end), got 0. "
-        "The plan is unchanged."
-    )
-    assert second == (
-        "from_index must be between 1 and 4 (the number of steps + 1 adds steps at the end), got 5. "
-        "The plan is unchanged."
-    )
-    assert third == (
         "new_steps holds no step (only empty texts): give the steps that replace the plan from step 2 on. "
         "The plan is unchanged."
     )
-    assert fourth.startswith("Invalid arguments for tool [create_plan]: ")
-    assert fifth.startswith("Invalid arguments for tool [update_plan_progress]: ")
+    assert second.startswith("Invalid arguments for tool [create_plan]: ")
+    assert third.startswith("Invalid arguments for tool [update_plan_progress]: ")
     assert system_texts(model)[2].endswith(
-        board("[●] 1. find flights", "[ ] 2. book a hotel", "[ ] 3. write the summary")
+        board("1. [●] find flights", "2. [ ] book a hotel", "3. [ ] write the summary")
     )
+
+
+async def test_revise_plan_clamps_from_index_to_the_plan_and_past_its_end_adds_the_steps() -> None:
+    agent, model = agent_with(
+        tool_calls(("create_plan", {"steps": STEPS})),
+        tool_calls(("revise_plan", {"new_steps": ["send it"], "from_index": 9})),
+        tool_calls(("revise_plan", {"new_steps": ["start over"], "from_index": 0})),
+        assistant("done"),
+    )
+    events = await run(agent)
+    assert observations(events)[1:] == [
+        "Plan revised from step 4 on: it now has 4 steps. Step 9 is outside the plan of 3 steps: taken as 4. "
+        "Now at step 1 of 4: find flights",
+        "Plan revised from step 1 on: it now has 1 steps. Step 0 is outside the plan of 4 steps: taken as 1. "
+        "Now at step 1 of 1: start over",
+    ]
+    texts = system_texts(model)
+    assert texts[2].endswith(
+        board("1. [●] find flights", "2. [ ] book a hotel", "3. [ ] write the summary", "4. [ ] send it")
+    )
+    assert texts[3].endswith(board("1. [●] start over"))
 
 
 # -- the board -----------------------------------------------------------------------------------------------------
@@ -315,7 +347,7 @@ async def test_the_board_is_replaced_on_each_model_call_not_stacked() -> None:
     texts = system_texts(model)
     assert [text.count("[Plan Progress Board]") for text in texts] == [0, 1, 1, 1]
     assert texts[3] == (
-        f"You help.\n\n{GUIDE_EN}\n\n" + board("[√] 1. find flights", "[√] 2. book a hotel", "[●] 3. write the summary")
+        f"You help.\n\n{GUIDE_EN}\n\n" + board("1. [√] find flights", "2. [√] book a hotel", "3. [●] write the summary")
     )
 
 
@@ -333,9 +365,9 @@ async def test_the_board_is_chinese_after_set_language_zh(chinese: None) -> None
         "进度已更新。全部 2 个步骤均已完成，请给出最终答案。",
     ]
     texts = system_texts(model)
-    assert texts[2].endswith("\n\n[执行计划进度看板]\n[√] 1. 查航班\n[●] 2. 订酒店\n" + SYNC_ZH)
+    assert texts[2].endswith("\n\n[执行计划进度看板]\n1. [√] 查航班\n2. [●] 订酒店\n" + SYNC_ZH)
     assert texts[3].endswith(
-        "\n\n[执行计划进度看板]\n[√] 1. 查航班\n[√] 2. 订酒店\n所有步骤均已完成：请直接给出最终答案。"
+        "\n\n[执行计划进度看板]\n1. [√] 查航班\n2. [√] 订酒店\n所有步骤均已完成：请直接给出最终答案。"
     )
 
 
@@ -350,8 +382,8 @@ async def test_without_a_system_message_the_board_becomes_one() -> None:
     await run(agent)
     assert model.requests[0].messages[0].role == "user"
     assert [r.messages[0].content for r in model.requests[1:]] == [
-        board("[●] 1. a", "[ ] 2. b"),
-        board("[√] 1. a", "[●] 2. b"),
+        board("1. [●] a", "2. [ ] b"),
+        board("1. [√] a", "2. [●] b"),
     ]
     assert [m.role for m in model.requests[2].messages] == ["system", "user", "assistant", "tool", "assistant", "tool"]
 
@@ -372,18 +404,18 @@ async def test_each_agent_of_a_run_has_a_plan_of_its_own() -> None:
 async def test_each_change_of_the_plan_is_a_plan_event_for_the_runner_callbacks() -> None:
     agent, _ = agent_with(
         tool_calls(("create_plan", {"steps": STEPS})),
-        tool_calls(("create_plan", {"steps": ["just one"]})),
         tool_calls(("update_plan_progress", {"next_plan_index": 3})),
         tool_calls(("update_plan_progress", {"next_plan_index": 2})),
-        tool_calls(("revise_plan", {"new_steps": ["x"], "from_index": 9})),
+        tool_calls(("revise_plan", {"new_steps": ["", " "], "from_index": 2})),
         tool_calls(("revise_plan", {"new_steps": ["take the train"], "from_index": 2})),
         tool_calls(("update_plan_progress", {"next_plan_index": 99})),
+        tool_calls(("create_plan", {"steps": ["just one"]})),
         assistant("done"),
     )
     seen: list[TraceEvent] = []
     await collect_events(Runner(agent, callbacks=[seen.append]).query("go"))
     plans = [(e.stage, e.plans, e.current, e.agent_name) for e in seen if isinstance(e, PlanEvent)]
-    assert plans == [
+    assert plans == [  # neither a revision that changes nothing nor planning skipped is an event
         ("create", tuple(STEPS), 0, "a"),
         ("progress", tuple(STEPS), 2, "a"),
         ("progress", tuple(STEPS), 1, "a"),
@@ -422,6 +454,6 @@ async def test_the_plan_survives_an_interrupt_and_a_resume_from_the_checkpoint()
     assert observations(resumed) == ["human said yes", "Progress updated. Now at step 3 of 3: write the summary"]
     texts = system_texts(model)
     assert texts[0] == (
-        f"You help.\n\n{GUIDE_EN}\n\n" + board("[√] 1. find flights", "[●] 2. book a hotel", "[ ] 3. write the summary")
+        f"You help.\n\n{GUIDE_EN}\n\n" + board("1. [√] find flights", "2. [●] book a hotel", "3. [ ] write the summary")
     )
-    assert texts[1].endswith(board("[√] 1. find flights", "[√] 2. book a hotel", "[●] 3. write the summary"))
+    assert texts[1].endswith(board("1. [√] find flights", "2. [√] book a hotel", "3. [●] write the summary"))

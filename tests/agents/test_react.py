@@ -7,8 +7,9 @@ import pytest
 from pydantic import BaseModel
 
 from batonflow.adk import AgentEvent, InterruptInfo, ModelRetryConfig, Runner, collect_events, set_language
-from batonflow.agents import FeedbackRequest, ReActAgent
-from batonflow.errors import UserError
+from batonflow.adk.loop import AgentMiddleware
+from batonflow.agents import FeedbackRequest, ReActAgent, tool_retry
+from batonflow.errors import ModelHTTPError, UserError
 from batonflow.schema import Message, assistant, user
 from batonflow.store import MemoryCheckpointStore
 from batonflow.testing import ScriptedModel, tool_calls
@@ -20,7 +21,66 @@ NATIVE_RULES = """You follow a rigorous ReAct (Reasoning and Acting) logic.
 1. **Direct Action**: If a tool is needed, trigger **Function Calling** directly.
 2. **Result-Oriented**: All conclusions MUST be based on real data returned by tools (Observation).
 3. **Prohibit Forgery**: Strictly forbidden to simulate tool execution or forge results in your response.
-4. **Natural Response**: Once the task is finished, respond directly in natural language without tags like `Final Answer:`."""
+4. **Natural Response**: Once the task is finished, respond directly in natural language without tags like `Final Answer:`.
+
+"""
+
+# ReActSystemPromptCn, word for word: Solon's own Chinese text.
+NATIVE_RULES_CN = """你遵循严谨的 ReAct (Reasoning and Acting) 逻辑。
+
+## 核心规则
+1. **工具调用**：如果需要调用工具，请【直接】触发函数调用（Function Calling）。
+2. **结果导向**：所有结论必须基于工具返回的真实数据（Observation）。
+3. **严禁伪造**：禁止在回复中模拟或伪造工具的执行过程。
+4. **自然回复**：任务完成后，请以自然语言直接回复，无需输出 `Final Answer:` 等标签。
+
+"""
+
+TEXT_RULES = """## Output Format (Strictly Follow)
+Thought: Briefly explain your reasoning (1-2 sentences).
+Action: To use a tool, you MUST output a single JSON object: {"name": "tool_name", "arguments": {...}}. No markdown code blocks, no extra text.
+Final Answer: Once the task is finished, start with [REACT_AGENT_FINISH] followed by the answer.
+
+## Final Answer Requirements
+1. When the task is complete, you MUST provide the final answer.
+2. The final answer MUST start with [REACT_AGENT_FINISH].
+3. Directly provide your complete answer after [REACT_AGENT_FINISH] without extra tags.
+
+## Core Rules
+1. Only use tools from the 'Available Tools' list.
+2. Output ONLY one Action and STOP immediately to wait for Observation.
+3. Completion is signaled ONLY by [REACT_AGENT_FINISH].
+
+## Example
+User: What is the weather in Paris?
+Thought: I need to check the current weather for Paris.
+Action: {"name": "get_weather", "arguments": {"location": "Paris"}}
+Thought: I have obtained the weather information.
+Final Answer: [REACT_AGENT_FINISH]The weather in Paris is 18°C and sunny.
+"""
+
+TEXT_RULES_CN = """## 输出格式（必须遵守）
+Thought: 简要解释你的思考过程（1-2句话）。
+Action: 如果需要调用工具，必须输出 JSON 对象：{"name": "工具名", "arguments": {...}}。不要使用代码块，不要有额外文本。
+Final Answer: 任务完成后，以 [REACT_AGENT_FINISH] 开头给出回答。
+
+## 最终答案要求
+1. 当你获得结论或信息已足够时，必须给出最终答案。
+2. 最终答案**必须**以 [REACT_AGENT_FINISH] 开头。
+3. 在 [REACT_AGENT_FINISH] 之后直接提供完整回答，不要换行，不要输出标注标签。
+
+## 核心规则
+1. 每次仅输出一个 Action，输出后立即停止等待 Observation。
+2. 严禁伪造 Observation，严禁调用‘可用工具’之外的工具。
+3. 最终回答未带上 [REACT_AGENT_FINISH] 将被视为无效。
+
+## 示例
+用户: 北京天气怎么样？
+Thought: 我需要查询北京当前的实时天气信息。
+Action: {"name": "get_weather", "arguments": {"location": "北京"}}
+Thought: 根据观察结果，北京天气良好。
+Final Answer: [REACT_AGENT_FINISH]北京目前天气晴间多云，气温约 25°C。
+"""
 
 
 @tool(threaded=False)
@@ -122,9 +182,15 @@ async def test_auto_rethink_extends_the_turns_and_asks_the_model_to_reflect() ->
     assert len(requests) == 6
     reflections = [m.content for m in requests[-1].messages if m.role == "user" and "Self-Reflection" in m.content]
     assert reflections == [
-        "【System Instruction: Self-Reflection】\nThe task has reached turn 2. Stop and review what the observations "
-        "so far have achieved: if the current approach is not making progress, change it; if you already have enough "
-        "to answer, give the final answer now."
+        "【System Instruction: Self-Reflection】\n"
+        "The task has reached turn 2. To make sure it is done accurately and efficiently, start a self-review now:\n\n"
+        "1. **Check the core goal**: look again at the core question the user first asked and the task at hand: has "
+        "your current direction drifted from the main line?\n"
+        "2. **Assess effectiveness**: check the history of Observations. If the recent attempts brought no useful new "
+        "clue, the current strategy has failed: you must change your approach or come at it from another angle.\n"
+        "3. **Converge**: if you judge that objective limits really make the task impossible, sort out the clues you "
+        "have, and in the Final Answer review them with the user and ask for help.\n\n"
+        "Decide the next action by the new strategy, or give the Final Answer to end the task"
     ]
     assert requests[1].messages[-1].content.startswith("【System Instruction: Self-Reflection】")
 
@@ -140,22 +206,75 @@ async def test_auto_rethink_reflects_again_when_the_extended_limit_comes_near(ch
     turns = [m.content.split("\n")[1].split("。")[0] for m in final if m.role == "user" and "自我反思" in m.content]
     assert turns == ["当前任务已执行至第 1 回合", "当前任务已执行至第 11 回合"]
     eleventh = scripted(agent).requests[10].messages
-    assert eleventh[-1].content.startswith("【系统指令：自我反思 (Self-Reflection)】\n当前任务已执行至第 11 回合。")
+    assert eleventh[-1].content == (
+        "【系统指令：自我反思 (Self-Reflection)】\n"
+        "当前任务已执行至第 11 回合。为了确保任务准确高效完成，请立即启动自审程序：\n\n"
+        "1. **核心目标检查**：重新审视用户最初提出的核心问题和当前要解决的任务，评估你当前的方向是否偏离了主线？\n"
+        "2. **有效性评估**：检查历史 Observation。如果最近的尝试没有带来有效新线索，说明当前策略已失效，请必须更换思路或换个角度切入。\n"
+        "3. **强制收敛**：若评估判定由于客观限制确实无法达成，请梳理已知线索，并在 Final Answer 中向用户复盘并申请协助。\n\n"
+        "根据新策略决定下一步行动，或输出 Final Answer 结束任务"
+    )
 
 
 # -- answers -----------------------------------------------------------------------------------------------------
 
 
-async def test_an_empty_answer_is_corrected_then_the_answer_counts() -> None:
-    agent = react(assistant(""), assistant("the answer"))
+EMPTY_REFLECTION = (
+    "【System Instruction: Self-Reflection】\n"
+    "In turn {turn} of your reasoning you returned an empty response (attempt {attempt}). Reflect on it now:\n\n"
+    "1. **Go back to the goal**: look again at the core goal of the task you were given, and check whether you have "
+    "drifted from the main line.\n"
+    "2. **Review the trail**: go over the latest Observation and your chain of thought so far, and find what led to "
+    "the empty response.\n"
+    "3. **Correct the strategy**: if the current path is blocked, switch approach decisively or split the task into "
+    "smaller subtasks.\n"
+)
+FORMAT_CORRECTION = (
+    "【System Instruction: Format Correction】\n"
+    "In turn {turn} you wrote your thinking but no valid Action or Final Answer (attempt {attempt}).\n\n"
+    "Check your latest Observation and your chain of thought so far, and make sure the next action or the final "
+    "conclusion is stated clearly."
+)
+
+
+async def test_an_empty_answer_gets_solons_self_reflection_naming_turn_and_attempt_then_the_answer_counts() -> None:
+    agent = react(tool_calls(("lookup", {"key": "k"})), assistant(""), assistant("   "), assistant("the answer"))
     events = await run(agent)
     no_errors(events)
     assert messages_of(events) == ["the answer"]
+    requests = scripted(agent).requests
+    assert requests[2].messages[-1].content == EMPTY_REFLECTION.format(turn=2, attempt=1)
+    assert requests[3].messages[-1].content == EMPTY_REFLECTION.format(turn=3, attempt=2)
+    assert all(m.content or m.tool_calls for m in requests[3].messages if m.role == "assistant")  # not kept
+
+
+@pytest.mark.parametrize("thinking", ["<think>Which key?</think>", "<think>Which key? I am still thinking"])
+async def test_a_think_only_answer_is_kept_and_gets_solons_format_correction(thinking: str) -> None:
+    # An unclosed <think> is thinking too: no answer yet.
+    agent = react(assistant(thinking), assistant("the answer"))
+    events = await run(agent)
+    assert messages_of(events) == ["the answer"]
     second = scripted(agent).requests[1].messages
-    assert (
-        second[-1].content == "【Format Correction】Your last reply was empty. Either call a tool or answer the task."
+    assert second[-2] == assistant(thinking)  # kept: the model reads its own thinking
+    assert second[-1] == user(FORMAT_CORRECTION.format(turn=1, attempt=1))
+
+
+async def test_the_corrections_are_solons_own_words_in_chinese(chinese: None) -> None:
+    agent = react(assistant(""), assistant("<think>嗯</think>"), assistant("好"))
+    await run(agent)
+    requests = scripted(agent).requests
+    assert requests[1].messages[-1].content == (
+        "【系统指令：自我反思 (Self-Reflection)】\n"
+        "您在第 1 轮推理中返回了空响应（第 1 次尝试），请立即启动自我反思：\n\n"
+        "1. **回溯任务目标**：重新审视您最初被分配的任务核心目标，检查是否偏离了主线。\n"
+        "2. **审视历史轨迹**：回顾最近的 Observation 和之前的思考链，定位导致空响应的原因。\n"
+        "3. **策略修正**：若当前路径受阻，请果断切换思路或拆分为更小的子任务推进。\n"
     )
-    assert all(m.content for m in second if m.role == "assistant")  # the empty reply is not in the transcript
+    assert requests[2].messages[-1].content == (
+        "【系统指令：输出格式修正 (Format Correction)】\n"
+        "您在第 2 轮中输出了思考内容，但未包含有效的行动（Action）或最终答案（Final Answer）（第 2 次尝试）。\n\n"
+        "请检查您最近的 Observation 和之前的思考链，确保下一步操作或最终结论已明确给出。"
+    )
 
 
 async def test_a_model_that_returns_nothing_gets_two_corrections_then_the_apology() -> None:
@@ -248,7 +367,7 @@ async def test_tool_failures_are_observations_with_solons_texts_and_the_run_goes
     not_found, invalid, failed = messages_of(events, "tool")
     assert not_found == "Tool [nope] not found."
     schema = json.dumps(add.info.parameters, ensure_ascii=False)
-    assert invalid.startswith(f"Invalid arguments for [add]. Expected Schema: {schema} Error: ")
+    assert invalid.startswith(f"Invalid arguments for [add]. Expected Schema: {schema}. Error: ")
     assert "Invalid arguments for tool" not in invalid
     assert failed == "Execution error in tool [boom]: kaput"
     assert last_answer(events) == "recovered"
@@ -295,6 +414,42 @@ async def test_a_round_mixing_return_directly_and_other_calls_goes_on() -> None:
     assert len(scripted(agent).requests) == 2
 
 
+@pytest.mark.parametrize(
+    ("call", "middlewares"),
+    [
+        (("boom", {}), ()),
+        (("add", {"a": "x", "b": 1}), ()),
+        (("boom", {}), (tool_retry(max_attempts=1),)),
+        (("add", {"a": "x", "b": 1}), (tool_retry(max_attempts=1),)),
+    ],
+    ids=["raises", "invalid-arguments", "raises-under-tool-retry", "invalid-arguments-under-tool-retry"],
+)
+async def test_a_return_directly_call_that_fails_is_an_observation_and_the_model_is_asked_again(
+    call: tuple[str, dict[str, Any]], middlewares: tuple[AgentMiddleware, ...]
+) -> None:
+    # Solon marks a call return-directly only once it succeeded with something to deliver.
+    agent = react(
+        tool_calls(call),
+        assistant("recovered"),
+        tools=(add, boom),
+        return_directly=["add", "boom"],
+        middlewares=middlewares,
+    )
+    events = await run(agent)
+    no_errors(events)
+    (observation,) = messages_of(events, "tool")
+    assert observation.startswith(("Execution error in tool [", "Invalid arguments for "))
+    assert last_answer(events) == "recovered"
+    assert scripted(agent).requests[1].messages[-1].content == observation
+
+
+async def test_a_return_directly_call_of_a_missing_tool_does_not_end_the_run() -> None:
+    agent = react(tool_calls(("gone", {})), assistant("recovered"), return_directly=["gone"])
+    events = await run(agent)
+    assert messages_of(events, "tool") == ["Tool [gone] not found."]
+    assert last_answer(events) == "recovered"
+
+
 async def test_exit_still_ends_the_run_at_once() -> None:
     agent = react(tool_calls(("exit", {"final_result": "bye"}), ("lookup", {"key": "a"})), exit=True)
     events = await run(agent)
@@ -312,7 +467,7 @@ async def test_the_native_prompt_has_the_role_the_rules_and_the_task_and_sends_t
     assert request.messages[0].content == (
         "## Your Role\nProfessional task expert with autonomous action capabilities. "
         + NATIVE_RULES
-        + "\n\n## Core Task Instructions\nHelp with maps."
+        + "## Core Task Instructions\nHelp with maps.\n\n"
     )
     assert [t.name for t in request.tools] == ["lookup"]
 
@@ -321,16 +476,41 @@ async def test_a_custom_role_and_no_tools_note() -> None:
     agent = react(assistant("ok"), tools=(), role="Travel agent")
     await run(agent)
     prompt = scripted(agent).requests[0].messages[0].content
-    assert prompt.startswith("## Your Role\nTravel agent. You follow a rigorous ReAct")
-    assert prompt.endswith("> Note: No tools available. Answer from your own knowledge and reasoning.")
+    assert prompt == (
+        "## Your Role\nTravel agent. "
+        + NATIVE_RULES
+        + "\n> Note: No tools available in the current environment. Please respond based on existing information.\n"
+    )
 
 
 async def test_the_chinese_prompt(chinese: None) -> None:
     agent = react(assistant("好"), instruction="帮助用户。")
     await run(agent)
     prompt = scripted(agent).requests[0].messages[0].content
-    assert prompt.startswith("## 你的角色\n具备自主行动能力的专业任务专家。你遵循严谨的 ReAct（推理与行动）逻辑。")
-    assert prompt.endswith("## 核心任务指令\n帮助用户。")
+    assert (
+        prompt
+        == "## 你的角色\n具备自主行动能力的专业任务解决专家。" + NATIVE_RULES_CN + "## 核心任务指令\n帮助用户。\n\n"
+    )
+
+
+async def test_the_chinese_no_tools_note_and_text_style_prompt(chinese: None) -> None:
+    bare = react(assistant("好"), tools=())
+    await run(bare)
+    assert (
+        scripted(bare)
+        .requests[0]
+        .messages[0]
+        .content.endswith("\n> 注意：当前环境无可用工具，请根据已有信息直接回复。\n")
+    )
+    text_style = react(assistant("[REACT_AGENT_FINISH] 好"), style="text")
+    await run(text_style)
+    schema = json.dumps(lookup.info.parameters, ensure_ascii=False)
+    assert scripted(text_style).requests[0].messages[0].content == (
+        "## 你的角色\n具备自主行动能力的专业任务解决专家。"
+        "你必须使用 ReAct 模式解决问题，每一轮推理必须包含显式的标签：Thought（思考） -> Action（行动） -> Observation（观察）。\n\n"
+        + TEXT_RULES_CN
+        + f"\n## 可用工具\n你可以通过 Action 字段调用以下工具：\n- lookup: Look a key up. 参数定义: {schema}\n"
+    )
 
 
 async def test_the_history_window_keeps_the_last_8_messages_before_the_prompt() -> None:
@@ -341,6 +521,13 @@ async def test_the_history_window_keeps_the_last_8_messages_before_the_prompt() 
     assert [m.content for m in sent[1:]] == [f"{'u' if i % 2 == 0 else 'a'}{i}" for i in range(12, 20)] + ["now"]
 
 
+async def test_a_history_shorter_than_the_window_is_sent_whole() -> None:
+    agent = react(assistant("ok"))
+    history = [user(f"u{i}") if i % 2 == 0 else assistant(f"a{i}") for i in range(6)]
+    await collect_events(Runner(agent).run([*history, user("now")]))
+    assert [m.content for m in scripted(agent).requests[0].messages[1:]] == [m.content for m in history] + ["now"]
+
+
 # -- the text style ----------------------------------------------------------------------------------------------
 
 
@@ -349,13 +536,21 @@ async def test_the_text_style_lists_tools_in_the_prompt_and_sends_none() -> None
     await run(agent)
     request = scripted(agent).requests[0]
     assert request.tools == []
-    prompt = request.messages[0].content
-    assert "You MUST use the ReAct pattern" in prompt
-    assert "## Output Format (Strictly Follow)" in prompt
-    assert 'Action: the tool to call, as a single JSON object: {"name": "tool_name", "arguments": {...}}' in prompt
-    assert "Final Answer: start with [REACT_AGENT_FINISH]" in prompt
     schema = json.dumps(lookup.info.parameters)
-    assert f"## Available Tools\n- lookup: Look a key up. Input Schema: {schema}" in prompt
+    assert request.messages[0].content == (
+        "## Your Role\nProfessional task expert with autonomous action capabilities. You MUST use the ReAct pattern to "
+        "solve the problem, ensuring each turn contains explicit labels: Thought -> Action -> Observation.\n\n"
+        + TEXT_RULES
+        + f"\n## Available Tools\nYou can invoke the following tools via the Action field:\n"
+        f"- lookup: Look a key up. Input Schema: {schema}\n"
+    )
+
+
+async def test_the_text_style_without_tools_has_solons_note() -> None:
+    agent = react(assistant("[REACT_AGENT_FINISH] hi"), style="text", tools=())
+    await run(agent)
+    prompt = scripted(agent).requests[0].messages[0].content
+    assert prompt.endswith("\nNote: No tools available. Provide the Final Answer directly.\n")
 
 
 async def test_the_text_style_runs_the_action_cuts_a_forged_observation_and_answers_after_the_marker() -> None:
@@ -413,6 +608,15 @@ async def test_unreadable_actions_are_observations_the_model_can_fix() -> None:
         'Observation: No valid Action format detected. Use JSON: {"name": "...", "arguments": {}}'
     )
     assert last_answer(events) == "fixed"
+
+
+async def test_a_bare_action_naming_a_tool_the_agent_lacks_is_no_valid_action() -> None:
+    agent = react(assistant("Action: teleport"), assistant("[REACT_AGENT_FINISH] ok"), style="text")
+    events = await run(agent)
+    assert messages_of(events, "tool") == []
+    assert scripted(agent).requests[1].messages[-1].content == (
+        'Observation: No valid Action format detected. Use JSON: {"name": "...", "arguments": {}}'
+    )
 
 
 async def test_a_text_answer_without_the_marker_is_taken_whole() -> None:
@@ -503,7 +707,23 @@ async def test_solons_defaults() -> None:
         8,
     )
     assert agent.style == "native" and not agent.auto_rethink and agent.execute_sequentially
-    assert agent.model_retry == ModelRetryConfig(max_retries=3, base_delay=1.0)
+    assert agent.model_retry == ModelRetryConfig(max_retries=2, base_delay=1.0)
+
+
+async def test_the_default_retry_makes_3_model_calls_in_all_as_solons_retry_config_3() -> None:
+    agent = ReActAgent(model=ScriptedModel([]))
+    step = agent.setup().step
+    assert step.retry is not None and step.retry.attempts == 3
+
+
+@pytest.mark.parametrize("retries", [0, 1, 3])
+async def test_model_retry_max_retries_keeps_einos_meaning_retries_after_the_first_call(retries: int) -> None:
+    overloaded = [ModelHTTPError("overloaded", status_code=503) for _ in range(retries + 1)]
+    config = ModelRetryConfig(max_retries=retries, base_delay=0.0, max_delay=0.0)
+    agent = ReActAgent(model=ScriptedModel([*overloaded, assistant("ok")]), model_retry=config, model_failure="error")
+    events = await run(agent)
+    assert isinstance(events[-1].error, ModelHTTPError)
+    assert len(scripted(agent).requests) == retries + 1
 
 
 @pytest.mark.parametrize(
@@ -549,7 +769,7 @@ async def test_planning_mode_adds_the_plan_tools_and_the_board_and_emits_plan_ev
     assert "## Core Task Instructions\n" in requests[0].messages[0].content  # the planning guide is part of the task
     assert "[Plan Progress Board]" not in requests[0].messages[0].content
     board = requests[3].messages[0].content
-    assert "[√] 1. look up a" in board and "[●] 2. answer" in board
+    assert "1. [√] look up a" in board and "2. [●] answer" in board
     assert kinds == [("create", ("look up a", "answer"), 0), ("progress", ("look up a", "answer"), 1)]
 
 

@@ -131,6 +131,13 @@ async def test_default_history_window_is_five_messages() -> None:
     assert [content for _, content in sent(model)] == ["a1", "q2", "a2", "q3", "a3", "now?"]
 
 
+async def test_a_history_shorter_than_the_window_is_sent_whole() -> None:
+    model = ScriptedModel([assistant("ok")])
+    conversation = [user("q1"), assistant("a1"), user("q2"), assistant("a2"), user("now?")]
+    await run(SimpleAgent(model=model, history_window=5), conversation)
+    assert [content for _, content in sent(model)] == ["q1", "a1", "q2", "a2", "now?"]
+
+
 async def test_user_messages_that_end_the_input_are_all_the_current_prompt() -> None:
     model = ScriptedModel([assistant("ok")])
     conversation = [
@@ -182,6 +189,15 @@ async def test_history_window_never_opens_on_tool_results_whose_call_it_cut_off(
     ]
     await run(SimpleAgent(model=model, history_window=3), conversation)
     assert sent(model) == [("assistant", "Oslo rain, Rome sun."), ("user", "thanks")]
+
+
+@pytest.mark.parametrize("streaming", [False, True], ids=["generate", "stream"])
+async def test_think_tags_are_cleared_from_the_answer(streaming: bool) -> None:
+    model = ScriptedModel([assistant("<think>The user wants a greeting.</think>\n\nHello!")])
+    events, values = await run(SimpleAgent(model=model, output_key="out"), [user("hi")], streaming=streaming)
+    assert values["out"] == "Hello!"
+    if not streaming:  # a streamed answer's chunks reached the caller as they came
+        assert answers(events) == ["Hello!"]
 
 
 async def test_no_input_message_is_an_error_event() -> None:

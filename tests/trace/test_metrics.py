@@ -87,6 +87,12 @@ def test_adding_metrics_sums_counts_but_not_the_duration() -> None:
     assert Metrics().cache_rate == 0.0
 
 
+def test_the_cache_rate_is_capped_at_100_and_rounded_to_two_decimals_as_solons() -> None:
+    # Some providers count cached prompt tokens apart from the prompt tokens: the rate could pass 100.
+    assert Metrics(prompt_tokens=10, cached_tokens=30).cache_rate == 100.0
+    assert Metrics(prompt_tokens=3, cached_tokens=1).cache_rate == 33.33
+
+
 async def test_a_simple_agents_model_calls_are_traced_and_counted_retries_included() -> None:
     from batonflow.agents import SimpleAgent
 

@@ -6,8 +6,9 @@ arguments. When a model turn calls any of them, the **whole batch** of that turn
 interrupt whose info is a ``HITLPending`` listing the tasks. Resume with decisions for the tasks, keyed by call id:
 ``runner.resume(checkpoint_id, targets={interrupt_id: {call_id: HITL.approve()}})`` (``HITL`` makes the decisions,
 as Solon's static helper does). The batch then goes straight to the tools — the model is not asked again: approved
-calls run (with modified arguments if given, and the approval's comment noted in their result), skipped ones get
-the skip text, rejected ones the reject text; when the only sensitive call is rejected the run ends with it. Built on
+calls run (with modified arguments if given, and the approval's comment noted in their result), skipped and
+rejected ones get the decision's comment as their result, or else the skip or reject text; when the only sensitive
+call is rejected, that text is the run's answer. Built on
 interrupts and checkpoints, a pending approval survives a restart with a persistent store. With trace callbacks, the
 suspension and each decision applied are trace events.
 """
@@ -32,6 +33,7 @@ _TEXTS = {
     "sensitive": {"en": "Sensitive operation: a person must confirm it", "zh": "敏感操作，需要人工介入确认"},
     "skipped": {"en": "Operation skipped: please continue with the next step.", "zh": "操作跳过：请继续下一步。"},
     "rejected": {"en": "Operation rejected: human approval was not granted.", "zh": "操作拒绝：人工审批未通过。"},
+    "pending": {"en": "{count} operations await confirmation", "zh": "有 {count} 项操作待人工确认"},
 }
 
 
@@ -59,12 +61,23 @@ class PendingTask:
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class HITLPending:
-    """The info of a HITL interrupt: the calls waiting for a decision."""
+    """The info of a HITL interrupt: the calls waiting for a decision.
+
+    ``str()`` is its ``summary``, Solon's pending reason: the comment of a single task, or "N operations await
+    confirmation". A ``ReActAgent`` says it as its answer before it waits, and a conversation keeps it as the
+    session's pending reason.
+    """
 
     tasks: tuple[PendingTask, ...] = field(default_factory=tuple)
 
+    @property
+    def summary(self) -> str:
+        if len(self.tasks) == 1:
+            return self.tasks[0].comment
+        return _text("pending").format(count=len(self.tasks))
+
     def __str__(self) -> str:
-        return "; ".join(f"{t.tool_name}({t.arguments}): {t.comment}" for t in self.tasks)
+        return self.summary
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -191,16 +204,17 @@ class _Approvals:
                     decision=decisions[task.call_id],
                 )
         if len(tasks) == 1 and decisions[tasks[0].call_id].action == "reject":
-            batch.final_answer = _text("rejected")  # Solon ends the run when its only sensitive call is rejected
+            # Solon ends the run when its only sensitive call is rejected; the comment, if any, is the answer.
+            batch.final_answer = decisions[tasks[0].call_id].comment or _text("rejected")
             return
         for index, call in enumerate(batch.calls):
             decision = decisions.get(call.id)
             if decision is None:
                 continue
             if decision.action == "skip":
-                batch.results[call.id] = _text("skipped")
+                batch.results[call.id] = decision.comment or _text("skipped")
             elif decision.action == "reject":
-                batch.results[call.id] = _text("rejected")
+                batch.results[call.id] = decision.comment or _text("rejected")
             else:
                 batch.calls[index] = self._approved(call, decision)
                 if decision.comment:

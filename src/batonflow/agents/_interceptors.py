@@ -44,11 +44,11 @@ def _loop_reminder(count: int) -> str:
     )
 
 
-def stop_loop(*, max_repeat_count: int = 3, window_size: int = 8, match_arguments: bool = True) -> AgentMiddleware:
+def stop_loop(*, max_repeat_count: int = 3, window_size: int = 8, match_arguments: bool = False) -> AgentMiddleware:
     """Remind the model when it keeps making the same tool call(s).
 
-    Each assistant turn with tool calls has a fingerprint: its calls' names with their arguments normalised (JSON
-    with sorted keys, so key order and spacing do not matter), as a set, so parallel calls may come in any order.
+    Each assistant turn with tool calls has a fingerprint: Solon's, its calls' tool names in order (``tool:a`` then
+    ``tool:b``), the arguments left out, so that reading one different file after another also counts as a loop.
     When the latest turn's fingerprint occurs ``max_repeat_count`` times among the last ``window_size`` turns, the
     loop reminder is appended as a user message before the next model call — after the tool results, where a
     transcript may hold it. The repeated calls themselves still run.
@@ -57,15 +57,16 @@ def stop_loop(*, max_repeat_count: int = 3, window_size: int = 8, match_argument
     bring another reminder. Like the original, this middleware never stops or suspends a run; ``max_iterations``
     ends one that never converges.
 
-    ``match_arguments=False`` fingerprints by tool names only, as the current original does (so that reading one
-    different file after another also counts as a loop).
+    ``match_arguments=True`` fingerprints each call with its arguments normalised (JSON with sorted keys, so key
+    order and spacing do not matter), as a set, so parallel calls may come in any order: an agent that pages
+    through different records, one call each, is then making progress, not looping.
     """
     # Solon's StopLoopInterceptor raises maxRepeatCount (default 3) to at least 2 and windowSize (default 8) to 4.
     max_repeat_count = max(2, max_repeat_count)
     window_size = max(4, window_size)
 
     def before_chat_model(state: ChatModelAgentState, ctx: RunContext) -> None:
-        window: list[frozenset[str]] = []
+        window: list[str] = []
         for message in reversed(state.messages):
             if message.role == "user" and message.content.startswith(_LOOP_HEADLINE):
                 break  # the original clears its window after a reminder
@@ -81,11 +82,11 @@ def stop_loop(*, max_repeat_count: int = 3, window_size: int = 8, match_argument
     return AgentMiddleware(before_chat_model=before_chat_model)
 
 
-def _fingerprint(message: Message, match_arguments: bool) -> frozenset[str]:
-    calls = (call.function for call in message.tool_calls)
+def _fingerprint(message: Message, match_arguments: bool) -> str:
+    calls = [call.function for call in message.tool_calls]
     if not match_arguments:
-        return frozenset(f"tool:{f.name}" for f in calls)
-    return frozenset(f"tool:{f.name}{_normalised(f.arguments)}" for f in calls)
+        return "".join(f"tool:{f.name}" for f in calls)  # Solon's, word for word
+    return "\n".join(sorted({f"tool:{f.name}{_normalised(f.arguments)}" for f in calls}))
 
 
 def _normalised(arguments: str) -> str:
@@ -191,7 +192,7 @@ def tool_sanitizer(*, max_length: int | None = 2000, sanitize: Callable[[str], s
 class StopLoopInterceptor(AgentMiddleware):
     """``stop_loop(...)`` as a middleware class (Solon's ``StopLoopInterceptor``)."""
 
-    def __init__(self, *, max_repeat_count: int = 3, window_size: int = 8, match_arguments: bool = True) -> None:
+    def __init__(self, *, max_repeat_count: int = 3, window_size: int = 8, match_arguments: bool = False) -> None:
         made = stop_loop(max_repeat_count=max_repeat_count, window_size=window_size, match_arguments=match_arguments)
         super().__init__(before_chat_model=made.before_chat_model)
 

@@ -13,6 +13,7 @@ The texts are English by default and Chinese after ``set_language("zh")``, fixed
 
 from __future__ import annotations
 
+import re
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, replace
 from typing import Any, Literal
@@ -127,13 +128,6 @@ _TEXTS: dict[str, dict[Language, str]] = {
         "en": "There is no plan yet: call `create_plan` first, or carry out a simple task directly.",
         "zh": "当前没有计划：请先调用 `create_plan`；简单任务可直接执行。",
     },
-    "bad_from": {
-        "en": (
-            "from_index must be between 1 and {limit} (the number of steps + 1 adds steps at the end), got {got}. "
-            "The plan is unchanged."
-        ),
-        "zh": "from_index 应在 1 到 {limit} 之间（“步骤数 + 1”表示在末尾追加），实际为 {got}。计划未改动。",
-    },
     "no_steps": {
         "en": (
             "new_steps holds no step (only empty texts): give the steps that replace the plan from step {index} on. "
@@ -158,14 +152,17 @@ class _Progress:
 def planning(instruction: str | None = None) -> AgentMiddleware:
     """Planning mode for a ``ChatModelAgent``: a guide, the three planning tools, and a progress board.
 
-    ``create_plan(steps)`` stores the steps (stripped, empty ones dropped) and starts on step 1; with at most one step
-    left it skips planning and leaves any plan as it was. ``update_plan_progress(next_plan_index)`` moves to a step,
+    ``create_plan(steps)`` stores the steps, cleaned as Solon cleans them (leading numbering and bullets, ``**``,
+    backticks and a trailing full stop or comma removed, empty steps dropped), and starts on step 1; with at most one
+    step left it skips planning and clears any plan. ``update_plan_progress(next_plan_index)`` moves to a step,
     counting from 1 and clamped to the plan (the number of steps + 1 means all are done). ``revise_plan(new_steps,
-    from_index)`` replaces the steps from ``from_index`` on; if progress was at or past that step, it moves back to it.
-    A call without a plan or with arguments that make no sense gets an observation saying so, not an error.
+    from_index)`` replaces the steps from ``from_index`` on, clamped to the plan (past its end, the new steps are
+    added at the end); if progress was at or past that step, it moves back to it. A call without a plan or with
+    arguments that make no sense gets an observation saying so, not an error.
 
-    Before each model call the plan is rendered at the end of the system message: ``[√]`` done, ``[●]`` current,
-    ``[ ]`` to do, and a reminder to keep it in sync. ``instruction`` replaces the planning guide (``""``: none).
+    Before each model call the plan is rendered at the end of the system message, one line per step
+    (``1. [√] find flights``: ``[√]`` done, ``[●]`` current, ``[ ]`` to do), and a reminder to keep it in sync.
+    ``instruction`` replaces the planning guide (``""``: none).
     """
     text = _texts(get_language())
 
@@ -212,6 +209,8 @@ def _where(plan: _Progress, text: Text) -> str:
 async def _create(steps: list[str], ctx: ToolContext, text: Text) -> str:
     cleaned = _cleaned(steps)
     if len(cleaned) <= 1:
+        # Solon clears the plan: a simple task ends the board an earlier plan left.
+        ctx.add_session_value(_key(ctx.run), None)
         return text("skipped")
     plan = _Progress(steps=cleaned, current=0)
     await _store(ctx, "create", plan)
@@ -234,19 +233,21 @@ async def _revise(new_steps: list[str], from_index: int, ctx: ToolContext, text:
     plan = _load(ctx.session_values, _key(ctx.run))
     if plan is None:
         return text("no_plan")
-    if not 1 <= from_index <= len(plan.steps) + 1:
-        return text("bad_from").format(limit=len(plan.steps) + 1, got=from_index)
     cleaned = _cleaned(new_steps)
     if not cleaned:
         return text("no_steps").format(index=from_index)
-    start = from_index - 1
+    # Solon clamps the step to the plan: past its end, the new steps are added at the end.
+    count = len(plan.steps)
+    used = min(max(from_index, 1), count + 1)
+    start = used - 1
     plan = _Progress(steps=plan.steps[:start] + cleaned, current=min(plan.current, start))
     await _store(ctx, "revise", plan)
-    return text("revised").format(index=from_index, count=len(plan.steps)) + _where(plan, text)
+    clamped = "" if used == from_index else text("clamped").format(asked=from_index, count=count, used=used)
+    return text("revised").format(index=used, count=len(plan.steps)) + clamped + _where(plan, text)
 
 
 def _render(plan: _Progress, text: Text) -> str:
-    lines = [f"{_mark(i, plan.current)} {i + 1}. {step}" for i, step in enumerate(plan.steps)]
+    lines = [f"{i + 1}. {_mark(i, plan.current)} {step}" for i, step in enumerate(plan.steps)]
     footer = text("sync") if plan.current < len(plan.steps) else text("all_done")
     return "\n".join([text("heading"), *lines, footer])
 
@@ -281,8 +282,20 @@ def _mark(index: int, current: int) -> str:
     return "[√]" if index < current else "[●]" if index == current else "[ ]"
 
 
+_NUMBERING = re.compile(r"^[\d.\-\s*]+")
+
+
 def _cleaned(steps: list[str]) -> tuple[str, ...]:
-    return tuple(text for text in (step.strip() for step in steps) if text)
+    """The steps as Solon's ``cleanPlans`` leaves them: no leading numbering or bullets, no ``**`` or backticks,
+    no trailing full stop or comma, and no empty step."""
+    cleaned = []
+    for step in steps:
+        text = _NUMBERING.sub("", step).replace("**", "").replace("`", "").strip()
+        if text.endswith((".", "。", ",", "，")):
+            text = text[:-1]
+        if text:
+            cleaned.append(text)
+    return tuple(cleaned)
 
 
 def _key(run: RunContext | None) -> str:

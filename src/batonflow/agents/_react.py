@@ -6,17 +6,23 @@ It runs on the same loop as ``ChatModelAgent``; what changes is the policy:
   ``Agent error: Maximum turns reached (8).``. With ``auto_rethink`` the run never ends that way: from the turn
   ``max(limit - 1, int(limit * 0.8))`` on, the limit grows by ``max(10, max_turns // 2)`` and the model is asked to
   reflect on its progress.
-- **Answers.** An empty answer (no text, no tool calls) is sent back with a format correction, twice; the third
-  empty answer ends the run with an apology. With ``output_schema`` an answer that does not fit is sent back with
-  the validation error, until the turns run out.
+- **Answers.** Reasoning in ``<think>…</think>`` (or an unclosed ``<think>``) is not an answer. An empty answer (no
+  text, no tool calls) gets Solon's self-reflection prompt, a reply of thinking only is kept and gets its format
+  correction (each naming the turn and the attempt), twice; the third ends the run with an apology. With
+  ``output_schema`` an answer that does not fit is sent back with the validation error, until the turns run out.
+- **Failures.** A model that still fails after its retries ends the run with Solon's apology for the kind of
+  failure (a timeout, a connection, an HTTP status, anything else) as the answer, not an error event; the error is
+  logged and stays in the trace. ``model_failure="error"`` ends with the error event instead.
 - **Tools** run one after another. A tool the agent does not have, arguments the tool refuses and an exception the
   tool raises are observations the model can recover from (``Tool [x] not found.``, ``Invalid arguments for [x].
-  Expected Schema: … Error: …``, ``Execution error in tool [x]: …``), never errors that end the run.
-- **Return-directly** tools end the run only when every call of the round is one: the results, joined with
-  newlines, are the answer. Transfer and exit still end it at once.
+  Expected Schema: …. Error: …``, ``Execution error in tool [x]: …``), never errors that end the run.
+- **Return-directly** tools end the run only when every call of the round is one and succeeded with a non-empty
+  result: the results, joined with newlines, are the answer. A call that failed (its observation is one of the
+  failure texts above) goes back to the model like any other. Transfer and exit still end it at once.
 - **Styles.** ``"native"`` sends tools to the model's function calling. ``"text"`` sends none: the system prompt
   lists them, the model writes ``Thought:``/``Action: {"name": …, "arguments": {…}}``, the agent runs the parsed
-  actions and tells the model ``Observation: …``, and the answer is what follows the finish marker. Whatever the
+  actions and tells the model ``Observation: …``, and the answer is what follows the finish marker (a bare
+  ``Action: name`` calls a tool of the agent without arguments; any other name is no valid action). Whatever the
   model writes after its action (a forged observation) is cut off. The transcript keeps the calls and results as
   tool calls and tool messages either way, so events, checkpoints and HITL work the same.
 - **Planning** (``planning=True``) adds the plan tools and the progress board; **feedback** (``feedback=True``) adds
@@ -27,12 +33,11 @@ It runs on the same loop as ``ChatModelAgent``; what changes is the policy:
 from __future__ import annotations
 
 import json
-import re
-from collections.abc import Mapping, Sequence
+from collections.abc import AsyncGenerator, AsyncIterator, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Literal
 
-from ..adk import AgentInput, RunContext, parse_tool_argument
+from ..adk import AgentEvent, AgentInput, ResumeInfo, RunContext, parse_tool_argument
 from ..adk.loop import (
     AgentMiddleware,
     AgentSetup,
@@ -43,20 +48,32 @@ from ..adk.loop import (
     ModelAgent,
     ModelRequest,
     ModelRetryConfig,
+    ModelStep,
     ReactState,
     Routed,
     ToolResult,
     last_call_to,
     render_instruction,
 )
-from ..errors import ModelJSONError, ToolArgumentsError, UserError
+from ..errors import ToolArgumentsError, UserError
 from ..models import ChatModel, ModelSettings
-from ..schema import FunctionCall, Message, ToolCall, assistant, system, user
+from ..schema import Message, ToolCall, assistant, system, user
 from ..store import register_type
-from ..tools import InterruptSignal, Tool, ToolContext, ToolInfo, ToolLike, check_model_json, decode_model_json
+from ..tools import InterruptSignal, Tool, ToolContext, ToolInfo, ToolLike
+from ._hitl import HITLPending
 from ._output import OutputSchema, Schema
 from ._planning import planning as planning_middleware
-from ._react_texts import ACTION, MAX_TURNS_ANSWER, NO_ACTION, OBSERVATION, THINK, text
+from ._react_failure import FailureTagging, answering, check_model_failure
+from ._react_prompt import parse_actions, system_prompt
+from ._react_texts import (
+    EXECUTION_ERROR,
+    INVALID_ARGUMENTS,
+    MAX_TURNS_ANSWER,
+    NOT_FOUND,
+    RETRY_INVALID_ARGUMENTS,
+    text,
+    without_thinking,
+)
 from ._simple import windowed
 
 __all__ = ["FEEDBACK_TOOL_NAME", "MAX_TURNS_ANSWER", "FeedbackRequest", "ReActAgent", "ReActPolicy", "ReActStyle"]
@@ -107,6 +124,21 @@ class _FeedbackTool:
         ctx.interrupt(FeedbackRequest(parse_tool_argument(FEEDBACK_TOOL_NAME, arguments, "reason")))
 
 
+def _mode_middlewares(
+    planning: bool,
+    planning_instruction: str | None,
+    feedback: bool,
+    feedback_description: str | None,
+    feedback_reason_description: str | None,
+) -> list[AgentMiddleware]:
+    """The middlewares of planning mode and feedback mode, those that are on."""
+    extra = [planning_middleware(instruction=planning_instruction)] if planning else []
+    if feedback:
+        tool = _FeedbackTool(feedback_description, feedback_reason_description)
+        extra.append(AgentMiddleware(additional_tools=[tool]))
+    return extra
+
+
 # -- the agent ---------------------------------------------------------------------------------------------------
 
 
@@ -118,8 +150,10 @@ class ReActAgent(ModelAgent):
     "Core Task Instructions" (a template over session values, as ``ChatModelAgent``'s), the tools in the text
     style, and the output-schema instruction. English by default, Chinese after ``set_language("zh")``. The input
     is cut to the current prompt and the ``history_window`` messages before it. Model calls are retried as
-    ``model_retry`` says (3 retries from 1 s by default); ``output_key`` gets the answer's text, or with
-    ``output_schema`` the parsed value.
+    ``model_retry`` says: by default 2 retries from 1 s, so 3 calls in all, as Solon's ``retryConfig(3)`` makes
+    (``ModelRetryConfig.max_retries`` counts retries after the first call, as Eino's does); when they still fail, the run ends with Solon's apology
+    as the answer (``model_failure="answer"``) or with the error event (``"error"``). ``output_key`` gets the
+    answer's text, or with ``output_schema`` the parsed value.
     """
 
     def __init__(
@@ -144,16 +178,15 @@ class ReActAgent(ModelAgent):
         output_key: str | None = None,
         output_schema: OutputSchema | None = None,
         history_window: int | None = 8,
-        model_retry: ModelRetryConfig | None = ModelRetryConfig(max_retries=3, base_delay=1.0),  # noqa: B008
+        model_retry: ModelRetryConfig | None = ModelRetryConfig(max_retries=2, base_delay=1.0),  # noqa: B008
         model_settings: ModelSettings | None = None,
         exit: bool | Tool = False,
         middlewares: Sequence[AgentMiddleware] = (),
+        model_failure: Literal["answer", "error"] = "answer",
     ) -> None:
-        extra = [planning_middleware(instruction=planning_instruction)] if planning else []
-        if feedback:
-            extra.append(
-                AgentMiddleware(additional_tools=[_FeedbackTool(feedback_description, feedback_reason_description)])
-            )
+        extra = _mode_middlewares(
+            planning, planning_instruction, feedback, feedback_description, feedback_reason_description
+        )
         policy = ReActPolicy(
             name=name,
             style=style,
@@ -182,6 +215,28 @@ class ReActAgent(ModelAgent):
         )
         self.policy: ReActPolicy = policy
         self.output_schema = output_schema
+        self.model_failure = check_model_failure(model_failure)
+
+    # -- running: a model that keeps failing is answered with an apology -----------------------------------------
+
+    def setup(self) -> AgentSetup:
+        setup = super().setup()
+        step = setup.step
+        if self.model_failure == "answer" and not isinstance(step.model, FailureTagging):
+            setup.step = ModelStep(
+                FailureTagging(step.model), settings=step.settings, tool_choice=step.tool_choice, retry=step.retry
+            )
+        return setup
+
+    def run(self, input: AgentInput, ctx: RunContext | None = None) -> AsyncGenerator[AgentEvent, None]:
+        ctx = ctx if ctx is not None else RunContext(enable_streaming=input.enable_streaming)
+        events = super().run(input, ctx)
+        return events if self.model_failure == "error" else answering(events, self.name, ctx, self.policy.save_output)
+
+    def resume(self, info: ResumeInfo, ctx: RunContext | None = None) -> AsyncIterator[AgentEvent]:
+        ctx = ctx if ctx is not None else RunContext(enable_streaming=info.enable_streaming)
+        events = super().resume(info, ctx)
+        return events if self.model_failure == "error" else answering(events, self.name, ctx, self.policy.save_output)
 
     @property
     def style(self) -> ReActStyle:
@@ -252,20 +307,8 @@ class ReActPolicy(EinoPolicy):
         return [system(self.system_prompt(instruction, setup.infos)), *windowed(input.messages, self.history_window)]
 
     def system_prompt(self, instruction: str, tools: Sequence[ToolInfo]) -> str:
-        rules = text(self.style) % {"marker": self.finish_marker} if self.style == "text" else text("native")
-        parts = [text("role_line") % (self.role or text("role")) + rules]
-        if instruction:
-            parts.append(text("task") + instruction)
-        if self.style == "text" and tools:
-            lines = (
-                text("tool_line") % (t.name, t.description, json.dumps(t.parameters, ensure_ascii=False)) for t in tools
-            )
-            parts.append(text("tools") + "\n".join(lines))
-        if not tools:
-            parts.append(text("no_tools"))
-        if self.schema is not None:
-            parts.append(self.schema.instruction())
-        return "\n\n".join(parts)
+        schema = self.schema.instruction() if self.schema is not None else None
+        return system_prompt(self.style, self.role, self.finish_marker, instruction, tools, schema)
 
     def request(self, state: ReactState) -> ModelRequest:
         if self.style == "native":
@@ -299,19 +342,26 @@ class ReActPolicy(EinoPolicy):
         if message.tool_calls:
             state.corrections = 0
             return CallTools(message)
-        content = THINK.sub("", message.content).strip()
+        content = without_thinking(message.content).strip()
         if not content and not message.parts:
             if state.corrections >= 2:
                 state.corrections = 0
                 return Answer(assistant(text("apology")), show=False)
             state.corrections += 1
-            said = text("text_correction") % self.finish_marker if self.style == "text" else text("correction")
+            if message.content.strip():
+                # Thinking and nothing else: kept (some providers refuse an empty message, and the model reads
+                # its own thinking), and the model is told to act or answer.
+                said = text("format_correction") % (state.turn, state.corrections)
+                return AskAgain([user(said)], keep=True, show=False)
+            said = text("empty_reflection") % (state.turn, state.corrections)
             return AskAgain([user(said)], keep=False, show=False)
         state.corrections = 0
         if self.style == "text":
-            acting = self._parse_actions(message, content, state.turn)
+            acting = parse_actions(message, content, state.turn, setup.tools)
+            if isinstance(acting, Message):
+                return CallTools(acting)
             if acting is not None:
-                return acting
+                return AskAgain(acting)
         answer = _after_marker(content, self.finish_marker)
         if self.schema is not None and not message.parts:
             try:
@@ -321,45 +371,6 @@ class ReActPolicy(EinoPolicy):
         if answer != message.content.strip():
             return Answer(assistant(answer))
         return Answer()
-
-    def _parse_actions(self, message: Message, content: str, turn: int) -> Routed | None:
-        """The text style's ``Action:``: the calls it names, an observation that it could not be read, or None
-        when there is no action (an answer)."""
-        at = content.find(ACTION)
-        if at < 0 or not content[at + len(ACTION) :].strip():
-            return None
-        forged = OBSERVATION.search(content, at)
-        written = content[: forged.start()].rstrip() if forged else content
-        rest = written[at + len(ACTION) :].strip()
-        if not rest.startswith("{"):
-            match = re.match(r"[A-Za-z_][\w.-]*", rest)
-            if match is None:
-                return AskAgain([user(NO_ACTION)])
-            return CallTools(assistant(written, tool_calls=[_call(match.group(0), {}, turn, 0)]))
-        try:
-            check_model_json(rest)
-        except ModelJSONError as error:
-            return AskAgain([user(f"Observation: Error parsing Action JSON: {error.detail}")])
-        calls: list[ToolCall] = []
-        position = 0
-        while position < len(rest):
-            if rest[position] in " \t\r\n,":
-                position += 1
-                continue
-            if rest[position] != "{":
-                break
-            try:
-                value, position = decode_model_json(rest, position)
-            except ModelJSONError as error:
-                return AskAgain([user(f"Observation: Error parsing Action JSON: {error.detail}")])
-            name = value.get("name") if isinstance(value, dict) else None
-            arguments = value.get("arguments", {}) if isinstance(value, dict) else None
-            if not isinstance(name, str) or not name or not isinstance(arguments, dict):
-                return AskAgain([user(NO_ACTION)])
-            calls.append(_call(name, arguments, turn, len(calls)))
-        if not calls:
-            return AskAgain([user(NO_ACTION)])
-        return CallTools(assistant(written, tool_calls=calls))
 
     def direct_call(self, calls: Sequence[ToolCall], setup: AgentSetup) -> str | None:
         # Only the built-in actions end a round at once; other return-directly tools need the whole round.
@@ -371,24 +382,25 @@ class ReActPolicy(EinoPolicy):
         if not calls or any(c.function.name not in setup.return_directly for c in calls):
             return None
         contents = [results[c.id].message.content for c in calls]
-        if not all(contents):
+        if not all(_delivered(c.function.name, text) for c, text in zip(calls, contents, strict=True)):
             return None
         return assistant("\n".join(contents))
 
     def interrupt_messages(self, signals: Sequence[InterruptSignal]) -> list[Message]:
-        # Asking for feedback is said to the user: the reason is the answer of the pending run.
-        return [assistant(s.info.reason) for s in signals if isinstance(s.info, FeedbackRequest)]
+        # What the run waits for is said to the user as the pending run's answer, as Solon's final answer: the
+        # reason of a request for feedback, the summary of the calls awaiting approval.
+        return [assistant(str(s.info)) for s in signals if isinstance(s.info, FeedbackRequest | HITLPending)]
 
     def tool_failure(self, call: ToolCall, error: Exception, setup: AgentSetup) -> str | None:
         name = call.function.name
         if isinstance(error, ToolArgumentsError):
             detail = str(error).removeprefix(f"Invalid arguments for tool [{name}]: ")
             schema = json.dumps(setup.tools[name].info.parameters, ensure_ascii=False)
-            return f"Invalid arguments for [{name}]. Expected Schema: {schema} Error: {detail}"
-        return f"Execution error in tool [{name}]: {str(error) or type(error).__name__}"
+            return f"{INVALID_ARGUMENTS % name}{schema}. Error: {detail}"
+        return f"{EXECUTION_ERROR % name}{str(error) or type(error).__name__}"
 
     def tool_not_found(self, name: str, setup: AgentSetup) -> str:
-        return f"Tool [{name}] not found."
+        return NOT_FOUND % name
 
     def save_output(self, message: Message, ctx: RunContext) -> None:
         if not self.output_key:
@@ -402,13 +414,13 @@ class ReActPolicy(EinoPolicy):
             return  # an answer made by the loop (out of turns, apology) is not the schema's
 
 
-def _call(name: str, arguments: dict[str, Any], turn: int, index: int) -> ToolCall:
-    # Solon numbers a round's actions name-0, name-1…; the turn is added so that ids stay unique in a run, as
-    # targeted resume needs.
-    return ToolCall(
-        id=f"{name}-{turn}-{index}",
-        function=FunctionCall(name=name, arguments=json.dumps(arguments, ensure_ascii=False)),
-    )
+def _delivered(name: str, content: str) -> bool:
+    """Whether a return-directly call's result is something to deliver. Solon marks a call return-directly only
+    once the tool succeeded with a non-empty result: a failure's observation — this policy's, or ``tool_retry``'s,
+    which starts the same way — goes back to the model instead."""
+    if not content or content == NOT_FOUND % name:
+        return False
+    return not content.startswith((EXECUTION_ERROR % name, INVALID_ARGUMENTS % name, RETRY_INVALID_ARGUMENTS % name))
 
 
 def _after_marker(content: str, marker: str) -> str:

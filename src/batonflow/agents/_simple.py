@@ -17,7 +17,7 @@ from __future__ import annotations
 import asyncio
 from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable, Sequence
 from contextlib import aclosing
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from ..adk import AgentEvent, AgentInput, RunContext, event_from_message
 from ..adk.loop import ModelRetry, ModelStep, is_empty_answer, render_instruction
@@ -26,6 +26,7 @@ from ..models import ChatModel, ModelSettings
 from ..schema import Message, system
 from ..tools import ToolInfo, ToolLike, as_tool
 from ._output import OutputSchema, Schema, parse_output
+from ._react_texts import without_thinking
 
 __all__ = ["SimpleAgent", "parse_output"]
 
@@ -57,6 +58,10 @@ class SimpleAgent:
     schema) is the event's ``output.customized_output`` and, with ``output_key``, the session value. An answer that
     does not fit is the message event followed by an error event. Without a schema ``output_key`` gets the answer's
     text. An answer with tool calls is returned as it is: not parsed, and with a schema not stored.
+
+    Reasoning a model writes into its content (``<think>…</think>``) is cleared from the answer, as Solon's
+    ``getAnswer`` does; a streamed answer's chunks reach the caller as they come, and its parsed value and
+    ``output_key`` are the cleared text's.
     """
 
     def __init__(
@@ -139,6 +144,7 @@ class SimpleAgent:
         except Exception as error:
             yield AgentEvent(error=error)
             return
+        message = answer_only(message)
         event = event_from_message(message)
         failure = self._conclude(message, event, ctx)
         yield event
@@ -185,7 +191,7 @@ class SimpleAgent:
                 model=self.model.model_name,
             )
             return
-        done.failure = self._conclude(message, done.event, ctx)
+        done.failure = self._conclude(answer_only(message), done.event, ctx)
 
     def _empty_answer(self) -> ModelError:
         return ModelError(
@@ -234,12 +240,19 @@ def windowed(messages: Sequence[Message], window: int | None) -> list[Message]:
         turn -= 1
     turn = min(turn, len(messages) - 1)
     history = [m for m in messages[:turn] if m.role != "system"]
-    if window is not None:
+    if window is not None and len(history) > window:
         history = history[len(history) - window :] if window else []
     start = 0
     while start < len(history) and history[start].role == "tool":
         start += 1
     return [*history[start:], *messages[turn:]]
+
+
+def answer_only(message: Message) -> Message:
+    """``message`` without its ``<think>…</think>`` (Solon's ``getAnswer``): reasoning a model wrote into its
+    content is not part of the answer."""
+    answer = without_thinking(message.content)
+    return message if answer == message.content else replace(message, content=answer.strip())
 
 
 @dataclass(slots=True)

@@ -50,8 +50,11 @@ class Metrics:
 
     @property
     def cache_rate(self) -> float:
-        """Cached prompt tokens as a percentage of prompt tokens."""
-        return 100.0 * self.cached_tokens / self.prompt_tokens if self.prompt_tokens else 0.0
+        """Cached prompt tokens as a percentage of prompt tokens, to two decimals and at most 100 (Solon's
+        ``getCacheRate``: a provider may count cached tokens that the prompt count leaves out)."""
+        if not self.prompt_tokens:
+            return 0.0
+        return round(min(100.0, 100.0 * self.cached_tokens / self.prompt_tokens), 2)
 
 
 @dataclass(slots=True, kw_only=True)

@@ -38,7 +38,13 @@ _Reason: TypeAlias = "OpenReason | None"
 @dataclass(slots=True, kw_only=True)
 class ModelRetryConfig:
     """Retries of failed model calls (connection errors, timeouts, 429, 5xx) with exponential backoff: Eino's
-    ``base_delay·2^(n-1)`` capped at ``max_delay``, plus up to half as much again at random."""
+    ``base_delay·2^(n-1)`` capped at ``max_delay``, plus up to half as much again at random.
+
+    ``max_retries`` has Eino's meaning: the retries after the first call, so ``max_retries=3`` makes up to 4 calls
+    and 0 makes one. Solon counts calls instead: its ``retryConfig(3)`` makes up to 3, which is
+    ``ModelRetryConfig(max_retries=2)`` (``ReActAgent``'s default); ``SimpleAgent(max_retries=...)`` and the
+    compression strategies' ``max_retries`` keep Solon's count of calls.
+    """
 
     max_retries: int = 3
     base_delay: float = 0.1

@@ -36,8 +36,9 @@ class CompressionStrategy(Protocol):
     """Turns the messages a compression removes into the text the model reads instead, or None for nothing.
 
     ``messages`` are the expired messages, oldest first; the previous summary, if any, comes first among them
-    (``[Summary of the earlier conversation, …]``). Per-run state belongs in ``ctx``'s session values. Model
-    calls should be retried ``max_retries`` times on transient errors. A strategy may also have a ``tools``
+    (``[Summary of the earlier conversation, …]``). Per-run state belongs in ``ctx``'s session values. A model
+    call should be made up to ``max_retries`` times in all (at least once) on transient errors, as Solon counts
+    them. A strategy may also have a ``tools``
     attribute: the interceptor gives those tools to the agent (an archive's search, say).
     """
 
@@ -78,20 +79,29 @@ def _halved(lines: list[str]) -> list[str] | None:
 
 
 async def _ask(
-    model: ChatModel, instruction: str, preamble: str, lines: Sequence[str], max_retries: int, ctx: RunContext
+    model: ChatModel,
+    instruction: str,
+    preamble: str,
+    lines: Sequence[str],
+    max_retries: int,
+    ctx: RunContext,
+    *,
+    halve: bool = True,
 ) -> str:
     """The model's answer to ``instruction`` on ``preamble`` plus ``lines``, asked through a model step (traced and
     counted in the run like the agent's own calls); transient errors are retried, and on a prompt-too-long error
-    the older half of ``lines`` is dropped and the call made again. An empty answer is an error: a summary of
-    nothing would lose the messages it replaces."""
-    step = ModelStep(model, retry=ModelRetryConfig(max_retries=max_retries).rule(repr(model.model_name)))
+    (with ``halve``) the older half of ``lines`` is dropped and the call made again. An empty answer is an error:
+    a summary of nothing would lose the messages it replaces."""
+    # Solon's count: max_retries calls in all, and at least one.
+    retry = ModelRetryConfig(max_retries=max(1, max_retries) - 1)
+    step = ModelStep(model, retry=retry.rule(repr(model.model_name)))
     remaining = list(lines)
     while True:
         prompt = preamble + "\n\n".join(remaining)
         try:
             answer = await step.generate([system(instruction), user(prompt)], None, ctx)
         except Exception as error:
-            shorter = _halved(remaining) if is_prompt_too_long(error) else None
+            shorter = _halved(remaining) if halve and is_prompt_too_long(error) else None
             if shorter is None:
                 raise
             remaining = shorter
@@ -187,7 +197,10 @@ class HierarchicalSummaryStrategy:
     """A rolling summary: each compression folds the newly expired messages into the previous summary.
 
     The summary is kept in the run's session values (so it survives a checkpoint and a resume) under a key of the
-    agent's address, and cut to ``max_summary_tokens`` estimated tokens when the model writes more.
+    agent's address, and cut to ``max_summary_tokens`` estimated tokens when the model writes more. When the model
+    finds the prompt too long, the messages are split where no call is parted from its results, near the middle,
+    as Solon does: the older half is folded in first, then the newer half into that, so nothing is left out (a half
+    still too long fails the compression, which then loses nothing either).
     """
 
     def __init__(self, model: ChatModel, *, max_summary_tokens: int = 500) -> None:
@@ -205,14 +218,46 @@ class HierarchicalSummaryStrategy:
         fresh = [m for m in messages if previous is None or not is_summary(m)]
         if not fresh:
             return previous
-        preamble = f"Current summary:\n{previous or '(none yet)'}\n\nNew messages:\n"
-        instruction = _ROLLING_PROMPT.format(max_tokens=self.max_summary_tokens, max_chars=4 * self.max_summary_tokens)
-        text = await _ask(self.model, instruction, preamble, [render(m) for m in fresh], max_retries, ctx)
-        text = truncate_tokens(text, self.max_summary_tokens)
+        try:
+            text = await self._merged(previous, fresh, max_retries, ctx)
+        except Exception as error:
+            split = _middle_boundary(fresh) if is_prompt_too_long(error) else None
+            if split is None:
+                raise
+            older = await self._merged(previous, fresh[:split], max_retries, ctx)
+            text = await self._merged(older, fresh[split:], max_retries, ctx)
         if not text:
             return previous
         ctx.add_session_value(key, text)
         return text
+
+    async def _merged(
+        self, previous: str | None, messages: Sequence[Message], max_retries: int, ctx: RunContext
+    ) -> str:
+        """``messages`` folded into ``previous``, cut to the summary's size."""
+        preamble = f"Current summary:\n{previous or '(none yet)'}\n\nNew messages:\n"
+        instruction = _ROLLING_PROMPT.format(max_tokens=self.max_summary_tokens, max_chars=4 * self.max_summary_tokens)
+        lines = [render(m) for m in messages]
+        text = await _ask(self.model, instruction, preamble, lines, max_retries, ctx, halve=False)
+        return truncate_tokens(text, self.max_summary_tokens)
+
+
+def _middle_boundary(messages: Sequence[Message]) -> int | None:
+    """The split nearest the middle of ``messages`` that parts no call from its results; None when there is none."""
+    boundaries: list[int] = []
+    index = 0
+    while index < len(messages):
+        message = messages[index]
+        index += 1
+        if message.role == "assistant" and message.tool_calls:
+            while index < len(messages) and messages[index].role == "tool":
+                index += 1
+        if index < len(messages):
+            boundaries.append(index)
+    if not boundaries:
+        return None
+    middle = len(messages) / 2
+    return min(boundaries, key=lambda b: abs(b - middle))
 
 
 def check_strategy(strategy: object, what: str) -> CompressionStrategy:

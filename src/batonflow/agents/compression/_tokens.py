@@ -4,9 +4,10 @@ from __future__ import annotations
 
 import math
 
+from ...adk import get_language
 from ...schema import Message, TextPart
 
-__all__ = ["cut_middle", "estimate_tokens", "truncate_tokens"]
+__all__ = ["cut_middle", "estimate_tokens", "trim_marker", "truncate_tokens"]
 
 _MESSAGE_OVERHEAD = 4  # role and separators, as chat templates frame each message
 _MEDIA_PART_TOKENS = 85  # an image at low detail on OpenAI; a guess for other media
@@ -31,13 +32,25 @@ def _text_tokens(text: str) -> int:
     return math.ceil(ascii_chars / 4) + len(text) - ascii_chars
 
 
+# Solon's marker for a message cut down to its head and tail (ContextCompressionInterceptor.truncateTextToTokens).
+_TRIMMED = {
+    "en": "\n... [Content too large, truncated: this single message exceeded the context budget, so the middle was "
+    "left out and only the head and tail kept. To see all of it, fetch it again page by page] ...\n",
+    "zh": "\n... [内容过大已截断：单条消息超过上下文预算，省略中间部分，仅保留首尾。如需完整内容，请用分页方式重新获取] ...\n",
+}
+
+
+def trim_marker() -> str:
+    """What stands in for the middle of a message that was cut, in the active language."""
+    return _TRIMMED[get_language()]
+
+
 def cut_middle(text: str, keep: int) -> str:
-    """``text`` with all but ``keep`` characters of its middle replaced by a marker saying how many went."""
+    """``text`` with all but ``keep`` characters of its middle replaced by the trim marker."""
     keep = max(0, keep)
     head = (keep + 1) // 2
     tail = keep - head
-    omitted = len(text) - keep
-    return f"{text[:head]}\n[... {omitted} characters omitted to save context ...]\n{text[len(text) - tail :]}"
+    return f"{text[:head]}{trim_marker()}{text[len(text) - tail :]}"
 
 
 def truncate_tokens(text: str, limit: int) -> str:
