@@ -25,8 +25,8 @@ demo: $(VENV)/.demo-installed
 	$(BIN)/batonflow demo
 
 lint: $(VENV)/.test-installed
-	$(BIN)/ruff check src tests benchmarks
-	$(BIN)/ruff format --check src tests benchmarks
+	$(BIN)/ruff check src tests benchmarks examples
+	$(BIN)/ruff format --check src tests benchmarks examples
 	$(BIN)/mypy --strict src/batonflow
 	$(BIN)/lint-imports --no-logo
 
