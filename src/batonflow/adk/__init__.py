@@ -32,6 +32,7 @@ from ._flow import FlowAgent as FlowAgent
 from ._flow import agent_with_options as agent_with_options
 from ._flow import set_sub_agents as set_sub_agents
 from ._history import FENCE_NOTE as FENCE_NOTE
+from ._history import FENCE_REMINDER as FENCE_REMINDER
 from ._history import HistoryEntry as HistoryEntry
 from ._history import HistoryRewriter as HistoryRewriter
 from ._history import default_history_rewriter as default_history_rewriter
@@ -72,6 +73,7 @@ from .loop import render_instruction as render_instruction
 __all__ = [
     "EXIT_TOOL_NAME",
     "FENCE_NOTE",
+    "FENCE_REMINDER",
     "TRANSFER_TOOL_NAME",
     "Agent",
     "AgentAction",
