@@ -229,6 +229,14 @@ def test_last_needs_a_positive_count() -> None:
         HistoryPolicy.last("3")  # type: ignore[arg-type]
 
 
+def test_an_unknown_kind_is_refused() -> None:
+    with pytest.raises(UserError) as raised:
+        HistoryPolicy("recent")
+    assert str(raised.value) == (
+        "HistoryPolicy: expected a kind among ['current_turn', 'custom', 'full', 'last', 'own'], got 'recent'"
+    )
+
+
 def test_custom_needs_a_function() -> None:
     with pytest.raises(UserError, match=r"HistoryPolicy\.custom: expected a function of the history entries, got str"):
         HistoryPolicy.custom("last")  # type: ignore[arg-type]

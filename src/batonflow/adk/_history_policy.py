@@ -40,6 +40,10 @@ class HistoryPolicy:
     fenced: bool = False
     function: HistoryRewriter | None = None
 
+    def __post_init__(self) -> None:
+        if self.kind not in _KINDS:
+            raise UserError(f"HistoryPolicy: expected a kind among {sorted(_KINDS)}, got {self.kind!r}")
+
     @classmethod
     def full(cls, *, fenced: bool = False) -> HistoryPolicy:
         return cls("full", fenced=fenced)
@@ -82,6 +86,9 @@ class HistoryPolicy:
             return pair_tool_calls(show(entries))
 
         return rewrite
+
+
+_KINDS = frozenset({"full", "current_turn", "own", "last", "custom"})
 
 
 def as_history_policy(value: object, where: str) -> HistoryPolicy:
