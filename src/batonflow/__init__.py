@@ -23,6 +23,7 @@ from .adk import ChatModelAgentState as ChatModelAgentState
 from .adk import ExitTool as ExitTool
 from .adk import FlowAgent as FlowAgent
 from .adk import HistoryEntry as HistoryEntry
+from .adk import HistoryPolicy as HistoryPolicy
 from .adk import HistoryRewriter as HistoryRewriter
 from .adk import InterruptCtx as InterruptCtx
 from .adk import InterruptInfo as InterruptInfo
@@ -168,6 +169,7 @@ __all__ = [
     "HITLDecision",
     "HITLInterceptor",
     "HistoryEntry",
+    "HistoryPolicy",
     "HistoryRewriter",
     "InterruptCtx",
     "InterruptInfo",

@@ -31,10 +31,16 @@ from ._events import transfer_action as transfer_action
 from ._flow import FlowAgent as FlowAgent
 from ._flow import agent_with_options as agent_with_options
 from ._flow import set_sub_agents as set_sub_agents
+from ._history import FENCE_NOTE as FENCE_NOTE
+from ._history import FENCE_REMINDER as FENCE_REMINDER
 from ._history import HistoryEntry as HistoryEntry
 from ._history import HistoryRewriter as HistoryRewriter
 from ._history import default_history_rewriter as default_history_rewriter
+from ._history import fence_message as fence_message
+from ._history import fenced_history_rewriter as fenced_history_rewriter
 from ._history import rewrite_message as rewrite_message
+from ._history_policy import HistoryPolicy as HistoryPolicy
+from ._history_policy import pair_tool_calls as pair_tool_calls
 from ._interrupt import InterruptCtx as InterruptCtx
 from ._interrupt import InterruptInfo as InterruptInfo
 from ._interrupt import ResumeInfo as ResumeInfo
@@ -66,6 +72,8 @@ from .loop import render_instruction as render_instruction
 
 __all__ = [
     "EXIT_TOOL_NAME",
+    "FENCE_NOTE",
+    "FENCE_REMINDER",
     "TRANSFER_TOOL_NAME",
     "Agent",
     "AgentAction",
@@ -81,6 +89,7 @@ __all__ = [
     "ExitTool",
     "FlowAgent",
     "HistoryEntry",
+    "HistoryPolicy",
     "HistoryRewriter",
     "InterruptCtx",
     "InterruptInfo",
@@ -111,11 +120,14 @@ __all__ = [
     "default_history_rewriter",
     "event_from_message",
     "exit_action",
+    "fence_message",
+    "fenced_history_rewriter",
     "get_language",
     "interrupt",
     "new_executor",
     "new_planner",
     "new_replanner",
+    "pair_tool_calls",
     "parse_tool_argument",
     "plan_execute_replan",
     "render_instruction",

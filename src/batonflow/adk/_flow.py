@@ -9,7 +9,7 @@ ends without transferring.
 from __future__ import annotations
 
 import inspect
-from collections.abc import AsyncGenerator, AsyncIterator, Sequence
+from collections.abc import AsyncGenerator, AsyncIterator, Mapping, Sequence
 from contextlib import aclosing
 from typing import Any
 
@@ -18,6 +18,7 @@ from ._agent import Agent
 from ._context import RunContext
 from ._events import AgentAction, AgentEvent, AgentInput
 from ._history import HistoryEntry, HistoryRewriter, default_history_rewriter
+from ._history_policy import HistoryPolicy, as_history_policy
 from ._interrupt import ResumeInfo
 
 __all__ = ["FlowAgent", "agent_with_options", "set_sub_agents"]
@@ -67,6 +68,10 @@ class FlowAgent:
             copied.parent = new
             new.sub_agents.append(copied)
         return new
+
+    def _use(self, policy: HistoryPolicy) -> None:
+        self.history_rewriter = policy.rewriter(self.name)
+        self._default_rewriter = False
 
     def find_agent(self, name: str) -> FlowAgent | None:
         """A transfer target: a sub-agent, or the parent unless transfer to it is disallowed."""
@@ -280,12 +285,22 @@ def _hook(agent: Agent, name: str, *args: Any) -> None:
         hook(*args)
 
 
-def set_sub_agents(agent: Agent, sub_agents: Sequence[Agent]) -> FlowAgent:
-    """``agent`` with ``sub_agents`` below it, as a new tree; the agents themselves are shared, not copied."""
+def set_sub_agents(
+    agent: Agent,
+    sub_agents: Sequence[Agent],
+    *,
+    history: Mapping[str, HistoryPolicy | HistoryRewriter] | None = None,
+) -> FlowAgent:
+    """``agent`` with ``sub_agents`` below it, as a new tree; the agents themselves are shared, not copied.
+
+    ``history`` gives sub-agents, by name, their own history policy (``HistoryPolicy``, or a function taken as
+    ``HistoryPolicy.custom``); the others keep theirs.
+    """
     parent = _as_flow(agent)
     if parent.sub_agents:
         raise UserError("agent's sub-agents has already been set")
     names = [a.name for a in sub_agents]
+    policies = _policies(parent.name, names, history or {})
     repeated = sorted({n for n in names if names.count(n) > 1 or n == parent.name})
     if repeated:
         raise UserError(
@@ -304,9 +319,22 @@ def set_sub_agents(agent: Agent, sub_agents: Sequence[Agent]) -> FlowAgent:
         _hook(child.agent, "on_set_as_sub_agent", parent.agent)
         if child.disallow_transfer_to_parent:
             _hook(child.agent, "on_disallow_transfer_to_parent")
+        if child.name in policies:
+            child._use(policies[child.name])
         child.parent = parent
         parent.sub_agents.append(child)
     return parent
+
+
+def _policies(parent: str, names: list[str], history: Mapping[str, object]) -> dict[str, HistoryPolicy]:
+    """The history policies given to ``set_sub_agents``, checked before the tree is touched."""
+    unknown = sorted(set(history) - set(names))
+    if unknown:
+        raise UserError(
+            f"history of the sub-agents of '{parent}': expected names among {names}, got {unknown} "
+            "(give other agents a policy with agent_with_options)"
+        )
+    return {name: as_history_policy(value, f"history of sub-agent '{name}'") for name, value in history.items()}
 
 
 def _ancestors(agent: FlowAgent) -> list[FlowAgent]:
@@ -323,12 +351,19 @@ def agent_with_options(
     *,
     disallow_transfer_to_parent: bool = False,
     history_rewriter: HistoryRewriter | None = None,
+    history: HistoryPolicy | HistoryRewriter | None = None,
 ) -> FlowAgent:
-    """``agent`` wrapped with flow options: no transfer back to its parent, or its own history rewriter."""
+    """``agent`` wrapped with flow options: no transfer back to its parent, its own history policy (``history``), or
+    its own history rewriter (Eino's option: the function's messages are used as they are, unchecked)."""
+    if history is not None and history_rewriter is not None:
+        raise UserError(f"agent_with_options of '{agent.name}': expected history or history_rewriter, got both")
+    policy = None if history is None else as_history_policy(history, f"history of agent '{agent.name}'")
     flow = _as_flow(agent)
     if disallow_transfer_to_parent:
         flow.disallow_transfer_to_parent = True
     if history_rewriter is not None:
         flow.history_rewriter = history_rewriter
         flow._default_rewriter = False
+    if policy is not None:
+        flow._use(policy)
     return flow
