@@ -20,8 +20,10 @@ from batonflow.store import CODEC_VERSION, decode, encode, register_type
 
 def seal(body: bytes, flags: int = 0, version: int = CODEC_VERSION) -> bytes:
     """The envelope around ``body`` as the codec documents it, written here independently of the codec's code:
-    ``b"BFC"``, the version, the flags, the CRC-32 of flags and body (4 bytes, big-endian), then the body."""
-    crc = zlib.crc32(body, zlib.crc32(bytes((flags,))))
+    ``b"BFC"``, the version, the flags, the CRC-32 (4 bytes, big-endian) of flags and body (from version 2 on, of
+    version, flags and body), then the body."""
+    covered = bytes((flags,)) if version == 1 else bytes((version, flags))
+    crc = zlib.crc32(body, zlib.crc32(covered))
     return b"BFC" + bytes((version, flags)) + crc.to_bytes(4, "big") + body
 
 

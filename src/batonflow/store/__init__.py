@@ -1,8 +1,8 @@
 """Persistence: the checkpoint codec, the checkpoint stores and the session stores.
 
-``encode``/``decode`` turn checkpoints into versioned, checksummed bytes and back; ``register_type`` lets user
-dataclasses, pydantic models and enums travel in them, and ``registered_types()`` lists every class a payload may
-name. A ``CheckpointStore`` keeps the bytes and hands out resume leases: ``MemoryCheckpointStore``,
+``encode``/``decode`` turn checkpoints into versioned, checksummed bytes and back, writing each message once, and
+re-using the text of the messages ``encode_cache`` remembers unchanged; ``register_type`` lets user dataclasses,
+pydantic models and enums travel in them, and ``registered_types()`` lists every class a payload may name. A ``CheckpointStore`` keeps the bytes and hands out resume leases: ``MemoryCheckpointStore``,
 ``SqliteCheckpointStore`` (the embedded default), and, with their extras, ``PostgresCheckpointStore``
 (``batonflow[postgres]``) and ``RedisCheckpointStore`` (``batonflow[redis]``). Checkpoint and session ids follow one
 rule on every backend (``check_id``: non-empty, at most ``MAX_ID_BYTES`` bytes of UTF-8, no NUL, no lone surrogate).
@@ -20,6 +20,8 @@ from ._codec import CODEC_VERSION as CODEC_VERSION
 from ._codec import DecodeLimits as DecodeLimits
 from ._codec import decode as decode
 from ._codec import encode as encode
+from ._fits import EncodeCache as EncodeCache
+from ._fits import cache as encode_cache
 from ._memory import MemoryCheckpointStore as MemoryCheckpointStore
 from ._postgres import PostgresCheckpointStore as PostgresCheckpointStore
 from ._redis import RedisCheckpointStore as RedisCheckpointStore
@@ -43,6 +45,7 @@ __all__ = [
     "CheckpointStore",
     "CodecError",
     "DecodeLimits",
+    "EncodeCache",
     "FileSessionStore",
     "MemoryCheckpointStore",
     "MemorySessionStore",
@@ -61,6 +64,7 @@ __all__ = [
     "check_session_id",
     "decode",
     "encode",
+    "encode_cache",
     "register_builtin_types",
     "register_type",
     "registered_types",
