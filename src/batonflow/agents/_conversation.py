@@ -127,7 +127,8 @@ class Runner(_Runner):
         try:
             # Read under the lease: what another run saved before the claim is here, and nobody writes it until
             # this run has saved it again (a resume that finished meanwhile has cleared what it resumed).
-            session = await Session.load(store, session_id)
+            # A turn reads the messages its window needs; a resume none (the pending run has its own).
+            session = await Session.load(store, session_id, window=self.session_window if messages else 0)
             if messages:
                 events = self._prompt(session, messages, session_values)
             else:

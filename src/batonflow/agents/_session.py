@@ -21,7 +21,7 @@ from typing import Any
 
 from ..errors import UserError
 from ..schema import Message
-from ..store import MemorySessionStore, SessionState, SessionStore, check_session_id
+from ..store import MemorySessionStore, SessionData, SessionState, SessionStore, check_session_id
 
 __all__ = ["Session"]
 
@@ -56,12 +56,25 @@ class Session:
         self._save_lock = asyncio.Lock()
 
     @classmethod
-    async def load(cls, store: SessionStore, session_id: str, *, max_messages: int | None = None) -> Session:
-        """The session stored under ``session_id``, or a new empty one bound to ``store`` when there is none."""
+    async def load(
+        cls, store: SessionStore, session_id: str, *, max_messages: int | None = None, window: int | None = None
+    ) -> Session:
+        """The session stored under ``session_id``, or a new empty one bound to ``store`` when there is none.
+
+        With ``window``, only the messages ``latest(window)`` returns are read: the last ``window``, and as many
+        before them as it takes to reach the user message that opens their turn (read in steps, each twice the
+        last). ``messages`` then holds those; the older ones stay in the store, and saving appends after them, as it
+        does past ``max_messages``. A conversation turn so costs the window, not the conversation.
+        """
         session = cls(session_id, store, max_messages=max_messages)
-        # One message more than the window says whether older ones were cut off; trimming then drops exactly what
+        if window is not None and (type(window) is not int or window < 0):
+            raise UserError(f"window must be None (every message) or a count >= 0, got {window!r}")
+        # One message more than max_messages says whether older ones were cut off; trimming then drops exactly what
         # trimming message by message would have dropped (a tool result whose call fell outside goes too).
-        data = await store.get(session_id, last=None if max_messages is None else max_messages + 1)
+        last = None if max_messages is None else max_messages + 1
+        data = await (
+            store.get(session_id, last=last) if window is None else _read_window(store, session_id, window, last)
+        )
         if data is not None:
             session._messages = [m for m in data.messages if m.role != "system"]
             session._trim()
@@ -264,3 +277,20 @@ class Session:
     def __repr__(self) -> str:
         pending = f", pending={self._pending_reason!r}" if self._pending else ""
         return f"Session({self._session_id!r}, messages={len(self._messages)}{pending})"
+
+
+async def _read_window(store: SessionStore, session_id: str, window: int, last: int | None) -> SessionData | None:
+    """What ``store`` holds for ``session_id``, with at least the messages ``latest(window)`` returns (at most
+    ``last``). Each read is one ``get``, messages and state of one moment; the last read is the answer."""
+    want = max(window, 1)  # the state is read with at least one message: get takes no 0
+    while True:
+        if last is not None:
+            want = min(want, last)
+        data = await store.get(session_id, last=want)
+        if data is None or len(data.messages) < want or want == last or window == 0:
+            return data  # every message there is, as many as the session keeps, or all the window needs
+        kept = [m for m in data.messages if m.role != "system"]
+        start = len(kept) - window
+        if start >= 0 and any(m.role == "user" for m in kept[: start + 1]):
+            return data  # the turn the window starts in opens inside what was read
+        want *= 2
