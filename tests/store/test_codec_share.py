@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import copy
 import json
+import threading
 import zlib
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
@@ -20,7 +21,15 @@ import pytest
 from batonflow.adk import ChatModelAgent, ReactState, Runner, RunStep, SessionEvent
 from batonflow.errors import CodecError
 from batonflow.schema import FunctionCall, Message, ResponseMeta, TextPart, ToolCall, Usage, assistant, user
-from batonflow.store import CODEC_VERSION, MemoryCheckpointStore, decode, encode, encode_cache, register_type
+from batonflow.store import (
+    CODEC_VERSION,
+    MemoryCheckpointStore,
+    decode,
+    encode,
+    encode_async,
+    encode_cache,
+    register_type,
+)
 from batonflow.testing import FunctionModel
 from batonflow.tools import ToolContext, tool
 
@@ -326,3 +335,22 @@ def test_the_cache_keeps_at_most_its_size(monkeypatch: pytest.MonkeyPatch) -> No
         encode(checkpoint(20 + n))
         decode(encode(checkpoint(10)))
         assert len(cache) <= 50
+
+
+async def test_encode_async_writes_what_encode_writes_compressing_a_large_body_on_a_worker_thread(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    threads: list[int] = []
+    compress = zlib.compress
+
+    def recorded(data: bytes, level: int = -1) -> bytes:
+        threads.append(threading.get_ident())
+        return compress(data, level)
+
+    monkeypatch.setattr(zlib, "compress", recorded)
+    small, large = checkpoint(2), checkpoint(400)
+    assert await encode_async(small) == encode(small)
+    assert await encode_async(large) == encode(large)
+    here = threading.get_ident()
+    assert threads[0] == here and threads[2] != here  # encode_async's small and large bodies
+    assert threads[1] == threads[3] == here  # encode's, on the caller's thread

@@ -31,6 +31,7 @@ def test_public_api_is_pinned() -> None:
         "check_session_id",
         "decode",
         "encode",
+        "encode_async",
         "encode_cache",
         "register_builtin_types",
         "register_type",

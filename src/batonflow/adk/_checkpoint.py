@@ -12,7 +12,7 @@ from typing import Any
 
 from ..errors import UserError
 from ..schema import Message
-from ..store import DecodeLimits, decode, encode, register_type
+from ..store import DecodeLimits, decode, encode_async, register_type
 from ..tools import InterruptSignal
 from ._context import RunContext, SessionEvent
 from ._interrupt import InterruptRecord, flatten
@@ -45,7 +45,9 @@ _DEFAULT_LIMITS = DecodeLimits()
 
 async def encode_checkpoint(ctx: RunContext, signal: InterruptSignal, store: object = None) -> bytes:
     """The bytes of a checkpoint for a run stopped by ``signal``, to be saved in ``store`` (which decodes within
-    its limits: a checkpoint past them fails now, not at the resume); streamed messages are joined first."""
+    its limits: a checkpoint past them fails now, not at the resume); streamed messages are joined first. Each
+    message is written once, though the recorded events and the agents' saved states both hold it, and the ones
+    written or read before are not encoded again while unchanged; a long one is compressed off the event loop."""
     assert ctx.root_input is not None
     events = []
     for recorded in ctx.session.history():
@@ -58,7 +60,7 @@ async def encode_checkpoint(ctx: RunContext, signal: InterruptSignal, store: obj
         events=events,
         interrupts=flatten(signal),
     )
-    return encode(checkpoint, limits=limits_of(store))
+    return await encode_async(checkpoint, limits=limits_of(store))
 
 
 def decode_checkpoint(data: bytes, store: object = None) -> Checkpoint:

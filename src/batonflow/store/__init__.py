@@ -20,6 +20,7 @@ from ._codec import CODEC_VERSION as CODEC_VERSION
 from ._codec import DecodeLimits as DecodeLimits
 from ._codec import decode as decode
 from ._codec import encode as encode
+from ._codec import encode_async as encode_async
 from ._fits import EncodeCache as EncodeCache
 from ._fits import cache as encode_cache
 from ._memory import MemoryCheckpointStore as MemoryCheckpointStore
@@ -64,6 +65,7 @@ __all__ = [
     "check_session_id",
     "decode",
     "encode",
+    "encode_async",
     "encode_cache",
     "register_builtin_types",
     "register_type",

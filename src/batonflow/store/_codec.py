@@ -20,6 +20,7 @@ well-formed payload that does not fit the registered classes (an unknown type or
 
 from __future__ import annotations
 
+import asyncio
 import json
 import re
 import struct
@@ -33,7 +34,7 @@ from ._share import ascii_text, dumps, write_body
 from ._tree import build, to_tree
 from ._wire import PathError, Refs
 
-__all__ = ["CODEC_VERSION", "DEFAULT_LIMITS", "DecodeLimits", "decode", "encode"]
+__all__ = ["CODEC_VERSION", "DEFAULT_LIMITS", "DecodeLimits", "decode", "encode", "encode_async"]
 
 MAGIC = b"BFC"
 CODEC_VERSION = 2
@@ -48,6 +49,9 @@ _KNOWN_FLAGS = _FLAG_ZLIB
 # so the slower levels' last few percent are not worth their time.
 COMPRESS_THRESHOLD = 512
 _ZLIB_LEVEL = 4
+# From here on encode_async compresses on a worker thread: about half a millisecond of zlib, ten times what handing
+# the work over costs.
+_THREAD_BODY = 64 << 10
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -60,9 +64,9 @@ class DecodeLimits:
     under the byte limit (``{"$c":"Message","role":"user"}`` repeated) still cannot expand into gigabytes.
 
     The defaults leave room for checkpoints far larger than real runs make (KB to a few MB): in
-    benchmarks/checkpoints.py a conversation of 2,000 messages has a body of 0.65 MB counting 48,000 values
-    (16,000 in the body, 32,000 filled in from defaults), one of 20,000 messages 6.5 MB and 480,000 values (1 MB
-    compressed); both limits admit some 40,000 such messages. Decompression bombs now stop in under a second
+    benchmarks/checkpoints.py a conversation of 2,000 messages has a body of 0.37 MB counting 30,000 values
+    (14,000 in the body, 16,000 filled in from defaults), one of 20,000 messages 3.7 MB and 300,000 values (0.57 MB
+    compressed); both limits admit some 60,000 such messages. Decompression bombs now stop in under a second
     having taken at most tens of MB (benchmarks/codec_hostile.py), where they took 109 MB and 454 MB.
     """
 
@@ -88,6 +92,16 @@ def encode(obj: Any, *, what: str = "checkpoint", limits: DecodeLimits = DEFAULT
     ``limits`` are those the payload will be decoded with (its body must fit them)."""
     body, version = encode_body(obj, what, limits)
     return pack(body, version)
+
+
+async def encode_async(obj: Any, *, what: str = "checkpoint", limits: DecodeLimits = DEFAULT_LIMITS) -> bytes:
+    """``encode``, compressing a large body on a worker thread so that the event loop goes on meanwhile: zlib
+    leaves the GIL while it works, some 15 ms for the 1.9 MB body of a checkpoint at turn 2,000
+    (benchmarks/growth.py). The value itself is read on the loop, where nothing changes it in the meantime."""
+    body, version = encode_body(obj, what, limits)
+    if len(body) < _THREAD_BODY:
+        return pack(body, version)
+    return await asyncio.to_thread(pack, body, version)
 
 
 def encode_body(obj: Any, what: str, limits: DecodeLimits = DEFAULT_LIMITS) -> tuple[bytes, int]:
