@@ -16,7 +16,8 @@ REF = "ref"  # a later occurrence of a shared object: {"$t": "ref", "v": its num
 SHARED = frozenset({"Message", "SessionEvent"})
 """The wire names of the classes whose objects a version 2 payload numbers, so that it can refer to them: the
 messages of a conversation and the recorded events that carry them. Part of the format: changing it takes a new
-codec version."""
+codec version. Their constructors keep the values they are given (decoding remembers each object with the tree it
+was built from, as what it would be written as)."""
 
 _IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
 
