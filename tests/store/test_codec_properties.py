@@ -18,7 +18,7 @@ from hypothesis import strategies as st
 from batonflow.adk import SessionEvent
 from batonflow.errors import CodecError
 from batonflow.schema import Message
-from batonflow.store import CODEC_VERSION, decode, encode, encode_cache, register_type
+from batonflow.store import CACHE_SIZE, CODEC_VERSION, decode, encode, encode_cache, register_type
 
 
 def seal(body: bytes, flags: int = 0, version: int = CODEC_VERSION) -> bytes:
@@ -147,6 +147,15 @@ def fresh(value: Any) -> bytes:
 @settings(max_examples=200)
 @given(values, values)
 def test_a_shared_message_is_written_as_a_fresh_encoder_would_whatever_it_holds(first: Any, second: Any) -> None:
+    encode_cache.size = CACHE_SIZE
+    try:
+        shared_message_is_written_as_a_fresh_encoder_would(first, second)
+    finally:
+        encode_cache.clear()
+        encode_cache.size = 0
+
+
+def shared_message_is_written_as_a_fresh_encoder_would(first: Any, second: Any) -> None:
     payload = carrying(first)
     data = encode(payload)
     assert data == fresh(payload)

@@ -22,6 +22,7 @@ from batonflow.adk import ChatModelAgent, ReactState, Runner, RunStep, SessionEv
 from batonflow.errors import CodecError
 from batonflow.schema import FunctionCall, Message, ResponseMeta, TextPart, ToolCall, Usage, assistant, user
 from batonflow.store import (
+    CACHE_SIZE,
     CODEC_VERSION,
     MemoryCheckpointStore,
     decode,
@@ -65,9 +66,12 @@ def seal(body: bytes, version: int = CODEC_VERSION) -> bytes:
 
 @pytest.fixture(autouse=True)
 def fresh_cache() -> Iterator[None]:
+    size = cache.size
     cache.clear()
+    cache.size = CACHE_SIZE
     yield
     cache.clear()
+    cache.size = size
 
 
 def calling(n: int) -> Message:
@@ -327,6 +331,13 @@ def test_lone_surrogates_in_a_shared_message_survive() -> None:
     message = user("a \udc80 b")
     data = encode([message, message])
     assert decode(data) == [message, message]
+
+
+def test_the_cache_is_off_until_given_a_size() -> None:
+    cache.size = 0
+    value = checkpoint(5)
+    decode(encode(value))
+    assert len(cache) == 0 and cache.hits == 0
 
 
 def test_the_cache_keeps_at_most_its_size(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -7,6 +7,7 @@ import batonflow.store
 
 def test_public_api_is_pinned() -> None:
     assert sorted(batonflow.store.__all__) == [
+        "CACHE_SIZE",
         "CODEC_VERSION",
         "CheckpointStore",
         "CodecError",

@@ -46,8 +46,8 @@ _DEFAULT_LIMITS = DecodeLimits()
 async def encode_checkpoint(ctx: RunContext, signal: InterruptSignal, store: object = None) -> bytes:
     """The bytes of a checkpoint for a run stopped by ``signal``, to be saved in ``store`` (which decodes within
     its limits: a checkpoint past them fails now, not at the resume); streamed messages are joined first. Each
-    message is written once, though the recorded events and the agents' saved states both hold it, and the ones
-    written or read before are not encoded again while unchanged; a long one is compressed off the event loop."""
+    message is written once, though the recorded events and the agents' saved states both hold it; a long
+    checkpoint is compressed off the event loop."""
     assert ctx.root_input is not None
     events = []
     for recorded in ctx.session.history():

@@ -1,7 +1,7 @@
 """Persistence: the checkpoint codec, the checkpoint stores and the session stores.
 
-``encode``/``decode`` turn checkpoints into versioned, checksummed bytes and back, writing each message once, and
-re-using the text of the messages ``encode_cache`` remembers unchanged; ``register_type`` lets user dataclasses,
+``encode``/``decode`` turn checkpoints into versioned, checksummed bytes and back, writing each message once (and,
+once ``encode_cache`` is given a size, re-using the text of the messages it remembers unchanged); ``register_type`` lets user dataclasses,
 pydantic models and enums travel in them, and ``registered_types()`` lists every class a payload may name. A ``CheckpointStore`` keeps the bytes and hands out resume leases: ``MemoryCheckpointStore``,
 ``SqliteCheckpointStore`` (the embedded default), and, with their extras, ``PostgresCheckpointStore``
 (``batonflow[postgres]``) and ``RedisCheckpointStore`` (``batonflow[redis]``). Checkpoint and session ids follow one
@@ -21,6 +21,7 @@ from ._codec import DecodeLimits as DecodeLimits
 from ._codec import decode as decode
 from ._codec import encode as encode
 from ._codec import encode_async as encode_async
+from ._fits import CACHE_SIZE as CACHE_SIZE
 from ._fits import EncodeCache as EncodeCache
 from ._fits import cache as encode_cache
 from ._memory import MemoryCheckpointStore as MemoryCheckpointStore
@@ -41,6 +42,7 @@ from ._sessions import check_session_id as check_session_id
 from ._sqlite import SqliteCheckpointStore as SqliteCheckpointStore
 
 __all__ = [
+    "CACHE_SIZE",
     "CODEC_VERSION",
     "MAX_ID_BYTES",
     "CheckpointStore",

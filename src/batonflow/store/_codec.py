@@ -148,7 +148,7 @@ def decode(
 ) -> Any:
     """The value in ``data``. Anything that is not a payload this version of batonflow (or an earlier one) wrote,
     or that does not fit ``limits``, raises ``CodecError``. The messages and recorded events it holds are remembered
-    (``encode_cache``), so that encoding them again unchanged re-uses their text."""
+    by ``encode_cache`` when it has a size, so that encoding them again unchanged re-uses their trees."""
     body, version = _open(data, what, limits)
     refs = Refs(references=version > 1)
     value = load_json(body, what, invalid="corrupt payload: invalid JSON body", limits=limits, refs=refs)

@@ -1,6 +1,6 @@
 """What the encoder remembers of the shared objects it wrote or decoding built, and how it tells they are unchanged.
 
-For the latest ``CACHE_SIZE`` shared objects (``_wire.SHARED``: messages and recorded events) the cache keeps the
+For the latest ``size`` shared objects (``_wire.SHARED``: messages and recorded events) the cache keeps the
 value tree the object was written as or read from, the JSON text of that tree once it was needed, and the object's
 field values at that moment. ``Numbering.fits`` then says whether writing the object now would give that very tree,
 comparing values and their types all the way down: a message changed in place, however deep, does not fit, and is
@@ -26,8 +26,8 @@ from ._wire import CLS, REF, TAG
 __all__ = ["CACHE_SIZE", "OBJ", "TEXT", "TREE", "Cached", "EncodeCache", "Numbering", "cache", "remember"]
 
 CACHE_SIZE = 20_000
-"""How many shared objects the encoder remembers by default: the messages and recorded events of a conversation of
-some 5,000 tool-calling turns, or of several shorter ones. An entry costs a few hundred bytes beside the object."""
+"""A size for ``encode_cache`` that holds the messages and recorded events of a conversation of some 5,000
+tool-calling turns, or of several shorter ones. An entry costs a few hundred bytes beside the object."""
 
 _ABSENT: Any = object()
 _SCALARS = frozenset({str, int, float, bool, type(None)})
@@ -43,17 +43,23 @@ OBJ, TREE, TEXT, VALUES, DEEP = range(5)
 
 class EncodeCache:
     """What ``encode`` remembers of the messages and recorded events it wrote, or that ``decode`` built: the latest
-    ``size`` of them (0: none), the first remembered going first. ``hits`` counts those written again from what was
+    ``size`` of them, the first remembered going first. ``hits`` counts those written again from what was
     remembered, ``misses`` those written afresh; ``clear()`` forgets them all and resets the counts. The one instance is
     ``batonflow.store.encode_cache``.
 
+    Off by default (``size`` 0): it pays where a process encodes the same live objects again (a second encoding of an
+    unchanged checkpoint costs some 40% less), not in the runtime's resume, where every checkpoint is decoded anew
+    first. There, making the text of each decoded tree costs what encoding it afresh does, and at 2,000 turns keeping
+    20,000 objects alive makes decoding the next checkpoint slower (benchmarks/growth.py; docs/architecture.md).
+    Set ``encode_cache.size = CACHE_SIZE`` (or another count) to turn it on.
+
     It holds the objects themselves (so an id in it always names the object it was stored for), which keeps them
-    alive until they are dropped: lower ``size`` to hold less. Each step is one operation on an ``OrderedDict``,
+    alive until they are dropped. Each step is one operation on an ``OrderedDict``,
     atomic under the GIL, so threads that encode at the same time may lose an entry to each other but never see a
     wrong one.
     """
 
-    def __init__(self, size: int = CACHE_SIZE) -> None:
+    def __init__(self, size: int = 0) -> None:
         self.size = size
         self.hits = 0
         self.misses = 0
@@ -66,11 +72,15 @@ class EncodeCache:
         return len(self.entries)
 
     def get(self, obj: Any) -> Cached | None:
+        if not self.entries:
+            return None
         found = self.entries.get(id(obj))
         return found if found is not None and found[OBJ] is obj else None
 
     def put(self, obj: Any, entry: Entry, tree: Any, text: str | None = None) -> None:
         """Remember ``obj``, which fits ``tree`` now."""
+        if not self.size:
+            return
         entries = self.entries
         key = id(obj)
         entries.pop(key, None)
@@ -103,6 +113,8 @@ def remember(objects: list[Any], trees: list[Any], root: Any) -> None:
     both). Its fields were checked against their annotations too, so a field annotated as immutable holds an
     immutable value: only the others need checking later (``static_deep``).
     """
+    if not cache.size:
+        return
     entries = cache.entries
     kinds: dict[type, tuple[Callable[[Any], tuple[Any, ...]], tuple[int, ...] | None]] = {}
     for obj, tree in zip(objects, trees, strict=True):

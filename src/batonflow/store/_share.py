@@ -7,9 +7,9 @@ writing ends, an object's fields before the object, as the decoder builds them; 
 payload is written as ``{"$t": "ref", "v": <number>}``. A payload without references is written as version 1, byte
 for byte as before.
 
-Writing a shared object it remembers (``_fits``: one it wrote or that decoding built), the encoder re-uses the
-text of its tree when the object still fits that tree exactly, and writes it afresh otherwise. So a checkpoint
-whose old messages are unchanged costs a check per object, not an encoding.
+Writing a shared object it remembers (``_fits``: one it wrote or that decoding built, once the cache has a size),
+the encoder re-uses the text of its tree when the object still fits that tree exactly, and writes it afresh
+otherwise. So a checkpoint whose old messages are unchanged costs a check per object, not an encoding.
 """
 
 from __future__ import annotations
