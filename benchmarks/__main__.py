@@ -3,7 +3,8 @@
 Each framework runs in its own subprocesses (one per round of W1–W4 and W6, a fresh one for W5), one framework at
 a time, so that no framework's imports, caches or garbage slow another down. The table gives, per workload, the
 fastest peer of this run and batonflow's time divided by that peer's; the targets are 1/30 for W1, W2 and W4 and
-0.1 for the other rows.
+0.1 for the other rows. An extra section gives batonflow's own growth curve (``benchmarks.growth``): what one
+interrupt + resume and one conversation turn cost at turn 10, 100, 1,000 and 2,000.
 """
 
 from __future__ import annotations
@@ -104,6 +105,25 @@ def collect(
         else:
             report["w5_detail"] = w5.get("detail", w5["status"])
     return reports
+
+
+def run_growth(quick: bool) -> dict[str, Any]:
+    """``benchmarks.growth`` in its own subprocess; a failure becomes a "failed" report, as for the frameworks."""
+    command = [sys.executable, "-m", "benchmarks.growth", "--json", *(["--quick"] if quick else [])]
+    cwd = Path(__file__).resolve().parent.parent
+    print("  growth curve …", end="", flush=True, file=sys.stderr)
+    started = time.monotonic()
+    try:
+        done = subprocess.run(command, cwd=cwd, capture_output=True, text=True, timeout=600, check=False)
+    except subprocess.TimeoutExpired:
+        print(" failed", file=sys.stderr)
+        return {"status": "failed", "detail": "timed out after 600 s"}
+    if done.returncode != 0:
+        print(" failed", file=sys.stderr)
+        tail = done.stderr.strip().splitlines()[-1:] or [f"exit code {done.returncode}"]
+        return {"status": "failed", "detail": tail[0]}
+    print(f" ok ({time.monotonic() - started:.0f} s)", file=sys.stderr)
+    return {"status": "ok", "results": json.loads(done.stdout.strip().splitlines()[-1])}
 
 
 def _best(results: list[dict[str, Any]]) -> dict[str, Any]:
@@ -213,6 +233,7 @@ def main() -> None:
     print(f"batonflow benchmarks ({mode}), one framework at a time:", file=sys.stderr)
     load_before = os.getloadavg()[0]
     reports = collect(modules, workloads, quick=args.quick, concurrency=concurrency, rounds=1 if args.quick else 2)
+    growth = run_growth(args.quick) if SUBJECT in modules else None
     versions = ", ".join(f"{r['name']} {r.get('version', r['status'])}" for r in reports.values())
     # Other work on the machine inflates every figure, and not evenly: the load average tells how quiet it was, and
     # the CPU-time table (this process's own time) is the steadier one when it was not.
@@ -227,6 +248,13 @@ def main() -> None:
         summary = verdict(ratios[clock])
         text += ["", f"{title}:", render_text(header, rows), *summary]
         markdown += ["", f"## {title}", "", render_markdown(header, rows), "", *summary]
+    if growth is not None:
+        from .growth import render as render_growth  # here: the parent process imports no framework up front
+
+        title = "batonflow's growth curve (python -m benchmarks.growth)"
+        lines = render_growth(growth["results"]) if growth["status"] == "ok" else [f"failed: {growth['detail']}"]
+        text += ["", f"{title}:", "", *lines]
+        markdown += ["", f"## {title}", "", *lines]
     text += ["", *notes] if notes else []
     markdown += ["", *(f"- {note}" for note in notes)] if notes else []
     print("\n" + "\n".join(text))
@@ -243,6 +271,7 @@ def main() -> None:
         "targets": {"W1": HEADLINE, "W2": HEADLINE, "W4": HEADLINE, "other": TARGET},
         "ratios": ratios,
         "frameworks": reports,
+        "growth": growth,
     }
     (RESULTS / f"{mode}.json").write_text(json.dumps(payload, indent=2) + "\n")
     (RESULTS / f"{mode}.md").write_text("\n".join(markdown) + "\n")

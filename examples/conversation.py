@@ -3,7 +3,7 @@
 
 Each run is fed the last ``session_window`` messages of its conversation (8 by default, widened back to the user
 message that opened their turn) before the new prompt, so that a turn's cost does not grow with the conversation;
-``result.windowed`` says how many earlier messages were left out, and ``session_window=None`` feeds them all.
+``result.windowed`` says whether earlier messages were left out, and ``session_window=None`` feeds them all.
 """
 
 import asyncio
@@ -21,7 +21,9 @@ async def talk(session_window: int | None) -> None:
     for n in range(1, 5):
         result = await runner.call(f"Question {n}?", session_id="ann")
         fed = len(model.requests[-1].messages)
-        print(f"window {session_window}: turn {n}: {result.text} (fed {fed} messages, {result.windowed} left out)")
+        print(
+            f"window {session_window}: turn {n}: {result.text} (fed {fed} messages, some left out: {result.windowed})"
+        )
 
 
 async def main() -> None:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -13,8 +14,8 @@ from batonflow import adk
 from batonflow.adk import AgentEvent, ChatModelAgent, InterruptInfo, collect_events
 from batonflow.agents import ReActAgent, Runner, Session
 from batonflow.errors import ResumeConflictError, UserError
-from batonflow.schema import Stream, assistant
-from batonflow.store import MemoryCheckpointStore, MemorySessionStore, SessionStore, SqliteSessionStore
+from batonflow.schema import Stream, assistant, user
+from batonflow.store import MemoryCheckpointStore, MemorySessionStore, SessionData, SessionStore, SqliteSessionStore
 from batonflow.testing import ScriptedModel, tool_calls
 from batonflow.tools import Tool, ToolContext, tool
 
@@ -65,7 +66,7 @@ async def test_a_conversations_result_says_how_many_earlier_messages_the_window_
     model = ScriptedModel([assistant(f"answer {i}") for i in range(4)])
     runner = Runner(ChatModelAgent(name="a", model=model), session_store=MemorySessionStore(), session_window=2)
     results = [await runner.call(f"question {i}", session_id="w") for i in range(4)]
-    assert [r.windowed for r in results] == [0, 0, 2, 4]
+    assert [r.windowed for r in results] == [False, False, True, True]
     assert [r.session_id for r in results] == ["w"] * 4 and results[3].text == "answer 3"
 
 
@@ -77,7 +78,7 @@ async def test_the_default_window_feeds_the_last_eight_messages_and_none_feeds_t
         runner = Runner(ChatModelAgent(name="a", model=model), session_store=MemorySessionStore(), **kwargs)
         results = [await runner.call(f"question {i}", session_id="w") for i in range(6)]
         fed[window] = (len(model.requests[5].messages), results[5].windowed)
-    assert fed == {8: (9, 2), None: (11, 0)}  # the prompt after 8 of 10 earlier messages, or after all 10
+    assert fed == {8: (9, True), None: (11, False)}  # the prompt after 8 of 10 earlier messages, or after all 10
 
 
 @pytest.mark.parametrize("window", [-1, 2.5, "8"])
@@ -405,3 +406,56 @@ async def test_two_processes_resuming_one_pending_conversation_on_sqlite_run_the
         session = await Session.load(store, "chat-7")
     assert not session.is_pending
     assert [m.content for m in session.messages] == ["refund 3", "Refund done."]
+
+
+class CountingStore:
+    """A session store that counts the messages its ``get`` hands back, over all its reads."""
+
+    def __init__(self, inner: SessionStore) -> None:
+        self.inner = inner
+        self.read = 0
+
+    async def get(self, session_id: str, *, last: int | None = None) -> SessionData | None:
+        data = await self.inner.get(session_id, last=last)
+        self.read += 0 if data is None else len(data.messages)
+        return data
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.inner, name)
+
+
+async def test_a_turn_reads_its_window_whatever_the_length_of_the_conversation(session_store: SessionStore) -> None:
+    history = [m for t in range(300) for m in (user(f"question {t}"), assistant(f"answer {t}"))]
+    await session_store.append_messages("long", history)
+    counting = CountingStore(session_store)
+    model = ScriptedModel([assistant("answer 300"), assistant("answer 301")])
+    runner = Runner(ChatModelAgent(name="a", model=model), session_store=counting, session_window=8)  # type: ignore[arg-type]
+    await collect_events(runner.query("question 300", session_id="long"))
+    assert counting.read == 9  # the window, and one more to know that older messages were left out
+    assert [m.content for m in model.requests[0].messages] == [m.content for m in history[-8:]] + ["question 300"]
+    await collect_events(runner.query("question 301", session_id="long"))
+    assert counting.read == 18
+    stored = await Session.load(session_store, "long")
+    assert [m.content for m in stored.messages[-4:]] == ["question 300", "answer 300", "question 301", "answer 301"]
+    assert len(stored.messages) == 604  # each turn appended its question and answer, nothing else
+
+
+async def test_resuming_a_pending_conversation_reads_no_window() -> None:
+    @tool(threaded=False)
+    def approve(ctx: ToolContext) -> str:
+        """Wait for approval."""
+        if not ctx.get_interrupt_state().was_interrupted:
+            ctx.interrupt("approve?")
+        return "approved"
+
+    inner = MemorySessionStore()
+    await inner.append_messages("p", [m for t in range(50) for m in (user(f"q{t}"), assistant(f"a{t}"))])
+    counting = CountingStore(inner)
+    model = ScriptedModel([tool_calls(("approve", {})), assistant("done")])
+    agent = ChatModelAgent(name="a", model=model, tools=[approve])
+    runner = Runner(agent, session_store=counting, session_window=4)  # type: ignore[arg-type]
+    await collect_events(runner.query("refund me", session_id="p"))
+    assert counting.read == 5
+    events = await collect_events(runner.run([], session_id="p"))
+    assert events[-1].message_output is not None and events[-1].message_output.message.content == "done"
+    assert counting.read == 6  # the resume read the state, with the one message a read brings along

@@ -9,6 +9,7 @@ from __future__ import annotations
 import asyncio
 import json
 import re
+import sys
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -507,3 +508,133 @@ async def test_a_corrupt_snapshot_file_fails_load_with_the_file(tmp_path: Path) 
         path.write_text(path.read_text("utf-8")[:-10], "utf-8")
         with pytest.raises(CodecError, match=rf"^cannot decode state of session 'chat-1' \({re.escape(str(path))}\)"):
             await Session.load(store, "chat-1")
+
+
+# -- reading only the window ---------------------------------------------------------------------------------------
+
+
+class CountingStore:
+    """A session store that counts the messages its ``get`` hands back."""
+
+    def __init__(self, inner: SessionStore) -> None:
+        self.inner = inner
+        self.read = 0  # by every get
+        self.last = 0  # by the last one
+        self.gets = 0
+
+    async def get(self, session_id: str, *, last: int | None = None) -> SessionData | None:
+        data = await self.inner.get(session_id, last=last)
+        self.gets += 1
+        self.last = 0 if data is None else len(data.messages)
+        self.read += self.last
+        return data
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.inner, name)
+
+
+def long_conversation(turns: int) -> list[Message]:
+    """Turns of a question and an answer, every fifth one calling a tool with three results in between."""
+    out: list[Message] = []
+    for t in range(turns):
+        out.append(user(f"q{t}"))
+        if t % 5 == 4:
+            out.append(call(f"c{t}"))
+            out.extend(tool_message(f"r{t}.{i}", tool_call_id=f"c{t}") for i in range(3))
+        out.append(assistant(f"a{t}"))
+    return out
+
+
+async def test_load_with_a_window_gives_the_window_a_full_load_gives(store: SessionStore) -> None:
+    history = [system("s"), *long_conversation(12)]
+    stored = Session("s1", store)
+    stored.add(*history)
+    await stored.save()
+    full = await Session.load(store, "s1")
+    for window in range(len(full.messages) + 2):
+        counting = CountingStore(store)
+        loaded = await Session.load(counting, "s1", window=window)  # type: ignore[arg-type]
+        assert loaded.latest(window) == full.latest(window), window
+        # What it read: the window, widened back to its turn's question, at most doubled by the last step; all the
+        # steps together read at most twice that.
+        needed = max(len(full.latest(window)), 1)
+        assert counting.last <= 2 * needed and counting.read <= 4 * needed, (window, counting.last, counting.read)
+
+
+async def test_a_window_reads_back_to_the_question_that_opens_its_turn(store: SessionStore) -> None:
+    session = Session("s1", store)
+    session.add(*long_conversation(3), user("q3"), call("c3"))
+    session.add(*(tool_message(f"r3.{i}", tool_call_id="c3") for i in range(9)), assistant("a3"))
+    await session.save()
+    counting = CountingStore(store)
+    loaded = await Session.load(counting, "s1", window=2)  # type: ignore[arg-type]
+    assert contents(loaded.latest(2))[:2] == ["q3", "<assistant>"]
+    assert (counting.gets, counting.last) == (4, 17)  # 2, 4, 8, then 16 (each and one more) reach q3; not 3 turns
+
+
+async def test_a_bad_window_is_a_user_error() -> None:
+    for window in (-1, 1.5, "8"):
+        with pytest.raises(UserError, match=r"^window must be None \(every message\) or a count >= 0, got "):
+            await Session.load(MemorySessionStore(), "s1", window=window)  # type: ignore[arg-type]
+
+
+async def test_saving_a_windowed_session_appends_after_what_it_did_not_read(store: SessionStore) -> None:
+    session = Session("s1", store)
+    session.add(*long_conversation(10))
+    await session.save()
+    loaded = await Session.load(store, "s1", window=2)
+    loaded.add(user("q10"), assistant("a10"))
+    await loaded.save()
+    assert (await Session.load(store, "s1")).messages == [*long_conversation(10), user("q10"), assistant("a10")]
+
+
+async def test_the_file_store_reads_only_the_end_of_a_long_file(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import batonflow.store as store_package
+
+    async with FileSessionStore(tmp_path) as store:
+        session = Session("chat-1", store)
+        session.add(*long_conversation(3000))
+        await session.save()
+        size = (tmp_path / "chat-1.messages.ndjson").stat().st_size
+        read: list[int] = []
+        real_open = open
+
+        class Counted:
+            def __init__(self, *args: Any) -> None:
+                self.file = real_open(*args)
+
+            def read(self, *args: Any) -> bytes:
+                data: bytes = self.file.read(*args)
+                read.append(len(data))
+                return data
+
+            def __getattr__(self, name: str) -> Any:
+                return getattr(self.file, name)
+
+            def __enter__(self) -> Counted:
+                return self
+
+            def __exit__(self, *exc: object) -> None:
+                self.file.close()
+
+        module = sys.modules[store_package.FileSessionStore.__module__]
+        monkeypatch.setattr(module, "open", Counted, raising=False)
+        data = await store.get("chat-1", last=8)
+        assert data is not None and contents(data.messages) == contents(long_conversation(3000)[-8:])
+        assert 0 < sum(read) < size / 20
+
+
+async def test_a_corrupt_line_in_the_end_of_a_file_is_named_by_its_line_in_the_file(tmp_path: Path) -> None:
+    path = tmp_path / "chat-1.messages.ndjson"
+    async with FileSessionStore(tmp_path) as store:
+        session = Session("chat-1", store)
+        session.add(*long_conversation(300))
+        await session.save()
+        lines = path.read_bytes().split(b"\n")
+        lines[-3] = b'{"$c": "Message", "role": "robot"}'
+        path.write_bytes(b"\n".join(lines))
+        with pytest.raises(CodecError) as caught:
+            await store.get("chat-1", last=4)
+    assert str(caught.value).startswith(f"cannot decode message of session 'chat-1' ({path}, line {len(lines) - 2}): ")

@@ -202,9 +202,13 @@ def test_register_builtin_types_is_idempotent() -> None:
 
 def test_payload_starts_with_magic_and_version() -> None:
     data = encode({"a": 1})
-    assert data[:4] == b"BFC" + bytes([CODEC_VERSION])
+    assert data[:4] == b"BFC" + bytes([1])  # nothing shared: the version release 0.1.0 reads
     assert body_of(data) == {"a": 1}
     assert data[9:] == b'{"a":1}'  # no whitespace
+    message = user("hi")
+    shared = encode([message, message])
+    assert shared[:4] == b"BFC" + bytes([CODEC_VERSION]) and CODEC_VERSION == 2
+    assert body_of(shared) == [{"$c": "Message", "role": "user", "content": "hi"}, {"$t": "ref", "v": 0}]
 
 
 def test_fields_equal_to_their_defaults_are_left_out() -> None:
@@ -375,8 +379,10 @@ def test_codec_error_is_a_batonflow_error() -> None:
 
 def seal(body: bytes, flags: int = 0, version: int = CODEC_VERSION) -> bytes:
     """The envelope around ``body`` as the codec documents it, written here independently of the codec's code:
-    ``b"BFC"``, the version, the flags, the CRC-32 of flags and body (4 bytes, big-endian), then the body."""
-    crc = zlib.crc32(body, zlib.crc32(bytes((flags,))))
+    ``b"BFC"``, the version, the flags, the CRC-32 (4 bytes, big-endian) of flags and body (from version 2 on, of
+    version, flags and body), then the body."""
+    covered = bytes((flags,)) if version == 1 else bytes((version, flags))
+    crc = zlib.crc32(body, zlib.crc32(covered))
     return b"BFC" + bytes((version, flags)) + crc.to_bytes(4, "big") + body
 
 
@@ -398,7 +404,9 @@ def test_decoding_an_unknown_type_names_it_and_the_path() -> None:
 def test_decoding_an_unknown_codec_version_says_which_versions_are_read() -> None:
     with pytest.raises(CodecError) as caught:
         decode(seal(b"{}", version=7))
-    assert str(caught.value) == "cannot decode checkpoint: unsupported codec version 7 (this batonflow reads version 1)"
+    assert str(caught.value) == (
+        "cannot decode checkpoint: unsupported codec version 7 (this batonflow reads versions 1 to 2)"
+    )
 
 
 def test_decoding_an_unknown_field_names_it_the_type_and_the_path() -> None:

@@ -17,7 +17,7 @@ import pytest
 
 from batonflow.adk import RunStep
 from batonflow.schema import Message, assistant, user
-from batonflow.store import CODEC_VERSION, decode, encode, register_type
+from batonflow.store import decode, encode, register_type
 
 
 @dataclass(slots=True, kw_only=True)
@@ -106,8 +106,9 @@ def test_a_message_costs_little_more_than_its_text() -> None:
 def test_uncompressed_and_compressed_payloads_decode_alike() -> None:
     value = checkpoint(50)
     compressed = encode(value)
-    # The same body without compression, in the envelope the codec documents (flags 0, CRC-32 of flags and body).
+    # The same body without compression, in the envelope the codec documents (flags 0, CRC-32 of flags and body;
+    # of the version too from version 2 on). Nothing in it is shared: it is a payload of version 1.
     body = zlib.decompress(compressed[9:])
-    plain = b"BFC" + bytes((CODEC_VERSION, 0)) + zlib.crc32(body, zlib.crc32(b"\x00")).to_bytes(4, "big") + body
-    assert compressed[4] == 1 and plain[4] == 0
+    plain = b"BFC" + bytes((1, 0)) + zlib.crc32(body, zlib.crc32(b"\x00")).to_bytes(4, "big") + body
+    assert compressed[3] == 1 and compressed[4] == 1 and plain[4] == 0
     assert decode(plain) == decode(compressed) == value

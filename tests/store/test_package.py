@@ -7,10 +7,12 @@ import batonflow.store
 
 def test_public_api_is_pinned() -> None:
     assert sorted(batonflow.store.__all__) == [
+        "CACHE_SIZE",
         "CODEC_VERSION",
         "CheckpointStore",
         "CodecError",
         "DecodeLimits",
+        "EncodeCache",
         "FencedCheckpointStore",
         "FileSessionStore",
         "InspectableLeases",
@@ -34,6 +36,8 @@ def test_public_api_is_pinned() -> None:
         "check_session_id",
         "decode",
         "encode",
+        "encode_async",
+        "encode_cache",
         "register_builtin_types",
         "register_type",
         "registered_types",

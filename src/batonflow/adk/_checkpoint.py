@@ -12,7 +12,7 @@ from typing import Any
 
 from ..errors import UserError
 from ..schema import Address, Message
-from ..store import DecodeLimits, decode, encode, register_type
+from ..store import DecodeLimits, decode, encode_async, register_type
 from ..tools import InterruptSignal
 from ._context import RunContext, SessionEvent
 from ._interrupt import InterruptRecord, flatten
@@ -49,7 +49,9 @@ _DEFAULT_LIMITS = DecodeLimits()
 
 async def encode_checkpoint(ctx: RunContext, signal: InterruptSignal, store: object = None) -> bytes:
     """The bytes of a checkpoint for a run stopped by ``signal``, to be saved in ``store`` (which decodes within
-    its limits: a checkpoint past them fails now, not at the resume); streamed messages are joined first."""
+    its limits: a checkpoint past them fails now, not at the resume); streamed messages are joined first. Each
+    message is written once, though the recorded events and the agents' saved states both hold it; a long
+    checkpoint is compressed off the event loop."""
     assert ctx.root_input is not None
     events = []
     for recorded in ctx.session.history():
@@ -64,7 +66,7 @@ async def encode_checkpoint(ctx: RunContext, signal: InterruptSignal, store: obj
         run_id=ctx.run_id,
         visits=dict(ctx.session.visits),
     )
-    return encode(checkpoint, limits=limits_of(store))
+    return await encode_async(checkpoint, limits=limits_of(store))
 
 
 def decode_checkpoint(data: bytes, store: object = None) -> Checkpoint:

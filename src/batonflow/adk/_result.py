@@ -38,8 +38,9 @@ class RunResult:
     resume it with (``Runner.call_resume(checkpoint_id, targets={id: data})``, or for a conversation
     ``Runner.call(session_id=..., targets=...)``); ``checkpoint_id`` is where the pending run was saved (None for a
     conversation, which keeps it in its session). ``metrics`` are the run's tokens, calls and durations (None with
-    ``metrics=False``). ``windowed`` is how many earlier messages of a conversation the run was not fed because of
-    the Runner's ``session_window`` (0: all of them, and for a resume).
+    ``metrics=False``). ``windowed`` is True when the Runner's ``session_window`` left earlier messages of a
+    conversation out of what the run was fed (False: it was fed all of them, and for a resume). How many is not
+    counted: a turn reads only its window from the store.
     """
 
     events: list[AgentEvent] = field(default_factory=list)
@@ -49,7 +50,7 @@ class RunResult:
     checkpoint_id: str | None = None
     session_id: str | None = None
     metrics: RunMetrics | None = None
-    windowed: int = 0
+    windowed: bool = False
 
     @property
     def text(self) -> str:
@@ -80,7 +81,7 @@ class Capture:
         self.metrics = metrics
         self.ctx: RunContext | None = None
         self.trace: RunTrace | None = None
-        self.windowed = 0
+        self.windowed = False
 
     async def result(
         self, events: Stream[AgentEvent], *, checkpoint_id: str | None = None, session_id: str | None = None

@@ -38,7 +38,7 @@ class Runner(_Runner):
 
     ``session_window`` is how many past messages of its conversation each run is fed: the last 8 by default (widened
     back to the user message that opened their turn), so that a run's cost does not grow with the conversation;
-    ``session_window=None`` feeds the whole conversation. ``call``'s ``result.windowed`` says how many were left out.
+    ``session_window=None`` feeds the whole conversation. ``call``'s ``result.windowed`` says whether some were left out.
     ``resume_lease`` is how long, in seconds, a resume may hold its checkpoint's lease and a run of a conversation
     the conversation's: long enough for the longest run, short enough to wait out after a worker dies.
     """
@@ -146,7 +146,7 @@ class Runner(_Runner):
     ) -> RunResult:
         """The ``RunResult`` of one run, as ``batonflow.adk.Runner.call`` gives it; with ``session_id`` the run
         continues that conversation, as ``run`` does (no messages: its pending run resumes, with ``targets``), and
-        ``result.windowed`` says how many of the conversation's earlier messages ``session_window`` left out."""
+        ``result.windowed`` says whether ``session_window`` left earlier messages of the conversation out."""
         if session_id is None:
             return await super().call(
                 messages,
@@ -202,7 +202,8 @@ class Runner(_Runner):
         try:
             # Read under the lease: what another run saved before the claim is here, and nobody writes it until
             # this run has saved it again (a resume that finished meanwhile has cleared what it resumed).
-            session = await Session.load(store, session_id)
+            # A turn reads the messages its window needs; a resume none (the pending run has its own).
+            session = await Session.load(store, session_id, window=self.session_window if messages else 0)
             if messages:
                 events = self._prompt(session, messages, session_values, capture)
             else:
@@ -228,7 +229,7 @@ class Runner(_Runner):
     ) -> Stream[AgentEvent]:
         history = session.latest(self.session_window)
         if capture is not None:
-            capture.windowed = len(session.messages) - len(history)
+            capture.windowed = session.partial or len(session.messages) > len(history)
         session.add(*messages)
         session.pending(False)  # a new prompt drops the pending run
         session.snapshot = None

@@ -21,7 +21,7 @@ from typing import Any
 
 from ..errors import UserError
 from ..schema import Message
-from ..store import MemorySessionStore, SessionState, SessionStore, check_session_id
+from ..store import MemorySessionStore, SessionData, SessionState, SessionStore, check_session_id
 
 __all__ = ["Session"]
 
@@ -50,18 +50,33 @@ class Session:
         self._pending = False
         self._pending_reason: str | None = None
         self._snapshot: bytes | None = None
+        self._partial = False
         # What save() owes the store: messages to append, or a rewrite of the whole list.
         self._unsaved: list[Message] = []
         self._rewrite = True
         self._save_lock = asyncio.Lock()
 
     @classmethod
-    async def load(cls, store: SessionStore, session_id: str, *, max_messages: int | None = None) -> Session:
-        """The session stored under ``session_id``, or a new empty one bound to ``store`` when there is none."""
+    async def load(
+        cls, store: SessionStore, session_id: str, *, max_messages: int | None = None, window: int | None = None
+    ) -> Session:
+        """The session stored under ``session_id``, or a new empty one bound to ``store`` when there is none.
+
+        With ``window``, only the messages ``latest(window)`` returns are read: the last ``window``, and as many
+        before them as it takes to reach the user message that opens their turn (read in steps, each twice the
+        last). ``messages`` then holds those; the older ones stay in the store, and saving appends after them, as it
+        does past ``max_messages``. A conversation turn so costs the window, not the conversation.
+        """
         session = cls(session_id, store, max_messages=max_messages)
-        # One message more than the window says whether older ones were cut off; trimming then drops exactly what
+        if window is not None and (type(window) is not int or window < 0):
+            raise UserError(f"window must be None (every message) or a count >= 0, got {window!r}")
+        # One message more than max_messages says whether older ones were cut off; trimming then drops exactly what
         # trimming message by message would have dropped (a tool result whose call fell outside goes too).
-        data = await store.get(session_id, last=None if max_messages is None else max_messages + 1)
+        last = None if max_messages is None else max_messages + 1
+        if window is None:
+            data, session._partial = await store.get(session_id, last=last), False
+        else:
+            data, session._partial = await _read_window(store, session_id, window, last)
         if data is not None:
             session._messages = [m for m in data.messages if m.role != "system"]
             session._trim()
@@ -78,6 +93,11 @@ class Session:
     @property
     def session_id(self) -> str:
         return self._session_id
+
+    @property
+    def partial(self) -> bool:
+        """Whether the session was loaded with a ``window`` that left older messages unread in the store."""
+        return self._partial
 
     @property
     def store(self) -> SessionStore:
@@ -264,3 +284,26 @@ class Session:
     def __repr__(self) -> str:
         pending = f", pending={self._pending_reason!r}" if self._pending else ""
         return f"Session({self._session_id!r}, messages={len(self._messages)}{pending})"
+
+
+async def _read_window(
+    store: SessionStore, session_id: str, window: int, last: int | None
+) -> tuple[SessionData | None, bool]:
+    """What ``store`` holds for ``session_id``, with at least the messages ``latest(window)`` returns (at most
+    ``last``), and whether older messages were left unread. Each read is one ``get``, messages and state of one
+    moment; the last read is the answer."""
+    want = max(window, 1)  # the state is read with at least one message: get takes no 0
+    while True:
+        if last is not None:
+            want = min(want, last)
+        # One message more than wanted says whether older ones stay unread (no window needs none).
+        data = await store.get(session_id, last=want + 1 if window else 1)
+        if data is None or len(data.messages) <= want:
+            return data, False  # every message there is
+        if want == last or window == 0:
+            return data, True  # as many as the session keeps, or all the window needs
+        kept = [m for m in data.messages if m.role != "system"]
+        start = len(kept) - window
+        if start >= 0 and any(m.role == "user" for m in kept[: start + 1]):
+            return data, True  # the turn the window starts in opens inside what was read
+        want *= 2

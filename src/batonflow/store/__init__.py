@@ -1,8 +1,8 @@
 """Persistence: the checkpoint codec, the checkpoint stores and the session stores.
 
-``encode``/``decode`` turn checkpoints into versioned, checksummed bytes and back; ``register_type`` lets user
-dataclasses, pydantic models and enums travel in them, and ``registered_types()`` lists every class a payload may
-name. A ``CheckpointStore`` keeps the bytes and hands out resume leases: ``MemoryCheckpointStore``,
+``encode``/``decode`` turn checkpoints into versioned, checksummed bytes and back, writing each message once (and,
+once ``encode_cache`` is given a size, re-using the text of the messages it remembers unchanged); ``register_type`` lets user dataclasses,
+pydantic models and enums travel in them, and ``registered_types()`` lists every class a payload may name. A ``CheckpointStore`` keeps the bytes and hands out resume leases: ``MemoryCheckpointStore``,
 ``SqliteCheckpointStore`` (the embedded default), and, with their extras, ``PostgresCheckpointStore``
 (``batonflow[postgres]``) and ``RedisCheckpointStore`` (``batonflow[redis]``). Each is a ``FencedCheckpointStore``:
 ``holder`` tells who holds a lease (a ``Lease``), ``break_lease`` ends one only for the owner named, and ``set`` and
@@ -27,6 +27,10 @@ from ._codec import CODEC_VERSION as CODEC_VERSION
 from ._codec import DecodeLimits as DecodeLimits
 from ._codec import decode as decode
 from ._codec import encode as encode
+from ._codec import encode_async as encode_async
+from ._fits import CACHE_SIZE as CACHE_SIZE
+from ._fits import EncodeCache as EncodeCache
+from ._fits import cache as encode_cache
 from ._memory import MemoryCheckpointStore as MemoryCheckpointStore
 from ._postgres import PostgresCheckpointStore as PostgresCheckpointStore
 from ._redis import RedisCheckpointStore as RedisCheckpointStore
@@ -45,11 +49,13 @@ from ._sessions import check_session_id as check_session_id
 from ._sqlite import SqliteCheckpointStore as SqliteCheckpointStore
 
 __all__ = [
+    "CACHE_SIZE",
     "CODEC_VERSION",
     "MAX_ID_BYTES",
     "CheckpointStore",
     "CodecError",
     "DecodeLimits",
+    "EncodeCache",
     "FencedCheckpointStore",
     "FileSessionStore",
     "InspectableLeases",
@@ -72,6 +78,8 @@ __all__ = [
     "check_session_id",
     "decode",
     "encode",
+    "encode_async",
+    "encode_cache",
     "register_builtin_types",
     "register_type",
     "registered_types",

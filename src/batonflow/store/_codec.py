@@ -2,10 +2,16 @@
 
 An encoded payload is a 9-byte header and a body::
 
-    b"BFC" | version (1 byte) | flags (1 byte) | CRC-32 of flags + body (4 bytes, big-endian) | body
+    b"BFC" | version (1 byte) | flags (1 byte) | CRC-32 (4 bytes, big-endian) | body
+
+The CRC-32 covers the flags and the body; from version 2 on, the version byte as well.
 
 The body is UTF-8 JSON without whitespace (``_tree`` says how values map to it), zlib-compressed when flag bit 0 is
 set. No pickle, eval or marshal: a payload can only build registered classes, through their constructors.
+
+Version 2 adds references: the messages and recorded events of a payload are numbered, and one met a second time is
+written as ``{"$t": "ref", "v": <number>}`` (``_share``). A payload that needs none is written as version 1, which
+this version reads as it always did; references in a version 1 payload are refused.
 
 The checksum turns a truncated or altered payload into a loud ``CodecError`` instead of a plausible wrong value; a
 well-formed payload that does not fit the registered classes (an unknown type or field, a wrong shape) is a
@@ -14,6 +20,7 @@ well-formed payload that does not fit the registered classes (an unknown type or
 
 from __future__ import annotations
 
+import asyncio
 import json
 import re
 import struct
@@ -22,13 +29,17 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..errors import CodecError, UserError
+from ._fits import remember
+from ._share import ascii_text, dumps, write_body
 from ._tree import build, to_tree
-from ._wire import PathError
+from ._wire import PathError, Refs
 
-__all__ = ["CODEC_VERSION", "DEFAULT_LIMITS", "DecodeLimits", "decode", "encode"]
+__all__ = ["CODEC_VERSION", "DEFAULT_LIMITS", "DecodeLimits", "decode", "encode", "encode_async"]
 
 MAGIC = b"BFC"
-CODEC_VERSION = 1
+CODEC_VERSION = 2
+"""The version this batonflow writes when a payload holds references; it reads every version up to it."""
+_PLAIN_VERSION = 1  # what a payload without references is written as, so that release 0.1.0 can read it
 _HEADER = struct.Struct(">3sBBI")  # magic, version, flags, crc32
 _FLAG_ZLIB = 0x01
 _KNOWN_FLAGS = _FLAG_ZLIB
@@ -38,6 +49,9 @@ _KNOWN_FLAGS = _FLAG_ZLIB
 # so the slower levels' last few percent are not worth their time.
 COMPRESS_THRESHOLD = 512
 _ZLIB_LEVEL = 4
+# From here on encode_async compresses on a worker thread: about half a millisecond of zlib, ten times what handing
+# the work over costs.
+_THREAD_BODY = 64 << 10
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -50,9 +64,9 @@ class DecodeLimits:
     under the byte limit (``{"$c":"Message","role":"user"}`` repeated) still cannot expand into gigabytes.
 
     The defaults leave room for checkpoints far larger than real runs make (KB to a few MB): in
-    benchmarks/checkpoints.py a conversation of 2,000 messages has a body of 0.65 MB counting 48,000 values
-    (16,000 in the body, 32,000 filled in from defaults), one of 20,000 messages 6.5 MB and 480,000 values (1 MB
-    compressed); both limits admit some 40,000 such messages. Decompression bombs now stop in under a second
+    benchmarks/checkpoints.py a conversation of 2,000 messages has a body of 0.37 MB counting 30,000 values
+    (14,000 in the body, 16,000 filled in from defaults), one of 20,000 messages 3.7 MB and 300,000 values (0.57 MB
+    compressed); both limits admit some 60,000 such messages. Decompression bombs now stop in under a second
     having taken at most tens of MB (benchmarks/codec_hostile.py), where they took 109 MB and 454 MB.
     """
 
@@ -76,38 +90,87 @@ _STRING = re.compile(rb'"(?:[^"\\]|\\.)*"', re.DOTALL)
 def encode(obj: Any, *, what: str = "checkpoint", limits: DecodeLimits = DEFAULT_LIMITS) -> bytes:
     """The bytes of ``obj``. ``what`` names the value in error messages (``cannot encode checkpoint: …``);
     ``limits`` are those the payload will be decoded with (its body must fit them)."""
-    body = dump_json(obj, what, limits)
+    body, version = encode_body(obj, what, limits)
+    return pack(body, version)
+
+
+async def encode_async(obj: Any, *, what: str = "checkpoint", limits: DecodeLimits = DEFAULT_LIMITS) -> bytes:
+    """``encode``, compressing a large body on a worker thread so that the event loop goes on meanwhile: zlib
+    leaves the GIL while it works, some 15 ms for the 1.9 MB body of a checkpoint at turn 2,000
+    (benchmarks/growth.py). The value itself is read on the loop, where nothing changes it in the meantime."""
+    body, version = encode_body(obj, what, limits)
+    if len(body) < _THREAD_BODY:
+        return pack(body, version)
+    return await asyncio.to_thread(pack, body, version)
+
+
+def encode_body(obj: Any, what: str, limits: DecodeLimits = DEFAULT_LIMITS) -> tuple[bytes, int]:
+    """The body of ``obj``'s payload and its version, before compression (``pack`` does the rest)."""
+    try:
+        text, refers = write_body(obj)
+    except PathError as exc:
+        raise exc.to_codec_error("encode", what) from None
+    except RecursionError:
+        raise CodecError(f"cannot encode {what}: the value is nested too deeply or contains itself") from None
+    except ValueError as exc:  # an int past Python's digit limit
+        raise CodecError(f"cannot encode {what}: {exc}") from None
+    try:
+        body = text.encode("utf-8")
+    except UnicodeEncodeError:  # lone surrogates: JSON escapes keep them, UTF-8 cannot
+        body = ascii_text(text).encode("ascii")
+    _check_size(body, what, limits)
+    return body, CODEC_VERSION if refers else _PLAIN_VERSION
+
+
+def pack(body: bytes, version: int = CODEC_VERSION) -> bytes:
+    """The payload of ``body``: compressed when that pays, then sealed."""
     flags = 0
     if len(body) >= COMPRESS_THRESHOLD:
         packed = zlib.compress(body, _ZLIB_LEVEL)
         if len(packed) < len(body):
             body, flags = packed, _FLAG_ZLIB
-    return seal(body, flags)
+    return seal(body, flags, version)
 
 
 def seal(body: bytes, flags: int = 0, version: int = CODEC_VERSION) -> bytes:
     """The envelope around ``body``, as ``encode`` writes it."""
-    return _HEADER.pack(MAGIC, version, flags, zlib.crc32(body, zlib.crc32(bytes((flags,))))) + body
+    return _HEADER.pack(MAGIC, version, flags, _checksum(body, flags, version)) + body
+
+
+def _checksum(body: bytes, flags: int, version: int) -> int:
+    # Version 1 left its version byte out, so a flipped byte there could pass for version 2; version 2 covers it.
+    covered = bytes((flags,)) if version == 1 else bytes((version, flags))
+    return zlib.crc32(body, zlib.crc32(covered))
 
 
 def decode(
     data: bytes | bytearray | memoryview, *, what: str = "checkpoint", limits: DecodeLimits = DEFAULT_LIMITS
 ) -> Any:
-    """The value in ``data``. Anything that is not a payload this version of batonflow wrote, or that does not fit
-    ``limits``, raises ``CodecError``."""
-    return load_json(_open(data, what, limits), what, invalid="corrupt payload: invalid JSON body", limits=limits)
+    """The value in ``data``. Anything that is not a payload this version of batonflow (or an earlier one) wrote,
+    or that does not fit ``limits``, raises ``CodecError``. The messages and recorded events it holds are remembered
+    by ``encode_cache`` when it has a size, so that encoding them again unchanged re-uses their trees."""
+    body, version = _open(data, what, limits)
+    refs = Refs(references=version > 1)
+    value = load_json(body, what, invalid="corrupt payload: invalid JSON body", limits=limits, refs=refs)
+    remember(refs.objects, refs.trees, value)
+    return value
 
 
 def dump_json(obj: Any, what: str, limits: DecodeLimits = DEFAULT_LIMITS) -> bytes:
     """The UTF-8 JSON of ``obj``'s value tree, on one line (json.dumps escapes every line break), refused when it
-    is longer than ``limits`` let decode read: better now, while the caller still has the value."""
+    is longer than ``limits`` let decode read: better now, while the caller still has the value. Plain JSON: shared
+    objects are written out wherever they occur."""
     body = _dump_json(obj, what)
+    _check_size(body, what, limits)
+    return body
+
+
+def _check_size(body: bytes, what: str, limits: DecodeLimits) -> None:
     if len(body) > limits.max_body:
         raise CodecError(
             f"cannot encode {what}: its body is {len(body):,} bytes, more than the limit of {limits.max_body:,} "
             "(DecodeLimits.max_body)"
         )
-    return body
 
 
 def _dump_json(obj: Any, what: str) -> bytes:
@@ -118,7 +181,7 @@ def _dump_json(obj: Any, what: str) -> bytes:
     except RecursionError:
         raise CodecError(f"cannot encode {what}: the value is nested too deeply or contains itself") from None
     try:
-        text = json.dumps(tree, ensure_ascii=False, separators=(",", ":"), allow_nan=False, check_circular=False)
+        text = dumps(tree)
         try:
             return text.encode("utf-8")
         except UnicodeEncodeError:  # lone surrogates: JSON escapes keep them, UTF-8 cannot
@@ -127,9 +190,17 @@ def _dump_json(obj: Any, what: str) -> bytes:
         raise CodecError(f"cannot encode {what}: {exc}") from None
 
 
-def load_json(data: bytes, what: str, *, invalid: str = "invalid JSON", limits: DecodeLimits = DEFAULT_LIMITS) -> Any:
+def load_json(
+    data: bytes,
+    what: str,
+    *,
+    invalid: str = "invalid JSON",
+    limits: DecodeLimits = DEFAULT_LIMITS,
+    refs: Refs | None = None,
+) -> Any:
     """The value whose value tree ``data`` holds as JSON; text that is not JSON is ``cannot decode <what>:
-    <invalid>: …``, and a body past ``limits`` is refused before it is parsed."""
+    <invalid>: …``, and a body past ``limits`` is refused before it is parsed. ``refs`` collects the shared objects
+    built (and says whether the tree may refer to them)."""
     if len(data) > limits.max_body:
         raise CodecError(
             f"cannot decode {what}: the body is {len(data):,} bytes, more than the limit of {limits.max_body:,} "
@@ -148,7 +219,7 @@ def load_json(data: bytes, what: str, *, invalid: str = "invalid JSON", limits: 
     except MemoryError:  # the limits keep a body far from this; a process already short of memory may not be
         raise CodecError(f"cannot decode {what}: out of memory parsing a body of {len(data):,} bytes") from None
     try:
-        return build(tree, limits.max_elements - elements, limits.max_elements)
+        return build(tree, limits.max_elements - elements, limits.max_elements, refs)
     except PathError as exc:
         raise exc.to_codec_error("decode", what) from None
     except RecursionError:
@@ -170,24 +241,24 @@ def _count_values(body: bytes, limit: int) -> int:
     return count
 
 
-def _open(data: bytes | bytearray | memoryview, what: str, limits: DecodeLimits) -> bytes:
-    """The JSON text of ``data``, once the header, the checksum and the compression check out."""
+def _open(data: bytes | bytearray | memoryview, what: str, limits: DecodeLimits) -> tuple[bytes, int]:
+    """The JSON text of ``data`` and its version, once the header, the checksum and the compression check out."""
     if not isinstance(data, bytes | bytearray | memoryview):
         raise CodecError(f"cannot decode {what}: expected bytes, got {type(data).__qualname__}")
     data = bytes(data)
     if data[: len(MAGIC)] != MAGIC[: len(data)]:
         raise _corrupt(what, "not a batonflow payload (bad magic prefix)")
     # The version comes before anything else: a later version may lay out the rest of the header differently.
-    if len(data) > len(MAGIC) and data[len(MAGIC)] != CODEC_VERSION:
+    if len(data) > len(MAGIC) and not 1 <= data[len(MAGIC)] <= CODEC_VERSION:
         raise CodecError(
             f"cannot decode {what}: unsupported codec version {data[len(MAGIC)]} "
-            f"(this batonflow reads version {CODEC_VERSION})"
+            f"(this batonflow reads versions 1 to {CODEC_VERSION})"
         )
     if len(data) < _HEADER.size:
         raise _corrupt(what, f"truncated header ({len(data)} bytes; a payload has at least {_HEADER.size})")
-    _, _, flags, crc = _HEADER.unpack_from(data)
+    _, version, flags, crc = _HEADER.unpack_from(data)
     body = data[_HEADER.size :]
-    if zlib.crc32(body, zlib.crc32(bytes((flags,)))) != crc:
+    if _checksum(body, flags, version) != crc:
         raise _corrupt(what, "checksum mismatch (the data was truncated or altered)")
     if flags & ~_KNOWN_FLAGS:
         raise _corrupt(what, f"unknown flags 0x{flags:02x}")
@@ -204,7 +275,7 @@ def _open(data: bytes | bytearray | memoryview, what: str, limits: DecodeLimits)
             )
         if not inflater.eof or inflater.unused_data:
             raise _corrupt(what, "the compressed body is incomplete or followed by stray bytes")
-    return body
+    return body, version
 
 
 def _corrupt(what: str, detail: str) -> CodecError:

@@ -29,7 +29,7 @@ from ..schema import (
     Usage,
 )
 from ._fieldtypes import Spec, explain, field_specs, found_text
-from ._wire import BUDGET, CLS, TAG, PathError, key_segment
+from ._wire import BUDGET, CLS, SHARED, TAG, PathError, key_segment
 
 __all__ = ["BY_NAME", "BY_TYPE", "Entry", "register_builtin_types", "register_type", "registered_types"]
 
@@ -65,6 +65,8 @@ def _known_default(default: Any, factory: Any) -> Any:
 
 class Entry:
     """How one registered class is written and read."""
+
+    shared = False  # numbered in a payload and written once (_wire.SHARED); only dataclasses are
 
     def __init__(self, cls: type, name: str) -> None:
         self.cls = cls
@@ -157,6 +159,8 @@ class _DataclassEntry(_FieldsEntry):
                 continue
             defaults[f.name] = default
         super().__init__(cls, name, defaults)
+        self.shared = name in SHARED
+        self.frozen: bool = cls.__dataclass_params__.frozen  # type: ignore[attr-defined]
         # Resolved once, here; annotations naming a class defined later in its module resolve at the first decode.
         self.hints: dict[str, Any] = {}
         self.specs: dict[str, Spec] | None = None

@@ -27,7 +27,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import NamedTuple
 
-from ..errors import UserError
+from ..errors import CodecError, UserError
 from ..schema import Message
 from ._base import Lease, StoreBase, check_owner, check_ttl
 from ._codec import DEFAULT_LIMITS, DecodeLimits, dump_json, load_json
@@ -49,6 +49,7 @@ from ._sessions import (
 __all__ = ["FileSessionStore"]
 
 _MAX_ID_BYTES = 200  # the longest suffix is 16 bytes, temporary names add 14: within the usual 255-byte limit
+_TAIL_BLOCK = 16 << 10  # the first block read from the end of a messages file; a window of chat messages fits
 
 
 class FileSessionStore(StoreBase):
@@ -81,12 +82,11 @@ class FileSessionStore(StoreBase):
         limits = self.limits
 
         def get() -> SessionData | None:
-            # Decoded here, on the worker thread: a long history should not hold up the event loop.
-            raw_messages = _read(messages_path)
+            # Decoded here, on the worker thread: a long history should not hold up the event loop. With ``last``,
+            # only the end of the file that holds those lines is read.
+            end = _read_tail(messages_path, last)
             raw_state = _read(snapshot_path)
-            messages = (
-                [] if raw_messages is None else _decode_lines(session_id, messages_path, raw_messages, last, limits)
-            )
+            messages = [] if end is None else _decode_lines(session_id, messages_path, *end, last, limits)
             if not messages and raw_state is None:
                 return None
             if raw_state is None:
@@ -225,16 +225,58 @@ def _encode_lines(session_id: str, messages: Sequence[Message], limits: DecodeLi
     return b"".join(dump_json(m, what, limits) + b"\n" for m in check_messages(messages))
 
 
-def _decode_lines(session_id: str, path: Path, data: bytes, last: int | None, limits: DecodeLimits) -> list[Message]:
+def _decode_lines(
+    session_id: str, path: Path, data: bytes, offset: int, last: int | None, limits: DecodeLimits
+) -> list[Message]:
+    """The messages of the lines in ``data``, which starts ``offset`` bytes into the file at ``path``."""
     # Split on b"\n" only: str.splitlines would also break inside a message at U+2028 and friends, which JSON
     # leaves unescaped. Blank lines are skipped, as the original does.
     lines = [(number, line) for number, line in enumerate(data.split(b"\n"), 1) if line.strip()]
     what = message_what(session_id)
     out = []
     for number, line in tail(lines, last):
-        where = f"{what} ({path}, line {number})"
-        out.append(expect_message(load_json(line, where, limits=limits), where))
+        try:
+            out.append(expect_message(load_json(line, what, limits=limits), what))
+        except CodecError:
+            # Decoded again to say where, counting the lines before the part that was read (only now).
+            where = f"{what} ({path}, line {number + _lines_before(path, offset)})"
+            out.append(expect_message(load_json(line, where, limits=limits), where))
     return out
+
+
+def _read_tail(path: Path, last: int | None) -> tuple[bytes, int] | None:
+    """The end of the file holding its ``last`` non-blank lines (all of it for None, or when it has fewer), and the
+    offset of that end, which starts a line; None when there is no file. Read backwards in blocks, each twice the
+    last, so a long conversation costs what its last lines take."""
+    if last is None:
+        data = _read(path)
+        return None if data is None else (data, 0)
+    try:
+        f = open(path, "rb")  # noqa: SIM115 - closed below, on every path
+    except FileNotFoundError:
+        return None
+    with f:
+        position = f.seek(0, os.SEEK_END)
+        data, step = b"", _TAIL_BLOCK
+        while position > 0:
+            step = min(step, position)
+            position -= step
+            f.seek(position)
+            data = f.read(step) + data
+            # Unless it starts the file, the first line read may have begun before: only what follows it counts.
+            whole = data if position == 0 else data[data.find(b"\n") + 1 :] if b"\n" in data else b""
+            if sum(1 for line in whole.split(b"\n") if line.strip()) >= last:
+                return whole, position + len(data) - len(whole)
+            step *= 2
+        return data, 0
+
+
+def _lines_before(path: Path, offset: int) -> int:
+    """How many lines the file at ``path`` has before ``offset`` (a line's start)."""
+    if offset == 0:
+        return 0
+    with open(path, "rb") as f:
+        return f.read(offset).count(b"\n")
 
 
 # -- leases ----------------------------------------------------------------------------------------------------------

@@ -21,7 +21,7 @@ from pydantic import BaseModel
 
 from ..schema import Stream
 from ._registry import BY_NAME, BY_TYPE
-from ._wire import BUDGET, CLS, HINT_REGISTER, TAG, Budget, PathError, key_segment
+from ._wire import BUDGET, CLS, HINT_REGISTER, REF, REFS, TAG, WRITER, Budget, PathError, Refs, key_segment
 
 __all__ = ["build", "from_tree", "to_tree"]
 
@@ -46,6 +46,10 @@ def to_tree(obj: Any) -> Any:
         return encoder(obj)
     entry = BY_TYPE.get(t)
     if entry is not None:
+        if entry.shared:
+            writer = WRITER.get()
+            if writer is not None:  # numbered, written once, and perhaps written before
+                return writer.shared_tree(obj, entry)
         return entry.encode(obj, to_tree)
     raise _unsupported(obj)
 
@@ -129,12 +133,16 @@ _TAG_ENCODERS: dict[type, Callable[[Any], Any]] = {
 # -- decoding --------------------------------------------------------------------------------------------------------
 
 
-def build(tree: Any, left: int, limit: int) -> Any:
-    """``from_tree(tree)``, refused once the fields filled in from defaults exceed ``left`` of ``limit`` values."""
+def build(tree: Any, left: int, limit: int, refs: Refs | None = None) -> Any:
+    """``from_tree(tree)``, refused once the fields filled in from defaults exceed ``left`` of ``limit`` values.
+    With ``refs``, every shared object built is numbered there, with its tree, and the tree may refer to those
+    built before it if ``refs.references``."""
     token = BUDGET.set(Budget(left, limit))
+    refs_token = REFS.set(refs)
     try:
         return from_tree(tree)
     finally:
+        REFS.reset(refs_token)
         BUDGET.reset(token)
 
 
@@ -176,13 +184,19 @@ def _class_from_tree(obj: dict[str, Any]) -> Any:
         if type(name) is not str:
             raise PathError(f"malformed class tag: expected a type name, got {_json_type(name)}")
         raise PathError(f"unknown type {name!r}", HINT_REGISTER)
-    return entry.decode(obj, from_tree)
+    value = entry.decode(obj, from_tree)
+    if entry.shared:
+        refs = REFS.get()
+        if refs is not None:  # numbered as the encoder numbered it: once its fields are built
+            refs.objects.append(value)
+            refs.trees.append(obj)
+    return value
 
 
 def _tagged_from_tree(obj: dict[str, Any]) -> Any:
     tag = obj[TAG]
     decoder = _TAG_DECODERS.get(tag) if type(tag) is str else None
-    if decoder is None:
+    if decoder is None or (tag == REF and not _references()):
         raise PathError(f"unknown value tag {tag!r}")
     if obj.keys() != {TAG, "v"}:
         raise PathError(f"malformed {tag} value: expected the keys '$t' and 'v', got {sorted(obj)}")
@@ -280,6 +294,23 @@ def _timedelta_from_tree(value: Any) -> timedelta:
         raise PathError(f"malformed timedelta value: {value!r} is out of range") from None
 
 
+def _references() -> bool:
+    refs = REFS.get()
+    return refs is not None and refs.references
+
+
+def _ref_from_tree(value: Any) -> Any:
+    refs = REFS.get()
+    assert refs is not None  # _tagged_from_tree refuses the tag otherwise
+    count = len(refs.objects)
+    if type(value) is not int or not 0 <= value < count:
+        before = f"0 to {count - 1}" if count else "there is none"
+        raise PathError(
+            f"malformed ref value: expected the number of a shared object written before it ({before}), got {value!r}"
+        )
+    return refs.objects[value]
+
+
 _TAG_DECODERS: dict[str, Callable[[Any], Any]] = {
     "tuple": lambda v: tuple(_items_from_tree(_expect(v, list, "tuple"))),
     "dict": _dict_from_pairs,
@@ -290,4 +321,5 @@ _TAG_DECODERS: dict[str, Callable[[Any], Any]] = {
     "datetime": _datetime_from_tree,
     "date": _iso_from_tree(date.fromisoformat, "date"),
     "timedelta": _timedelta_from_tree,
+    REF: _ref_from_tree,
 }

@@ -5,12 +5,19 @@ from __future__ import annotations
 import json
 import re
 from contextvars import ContextVar
+from typing import Any, Protocol
 
 from ..errors import CodecError
 
 TAG = "$t"  # a built-in tagged value: {"$t": "tuple", "v": [...]}
 CLS = "$c"  # a registered class: {"$c": "OrderInfo", field: value, ...}
 HINT_REGISTER = " (register it with batonflow.store.register_type)"
+REF = "ref"  # a later occurrence of a shared object: {"$t": "ref", "v": its number}
+SHARED = frozenset({"Message", "SessionEvent"})
+"""The wire names of the classes whose objects a version 2 payload numbers, so that it can refer to them: the
+messages of a conversation and the recorded events that carry them. Part of the format: changing it takes a new
+codec version. Their constructors keep the values they are given (decoding remembers each object with the tree it
+was built from, as what it would be written as)."""
 
 _IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
 
@@ -58,3 +65,29 @@ class Budget:
 
 # A context variable, not a global: decoding is synchronous, but threads (and nested decodes) each get their own.
 BUDGET: ContextVar[Budget | None] = ContextVar("batonflow_decode_budget", default=None)
+
+
+class Refs:
+    """The shared objects decoded so far in one payload, by number, and the value tree each was read from;
+    ``references``: whether the payload may refer to them (version 2 and later)."""
+
+    __slots__ = ("objects", "references", "trees")
+
+    def __init__(self, *, references: bool) -> None:
+        self.objects: list[Any] = []
+        self.trees: list[Any] = []
+        self.references = references
+
+
+# Set while ``decode`` reads a payload; None for the plain value trees of the file store.
+REFS: ContextVar[Refs | None] = ContextVar("batonflow_decode_refs", default=None)
+
+
+class SharedWriter(Protocol):
+    """What ``to_tree`` asks about a shared object while a payload is encoded (``_share.Writer``)."""
+
+    def shared_tree(self, obj: Any, entry: Any) -> Any: ...
+
+
+# Set while ``encode`` writes a payload; None for the plain value trees of the file store.
+WRITER: ContextVar[SharedWriter | None] = ContextVar("batonflow_encode_writer", default=None)
