@@ -58,27 +58,34 @@ class Counting:
 
 
 async def one_run(seed: int) -> tuple[str, int, float]:
-    """The outcome of one run, its model calls and its seconds."""
+    """The outcome of one run (with what went wrong), its model calls and its seconds."""
     model = Counting(load_model("local:smollm2", seed=seed))
     shop = Shop()
     runner = Runner(build_system(model, shop), skip_transfer_messages=True)
     started = time.perf_counter()
     events = await collect_events(runner.query(TASK))
     seconds = time.perf_counter() - started
-    return await outcome(events, shop), model.calls, seconds
+    result, detail = await outcome(events, shop)
+    return f"{result} {detail}".strip(), model.calls, seconds
 
 
-async def outcome(events: Sequence[Any], shop: Shop) -> str:
+async def outcome(events: Sequence[Any], shop: Shop) -> tuple[str, str]:
+    """The run's outcome and, for a wrong one, what went wrong."""
     agents = [e.agent_name for e in events]
     errors = [e.error for e in events if e.error is not None]
     if "complaint_agent" not in agents:
-        return "wrong"
+        return "wrong", f"routed to {agents[-1]!r}"
     if any("iteration" in str(error) for error in errors):
-        return "looped"
+        return "looped", ""
+    if errors:
+        return "wrong", f"error: {errors[0]}"
+    if not shop.complaints:
+        return "wrong", "no complaint filed"
     last = events[-1].message_output
     message = await last.get_message() if last is not None else None
-    answered = message is not None and message.role == "assistant" and not message.tool_calls and message.text
-    return "completed" if shop.complaints and answered and not errors else "wrong"
+    if message is None or message.role != "assistant" or message.tool_calls or not message.text.strip():
+        return "wrong", f"no text answer: {message!r}"
+    return "completed", repr(message.text[:80])
 
 
 async def main(runs: int) -> None:
@@ -87,7 +94,7 @@ async def main(runs: int) -> None:
     seconds: list[float] = []
     for seed in range(runs):
         result, n, s = await one_run(seed)
-        outcomes[result] += 1
+        outcomes[result.split()[0]] += 1
         calls.append(n)
         seconds.append(s)
         print(f"run {seed}: {result}, {n} model calls, {s:.1f} s", flush=True)

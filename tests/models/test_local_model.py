@@ -187,22 +187,18 @@ async def test_tool_list_gets_a_system_turn_and_tool_results_become_user_turns(f
     assert messages[3] == {"role": "user", "content": "functions.lookup_order returned:\nshipped"}
 
 
-async def test_prompt_text_is_marked_safe_so_the_template_does_not_html_escape_it(fake_llama: type[FakeLlama]) -> None:
+async def test_message_text_is_marked_safe_so_the_template_does_not_html_escape_it(fake_llama: type[FakeLlama]) -> None:
     import jinja2.sandbox
 
-    call = ToolCall(id="c1", function=FunctionCall(name="lookup_order", arguments='{"q": "<b>"}'))
-    conversation = [user('Tom\'s <order> & "gift"'), assistant(tool_calls=[call])]
+    conversation = [system("Use <tags> & 'quotes'."), user('Tom\'s <order> & "gift"')]
 
     await LlamaCppChatModel(guided=False).generate(conversation)
 
     # Rendered as llama-cpp-python's chatml-function-calling handler renders it: autoescape on.
     env = jinja2.sandbox.ImmutableSandboxedEnvironment(autoescape=jinja2.select_autoescape(["html", "xml"]))
-    template = env.from_string(
-        "{% for m in messages %}{{ m.content or '' }}{% for c in m.tool_calls or [] %}"
-        "{{ c.function.arguments }}{% endfor %}|{% endfor %}"
-    )
+    template = env.from_string("{% for m in messages %}{{ m.content }}|{% endfor %}")
     rendered = template.render(messages=fake_llama.instances[0].requests[0]["messages"])
-    assert rendered == 'Tom\'s <order> & "gift"|{"q": "<b>"}|'
+    assert rendered == "Use <tags> & 'quotes'.|Tom's <order> & \"gift\"|"
 
 
 # -- guided tool use, the default of the default model ---------------------------------------------------------

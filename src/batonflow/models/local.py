@@ -260,14 +260,16 @@ def _adapt_to_chatml_function_calling(request: dict[str, Any]) -> None:
 
 
 def _mark_safe(request: dict[str, Any]) -> None:
-    """Keep the prompt's text as written: the ``chatml-function-calling`` template renders with HTML autoescape on,
-    which would turn ``'`` into ``&#39;`` and ``<`` into ``&lt;`` in every message the model reads. Text marked
+    """Keep the messages' text as written: the ``chatml-function-calling`` template renders with HTML autoescape
+    on, which would turn ``'`` into ``&#39;`` and ``<`` into ``&lt;`` in every message the model reads. Text marked
     safe (``markupsafe.Markup``, a ``str``) is rendered as it is.
+
+    The arguments of earlier tool calls are left as the template renders them. Measured on SmolLM2 with the demo's
+    example routings: with their JSON unescaped too, the router copied an example's ``agent_name`` instead of
+    reading the request (a complaint went to ``product_agent``); escaped, it routed 7 requests of 7 right.
     """
     from markupsafe import Markup  # installed with llama-cpp-python's jinja2
 
     for message in request["messages"]:
         if isinstance(message.get("content"), str):
             message["content"] = Markup(message["content"])
-        for call in message.get("tool_calls") or ():
-            call["function"]["arguments"] = Markup(call["function"]["arguments"])
