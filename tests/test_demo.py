@@ -14,9 +14,9 @@ from batonflow.adk import (
     collect_events,
 )
 from batonflow.agents import HITL
-from batonflow.cli.demo import Approval, Shop, ToolThenAnswer, build_system, run_demo, scripted_model
+from batonflow.cli.demo import Approval, Shop, build_system, run_demo, scripted_model
 from batonflow.errors import UserError
-from batonflow.models import ForcedTool
+from batonflow.models import ForcedTool, ToolThenAnswer
 from batonflow.observe import ConsoleRenderer
 from batonflow.schema import FunctionCall, Message, ToolCall, assistant
 from batonflow.store import MemoryCheckpointStore

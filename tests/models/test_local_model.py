@@ -14,7 +14,7 @@ from typing import Any, ClassVar
 import pytest
 
 from batonflow.errors import ModelError, UserError
-from batonflow.models import ForcedTool, ModelSettings
+from batonflow.models import ANSWER_PROMPT, ForcedTool, ModelSettings
 from batonflow.models.local import LlamaCppChatModel, smollm2_model_path
 from batonflow.schema import (
     FunctionCall,
@@ -157,7 +157,7 @@ async def test_forced_tool_and_settings_reach_llama_cpp(fake_llama: type[FakeLla
 
 async def test_tools_without_tool_choice_mean_auto(fake_llama: type[FakeLlama]) -> None:
     # chatml-function-calling would otherwise drop the tools from the prompt.
-    await LlamaCppChatModel().generate([user("hi")], tools=[TRANSFER])
+    await LlamaCppChatModel(guided=False).generate([user("hi")], tools=[TRANSFER])
 
     assert fake_llama.instances[0].requests[0]["tool_choice"] == "auto"
 
@@ -173,18 +173,72 @@ def test_required_with_several_tools_is_a_user_error() -> None:
     with pytest.raises(
         UserError, match=r"expected one tool or ForcedTool\(name\), got tools \['transfer_to_agent', 'lookup_order'\]"
     ):
-        LlamaCppChatModel().stream([user("hi")], tools=[TRANSFER, LOOKUP], tool_choice="required")
+        LlamaCppChatModel(guided=False).stream([user("hi")], tools=[TRANSFER, LOOKUP], tool_choice="required")
 
 
 async def test_tool_list_gets_a_system_turn_and_tool_results_become_user_turns(fake_llama: type[FakeLlama]) -> None:
     call = ToolCall(id="c1", function=FunctionCall(name="lookup_order", arguments='{"id": 7}'))
     conversation = [user("Where is order 7?"), assistant(tool_calls=[call]), tool_message("shipped", tool_call_id="c1")]
 
-    await LlamaCppChatModel().generate(conversation, tools=[LOOKUP])
+    await LlamaCppChatModel(guided=False).generate(conversation, tools=[LOOKUP])
 
     messages = fake_llama.instances[0].requests[0]["messages"]
     assert messages[0] == {"role": "system", "content": ""}
     assert messages[3] == {"role": "user", "content": "functions.lookup_order returned:\nshipped"}
+
+
+async def test_message_text_is_marked_safe_so_the_template_does_not_html_escape_it(fake_llama: type[FakeLlama]) -> None:
+    import jinja2.sandbox
+
+    conversation = [system("Use <tags> & 'quotes'."), user('Tom\'s <order> & "gift"')]
+
+    await LlamaCppChatModel(guided=False).generate(conversation)
+
+    # Rendered as llama-cpp-python's chatml-function-calling handler renders it: autoescape on.
+    env = jinja2.sandbox.ImmutableSandboxedEnvironment(autoescape=jinja2.select_autoescape(["html", "xml"]))
+    template = env.from_string("{% for m in messages %}{{ m.content }}|{% endfor %}")
+    rendered = template.render(messages=fake_llama.instances[0].requests[0]["messages"])
+    assert rendered == "Use <tags> & 'quotes'.|Tom's <order> & \"gift\"|"
+
+
+# -- guided tool use, the default of the default model ---------------------------------------------------------
+
+
+def test_default_model_is_guided_and_a_model_file_of_your_own_is_not() -> None:
+    assert LlamaCppChatModel().guided is True
+    assert LlamaCppChatModel(smollm2_model_path()).guided is False
+    assert LlamaCppChatModel(smollm2_model_path(), guided=True).guided is True
+
+
+async def test_guided_model_forces_the_first_tool_grammar_constrained(fake_llama: type[FakeLlama]) -> None:
+    await LlamaCppChatModel().generate([user("Where is order 7?")], tools=[LOOKUP, TRANSFER])
+
+    request = fake_llama.instances[0].requests[0]
+    # A forced call is what makes llama.cpp constrain the arguments with the tool's JSON-schema grammar.
+    assert request["tool_choice"] == {"type": "function", "function": {"name": "lookup_order"}}
+    assert [t["function"]["name"] for t in request["tools"]] == ["lookup_order"]
+
+
+async def test_guided_model_keeps_a_tool_the_caller_forces(fake_llama: type[FakeLlama]) -> None:
+    await LlamaCppChatModel().generate([user("hi")], tools=[LOOKUP, TRANSFER], tool_choice=ForcedTool(TRANSFER.name))
+
+    request = fake_llama.instances[0].requests[0]
+    assert request["tool_choice"] == {"type": "function", "function": {"name": "transfer_to_agent"}}
+
+
+async def test_guided_model_answers_in_words_after_a_tool_result(fake_llama: type[FakeLlama]) -> None:
+    call = ToolCall(id="c1", function=FunctionCall(name="lookup_order", arguments='{"id": 7}'))
+    conversation = [user("Where is order 7?"), assistant(tool_calls=[call]), tool_message("shipped", tool_call_id="c1")]
+
+    await LlamaCppChatModel().generate(conversation, tools=[LOOKUP])
+
+    request = fake_llama.instances[0].requests[0]
+    assert "tools" not in request and "tool_choice" not in request
+    assert request["messages"] == [
+        {"role": "user", "content": "Where is order 7?"},
+        {"role": "assistant", "content": "shipped"},
+        {"role": "user", "content": ANSWER_PROMPT},
+    ]
 
 
 # -- the worker thread -----------------------------------------------------------------------------------------

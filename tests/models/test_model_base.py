@@ -16,12 +16,15 @@ TOOLS = [ToolInfo(name="search", description="Search."), ToolInfo(name="transfer
 
 def test_public_names_are_pinned() -> None:
     assert batonflow.models.__all__ == [
+        "ANSWER_PROMPT",
         "ChatModel",
         "ForcedTool",
         "ModelSettings",
         "OpenAIChatModel",
         "RetryingModel",
         "ToolChoice",
+        "ToolThenAnswer",
+        "answer_from_tool_results",
         "check_tool_choice",
         "is_retryable_error",
         "load_model",

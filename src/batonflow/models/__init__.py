@@ -2,7 +2,8 @@
 
 The in-process llama.cpp model lives in ``batonflow.models.local`` (optional extra ``batonflow[local]``), the OpenAI
 wire format in ``batonflow.models.openai_format``. ``check_tool_choice`` and ``merge_settings`` are for writing a
-``ChatModel`` of your own: they refuse and merge what the built-in providers do.
+``ChatModel`` of your own: they refuse and merge what the built-in providers do. ``ToolThenAnswer`` makes a small
+model call a tool and then answer (the default of ``local:smollm2``).
 """
 
 from typing import TYPE_CHECKING, Any
@@ -13,6 +14,9 @@ from ._base import ModelSettings as ModelSettings
 from ._base import ToolChoice as ToolChoice
 from ._base import check_tool_choice as check_tool_choice
 from ._base import merge_settings as merge_settings
+from ._guided import ANSWER_PROMPT as ANSWER_PROMPT
+from ._guided import ToolThenAnswer as ToolThenAnswer
+from ._guided import answer_from_tool_results as answer_from_tool_results
 from ._load import load_model as load_model
 from ._retry import RetryingModel as RetryingModel
 from ._retry import is_retryable_error as is_retryable_error
@@ -32,12 +36,15 @@ def __getattr__(name: str) -> Any:
 
 
 __all__ = [
+    "ANSWER_PROMPT",
     "ChatModel",
     "ForcedTool",
     "ModelSettings",
     "OpenAIChatModel",
     "RetryingModel",
     "ToolChoice",
+    "ToolThenAnswer",
+    "answer_from_tool_results",
     "check_tool_choice",
     "is_retryable_error",
     "load_model",

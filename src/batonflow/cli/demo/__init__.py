@@ -13,7 +13,8 @@ refund and rejects the later ones, so one run shows both outcomes.
 It runs on the offline SmolLM2-135M model by default, so what it shows is what a 135M-parameter model does:
 fluent but not always right. Three things keep it on track: the router's transfer is a forced tool call whose
 ``agent_name`` is an enum of the sub-agents, the router sees a few example routings, and each specialist is
-told when to call its tool and when to answer (``ToolThenAnswer``). ``--model scripted`` replays the whole flow
+told when to call its tool and when to answer (``batonflow.models.ToolThenAnswer``, the default of
+``local:smollm2``). ``--model scripted`` replays the whole flow
 without any model.
 
 The shop and its tools are in ``_shop``, the agents, the guide for small models and the scripted model in
@@ -21,7 +22,6 @@ The shop and its tools are in ``_shop``, the agents, the guide for small models 
 """
 
 from ._agents import ROUTING_EXAMPLES as ROUTING_EXAMPLES
-from ._agents import ToolThenAnswer as ToolThenAnswer
 from ._agents import build_system as build_system
 from ._agents import scripted_model as scripted_model
 from ._run import TURNS as TURNS
@@ -37,7 +37,6 @@ __all__ = [
     "Approval",
     "Approver",
     "Shop",
-    "ToolThenAnswer",
     "build_system",
     "print_changes",
     "run_demo",

@@ -17,70 +17,13 @@ from ...adk import (
     set_sub_agents,
 )
 from ...agents import human_approval
-from ...models import ChatModel, ForcedTool, ModelSettings, ToolChoice
-from ...schema import FunctionCall, Message, MessageStream, ToolCall, assistant, system, tool_message, user
+from ...models import ChatModel, ForcedTool, ModelSettings, ToolThenAnswer
+from ...schema import FunctionCall, Message, ToolCall, assistant, system, tool_message, user
 from ...testing import FunctionModel
 from ...tools import ToolInfo, tool
 from ._shop import Shop
 
-__all__ = ["ROUTING_EXAMPLES", "ToolThenAnswer", "build_system", "scripted_model"]
-
-
-class ToolThenAnswer:
-    """A model told when to call a tool: ``tool`` is forced until a tool has answered, then words, no tools.
-
-    SmolLM2-135M cannot tell when to call a tool and when to answer, and llama.cpp's automatic tool choice
-    (``chatml-function-calling``) constrains a text answer to nothing. So on the local model each specialist
-    calls its main tool once, then answers; a turn takes at most two calls of each specialist's model.
-    """
-
-    def __init__(self, model: ChatModel, tool: str) -> None:
-        self.model = model
-        self.tool = tool
-        self.model_name = model.model_name
-
-    def _request(
-        self, messages: Sequence[Message], tools: Sequence[ToolInfo] | None
-    ) -> tuple[list[Message], list[ToolInfo] | None, ToolChoice | None]:
-        messages = list(messages)
-        if not messages or messages[-1].role != "tool":
-            # The forced tool alone: a shorter prompt, which a small model follows better.
-            forced = [t for t in tools or () if t.name == self.tool]
-            return messages, forced or None, ForcedTool(self.tool) if forced else None
-        # Time to answer. The tool's result goes in as plain text the agent said: the function-call transcript is
-        # what a small model would echo back instead (measured: with it, SmolLM2 repeats the call's JSON).
-        results: list[str] = []
-        while messages and messages[-1].role == "tool":
-            results.insert(0, messages.pop().content)
-        if messages and messages[-1].tool_calls:
-            messages.pop()
-        return (
-            [*messages, assistant(" ".join(results)), user("Thanks. Please sum that up in one sentence.")],
-            None,
-            None,
-        )
-
-    async def generate(
-        self,
-        messages: Sequence[Message],
-        *,
-        tools: Sequence[ToolInfo] | None = None,
-        tool_choice: ToolChoice | None = None,
-        settings: ModelSettings | None = None,
-    ) -> Message:
-        messages, tools, tool_choice = self._request(messages, tools)
-        return await self.model.generate(messages, tools=tools, tool_choice=tool_choice, settings=settings)
-
-    def stream(
-        self,
-        messages: Sequence[Message],
-        *,
-        tools: Sequence[ToolInfo] | None = None,
-        tool_choice: ToolChoice | None = None,
-        settings: ModelSettings | None = None,
-    ) -> MessageStream:
-        messages, tools, tool_choice = self._request(messages, tools)
-        return self.model.stream(messages, tools=tools, tool_choice=tool_choice, settings=settings)
+__all__ = ["ROUTING_EXAMPLES", "build_system", "scripted_model"]
 
 
 def _call(name: str, /, call_id: str = "", **arguments: str) -> Message:
@@ -117,8 +60,9 @@ def build_system(
 ) -> FlowAgent:
     """The customer-service tree on ``model`` (the router on ``router_model`` if given), with tools over ``shop``.
 
-    ``guided`` wraps each specialist's model in ``ToolThenAnswer`` (for small local models); a specialist's
-    first tool is its main one. ``issue_refund`` waits for a person's approval (run it with a checkpoint store).
+    ``guided`` wraps each specialist's model in ``batonflow.models.ToolThenAnswer`` (for small models; the
+    default local model guides itself); a specialist's first tool is its main one. ``issue_refund`` waits for a
+    person's approval (run it with a checkpoint store).
     """
     router = ChatModelAgent(
         name="router",

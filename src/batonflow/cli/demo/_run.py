@@ -121,8 +121,9 @@ async def run_demo(
     shop = Shop()
     console = ConsoleRenderer(out)
     runner = Runner(
-        # On llama.cpp models (SmolLM2 by default) the specialists are told when to call their tool.
-        build_system(model, shop, guided=local, router_model=router_model),
+        # The default local model (SmolLM2) tells its specialists when to call their tool by itself; other
+        # llama.cpp models are guided here.
+        build_system(model, shop, guided=local and not getattr(model, "guided", False), router_model=router_model),
         enable_streaming=True,
         skip_transfer_messages=True,  # the specialist sees the request, not the router's transfer call
         checkpoint_store=MemoryCheckpointStore(),  # where a run waiting for an approval is kept
