@@ -96,7 +96,7 @@ class Journal:
         """Steps recorded by earlier attempts of this resume, by key."""
         self.steps: dict[str, Any] = {}
         """Steps recorded by this attempt and not yet written."""
-        self._counts: dict[str, int] = {}
+        self._counts: dict[Address, int] = {}
         self._flushed = 0
         self._set = write
         self._limits = limits
@@ -141,13 +141,11 @@ class Journal:
 
     def model_key(self, address: Address) -> str:
         """The key of the next model reply at ``address`` (replies counted, failed calls not)."""
-        where = format_address(address)
-        return f"model|{where}|{self._counts.get(where, 0)}"
+        return f"model|{format_address(address)}|{self._counts.get(address, 0)}"
 
     def model_done(self, address: Address, key: str, reply: Any, *, replayed: bool) -> None:
         """A model reply at ``address`` came (from the model, or from the journal when ``replayed``)."""
-        where = format_address(address)
-        self._counts[where] = self._counts.get(where, 0) + 1
+        self._counts[address] = self._counts.get(address, 0) + 1
         if not replayed:
             self.steps[key] = reply
 

@@ -21,7 +21,7 @@ from typing import Any, Protocol
 
 from ..errors import LeaseLostError, ResumeConflictError, UserError
 
-__all__ = ["Fenced", "LeaseHolder", "Leasing", "break_lease", "conflict", "fenced"]
+__all__ = ["Fenced", "LeaseHolder", "Leasing", "break_lease", "conflict"]
 
 _log = logging.getLogger("batonflow.adk")
 
@@ -159,10 +159,6 @@ class Fenced:
             await self._store.delete(key, owner=owner)
         else:
             await self._store.delete(key)
-
-
-def fenced(store: Any) -> Fenced:
-    return Fenced(store)
 
 
 def _takes_owner(kind: type) -> bool:

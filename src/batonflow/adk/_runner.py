@@ -224,14 +224,14 @@ class Runner:
             if data is None:
                 raise CheckpointNotFoundError(f"checkpoint[{checkpoint_id}] not exist")
             checkpoint = decode_checkpoint(data, store)
-            base = base_digest(data)
-
-            async def write(key: str, chunk: bytes) -> None:
-                lease.check()
-                await store.set(key, chunk)
-
             journal = await Journal.load(
-                store, checkpoint_id, base, targets, write=write, limits=limits_of(store), fence=lease.check
+                store,
+                checkpoint_id,
+                base_digest(data),
+                targets,
+                write=store.set,
+                limits=limits_of(store),
+                fence=lease.check,
             )
             segment = Segment(store, checkpoint_id, lease, journal)
             events = self._resumed(checkpoint, journal, segment, capture)

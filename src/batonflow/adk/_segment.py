@@ -13,7 +13,7 @@ from ..store import CheckpointStore
 from ._events import AgentEvent
 from ._interrupt import InterruptInfo
 from ._journal import Journal
-from ._lease import LeaseHolder, fenced
+from ._lease import Fenced, LeaseHolder
 
 __all__ = ["Segment", "reserved"]
 
@@ -69,7 +69,7 @@ class Segment:
     async def save(self, data: bytes) -> None:
         """The checkpoint of the run's interrupt."""
         self.lease.check()
-        await fenced(self.store).set(self.checkpoint_id, data, owner=self.lease.owner)
+        await Fenced(self.store).set(self.checkpoint_id, data, owner=self.lease.owner)
         self.interrupted = True
 
     async def keep(self, *, quiet: bool = False) -> None:
@@ -88,7 +88,7 @@ class Segment:
         """The resume ran to its end: a later resume must not replay it (its tools would run twice)."""
         self.lease.check()
         try:
-            await fenced(self.store).delete(self.checkpoint_id, owner=self.lease.owner)
+            await Fenced(self.store).delete(self.checkpoint_id, owner=self.lease.owner)
         except Exception:
             await self.keep()  # a retry then replays the finished tools from the journal, not for real
             raise
