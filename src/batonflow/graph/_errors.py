@@ -13,8 +13,8 @@ __all__ = ["ComponentError", "FlowRunError", "GraphError", "LoopError", "ScriptT
 
 
 def where(graph_id: str, node_id: str = "", field: str = "") -> str:
-    """``graph 'g', node 'n', field 'f'``: the place an error message starts with."""
-    parts = [f"graph {graph_id!r}"]
+    """``graph 'g', node 'n', field 'f'``: the place an error message starts with (the parts known)."""
+    parts = [f"graph {graph_id!r}"] if graph_id else []
     if node_id:
         parts.append(f"node {node_id!r}")
     if field:
@@ -26,7 +26,7 @@ class GraphError(UserError):
     """A graph that cannot be built or run as written. ``graph_id``, ``node_id`` and ``field`` say where."""
 
     def __init__(self, message: str, *, graph_id: str = "", node_id: str = "", field: str = "") -> None:
-        prefix = where(graph_id, node_id, field) if graph_id or node_id else ""
+        prefix = where(graph_id, node_id, field)
         super().__init__(f"{prefix}: {message}" if prefix else message)
         self.graph_id = graph_id
         self.node_id = node_id
