@@ -13,14 +13,14 @@ from ._context import FlowTrace as FlowTrace
 from ._context import NodeRecord as NodeRecord
 from ._engine import DEFAULT_MAX_VISITS as DEFAULT_MAX_VISITS
 from ._engine import FlowEngine as FlowEngine
-from ._engine import FlowInterceptor as FlowInterceptor
-from ._engine import FlowInvocation as FlowInvocation
 from ._errors import ComponentError as ComponentError
 from ._errors import FlowRunError as FlowRunError
 from ._errors import GraphError as GraphError
 from ._errors import LoopError as LoopError
 from ._errors import ScriptTaskError as ScriptTaskError
 from ._errors import VisitLimitError as VisitLimitError
+from ._exchanger import FlowInterceptor as FlowInterceptor
+from ._exchanger import FlowInvocation as FlowInvocation
 from ._graph import Graph as Graph
 from ._graph import Link as Link
 from ._graph import Node as Node

@@ -22,7 +22,7 @@ from ..store import decode_json, encode_json, register_type
 from ._spec import NodeType
 
 if TYPE_CHECKING:
-    from ._engine import Branch, Exchanger
+    from ._exchanger import Branch, Exchanger
     from ._graph import Graph, Node
 
 __all__ = ["FlowContext", "FlowTrace", "NodeRecord"]

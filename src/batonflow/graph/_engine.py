@@ -15,147 +15,22 @@ the first error cancels the others and is raised.
 from __future__ import annotations
 
 import asyncio
-import inspect
 import os
 from collections.abc import Iterable, Sequence
-from typing import Any
 
 from ..errors import BatonflowError
 from ._context import CURRENT, FlowContext
 from ._errors import ComponentError, FlowRunError, GraphError, VisitLimitError
+from ._exchanger import Branch, Exchanger, FlowInterceptor, FlowInvocation, maybe_await
 from ._graph import ComponentRef, Condition, Graph, GraphRef, Node
 from ._loop import Peekable, loop_items
 from ._placeholder_expr import Expression
 from ._spec import NodeType
 
-__all__ = ["DEFAULT_MAX_VISITS", "FlowEngine", "FlowInterceptor", "FlowInvocation"]
+__all__ = ["DEFAULT_MAX_VISITS", "FlowEngine"]
 
 DEFAULT_MAX_VISITS = 100_000
 """How often one run may visit one node when no ``steps`` limit is set, before it is taken for an endless cycle."""
-
-
-class FlowInterceptor:
-    """Hooks around a flow and its nodes. Override what you need; each may be plain or ``async``.
-
-    ``intercept_flow`` wraps a whole run (a sub-graph's too) and must call ``await invocation.invoke()`` to go on;
-    ``on_node_start`` and ``on_node_end`` run around each node's task, not while a run replays.
-    """
-
-    async def intercept_flow(self, invocation: FlowInvocation) -> None:
-        await invocation.invoke()
-
-    def on_node_start(self, context: FlowContext, node: Node) -> Any:
-        return None
-
-    def on_node_end(self, context: FlowContext, node: Node) -> Any:
-        return None
-
-
-class Branch:
-    """One branch of a run: ``interrupt()`` ends it and no other."""
-
-    __slots__ = ("interrupted",)
-
-    def __init__(self) -> None:
-        self.interrupted = False
-
-
-class Exchanger:
-    """The state of one graph's run: shared by its branches, copied (with the step counter shared) for each
-    sub-graph it calls."""
-
-    __slots__ = (
-        "context",
-        "counts",
-        "graph",
-        "interceptors",
-        "max_visits",
-        "reverting",
-        "stacks",
-        "stepped",
-        "steps",
-        "stopped",
-        "visits",
-    )
-
-    def __init__(
-        self,
-        graph: Graph,
-        context: FlowContext,
-        steps: int,
-        interceptors: tuple[FlowInterceptor, ...],
-        max_visits: int,
-        stepped: list[int],
-        visits: dict[tuple[str, str], int],
-    ) -> None:
-        self.graph = graph
-        self.context = context
-        self.steps = steps
-        self.interceptors = interceptors
-        self.max_visits = max_visits
-        self.stepped = stepped  # one cell, shared with sub-graph runs
-        self.visits = visits
-        self.counts: dict[str, int] = {}
-        self.stacks: dict[str, list[Any]] = {}
-        self.stopped = False
-        self.reverting = True
-
-    def copy(self, graph: Graph) -> Exchanger:
-        return Exchanger(graph, self.context, self.steps, self.interceptors, self.max_visits, self.stepped, self.visits)
-
-    @property
-    def is_stopped(self) -> bool:
-        return self.stopped or self.context._stopped
-
-    def stop(self) -> None:
-        self.stopped = True
-        self.context._stopped = True
-
-    def next_step(self) -> bool:
-        if self.steps < 0:
-            return True
-        self.stepped[0] += 1
-        return self.stepped[0] <= self.steps
-
-    def prev_step(self) -> None:
-        if self.steps >= 0:
-            self.stepped[0] -= 1
-
-    def stack(self, name: str) -> list[Any]:
-        return self.stacks.setdefault(name, [])
-
-
-class FlowInvocation:
-    """A run about to start, as ``FlowInterceptor.intercept_flow`` sees it: ``invoke()`` goes on to the next
-    interceptor, and after the last to the graph."""
-
-    __slots__ = ("_branch", "_engine", "_exchanger", "_index", "start_node")
-
-    def __init__(self, engine: FlowEngine, exchanger: Exchanger, branch: Branch, start_node: Node) -> None:
-        self._engine = engine
-        self._exchanger = exchanger
-        self._branch = branch
-        self._index = 0
-        self.start_node = start_node
-        """Where the run resumes: the recorded last node, else the graph's start."""
-
-    @property
-    def context(self) -> FlowContext:
-        return self._exchanger.context
-
-    @property
-    def graph(self) -> Graph:
-        return self._exchanger.graph
-
-    async def invoke(self) -> None:
-        interceptors = self._exchanger.interceptors
-        if self._index < len(interceptors):
-            interceptor = interceptors[self._index]
-            self._index += 1
-            await _maybe_await(interceptor.intercept_flow(self))
-        else:
-            ex = self._exchanger
-            await self._engine._walk(ex, self._branch, ex.graph.start, self.start_node)
 
 
 class FlowEngine:
@@ -408,7 +283,7 @@ class FlowEngine:
             return True
         for interceptor in ex.interceptors:
             hook = interceptor.on_node_start if start else interceptor.on_node_end
-            await _maybe_await(hook(ex.context, node))
+            await maybe_await(hook(ex.context, node))
         return _goes_on(ex, branch)
 
     async def _task(self, ex: Exchanger, branch: Branch, node: Node) -> bool:
@@ -435,10 +310,10 @@ class FlowEngine:
                 target = self._component(target.name, node, "task")
             run = getattr(target, "run", None)
             if callable(run):
-                await _maybe_await(run(ex.context, node))
+                await maybe_await(run(ex.context, node))
             else:
                 assert callable(target)
-                await _maybe_await(target(ex.context, node))
+                await maybe_await(target(ex.context, node))
         except BatonflowError:
             raise
         except Exception as exc:
@@ -470,7 +345,7 @@ class FlowEngine:
                 condition = self._component(condition.name, node, "condition")
             test = getattr(condition, "test", None)
             result = test(ex.context) if callable(test) else condition(ex.context)  # type: ignore[operator]
-            return bool(await _maybe_await(result))
+            return bool(await maybe_await(result))
         except BatonflowError:
             raise
         except Exception as exc:
@@ -508,7 +383,3 @@ def _goes_on(ex: Exchanger, branch: Branch) -> bool:
         branch.interrupted = False
         return False
     return True
-
-
-async def _maybe_await(value: Any) -> Any:
-    return await value if inspect.isawaitable(value) else value
