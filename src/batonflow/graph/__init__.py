@@ -8,6 +8,9 @@ run every branch concurrently and join by counted arrivals; loops walk ``$in``; 
 ends it and ``interrupt()`` ends a branch; a context with a recorded node resumes there by replaying the graph.
 """
 
+from ._agent import AgentTask as AgentTask
+from ._agent import GraphAgent as GraphAgent
+from ._agent import GraphState as GraphState
 from ._context import FlowContext as FlowContext
 from ._context import FlowTrace as FlowTrace
 from ._context import NodeRecord as NodeRecord
@@ -35,6 +38,7 @@ from ._spec import TaskLike as TaskLike
 
 __all__ = [
     "DEFAULT_MAX_VISITS",
+    "AgentTask",
     "ComponentError",
     "ConditionComponent",
     "ConditionLike",
@@ -45,8 +49,10 @@ __all__ = [
     "FlowRunError",
     "FlowTrace",
     "Graph",
+    "GraphAgent",
     "GraphError",
     "GraphSpec",
+    "GraphState",
     "Link",
     "LinkSpec",
     "LoopError",

@@ -18,6 +18,7 @@ import asyncio
 import os
 from collections.abc import Iterable, Sequence
 
+from ..adk import Agent
 from ..errors import BatonflowError
 from ._context import CURRENT, FlowContext
 from ._errors import ComponentError, FlowRunError, GraphError, VisitLimitError
@@ -52,6 +53,10 @@ class FlowEngine:
         (``test(context)`` or a callable)."""
         if not isinstance(name, str) or not name or name.startswith("@"):
             raise GraphError(f"a component name must be non-empty text without the '@', got {name!r}")
+        if isinstance(component, Agent):
+            from ._agent import AgentTask
+
+            component = AgentTask(component)
         self._components[name] = component
 
     def unregister(self, name: str) -> None:

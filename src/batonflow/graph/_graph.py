@@ -16,6 +16,7 @@ from typing import Any
 
 import yaml
 
+from ..adk import Agent
 from ._errors import GraphError, LoopError, ScriptTaskError
 from ._placeholder_expr import Expression, compile_expression
 from ._spec import ConditionLike, GraphSpec, LinkSpec, NodeSpec, NodeType, TaskLike
@@ -306,6 +307,10 @@ def _target(task: TaskLike | None, spec: GraphSpec, node_id: str) -> object:
     if task is None or task == "":
         return None
     if not isinstance(task, str):
+        if isinstance(task, Agent):
+            from ._agent import AgentTask
+
+            return AgentTask(task)
         if callable(task) or callable(getattr(task, "run", None)):
             return task
         raise GraphError(
