@@ -141,3 +141,41 @@ async def test_a_graph_agent_refuses_a_foreign_resume_state_and_a_non_graph() ->
     assert len(events) == 1 and "cannot resume: expected its saved flow, got str" in str(events[0].error)
     with pytest.raises(GraphError, match="GraphAgent expects a Graph"):
         GraphAgent("pipeline")  # type: ignore[arg-type]
+
+
+async def test_streamed_answers_reach_the_reader_and_the_variables() -> None:
+    seen: list[Any] = []
+    agent = GraphAgent(two_writers(seen).build())
+    chunks: list[str] = []
+    async for event in Runner(agent, enable_streaming=True).run([user("go")]):
+        variant = event.output.message_output if event.output is not None else None
+        assert variant is not None and variant.is_streaming
+        assert variant.message_stream is not None
+        async for chunk in variant.message_stream:
+            chunks.append(chunk.text)
+    assert "".join(chunks) == "first draftpolished text"
+    assert seen == [{"message": "polished text", "draft": "first draft"}]
+
+
+async def test_a_graph_agent_in_a_sequence_and_as_an_agent_tool() -> None:
+    from batonflow import AgentTool, SequentialAgent
+
+    inner = GraphSpec("summary", title="Summarises the request")
+    inner.add_activity("sum", task=lambda ctx, node: ctx.put("message", f"summary of: {ctx.get('message')}"))
+    after = ChatModelAgent(name="after", description="answers last", model=ScriptedModel([assistant("done")]))
+    sequence = SequentialAgent(name="seq", sub_agents=[GraphAgent(inner.build()), after])
+    result = await Runner(sequence).call("a long request")
+    assert result.text == "done"
+    request = after.model.requests[0]  # type: ignore[attr-defined]
+    assert any("summary of: a long request" in message.text for message in request.messages)
+
+    caller = ChatModelAgent(
+        name="caller",
+        description="delegates",
+        model=ScriptedModel([tool_calls(("summary", {"request": "abc"})), assistant("relayed")]),
+        tools=[AgentTool(GraphAgent(inner.build()))],
+    )
+    result = await Runner(caller).call("summarise abc")
+    assert result.text == "relayed"
+    tool_reply = caller.model.requests[1].messages[-1]  # type: ignore[attr-defined]
+    assert tool_reply.role == "tool" and "summary of:" in tool_reply.text

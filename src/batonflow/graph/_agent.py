@@ -104,7 +104,7 @@ class AgentTask:
         else:
             events = flow.run(node_ctx.root_input or AgentInput(messages=[]), node_ctx)
         own_path = (*node_ctx.run_path, RunStep(self.agent.name))
-        answer: str | None = None
+        last: AgentEvent | None = None
         async with aclosing(events) as source:  # type: ignore[type-var]
             async for event in source:
                 if event.action is not None and event.action.signal is not None:
@@ -117,9 +117,12 @@ class AgentTask:
                     ) from event.error
                 run.queue.put_nowait(event)
                 if event.run_path == own_path and _is_answer(event):
-                    answer = await _text_of(event, run.ctx)
-        if answer is not None:
-            run.answers.append(answer)
+                    last = event
+        if last is None:
+            return None
+        # Read once the agent is done: a streamed answer is whole by then (its reader, not us, reads the stream).
+        answer = await _text_of(last, run.ctx)
+        run.answers.append(answer)
         return answer
 
     async def _alone(self, context: FlowContext, node: Node) -> str | None:
@@ -155,11 +158,12 @@ async def _text_of(event: AgentEvent, ctx: RunContext | None) -> str:
     variant = event.output.message_output
     if variant.message is not None:
         return variant.message.text
-    # A streamed answer belongs to the reader; the session's record of it holds a tap of every chunk.
-    if ctx is not None:
-        for entry in reversed(ctx.session.events):
-            if entry.run_path == event.run_path:
-                return (await entry.get_message()).text
+    if ctx is None:  # nobody else reads it
+        return (await variant.get_message()).text
+    # A streamed answer belongs to the reader; the session's record of it keeps a tap of every chunk.
+    for entry in reversed(ctx.session.events):
+        if entry.run_path == event.run_path:
+            return (await entry.get_message()).text
     return ""
 
 
