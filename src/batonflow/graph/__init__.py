@@ -1,0 +1,1 @@
+"""The solon-flow graph engine."""
