@@ -30,6 +30,7 @@ PAGES = [
     "sessions.md",
     "solon-agents.md",
     "observability.md",
+    "graph.md",
     "graph-expressions.md",
 ]
 NOT_RUN = "<!-- not run -->"
