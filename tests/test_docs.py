@@ -31,6 +31,7 @@ PAGES = [
     "solon-agents.md",
     "observability.md",
     "graph.md",
+    "graph-expressions.md",
 ]
 NOT_RUN = "<!-- not run -->"
 FENCE = re.compile(r"^```(\w*)\s*$")
