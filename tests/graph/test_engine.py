@@ -642,3 +642,49 @@ async def test_registry_load_unload_and_graph_files(tmp_path: Any) -> None:
     assert graph.start.type is NodeType.START
     engine.unload("from_file")
     assert engine.get_graph("from_file") is None
+
+
+async def test_an_expression_reaching_outside_plain_data_at_run_time_is_an_error_naming_graph_and_node() -> None:
+    from batonflow.graph import ExpressionError
+
+    class Secret:
+        token = "hidden"
+
+    spec = GraphSpec("g")
+    spec.add_start("s").link_add("x")
+    spec.add_exclusive("x").link_add("a", when="obj.token == 'hidden'").link_add("b")
+    spec.add_activity("a")
+    spec.add_activity("b")
+    ctx = FlowContext(variables={"obj": Secret(), "kept": 1})
+    with pytest.raises(ExpressionError) as caught:
+        await FlowEngine().eval(spec.build(), ctx)
+    assert (caught.value.graph_id, caught.value.node_id) == ("g", "x")
+    assert ctx.get("kept") == 1 and ctx.last_node_id == "x"
+
+
+async def test_solon_java_style_conditions_route_as_written() -> None:
+    log = Log()
+    graph = Graph.from_yaml(
+        """
+id: leave
+layout:
+  - { type: start }
+  - id: route
+    type: exclusive
+    link:
+      - { nextId: long, when: "day >= 7" }
+      - { nextId: medium, condition: "day>=3 && day<7" }
+      - { nextId: vip, when: '"gold".equals(level) && !blocked' }
+      - { nextId: short }
+  - { id: long, task: "@log", link: end }
+  - { id: medium, task: "@log", link: end }
+  - { id: vip, task: "@log", link: end }
+  - { id: short, task: "@log", link: end }
+  - { id: end, type: end }
+"""
+    )
+    engine = FlowEngine()
+    engine.register("log", log)
+    for variables in ({"day": 9}, {"day": 4}, {"day": 1, "level": "gold", "blocked": False}, {"day": 1}):
+        await engine.eval(graph, FlowContext(variables=variables))
+    assert log.ran == ["long", "medium", "vip", "short"]

@@ -14,7 +14,7 @@ from jinja2.parser import Parser
 from pydantic import BaseModel
 
 from batonflow.errors import UserError
-from batonflow.graph._expr import ExpressionError, compile_expression
+from batonflow.graph import ExpressionError, compile_expression
 
 
 def value(source: str, **variables: Any) -> Any:

@@ -301,3 +301,20 @@ def test_bad_task_and_condition_objects_are_refused() -> None:
 
 def test_component_error_is_a_graph_error() -> None:
     assert issubclass(ComponentError, GraphError)
+
+
+@pytest.mark.parametrize(
+    "condition",
+    ["a >", "x.__class__", "().__class__.__bases__[0].__subclasses__()", "__import__('os')", "lipsum.__globals__"],
+)
+def test_a_bad_or_escaping_condition_fails_at_load_time_naming_graph_and_node(condition: str) -> None:
+    from batonflow.graph import ExpressionError
+
+    text = f"id: g\nlayout:\n  - {{id: a, link: [{{nextId: b, when: {json.dumps(condition)}}}]}}\n  - {{id: b}}\n"
+    with pytest.raises(ExpressionError) as caught:
+        Graph.from_yaml(text)
+    assert (caught.value.graph_id, caught.value.node_id) == ("g", "a")
+    assert str(caught.value).startswith("graph 'g', node 'a': ")
+    node_when = f"id: g\nlayout:\n  - {{id: a, when: {json.dumps(condition)}}}\n"
+    with pytest.raises(ExpressionError):
+        Graph.from_yaml(node_when)

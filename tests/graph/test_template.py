@@ -8,8 +8,7 @@ from typing import Any
 
 import pytest
 
-from batonflow.graph._expr import ExpressionError
-from batonflow.graph._template import render_template
+from batonflow.graph import ExpressionError, render_template
 
 
 @dataclass

@@ -24,6 +24,9 @@ from ._errors import ScriptTaskError as ScriptTaskError
 from ._errors import VisitLimitError as VisitLimitError
 from ._exchanger import FlowInterceptor as FlowInterceptor
 from ._exchanger import FlowInvocation as FlowInvocation
+from ._expr import Expression as Expression
+from ._expr import ExpressionError as ExpressionError
+from ._expr import compile_expression as compile_expression
 from ._graph import Graph as Graph
 from ._graph import Link as Link
 from ._graph import Node as Node
@@ -35,6 +38,7 @@ from ._spec import NodeSpec as NodeSpec
 from ._spec import NodeType as NodeType
 from ._spec import TaskComponent as TaskComponent
 from ._spec import TaskLike as TaskLike
+from ._template import render_template as render_template
 
 __all__ = [
     "DEFAULT_MAX_VISITS",
@@ -42,6 +46,8 @@ __all__ = [
     "ComponentError",
     "ConditionComponent",
     "ConditionLike",
+    "Expression",
+    "ExpressionError",
     "FlowContext",
     "FlowEngine",
     "FlowInterceptor",
@@ -64,4 +70,6 @@ __all__ = [
     "TaskComponent",
     "TaskLike",
     "VisitLimitError",
+    "compile_expression",
+    "render_template",
 ]

@@ -23,9 +23,9 @@ from ..errors import BatonflowError
 from ._context import CURRENT, FlowContext
 from ._errors import ComponentError, FlowRunError, GraphError, VisitLimitError
 from ._exchanger import Branch, Exchanger, FlowInterceptor, FlowInvocation, maybe_await
+from ._expr import Expression
 from ._graph import ComponentRef, Condition, Graph, GraphRef, Node
 from ._loop import Peekable, loop_items
-from ._placeholder_expr import Expression
 from ._spec import NodeType
 
 __all__ = ["DEFAULT_MAX_VISITS", "FlowEngine"]

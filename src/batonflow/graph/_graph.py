@@ -18,7 +18,7 @@ import yaml
 
 from ..adk import Agent
 from ._errors import GraphError, LoopError, ScriptTaskError
-from ._placeholder_expr import Expression, compile_expression
+from ._expr import Expression, compile_expression
 from ._spec import ConditionLike, GraphSpec, LinkSpec, NodeSpec, NodeType, TaskLike
 
 __all__ = ["ComponentRef", "Graph", "GraphRef", "Link", "Node"]
