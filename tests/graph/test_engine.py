@@ -688,3 +688,33 @@ layout:
     for variables in ({"day": 9}, {"day": 4}, {"day": 1, "level": "gold", "blocked": False}, {"day": 1}):
         await engine.eval(graph, FlowContext(variables=variables))
     assert log.ran == ["long", "medium", "vip", "short"]
+
+
+async def test_per_call_interceptors_see_sub_graph_runs_and_nodes() -> None:
+    log: list[str] = []
+    engine = FlowEngine()
+    sub = GraphSpec("sub")
+    sub.add_start("s2").link_add("e2")
+    sub.add_end("e2")
+    engine.load(sub.build())
+    spec = GraphSpec("main")
+    spec.add_start("s").link_add("call")
+    spec.add_activity("call", task="#sub").link_add("e")
+    spec.add_end("e")
+    await engine.eval(spec.build(), interceptors=[Recorder("r", log)])
+    assert log == [
+        "r:in:main:s",
+        "r:start:s",
+        "r:end:s",
+        "r:start:call",
+        "r:in:sub:s2",
+        "r:start:s2",
+        "r:end:s2",
+        "r:start:e2",
+        "r:end:e2",
+        "r:out:call",  # the context's last node is the root graph's
+        "r:end:call",
+        "r:start:e",
+        "r:end:e",
+        "r:out:e",
+    ]
