@@ -179,3 +179,15 @@ async def test_a_graph_agent_in_a_sequence_and_as_an_agent_tool() -> None:
     assert result.text == "relayed"
     tool_reply = caller.model.requests[1].messages[-1]  # type: ignore[attr-defined]
     assert tool_reply.role == "tool" and "summary of:" in tool_reply.text
+
+
+async def test_node_trace_events_interleave_with_agent_events_in_stream_trace() -> None:
+    kinds: list[str] = []
+    async for item in Runner(GraphAgent(two_writers([]).build())).stream_trace("go"):
+        if isinstance(item, NodeStart | NodeEnd):
+            kinds.append(f"{item.kind}:{item.node_id}")
+        elif not isinstance(item, TraceEvent.__args__):  # type: ignore[attr-defined]
+            kinds.append("event:" + "/".join(str(step) for step in item.run_path))
+    draft = kinds.index("node_start:draft")
+    assert kinds[draft + 1 :].index("event:pipeline/draft/drafter") < kinds[draft + 1 :].index("node_end:draft")
+    assert kinds[-1] == "node_end:end"

@@ -65,10 +65,17 @@ class _AgentRun:
     """One run of a graph agent, as its agent nodes see it (through ``_RUN``)."""
 
     ctx: RunContext
-    queue: asyncio.Queue[AgentEvent | None]
+    queue: asyncio.Queue[tuple[AgentEvent, asyncio.Future[None]] | None]
     resume_nodes: set[str]
     interrupts: list[tuple[str, AgentEvent]] = field(default_factory=list)
     answers: list[str] = field(default_factory=list)
+
+    async def hand_over(self, event: AgentEvent) -> None:
+        """Give ``event`` to the graph agent's reader and wait until it asks for the next one: the flow goes on at
+        the reader's pace, as every agent's events are pulled, and trace events keep their order with it."""
+        taken = asyncio.get_running_loop().create_future()
+        self.queue.put_nowait((event, taken))
+        await taken
 
 
 _RUN: ContextVar[_AgentRun | None] = ContextVar("batonflow_graph_agent_run", default=None)
@@ -115,7 +122,7 @@ class AgentTask:
                     raise FlowRunError(
                         f"agent {self.agent.name!r} failed: {event.error}", graph_id=node.graph.id, node_id=node.id
                     ) from event.error
-                run.queue.put_nowait(event)
+                await run.hand_over(event)
                 if event.run_path == own_path and _is_answer(event):
                     last = event
         if last is None:
@@ -246,8 +253,10 @@ class GraphAgent:
         run = _AgentRun(ctx=ctx, queue=asyncio.Queue(), resume_nodes=resume_nodes)
         flow = asyncio.create_task(self._eval(run, context))
         try:
-            while (event := await run.queue.get()) is not None:
+            while (item := await run.queue.get()) is not None:
+                event, taken = item
                 yield event
+                taken.set_result(None)
             await flow
         finally:
             if not flow.done():
