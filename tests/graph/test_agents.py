@@ -191,3 +191,30 @@ async def test_node_trace_events_interleave_with_agent_events_in_stream_trace() 
     draft = kinds.index("node_start:draft")
     assert kinds[draft + 1 :].index("event:pipeline/draft/drafter") < kinds[draft + 1 :].index("node_end:draft")
     assert kinds[-1] == "node_end:end"
+
+
+async def test_an_agent_in_a_sub_graph_interrupts_and_resumes_under_its_graphs_name(tmp_path: Path) -> None:
+    RAN.clear()
+
+    def engine_with_sub(script: list[Any]) -> tuple[FlowEngine, Graph]:
+        engine = FlowEngine()
+        engine.load(approval_graph(script))  # graph "support", as a sub-graph
+        main = GraphSpec("main")
+        main.add_start("start").link_add("intake")  # the same node ids as the sub-graph's
+        main.add_activity("intake", task="#support").link_add("end")
+        main.add_end("end")
+        return engine, main.build()
+
+    async with SqliteCheckpointStore(tmp_path / "c.db") as store:
+        engine, main = engine_with_sub([tool_calls(("refund", {"order_id": 7}))])
+        first = await Runner(GraphAgent(main, engine=engine), checkpoint_store=store).call(
+            "refund 7", checkpoint_id="x"
+        )
+        paths = {"/".join(str(step) for step in event.run_path) for event in first.events}
+        assert "main/support/refund/refunds" in paths
+        engine, main = engine_with_sub([assistant("Refunded 7.")])
+        second = await Runner(GraphAgent(main, engine=engine), checkpoint_store=store).call_resume(
+            "x", targets=dict.fromkeys(first.interrupt_ids, "yes")
+        )
+    assert second.text == "Refunded 7."
+    assert RAN == {"intake": 1, "tool": 2, "close": 1}

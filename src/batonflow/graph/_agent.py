@@ -65,6 +65,7 @@ class _AgentRun:
     """One run of a graph agent, as its agent nodes see it (through ``_RUN``)."""
 
     ctx: RunContext
+    graph_id: str
     queue: asyncio.Queue[tuple[AgentEvent, asyncio.Future[None]] | None]
     resume_nodes: set[str]
     interrupts: list[tuple[str, AgentEvent]] = field(default_factory=list)
@@ -103,10 +104,12 @@ class AgentTask:
             context.put(output, answer)
 
     async def _in_run(self, run: _AgentRun, context: FlowContext, node: Node) -> str | None:
-        node_ctx = run.ctx.child(node.id)
+        # A node of a sub-graph is named with its graph, so that equal node ids of two graphs stay apart.
+        step = node.id if node.graph.id == run.graph_id else f"{node.graph.id}/{node.id}"
+        node_ctx = run.ctx.child(step)
         flow = agent_with_options(self.agent)
-        if node.id in run.resume_nodes:
-            run.resume_nodes.discard(node.id)
+        if step in run.resume_nodes:
+            run.resume_nodes.discard(step)
             events = flow.resume(ResumeInfo(enable_streaming=node_ctx.enable_streaming), node_ctx)
         else:
             events = flow.run(node_ctx.root_input or AgentInput(messages=[]), node_ctx)
@@ -115,7 +118,7 @@ class AgentTask:
         async with aclosing(events) as source:  # type: ignore[type-var]
             async for event in source:
                 if event.action is not None and event.action.signal is not None:
-                    run.interrupts.append((node.id, event))
+                    run.interrupts.append((step, event))
                     context.stop()  # the flow waits at this node; the graph agent saves it
                     return None
                 if event.error is not None:
@@ -250,7 +253,7 @@ class GraphAgent:
     async def _run(
         self, ctx: RunContext, context: FlowContext, resume_nodes: set[str], given: str | None
     ) -> AsyncIterator[AgentEvent]:
-        run = _AgentRun(ctx=ctx, queue=asyncio.Queue(), resume_nodes=resume_nodes)
+        run = _AgentRun(ctx=ctx, graph_id=self.graph.id, queue=asyncio.Queue(), resume_nodes=resume_nodes)
         flow = asyncio.create_task(self._eval(run, context))
         try:
             while (item := await run.queue.get()) is not None:
