@@ -4,8 +4,10 @@ nothing behind."""
 
 from __future__ import annotations
 
+import asyncio
 import dataclasses
 import json
+import sys
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -98,6 +100,28 @@ async def test_each_interrupt_writes_what_happened_since_the_last_one() -> None:
     assert store.held() == set()  # the run ended: its checkpoint and every part are gone
 
 
+_READER = """
+import asyncio, sys
+sys.path.insert(0, sys.argv[2])
+from test_history_parts import _runner
+from batonflow.store import SqliteCheckpointStore
+
+async def main():
+    store = SqliteCheckpointStore(sys.argv[1])
+    try:
+        runner = _runner(store, turns=30)
+        for _ in range(10):
+            result = await runner.call_resume("run")
+        said = [e.message_output.message for e in result.events if e.message_output is not None]
+        print(result.interrupt_ids, result.text, [m.content for m in said if m.role == "tool"])
+        print(await store.get("run") is None)
+    finally:
+        await store.close()
+
+asyncio.run(main())
+"""
+
+
 async def test_a_resume_in_another_process_reads_the_parts_back(tmp_path: Path) -> None:
     path = tmp_path / "runs.db"
     writer = SqliteCheckpointStore(path)
@@ -108,18 +132,13 @@ async def test_a_resume_in_another_process_reads_the_parts_back(tmp_path: Path) 
             assert await _interrupted(runner.resume("run"))
     finally:
         await writer.close()
-    reader = SqliteCheckpointStore(path)  # as a new process finds it
-    try:
-        runner = _runner(reader, turns=30)
-        result = None
-        for _ in range(10):
-            result = await runner.call_resume("run")
-        assert result is not None and result.interrupt_ids == []
-        assert result.text == "all 30 steps approved"
-        said = [e.message_output.message for e in result.events if e.message_output is not None]
-        assert [m.content for m in said if m is not None and m.role == "tool"] == ["step 30 approved"]
-    finally:
-        await reader.close()
+    here = str(Path(__file__).parent)
+    reader = await asyncio.create_subprocess_exec(
+        sys.executable, "-c", _READER, str(path), here, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE
+    )
+    out, err = await asyncio.wait_for(reader.communicate(), 60)
+    assert reader.returncode == 0, err.decode()
+    assert out.decode().splitlines() == ["[] all 30 steps approved ['step 30 approved']", "True"]
 
 
 async def _stopped_twenty_times(store: CountingStore) -> Runner:
@@ -187,3 +206,25 @@ async def test_parts_can_be_turned_off() -> None:
     assert store.held() == {"run"}
     with pytest.raises(UserError, match="history_part_events: expected an int of 0 or more, got -1"):
         _runner(store, turns=1, part_events=-1)
+
+
+async def test_a_resume_in_the_same_process_decodes_only_what_came_after_the_parts() -> None:
+    first_events: list[SessionEvent] = []
+
+    @tool(threaded=False)
+    def approve(ctx: ToolContext, step: int, note: str) -> str:
+        """Approve one step, noting the first recorded event of the history it runs on."""
+        if not ctx.get_interrupt_state().was_interrupted:
+            ctx.interrupt(f"approve step {step}?")
+        first_events.append(ctx.run.session.events[0])
+        return f"step {step} approved"
+
+    store = CountingStore()
+    runner = _runner(store, turns=20, tools=[approve])
+    assert await _interrupted(runner.run([user("approve my steps")], checkpoint_id="run"))
+    for _ in range(12):
+        assert await _interrupted(runner.resume("run"))
+    # From the first part on, each resume got the very event objects saved in it, not a decoded copy.
+    after_part = first_events[PART // 2 :]
+    assert all(event is after_part[0] for event in after_part)
+    assert first_events[0] is not after_part[0]

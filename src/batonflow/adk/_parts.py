@@ -18,6 +18,7 @@ from __future__ import annotations
 import asyncio
 import hashlib
 import struct
+from collections import OrderedDict
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -26,7 +27,7 @@ from ..errors import CodecError
 from ..store import DecodeLimits, SharedObjects, decode, encode, encode_async, register_type
 from ._context import SessionEvent
 
-__all__ = ["PART_EVENTS", "HistoryChain", "HistoryPart", "part_key"]
+__all__ = ["PART_EVENTS", "RECENT_EVENTS", "HistoryChain", "HistoryPart", "part_key"]
 
 PART_EVENTS = 256
 """How many events a part holds at least, by default (``Runner(history_part_events=...)``). The head re-writes up
@@ -34,6 +35,39 @@ to this many events on each interrupt; a resume reads one part per this many eve
 
 _MAGIC = b"BFH"
 _LENGTH = struct.Struct(">I")
+
+RECENT_EVENTS = 20_000
+"""How many events of recently written or read parts this process keeps decoded, so that resuming a run here again
+checks its parts' bytes against their digests but decodes only what came after them."""
+
+
+class _Recent:
+    """The decoded events and shared objects of recent parts, by key (least recently used dropped first). A part's
+    key names its bytes, and the objects of a saved history are not changed, so a part read again whose bytes
+    match its digest is what is kept here."""
+
+    def __init__(self, limit: int) -> None:
+        self.limit = limit
+        self.held = 0
+        self.parts: OrderedDict[str, tuple[list[SessionEvent], list[Any]]] = OrderedDict()
+
+    def get(self, key: str) -> tuple[list[SessionEvent], list[Any]] | None:
+        found = self.parts.get(key)
+        if found is not None:
+            self.parts.move_to_end(key)
+        return found
+
+    def put(self, key: str, events: list[SessionEvent], objects: list[Any]) -> None:
+        if key in self.parts or len(events) > self.limit:
+            return
+        self.parts[key] = (events, objects)
+        self.held += len(events)
+        while self.held > self.limit:
+            _, (dropped, _) = self.parts.popitem(last=False)
+            self.held -= len(dropped)
+
+
+_recent = _Recent(RECENT_EVENTS)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -103,13 +137,15 @@ class HistoryChain:
             part = HistoryPart(
                 key=part_key(checkpoint_id, digest), events=len(tail), objects=len(self.shared), digest=digest
             )
+            start = self.parts[-1].objects if self.parts else 0
             try:
                 await write(part.key, data)
             except BaseException:
-                self.shared.truncate(self.parts[-1].objects if self.parts else 0)
+                self.shared.truncate(start)
                 raise
             self.parts.append(part)
             self.events.extend(tail)
+            _recent.put(part.key, tail, self.shared.objects[start:])
             tail = []
         if not self.parts:
             return await encode_async(head(tail), limits=limits)
@@ -145,7 +181,14 @@ class HistoryChain:
                 raise CodecError(f"cannot decode {what}: expected it in the store, found nothing there")
             if _digest(part_data) != part.digest:
                 raise CodecError(f"cannot decode {what}: its bytes do not match the digest the checkpoint recorded")
-            events = decode(part_data, what=what, limits=limits, shared=chain.shared)
+            first = len(chain.shared)
+            recent = _recent.get(part.key)
+            if recent is not None and first + len(recent[1]) == part.objects:
+                events = recent[0]
+                chain.shared.objects.extend(recent[1])
+                chain.shared.adopt(first)
+            else:
+                events = decode(part_data, what=what, limits=limits, shared=chain.shared)
             if (
                 not isinstance(events, list)
                 or len(events) != part.events
@@ -153,6 +196,7 @@ class HistoryChain:
                 or len(chain.shared) != part.objects
             ):
                 raise CodecError(f"cannot decode {what}: expected {part.events} recorded events, got {events!r:.200}")
+            _recent.put(part.key, events, chain.shared.objects[first:])
             chain.events.extend(events)
         chain.parts = parts
         mark = len(chain.shared)
