@@ -20,7 +20,7 @@ from ..errors import ModelError, UserError
 from ..schema import Message, MessageStream, Stream, ToolInfo
 from ._base import ModelSettings, ToolChoice, check_tool_choice, merge_settings
 from ._guided import guide_request
-from .openai_format import chat_request, chunk_to_message, completion_to_message
+from .openai_format import chat_request, chunk_to_message, completion_to_message, response_format_to_openai
 
 __all__ = ["LlamaCppChatModel", "smollm2_model_path"]
 
@@ -63,7 +63,9 @@ class LlamaCppChatModel:
     """A GGUF model run in-process by llama-cpp-python; ``model_path=None`` means SmolLM2-135M-Instruct.
 
     ``chat_format="chatml-function-calling"`` lets small chat models call tools (forced tool choice works best).
-    The model is loaded on first use. ``seed`` makes sampling repeatable.
+    The model is loaded on first use. ``seed`` makes sampling repeatable. A ``response_format`` in the settings
+    becomes a grammar (llama.cpp's JSON Schema conversion) on calls where no tool call can follow
+    (``answer_format``): the answer is then JSON that fits, even from a 135M model.
 
     ``guided`` makes each call what ``ToolThenAnswer`` makes it: the agent's first tool (or the one forced) is
     forced, grammar-constrained, until a tool has answered, then the model answers in words without tools. It is
@@ -168,6 +170,9 @@ class LlamaCppChatModel:
             messages, tools, tool_choice = guide_request(messages, tools, tool_choice)
         merged = merge_settings(self.default_settings, settings)
         request = chat_request(messages, tools=tools, tool_choice=tool_choice, settings=merged)
+        if "response_format" in request and merged.response_format is not None:
+            # llama-cpp-python compiles the schema into a grammar: every token sampled keeps the answer valid.
+            request["response_format"] = response_format_to_openai(merged.response_format, "json_object")
         request.update(merged.extra or {})
         if self.chat_format == "chatml-function-calling":
             _adapt_to_chatml_function_calling(request)
