@@ -109,8 +109,8 @@ def answer_format(
     """The structured output a call asks for: ``settings.response_format``, unless the model may call a tool.
 
     A schema constrains an answer in words. Sent together with tools it means different things to different
-    servers: OpenAI applies it to the text only, vLLM's guided decoding constrains the whole output (a tool call
-    cannot be written any more), llama-cpp-python's function-calling handler drops it. So a call that offers
+    servers: OpenAI applies it to the text only, a server whose guided decoding constrains the whole output
+    (vLLM's) leaves the model no way to write a tool call, llama-cpp-python's function-calling handler drops it. So a call that offers
     tools (with any tool choice but ``"none"``) is made without it, on every provider alike, and the caller's
     prompt and check cover that answer.
     """

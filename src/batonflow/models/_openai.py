@@ -27,7 +27,7 @@ from ..schema import Message, MessageStream, Stream, ToolInfo
 from ._base import ModelSettings, ToolChoice, check_tool_choice, merge_settings
 from .openai_format import chat_request, chunk_to_message, completion_to_message, response_format_to_openai
 
-__all__ = ["OpenAIChatModel", "StructuredOutput"]
+__all__ = ["OpenAIChatModel"]
 
 StructuredOutput: TypeAlias = Literal["json_schema", "json_object"] | None
 """How a server takes ``ModelSettings.response_format``: OpenAI's ``json_schema`` (OpenAI, vLLM, llama.cpp's
