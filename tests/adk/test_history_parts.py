@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 
-from batonflow.adk import ChatModelAgent, InterruptInfo, Runner
+from batonflow.adk import ChatModelAgent, InterruptInfo, Runner, SessionEvent
 from batonflow.errors import CodecError, UserError
 from batonflow.schema import FunctionCall, Message, Stream, ToolCall, assistant, user
 from batonflow.store import MemoryCheckpointStore, SqliteCheckpointStore

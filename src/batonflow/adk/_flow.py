@@ -16,8 +16,8 @@ from typing import Any
 
 from ..errors import ResumeError, TransferError, UserError
 from ._agent import Agent
-from ._context import RunContext
 from ._builtin import transfer_failed_text, transfer_tool_output
+from ._context import RunContext
 from ._events import AgentAction, AgentEvent, AgentInput, event_from_message
 from ._history import HistoryEntry, HistoryRewriter, default_history_rewriter
 from ._history_policy import HistoryPolicy, as_history_policy
