@@ -89,9 +89,11 @@ from .errors import ToolNotFoundError as ToolNotFoundError
 from .errors import TransferError as TransferError
 from .errors import UserError as UserError
 from .models import ChatModel as ChatModel
+from .models import EmbeddingModel as EmbeddingModel
 from .models import ForcedTool as ForcedTool
 from .models import ModelSettings as ModelSettings
 from .models import ToolChoice as ToolChoice
+from .models import load_embedding_model as load_embedding_model
 from .models import load_model as load_model
 from .models import with_retry as with_retry
 from .schema import FunctionCall as FunctionCall
@@ -161,6 +163,7 @@ __all__ = [
     "CodecError",
     "ConcatError",
     "ContextCompressionInterceptor",
+    "EmbeddingModel",
     "ExitTool",
     "FileSessionStore",
     "FlowAgent",
@@ -239,6 +242,7 @@ __all__ = [
     "event_from_message",
     "exit_action",
     "interrupt",
+    "load_embedding_model",
     "load_model",
     "new_executor",
     "new_planner",
