@@ -13,7 +13,7 @@ from collections.abc import AsyncIterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..errors import BatonflowError, ToolArgumentsError, UserError
+from ..errors import ToolArgumentsError, UserError
 from ..graph import FlowContext, Node, render_template
 from ..models import ChatModel, load_model
 from ..schema import Message, Stream, ToolCall, concat_messages, system, tool_message, user
@@ -150,7 +150,7 @@ class ChatModelComponent(AiComponent):
         for _ in range(MAX_TOOL_ROUNDS + 1):
             try:
                 answer = await built.model.generate([*messages, *turn], tools=built.tools.infos or None)
-            except BatonflowError as error:
+            except Exception as error:
                 raise _model_failed(error, node) from error
             turn.append(answer)
             if not answer.tool_calls:
@@ -169,7 +169,7 @@ class ChatModelComponent(AiComponent):
                     chunks.append(chunk)
                     if chunk.content:
                         yield chunk
-            except BatonflowError as error:
+            except Exception as error:
                 raise _model_failed(error, node) from error
             answer = concat_messages(chunks)
             turn.append(answer)
