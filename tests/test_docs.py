@@ -32,6 +32,8 @@ PAGES = [
     "observability.md",
     "graph.md",
     "graph-expressions.md",
+    "models.md",
+    "mcp.md",
 ]
 NOT_RUN = "<!-- not run -->"
 FENCE = re.compile(r"^```(\w*)\s*$")
