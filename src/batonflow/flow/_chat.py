@@ -15,12 +15,12 @@ from typing import Any
 
 from ..errors import ToolArgumentsError, UserError
 from ..graph import FlowContext, Node, render_template
-from ..models import ChatModel, load_model
+from ..models import ChatModel, ModelSettings, load_model
 from ..schema import Message, Stream, ToolCall, concat_messages, system, tool_message, user
 from ..store import register_type
 from ..tools import Tool, ToolContext
 from ._base import AiComponent, meta_bool, meta_text
-from ._config import read_config
+from ._config import default_settings, read_config
 from ._errors import FlowComponentError, FlowMetaError
 from ._tools import NodeTools, node_tools
 
@@ -61,6 +61,7 @@ register_type(ChatSession, name="FlowChatSession")
 class _Built:
     model: ChatModel
     tools: NodeTools
+    settings: ModelSettings | None
 
 
 def prompt_of(data: Any, node: Node) -> list[Message]:
@@ -119,7 +120,7 @@ class ChatModelComponent(AiComponent):
     async def _build(self, node: Node) -> _Built:
         meta_bool(node, STREAM)  # checked before the first call, not at the first streamed one
         meta_text(node, SYSTEM_PROMPT)
-        return _Built(self._model(node), await node_tools(node, self.settings))
+        return _Built(self._model(node), await node_tools(node, self.settings), default_settings(node, CHAT_CONFIG))
 
     def _model(self, node: Node) -> ChatModel:
         config = read_config(node, CHAT_CONFIG)
@@ -149,7 +150,9 @@ class ChatModelComponent(AiComponent):
         turn: list[Message] = []
         for _ in range(MAX_TOOL_ROUNDS + 1):
             try:
-                answer = await built.model.generate([*messages, *turn], tools=built.tools.infos or None)
+                answer = await built.model.generate(
+                    [*messages, *turn], tools=built.tools.infos or None, settings=built.settings
+                )
             except Exception as error:
                 raise _model_failed(error, node) from error
             turn.append(answer)
@@ -165,7 +168,9 @@ class ChatModelComponent(AiComponent):
         for _ in range(MAX_TOOL_ROUNDS + 1):
             chunks: list[Message] = []
             try:
-                async for chunk in built.model.stream([*messages, *turn], tools=built.tools.infos or None):
+                async for chunk in built.model.stream(
+                    [*messages, *turn], tools=built.tools.infos or None, settings=built.settings
+                ):
                     chunks.append(chunk)
                     if chunk.content:
                         yield chunk

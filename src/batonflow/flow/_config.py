@@ -8,6 +8,9 @@ Solon's configs name a ``provider``, a ``model``, the endpoint's full ``apiUrl``
   (``http://127.0.0.1:11434/api/chat`` gives ``http://127.0.0.1:11434/v1``);
 - ``local``: the in-process llama.cpp model (``model`` is ``smollm2``, the default, or a ``.gguf`` path).
 
+``defaultOptions`` go with every request: ``max_tokens``, ``temperature``, ``top_p``, ``seed`` and ``stop`` as
+batonflow's ``ModelSettings``, anything else as a provider-specific field (``settings(node, meta)``).
+
 A config with only a ``model`` that names a model registered on the engine (``engine.register(name, model)``) is
 that model: tests and embedded uses need no server.
 """
@@ -19,10 +22,11 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from ..graph import Node
+from ..models import ModelSettings
 from ._base import config_text
 from ._errors import FlowMetaError
 
-__all__ = ["PROVIDERS", "ModelConfig", "read_config"]
+__all__ = ["PROVIDERS", "ModelConfig", "default_settings", "read_config"]
 
 PROVIDERS = ("local", "ollama", "openai", "openai-compatible")
 _ENDPOINTS = ("/chat/completions", "/embeddings", "/images/generations", "/api/chat", "/api/embed", "/api/generate")
@@ -88,3 +92,38 @@ def read_config(node: Node, meta: str, *, default_model: str = "") -> ModelConfi
     if api_key is not None:
         options["api_key"] = api_key
     return ModelConfig(raw, f"openai:{model}", options, registered)
+
+
+_SETTINGS = {"max_tokens": int, "temperature": float, "top_p": float, "seed": int, "stop": list}
+
+
+def _fits(kind: type, value: Any) -> bool:
+    if isinstance(value, bool):
+        return False
+    if kind is float:
+        return isinstance(value, int | float)
+    if kind is list:
+        return isinstance(value, list) and all(isinstance(item, str) for item in value)
+    return isinstance(value, kind)
+
+
+def default_settings(node: Node, meta: str) -> ModelSettings | None:
+    """The config's ``defaultOptions`` as ``ModelSettings`` (``None`` when it has none)."""
+    raw = node.meta.get(meta)
+    options = raw.get("defaultOptions") if isinstance(raw, Mapping) else None
+    if options is None:
+        return None
+    where = {"graph_id": node.graph.id, "node_id": node.id, "meta": meta}
+    if not isinstance(options, Mapping):
+        raise FlowMetaError(f"expected a mapping for 'defaultOptions', got {options!r}", **where)
+    known: dict[str, Any] = {}
+    extra: dict[str, Any] = {}
+    for key, value in options.items():
+        kind = _SETTINGS.get(key)
+        if kind is None:
+            extra[key] = value
+        elif not _fits(kind, value):
+            raise FlowMetaError(f"expected {kind.__name__} for 'defaultOptions.{key}', got {value!r}", **where)
+        else:
+            known[key] = value
+    return ModelSettings(**known, extra=extra or None)

@@ -3,7 +3,7 @@
 
 A registered tool provider is a ``Tool``, a function (made a tool as ``@tool`` makes one), a list of those, or an
 object with an ``async tools()`` method (an ``MCPToolProvider`` opened in code, say). An ``mcpServers`` entry is
-``{type: stdio, command, args, env, cwd}`` or ``{type: streamable, url, headers}``, with an optional ``timeout``
+``{type: stdio, command, args, env, cwd}`` (``cwd`` defaults to the engine's ``base_dir``) or ``{type: streamable, url, headers}``, with an optional ``timeout``
 in seconds.
 """
 
@@ -121,6 +121,8 @@ async def _mcp_tools(name: str, config: Any, node: Node, settings: FlowSettings)
     kind, options = _mcp_options(name, config, node)
     try:
         if kind == "stdio":
+            if "cwd" not in options and settings.base_dir is not None:
+                options["cwd"] = str(settings.base_dir)  # a script named relative to the flow file is found
             provider = MCPToolProvider.stdio(options.pop("command"), options.pop("args"), **options)
         else:
             provider = MCPToolProvider.http(options.pop("url"), **options)
