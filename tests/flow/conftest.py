@@ -151,6 +151,7 @@ def llama_server() -> Iterator[str]:
         "--chat_format", "chatml-function-calling",
         "--n_ctx", "2048",
         "--embedding", "true",
+        "--kv_overrides", "llama.pooling_type=int:1",
     ]  # fmt: skip
     with tempfile.TemporaryFile() as log:
         process = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT, env={**os.environ})

@@ -177,7 +177,7 @@ def real_chat(llama_server: str) -> dict[str, Any]:
         "provider": "openai",
         "model": "smollm2",
         "apiUrl": f"{llama_server}/chat/completions",
-        "defaultOptions": {"max_tokens": 24, "temperature": 0, "seed": 7},
+        "defaultOptions": {"max_tokens": 12, "temperature": 0, "seed": 7},
         "timeout": 120,
     }
 
