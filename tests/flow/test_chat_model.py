@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from batonflow.flow import MAX_TOOL_ROUNDS, AiFlowEngine, ChatSession, FlowComponentError, FlowMetaError
+from batonflow.flow import MAX_TOOL_ROUNDS, AiFlowEngine, ChatSession, FlowComponentError
 from batonflow.graph import FlowContext, Graph
 from batonflow.models import ChatModel
 from batonflow.schema import Stream, assistant, system, user
