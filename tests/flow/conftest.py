@@ -152,6 +152,7 @@ def llama_server() -> Iterator[str]:
         "--n_ctx", "2048",
         "--embedding", "true",
         "--kv_overrides", "llama.pooling_type=int:1",
+        "--cache", "true",
     ]  # fmt: skip
     with tempfile.TemporaryFile() as log:
         process = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT, env={**os.environ})
