@@ -10,6 +10,7 @@ download), so that splitting runs offline and gives the same chunks everywhere.
 
 from __future__ import annotations
 
+import asyncio
 import re
 import uuid
 from collections.abc import Callable, Mapping, Sequence
@@ -187,9 +188,14 @@ def splitter_named(name: str, settings: FlowSettings, node: Node) -> DocumentSpl
 
 
 async def load_source(source: str, settings: FlowSettings, node: Node, *, meta: str) -> list[Document]:
-    """The documents of ``source``: a URL's text (allowed hosts only), a file's, or every text file of a folder."""
+    """The documents of ``source``: a URL's text (allowed hosts only), a file's, or every text file of a folder
+    (read in a worker thread, off the event loop)."""
     if source.startswith(("http://", "https://")):
         return [await load_url(source, settings, node, meta=meta)]
+    return await asyncio.to_thread(_load_path, source, settings, node, meta)
+
+
+def _load_path(source: str, settings: FlowSettings, node: Node, meta: str) -> list[Document]:
     path = settings.path(source.removeprefix("file:"))
     if path.is_dir():
         files = sorted(p for p in path.rglob("*") if p.is_file() and p.suffix.lower() in TEXT_SUFFIXES)
