@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import sys
+
 import pytest
 
 from batonflow.flow import MAX_TOOL_ROUNDS, AiFlowEngine, ChatSession, FlowComponentError
@@ -11,7 +13,7 @@ from batonflow.schema import Stream, assistant, system, user
 from batonflow.testing import ScriptedModel, tool_calls
 from batonflow.tools import tool
 
-from .conftest import FakeOpenAI
+from .conftest import EXAMPLES, Console, FakeOpenAI
 
 
 def flow(*nodes: str) -> Graph:
@@ -254,3 +256,28 @@ async def test_the_local_provider_is_loaded_once_for_every_node_naming_it(engine
     first = await engine.eval(graph)
 
     assert first.get("property_chatModel")[0] is engine.settings.shared["local:smollm2"]
+
+
+async def test_default_options_go_with_each_request(engine: AiFlowEngine, fake_openai: FakeOpenAI) -> None:
+    config = (
+        f"{{model: m, apiUrl: '{fake_openai.url}/v1', defaultOptions: {{max_tokens: 5, temperature: 0, top_k: 3}}}}"
+    )
+
+    await engine.eval(flow('{task: "@ChatModel", meta: {message: ping, chatConfig: ' + config + "}}"))
+
+    body = fake_openai.requests[0][2]
+    assert (body["max_tokens"], body["temperature"], body["top_k"]) == (5, 0, 3)
+
+
+async def test_an_mcp_server_over_stdio_starts_in_the_engine_s_base_folder(console: Console) -> None:
+    model = ScriptedModel([tool_calls(("get_weather", {"location": "Xi'an"})), assistant("Sunny.")])
+    engine = AiFlowEngine(base_dir=EXAMPLES, stdout=console.stdout)
+    engine.register("scripted", model)
+    servers = f"{{weather: {{type: stdio, command: '{sys.executable}', args: [weather_mcp_server.py, --stdio], timeout: 20}}}}"
+
+    async with engine:
+        context = await engine.eval(flow(chat_node(f"mcpServers: {servers}")), FlowContext(variables={"message": "?"}))
+
+    assert [info.name for info in model.requests[0].tools] == ["get_weather"]
+    assert model.requests[1].messages[-1].content == "Sunny, 24 degrees in Xi'an"
+    assert context.get("message").content == "Sunny."
