@@ -33,11 +33,35 @@ def main(argv: Sequence[str] | None = None) -> int:
         help="refund approvals: ask on a terminal, else approve the first and reject the rest (auto, the "
         "default); always ask; approve all; reject all",
     )
+    run = commands.add_parser("run", help="run a graph flow (YAML or JSON) and print where it ended, as JSON")
+    run.add_argument("flow", metavar="FLOW.yml", help="the graph file (.yml, .yaml or .json)")
+    run.add_argument(
+        "--var",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="a context variable; a value that reads as JSON (4, true, [1,2]) is that value, else text",
+    )
+    run.add_argument(
+        "--graph",
+        action="append",
+        default=[],
+        metavar="PATH",
+        help="other graphs the flow calls as '#id': a file, a folder or a glob pattern",
+    )
+    run.add_argument("--steps", type=int, default=-1, help="stop after this many node visits (default: no limit)")
     args = parser.parse_args(argv)
-    from .demo import run_demo  # on first use: the demo pulls in the agents and a model
 
     try:
-        asyncio.run(run_demo(args.model, out=sys.stdout, approve=args.approve))
+        if args.command == "run":
+            from ._run import parse_vars, run_flow
+
+            variables = parse_vars(args.var)
+            asyncio.run(run_flow(args.flow, variables=variables, graphs=args.graph, steps=args.steps, out=sys.stdout))
+        else:
+            from .demo import run_demo  # on first use: the demo pulls in the agents and a model
+
+            asyncio.run(run_demo(args.model, out=sys.stdout, approve=args.approve))
     except BatonflowError as error:
         print(f"batonflow: {error}", file=sys.stderr)
         return 1
