@@ -110,3 +110,17 @@ async def test_a_failing_image_model_names_generate_config(engine: AiFlowEngine)
         await engine.eval(flow('{task: "@GenerateModel", meta: {message: x, generateConfig: {model: broken}}}'))
 
     assert caught.value.meta == "generateConfig" and "ConnectionError: refused" in str(caught.value)
+
+
+async def test_an_images_endpoint_that_does_not_answer_names_generate_config(engine: AiFlowEngine) -> None:
+    graph = flow(
+        '{task: "@GenerateModel", meta: {message: a cat, generateConfig: {model: m, apiUrl: "http://127.0.0.1:1/v1"}}}'
+    )
+
+    with pytest.raises(FlowComponentError) as caught:
+        await engine.eval(graph)
+
+    assert caught.value.meta == "generateConfig"
+    assert "image model 'm' request to http://127.0.0.1:1/v1/images/generations failed: ConnectError" in str(
+        caught.value
+    )

@@ -2,6 +2,7 @@
 ``toolProviders`` and ``mcpServers``, a conversation per ``chatSession`` key, and the answer (or its stream) in
 ``output``.
 
+Every model call goes through the agent loop's ``ModelStep``, so that it is traced and counted as an agent's are.
 A turn sends the rendered ``systemPrompt``, the session's messages and the input; while the model calls tools, the
 tools run and the model is called again; the turn's messages then join the session. With ``stream: true`` the
 output is a stream of the answer's chunks, and the session is updated once it has been read to the end.
@@ -13,10 +14,12 @@ from collections.abc import AsyncIterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from ..adk import RunContext
+from ..adk.loop import ModelStep
 from ..errors import ToolArgumentsError, UserError
 from ..graph import FlowContext, Node, render_template
-from ..models import ChatModel, ModelSettings, load_model
-from ..schema import Message, Stream, ToolCall, concat_messages, system, tool_message, user
+from ..models import ChatModel, load_model
+from ..schema import Message, Stream, ToolCall, system, tool_message, user
 from ..store import register_type
 from ..tools import Tool, ToolContext
 from ._base import AiComponent, meta_bool, meta_text
@@ -61,7 +64,7 @@ register_type(ChatSession, name="FlowChatSession")
 class _Built:
     model: ChatModel
     tools: NodeTools
-    settings: ModelSettings | None
+    step: ModelStep
 
 
 def prompt_of(data: Any, node: Node) -> list[Message]:
@@ -120,7 +123,9 @@ class ChatModelComponent(AiComponent):
     async def _build(self, node: Node) -> _Built:
         meta_bool(node, STREAM)  # checked before the first call, not at the first streamed one
         meta_text(node, SYSTEM_PROMPT)
-        return _Built(self._model(node), await node_tools(node, self.settings), default_settings(node, CHAT_CONFIG))
+        model = self._model(node)
+        step = ModelStep(model, settings=default_settings(node, CHAT_CONFIG))
+        return _Built(model, await node_tools(node, self.settings), step)
 
     def _model(self, node: Node) -> ChatModel:
         config = read_config(node, CHAT_CONFIG)
@@ -150,9 +155,7 @@ class ChatModelComponent(AiComponent):
         turn: list[Message] = []
         for _ in range(MAX_TOOL_ROUNDS + 1):
             try:
-                answer = await built.model.generate(
-                    [*messages, *turn], tools=built.tools.infos or None, settings=built.settings
-                )
+                answer = await built.step.generate([*messages, *turn], built.tools.infos or None, RunContext())
             except Exception as error:
                 raise _model_failed(error, node) from error
             turn.append(answer)
@@ -166,17 +169,17 @@ class ChatModelComponent(AiComponent):
     ) -> AsyncIterator[Message]:
         turn: list[Message] = []
         for _ in range(MAX_TOOL_ROUNDS + 1):
-            chunks: list[Message] = []
             try:
-                async for chunk in built.model.stream(
-                    [*messages, *turn], tools=built.tools.infos or None, settings=built.settings
-                ):
-                    chunks.append(chunk)
+                reply = await built.step.stream([*messages, *turn], built.tools.infos or None, RunContext())
+                assert reply is not None  # only a held-back stream is None
+                variant = reply.event.message_output
+                assert variant is not None and variant.message_stream is not None
+                async for chunk in variant.message_stream:
                     if chunk.content:
                         yield chunk
+                answer = await reply.message()
             except Exception as error:
                 raise _model_failed(error, node) from error
-            answer = concat_messages(chunks)
             turn.append(answer)
             if not answer.tool_calls:
                 session.add([*prompt, *turn])

@@ -2,12 +2,13 @@
 
 ``EmbeddingModel`` builds an embedding model from ``embeddingConfig`` once per node (the original rebuilds it on
 every run) and hands it on as the ``embeddingModel`` property. ``GenerateModel`` builds an image model from
-``generateConfig`` (an OpenAI-compatible ``/images/generations`` endpoint; ``defaultOptions`` such as ``size`` go
+``generateConfig`` (an OpenAI-compatible ``/images/generations`` endpoint, over HTTP; ``defaultOptions`` such as ``size`` go
 with each request) and turns its text input into a ``GeneratedImage``.
 """
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
@@ -49,7 +50,8 @@ class ImageModel(Protocol):
 
 
 class OpenAIImageModel:
-    """An OpenAI-compatible images endpoint (``POST {base_url}/images/generations``) through the ``openai`` SDK."""
+    """An OpenAI-compatible images endpoint: ``POST {base_url}/images/generations`` with the model, the prompt and
+    ``options`` (``size``, ``quality``…); the first image of the answer. ``base_url`` defaults to OpenAI's."""
 
     def __init__(
         self,
@@ -60,18 +62,28 @@ class OpenAIImageModel:
         timeout: float = 120.0,
         options: dict[str, Any] | None = None,
     ) -> None:
-        import openai
-
         self.model_name = model
+        self.base_url = (base_url or "https://api.openai.com/v1").rstrip("/")
         self.options = dict(options or {})
-        self._client = openai.AsyncOpenAI(base_url=base_url, api_key=api_key, timeout=timeout)
+        self.timeout = timeout
+        self._api_key = api_key if api_key is not None else os.environ.get("OPENAI_API_KEY")
 
     async def generate_image(self, prompt: str) -> GeneratedImage:
-        response = await self._client.images.generate(model=self.model_name, prompt=prompt, **self.options)
-        first = (response.data or [None])[0]
-        if first is None:
-            raise RunError(f"the images endpoint gave no image for the model {self.model_name!r}")
-        return GeneratedImage(first.url or "", first.b64_json or "", first.revised_prompt or "")
+        import httpx
+
+        url = f"{self.base_url}/images/generations"
+        headers = {"Authorization": f"Bearer {self._api_key}"} if self._api_key else {}
+        body = {"model": self.model_name, "prompt": prompt, **self.options}
+        try:
+            async with httpx.AsyncClient(timeout=self.timeout) as client:
+                response = await client.post(url, json=body, headers=headers)
+            response.raise_for_status()
+            first = response.json()["data"][0]
+        except (httpx.HTTPError, ValueError, KeyError, IndexError, TypeError) as error:
+            raise RunError(
+                f"image model {self.model_name!r} request to {url} failed: {type(error).__name__}: {error}"
+            ) from error
+        return GeneratedImage(first.get("url") or "", first.get("b64_json") or "", first.get("revised_prompt") or "")
 
 
 def _registered(settings: FlowSettings, name: str | None, kind: type[Any]) -> Any:
