@@ -255,3 +255,36 @@ async def test_mcp_case1_on_the_real_server(llama_server: str, mcp_server: str) 
         m.content == "Sunny, 24 degrees in Hangzhou" or m.role != "tool" or "Hangzhou" not in str(m.tool_calls)
         for m in messages
     )
+
+
+@pytest.mark.real_server
+async def test_rag_on_redis_answers_from_the_real_servers(llama_server: str) -> None:
+    import uuid
+
+    import redis.asyncio
+
+    prefix = f"batonflow-test:{uuid.uuid4().hex}:"
+
+    def in_redis(spec: GraphSpec) -> None:
+        for node in spec.nodes.values():
+            if node.task == "@InMemoryRepository":
+                node.task = "@RedisRepository"
+                node.meta["redisConfig"] = {"server": "127.0.0.1:6379", "keyPrefix": prefix}
+
+    graph = Graph.copy(
+        example("rag_case1", chat=real_chat(llama_server), embedding=real_embedding(llama_server)), in_redis
+    )
+    console = Console()
+    client = redis.asyncio.Redis()
+    try:
+        async with engine_with(console) as engine:
+            context = await engine.eval(graph)
+        stored = await client.scard(f"{prefix}ids")
+    finally:
+        keys = [key async for key in client.scan_iter(f"{prefix}*")]
+        if keys:
+            await client.delete(*keys)
+        await client.aclose()
+
+    prompt = context.get("chatSession").messages[0].content
+    assert stored == 5 and "References: [Document{id='" in prompt and console.printed
