@@ -35,7 +35,7 @@ def free_port() -> int:
 @pytest.fixture(scope="session")
 def llama_server() -> Iterator[str]:
     """The base URL (``http://127.0.0.1:<port>/v1``) of a ``llama_cpp.server`` running SmolLM2."""
-    with _serve() as base_url:
+    with serve_llama() as base_url:
         yield base_url
 
 
@@ -46,12 +46,13 @@ def llama_embedding_server() -> Iterator[str]:
     SmolLM2 is a chat model: llama.cpp pools nothing for it and would answer with one vector per token. The
     server has no pooling flag, so the model's metadata is overridden to mean pooling (``llama.pooling_type=1``).
     """
-    with _serve("--embedding", "true", "--kv_overrides", "llama.pooling_type=int:1") as base_url:
+    with serve_llama("--embedding", "true", "--kv_overrides", "llama.pooling_type=int:1") as base_url:
         yield base_url
 
 
 @contextlib.contextmanager
-def _serve(*extra: str) -> Iterator[str]:
+def serve_llama(*extra: str) -> Iterator[str]:
+    """A ``llama_cpp.server`` on SmolLM2 with the flags ``extra`` for as long as the block runs; yields its base URL."""
     port = free_port()
     command = [
         sys.executable, "-m", "llama_cpp.server",

@@ -18,7 +18,7 @@ from batonflow.errors import ModelConnectionError, ModelError, ModelHTTPError, M
 from batonflow.models import EmbeddingModel, OpenAIEmbeddingModel, load_embedding_model
 from batonflow.models.local import LlamaCppEmbeddingModel
 
-from .conftest import free_port
+from .conftest import free_port, serve_llama
 
 TEXTS = ["The cat sat on the mat.", "A kitten rests on a rug.", "Stock markets fell sharply on Monday."]
 
@@ -71,6 +71,19 @@ async def test_a_server_without_embeddings_answers_an_error_naming_the_model_and
     assert caught.value.url == f"{llama_server}/embeddings"
 
 
+@pytest.mark.real_server
+async def test_a_server_that_does_not_pool_sends_a_vector_per_token_which_is_refused_saying_so() -> None:
+    with serve_llama("--embedding", "true") as base_url:  # SmolLM2 without the pooling override
+        model = OpenAIEmbeddingModel("smollm2", base_url=base_url)
+
+        with pytest.raises(ModelResponseError) as caught:
+            await model.embed(["Hello there, world."])
+
+    assert "embedding 0: expected a list of floats, got a list of" in str(caught.value)
+    assert "vectors (one per token: the server does not pool them into one vector per text" in str(caught.value)
+    assert caught.value.url == f"{base_url}/embeddings" and caught.value.status_code == 200
+
+
 async def test_nobody_listening_is_a_connection_error_naming_the_url() -> None:
     url = f"http://127.0.0.1:{free_port()}/v1"
     model = OpenAIEmbeddingModel("bge-small", base_url=url, timeout=5)
@@ -105,8 +118,8 @@ def items(vectors: list[Any]) -> list[dict[str, Any]]:
 
 async def test_requests_carry_the_model_floats_dimensions_and_batches_in_order() -> None:
     requests: list[dict[str, Any]] = []
-    model = model_for(answering(lambda texts: items([[float(len(t)), 1.0] for t in texts]), requests), batch_size=2)
-    model.dimensions = 2
+    handler = answering(lambda texts: items([[float(len(t)), 1.0] for t in texts]), requests)
+    model = model_for(handler, batch_size=2, dimensions=2)
 
     vectors = await model.embed(["a", "bb", "ccc", "dddd", "eeeee"])
 

@@ -8,7 +8,7 @@ import sys
 
 import anyio
 from mcp.server.mcpserver import Context, MCPServer
-from mcp.types import ImageContent, TextContent
+from mcp.types import CallToolResult, ImageContent, TextContent
 from pydantic import BaseModel
 
 server = MCPServer("batonflow-test-server")
@@ -51,6 +51,12 @@ def two_parts(name: str) -> list[TextContent | ImageContent]:
 def fail(reason: str) -> str:
     """Always fails, with the reason given."""
     raise ValueError(reason)
+
+
+@server.tool()
+def quota() -> CallToolResult:
+    """A failure the tool reports itself, in words that already say it is one."""
+    return CallToolResult(content=[TextContent(type="text", text="Error: quota exceeded")], is_error=True)
 
 
 @server.tool()

@@ -30,7 +30,7 @@ from batonflow.tools.mcp import MCPServerError, MCPTool, MCPToolProvider
 pytestmark = pytest.mark.asyncio(loop_scope="module")
 
 SERVER = str(Path(__file__).with_name("mcp_server.py"))
-TOOL_NAMES = ["add", "weather", "forecast", "two_parts", "fail", "slow", "pid", "header", "dotted_name"]
+TOOL_NAMES = ["add", "weather", "forecast", "two_parts", "fail", "quota", "slow", "pid", "header", "dotted_name"]
 
 
 def free_port() -> int:
@@ -131,6 +131,7 @@ async def test_a_tool_error_is_a_result_the_model_reads(provider: MCPToolProvide
     tools = await by_name(provider)
 
     assert await tools["fail"].invoke('{"reason": "disk full"}') == "Error: Error executing tool fail"
+    assert await tools["quota"].invoke("") == "Error: quota exceeded"  # marked once, not twice
     refused = await tools["add"].invoke('{"a": "two"}')
     assert refused.startswith("Error: ") and "validation error" in refused
     assert (await provider.call("no_such_tool", {})).startswith("Error: Unknown tool")
@@ -154,6 +155,16 @@ async def test_arguments_that_are_not_a_json_object_are_refused_before_the_serve
         await add.invoke('{"a": 1')
     with pytest.raises(ToolArgumentsError, match=r"expected a JSON object, got array"):
         await add.invoke("[1, 2]")
+
+
+async def test_calls_from_several_tasks_share_one_connection_at_once(provider: MCPToolProvider) -> None:
+    slow = (await by_name(provider))["slow"]
+    started = time.monotonic()
+
+    answers = await asyncio.gather(*(slow.invoke('{"seconds": 0.3}') for _ in range(5)))
+
+    assert answers == ["done"] * 5
+    assert time.monotonic() - started < 1.2  # side by side, not one after another (5 x 0.3 s)
 
 
 async def test_http_headers_reach_the_server(http_provider: MCPToolProvider) -> None:

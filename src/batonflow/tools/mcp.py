@@ -13,7 +13,7 @@ use starts the connection again.
 What a call returns to the model: the text of the result's text contents, joined by blank lines (an embedded
 text resource counts as text; an image, audio or binary resource is named, as ``[image: image/png]``); when
 there is no text, the structured content as JSON. A result the server marks ``isError`` is returned too, as
-``Error: <its text>``: the model reads it and can try again, as with any tool observation. A JSON-RPC error
+``Error: <its text>`` (as Solon-AI's MCP client marks it: once, if the text does not start so): the model reads it and can try again, as with any tool observation. A JSON-RPC error
 answer (an unknown tool, arguments the server refuses) is read the same way, since the server is alive.
 
 The SDK is imported when a provider first connects: this module, and ``MCPServerError``, import without it.
@@ -133,7 +133,9 @@ class MCPToolProvider:
             from mcp import Client
             from mcp.client.streamable_http import streamable_http_client
 
-            http_client = httpx2.AsyncClient(headers=sent, timeout=httpx2.Timeout(timeout))
+            # Reads wait longer than a call may: the server's event stream stays open while idle, and every call is
+            # bounded by the provider's own timeout.
+            http_client = httpx2.AsyncClient(headers=sent, timeout=httpx2.Timeout(timeout, read=max(300.0, timeout)))
             stack.push_async_callback(http_client.aclose)
             return Client(streamable_http_client(url, http_client=http_client), read_timeout_seconds=timeout)
 
@@ -412,7 +414,7 @@ def _result_text(result: CallToolResult) -> str:
     text = "\n\n".join(parts)
     if not text and result.structured_content is not None:
         text = json.dumps(result.structured_content, ensure_ascii=False)
-    return f"Error: {text}" if result.is_error else text
+    return f"Error: {text}" if result.is_error and not text.startswith("Error: ") else text
 
 
 def _is_protocol_answer(error: BaseException) -> bool:
