@@ -43,7 +43,7 @@ def test_the_engine_knows_the_twelve_components_by_their_solon_names() -> None:
 
     assert list(COMPONENTS) == SOLON_NAMES
     assert all(callable(getattr(engine.get_component(name), "run", None)) for name in SOLON_NAMES)
-    assert FlowEngine().get_component("ChatModel") is None  # the graph layer's engine knows none of them
+    assert callable(getattr(FlowEngine().get_component("ChatModel"), "run", None))  # every engine knows them
 
 
 def test_two_engines_share_no_component() -> None:
@@ -200,3 +200,21 @@ async def test_a_chat_session_travels_in_the_context_snapshot(engine: AiFlowEngi
     session = restored.get("chatSession")
     assert isinstance(session, ChatSession)
     assert [(m.role, m.content) for m in session.messages] == [("user", "hi"), ("assistant", "hello there")]
+
+
+async def test_every_flow_engine_knows_the_components_and_closes_what_their_nodes_open() -> None:
+    from batonflow.flow import COMPONENTS
+    from batonflow.graph import FlowEngine
+
+    engine = FlowEngine()
+    assert all(engine.get_component(name) is not None for name in COMPONENTS)
+    closed: list[str] = []
+
+    async def close() -> None:
+        closed.append("connection")
+
+    async with engine:
+        engine.add_closer(close)
+    assert closed == ["connection"]
+    other = FlowEngine()
+    assert other.get_component("ChatModel") is not engine.get_component("ChatModel")  # no cache shared

@@ -47,7 +47,7 @@ async def test_resumes_killed_at_random_points_lose_no_run_and_refund_once() -> 
 
 
 async def test_resumes_of_histories_saved_in_parts_killed_at_random_points_lose_no_run() -> None:
-    args = ("--runs", "15", "--stores", "sqlite", "redis", "--spread", "1.0", "--part-events", "2")
+    args = ("--runs", "20", "--stores", "sqlite", "redis", "--spread", "0.5", "--part-events", "2")
     results = await probe("crash_resume", *args)
     assert [r["store"] for r in results] == ["sqlite", "redis"]
     for result in results:

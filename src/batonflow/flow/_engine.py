@@ -11,10 +11,9 @@ import contextlib
 import os
 from collections.abc import Iterable
 from pathlib import Path
-from types import TracebackType
-from typing import Self, TextIO
+from typing import TextIO
 
-from ..graph import DEFAULT_MAX_VISITS, FlowEngine
+from ..graph import DEFAULT_MAX_VISITS, FlowEngine, extend_engines
 from ._base import AiComponent, FlowSettings
 from ._chat import ChatModelComponent
 from ._generate import EmbeddingModelComponent, GenerateModelComponent
@@ -42,11 +41,11 @@ COMPONENTS: tuple[str, ...] = tuple(cls.name for cls in _CLASSES)
 
 
 class AiFlowEngine(FlowEngine):
-    """A flow engine with the AI components registered. ``stdin``/``stdout`` are the console of
-    ``ConsoleInput``/``ConsoleOutput`` (default: the process's); ``allowed_hosts`` the hosts (``name`` or
-    ``name:port``) documents may be fetched from (default: none); ``base_dir`` the folder relative document paths
-    start in (default: the working directory). ``aclose()`` (or ``async with``) closes the MCP connections and
-    Redis clients the nodes opened."""
+    """A flow engine with the AI components registered on settings of its own. ``stdin``/``stdout`` are the
+    console of ``ConsoleInput``/``ConsoleOutput`` (default: the process's); ``allowed_hosts`` the hosts (``name``
+    or ``name:port``) documents may be fetched from (default: none); ``base_dir`` the folder relative document
+    paths start in (default: the working directory). Every ``FlowEngine`` knows the components too, with the
+    defaults. ``aclose()`` (or ``async with``) closes the MCP connections and Redis clients the nodes opened."""
 
     def __init__(
         self,
@@ -67,20 +66,27 @@ class AiFlowEngine(FlowEngine):
             base_dir=None if base_dir is None else Path(base_dir),
             http_timeout=http_timeout,
         )
-        for cls in _CLASSES:
-            self.register(cls.name, cls(self.settings))
+        _register(self, self.settings)
 
-    async def aclose(self) -> None:
-        """Close what the nodes opened, last opened first; each is closed even if another fails."""
-        closers, self.settings.closers[:] = list(self.settings.closers), []
+
+def _register(engine: FlowEngine, settings: FlowSettings) -> None:
+    """The twelve components on ``engine``, sharing ``settings``; ``engine.aclose`` closes what their nodes open."""
+    for cls in _CLASSES:
+        engine.register(cls.name, cls(settings))
+
+    async def close_nodes() -> None:
+        closers, settings.closers[:] = list(settings.closers), []
         for close in reversed(closers):
             with contextlib.suppress(Exception):
                 await close()
 
-    async def __aenter__(self) -> Self:
-        return self
+    engine.add_closer(close_nodes)
 
-    async def __aexit__(
-        self, kind: type[BaseException] | None, error: BaseException | None, traceback: TracebackType | None
-    ) -> None:
-        await self.aclose()
+
+def _install(engine: FlowEngine) -> None:
+    """Every engine knows the components, with the default settings; an ``AiFlowEngine`` registers its own."""
+    if not isinstance(engine, AiFlowEngine):
+        _register(engine, FlowSettings(engine=engine))
+
+
+extend_engines(_install)

@@ -16,6 +16,7 @@ from ._context import FlowTrace as FlowTrace
 from ._context import NodeRecord as NodeRecord
 from ._engine import DEFAULT_MAX_VISITS as DEFAULT_MAX_VISITS
 from ._engine import FlowEngine as FlowEngine
+from ._engine import extend_engines as extend_engines
 from ._errors import ComponentError as ComponentError
 from ._errors import FlowRunError as FlowRunError
 from ._errors import GraphError as GraphError
@@ -71,5 +72,6 @@ __all__ = [
     "TaskLike",
     "VisitLimitError",
     "compile_expression",
+    "extend_engines",
     "render_template",
 ]

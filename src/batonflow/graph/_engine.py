@@ -15,10 +15,13 @@ the first error cancels the others and is raised.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import glob
 import os
-from collections.abc import Iterable, Sequence
+from collections.abc import Awaitable, Callable, Iterable, Sequence
 from pathlib import Path
+from types import TracebackType
+from typing import Self
 
 from ..adk import Agent
 from ..errors import BatonflowError
@@ -30,10 +33,20 @@ from ._graph import ComponentRef, Condition, Graph, GraphRef, Node
 from ._loop import Peekable, loop_items
 from ._spec import NodeType
 
-__all__ = ["DEFAULT_MAX_VISITS", "FlowEngine"]
+__all__ = ["DEFAULT_MAX_VISITS", "FlowEngine", "extend_engines"]
 
 DEFAULT_MAX_VISITS = 100_000
 """How often one run may visit one node when no ``steps`` limit is set, before it is taken for an endless cycle."""
+
+_EXTENSIONS: list[Callable[[FlowEngine], None]] = []
+
+
+def extend_engines(install: Callable[[FlowEngine], None]) -> None:
+    """Have every ``FlowEngine`` made from now on call ``install(engine)`` once it is built: how a layer above this
+    one (the AI flow components of ``batonflow.flow``) makes its components known to every engine, though the
+    graph layer does not import it. Installing the same function twice installs it once."""
+    if install not in _EXTENSIONS:
+        _EXTENSIONS.append(install)
 
 
 class FlowEngine:
@@ -47,6 +60,30 @@ class FlowEngine:
         self._graphs: dict[str, Graph] = {}
         self._components: dict[str, object] = {}
         self._interceptors: list[tuple[int, FlowInterceptor]] = []
+        self._closers: list[Callable[[], Awaitable[object]]] = []
+        for install in tuple(_EXTENSIONS):
+            install(self)
+
+    # -- what the components opened ----------------------------------------------------------------------------
+
+    def add_closer(self, close: Callable[[], Awaitable[object]]) -> None:
+        """Have ``aclose`` call ``close``: for a component that opens a connection the engine outlives."""
+        self._closers.append(close)
+
+    async def aclose(self) -> None:
+        """Close what the components opened, last opened first; each is closed even if another fails."""
+        closers, self._closers = self._closers, []
+        for close in reversed(closers):
+            with contextlib.suppress(Exception):
+                await close()
+
+    async def __aenter__(self) -> Self:
+        return self
+
+    async def __aexit__(
+        self, kind: type[BaseException] | None, error: BaseException | None, traceback: TracebackType | None
+    ) -> None:
+        await self.aclose()
 
     # -- registries --------------------------------------------------------------------------------------------
 
