@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import sys
 from collections.abc import Sequence
 
 from batonflow import TRANSFER_TOOL_NAME, ChatModelAgent, Message, ToolContext, set_sub_agents, tool
@@ -78,3 +79,14 @@ def blocking(model: Blocking) -> ChatModelAgent:
 def agents() -> dict[str, object]:
     """The factory ``batonflow serve tests.server.apps:agents`` calls."""
     return {"echo": echo(), "refunds": refunds(), "router": router()}
+
+
+def slow() -> ChatModelAgent:
+    """A model that says on standard error that it was called, then waits for ever (for Ctrl-C)."""
+
+    async def wait(messages: list[Message], tools: list[ToolInfo]) -> Message:
+        print("model waiting", file=sys.stderr, flush=True)
+        await asyncio.Event().wait()
+        raise AssertionError("unreachable")
+
+    return ChatModelAgent(name="slow", description="Never answers.", model=FunctionModel(wait))
