@@ -244,3 +244,11 @@ def test_checkpoints_against_no_server_says_where_it_looked(capsys: pytest.Captu
     url = f"http://127.0.0.1:{_free_port()}"
     assert main(["checkpoints", "list", "--url", url]) == 1
     assert capsys.readouterr().err.startswith(f"batonflow: cannot reach {url}: ")
+
+
+def test_chat_asks_y_or_n_for_each_call_an_approval_holds() -> None:
+    result = CliRunner().invoke(app, ["chat", "tests.server.apps:approvals"], input="refund\ny\nn\n")
+    assert result.exit_code == 0, result.output
+    assert "approve pay_back(order_id=1)? [y/n]" in result.output
+    assert "approve pay_back(order_id=2)? [y/n]" in result.output
+    assert "support› refunded 1 / " in result.output and "refunded 2" not in result.output

@@ -6,7 +6,8 @@ import asyncio
 import sys
 from collections.abc import Sequence
 
-from batonflow import TRANSFER_TOOL_NAME, ChatModelAgent, Message, ToolContext, set_sub_agents, tool
+from batonflow import TRANSFER_TOOL_NAME, ChatModelAgent, Message, ReActAgent, ToolContext, set_sub_agents, tool
+from batonflow.agents import human_approval
 from batonflow.schema import assistant
 from batonflow.testing import FunctionModel, tool_calls
 from batonflow.tools import ToolInfo
@@ -90,3 +91,33 @@ def slow() -> ChatModelAgent:
         raise AssertionError("unreachable")
 
     return ChatModelAgent(name="slow", description="Never answers.", model=FunctionModel(wait))
+
+
+def approvals() -> ReActAgent:
+    """A ReActAgent whose refunds a person approves (``human_approval``): refunds orders 1 and 2."""
+    made: list[int] = []
+
+    @tool
+    def pay_back(order_id: int) -> str:
+        """Refund an order.
+
+        Args:
+            order_id: the order number
+        """
+        made.append(order_id)
+        return f"refunded {order_id}"
+
+    def decide(messages: list[Message], tools: list[ToolInfo]) -> Message:
+        results = [m.content for m in messages if m.role == "tool"]
+        if not results:
+            return tool_calls(("pay_back", {"order_id": 1}), ("pay_back", {"order_id": 2}))
+        return assistant(" / ".join(results))
+
+    hitl = human_approval(sensitive_tools=["pay_back"])
+    return ReActAgent(
+        name="support",
+        description="Refunds with approval.",
+        model=FunctionModel(decide),
+        tools=[pay_back],
+        middlewares=[hitl],
+    )

@@ -356,3 +356,22 @@ async def test_health_counts_the_runs_going() -> None:
         await eventually(lambda: not run_tasks())
     assert busy == {"status": "ok", "agents": 1, "active_runs": 1}
     await asyncio.sleep(0)
+
+
+async def test_an_approval_is_answered_with_json_decisions_per_call_or_one_for_all() -> None:
+    async with asgi_client(create_app([apps.approvals()])) as client:
+        first = (await client.post("/runs", json={"agent": "support", "input": "refund 1 and 2"})).json()
+        [interrupt] = first["interrupts"]
+        url = f"/checkpoints/{first['checkpoint_id']}/resume"
+        bad = await client.post(url, json={"targets": {interrupt["id"]: {"call_1": {"action": "maybe"}}}})
+        decisions = {"call_1": {"action": "approve"}, "call_2": {"action": "reject", "comment": "needs a manager"}}
+        resumed = (await client.post(url, json={"targets": {interrupt["id"]: decisions}})).json()
+        second = (await client.post("/runs", json={"agent": "support", "input": "again"})).json()
+        url = f"/checkpoints/{second['checkpoint_id']}/resume"
+        all_approved = (await client.post(url, json={"targets": {second["interrupts"][0]["id"]: "approve"}})).json()
+    assert interrupt["kind"] == "approval"
+    assert [t["call_id"] for t in interrupt["info"]["tasks"]] == ["call_1", "call_2"]
+    assert bad.status_code == 422 and bad.json()["error"]["code"] == "invalid_decision"
+    assert "expected one of ['approve', 'reject', 'skip']" in bad.json()["error"]["message"]
+    assert resumed["status"] == "completed" and resumed["text"] == "refunded 1 / needs a manager"
+    assert all_approved["text"] == "refunded 1 / refunded 2"

@@ -60,7 +60,7 @@ async def _conversation_turn(body: RunRequest, session_id: str, server: Server) 
         )
     server.busy(session_id)
     if not messages:
-        await pending_session(server, session_id, targets or {})
+        targets = await pending_session(server, session_id, targets or {})
     elif targets:
         raise _targets_without_resume()
     return server.start(
@@ -157,10 +157,10 @@ async def resume_checkpoint(checkpoint_id: str, body: ResumeRequest, server: Srv
     server.busy(checkpoint_id)
     if entry is not None and entry.session_id is not None:
         session_id = entry.session_id
-        await pending_session(server, session_id, body.targets)
+        targets = await pending_session(server, session_id, body.targets)
         record = server.start(
             entry.agent,
-            lambda r: r.run([], session_id=session_id, targets=body.targets),
+            lambda r: r.run([], session_id=session_id, targets=targets),
             stream=body.stream,
             trace=body.trace,
             detached=body.detached,
@@ -169,10 +169,10 @@ async def resume_checkpoint(checkpoint_id: str, body: ResumeRequest, server: Srv
             resumed=True,
         )
     else:
-        agent = await _resumable(server, checkpoint_id, entry, body)
+        agent, targets = await _resumable(server, checkpoint_id, entry, body)
         record = server.start(
             agent,
-            lambda r: r.resume(checkpoint_id, body.targets),
+            lambda r: r.resume(checkpoint_id, targets),
             stream=body.stream,
             trace=body.trace,
             detached=body.detached,
@@ -183,8 +183,10 @@ async def resume_checkpoint(checkpoint_id: str, body: ResumeRequest, server: Srv
     return await _answered(record, body.stream, body.detached, server)
 
 
-async def _resumable(server: Server, checkpoint_id: str, entry: Pending | None, body: ResumeRequest) -> str:
-    """The agent to resume ``checkpoint_id`` with, once the checkpoint and the targets are known to fit."""
+async def _resumable(
+    server: Server, checkpoint_id: str, entry: Pending | None, body: ResumeRequest
+) -> tuple[str, dict[str, Any]]:
+    """The agent to resume ``checkpoint_id`` with, and the targets, once both are known to fit the checkpoint."""
     agent = body.agent if entry is None or body.agent is not None else entry.agent
     if agent is None:
         raise _no_checkpoint(checkpoint_id, "the server made no such checkpoint; name its agent to resume it")
@@ -192,9 +194,7 @@ async def _resumable(server: Server, checkpoint_id: str, entry: Pending | None, 
     if await server.checkpoints.get(checkpoint_id) is None:
         server.runs.pending.pop(checkpoint_id, None)
         raise _no_checkpoint(checkpoint_id, "the checkpoint store holds no such checkpoint")
-    if entry is not None:
-        check_targets(entry.interrupts, body.targets)
-    return agent
+    return agent, body.targets if entry is None else check_targets(entry.interrupts, body.targets)
 
 
 async def list_sessions(server: Srv) -> dict[str, Any]:

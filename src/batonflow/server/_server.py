@@ -13,7 +13,7 @@ from fastapi.responses import JSONResponse
 from sse_starlette import EventSourceResponse, ServerSentEvent
 
 from ..adk import AgentEvent, FlowAgent
-from ..agents import Runner
+from ..agents import HITLDecision, Runner
 from ..errors import UserError
 from ..schema import Message, Stream, user
 from ..store import CheckpointStore, SessionStore
@@ -221,7 +221,7 @@ def answer(record: RunRecord, stream: bool, detached: bool, server: Server) -> A
     return None
 
 
-async def pending_session(server: Server, session_id: str, targets: Mapping[str, Any]) -> None:
+async def pending_session(server: Server, session_id: str, targets: Mapping[str, Any]) -> dict[str, Any]:
     """Refuse to resume a conversation that has no pending run, or with targets that match none of its interrupts."""
     data = await server.sessions.get(session_id, last=1)
     if data is None or not data.state.pending or data.state.snapshot is None:
@@ -234,22 +234,72 @@ async def pending_session(server: Server, session_id: str, targets: Mapping[str,
             found="no pending run" if data is not None else "no such session",
         )
     entry = server.runs.pending.get(session_id)
-    if entry is not None:
-        check_targets(entry.interrupts, targets)
+    return dict(targets) if entry is None else check_targets(entry.interrupts, targets)
 
 
-def check_targets(interrupts: list[dict[str, Any]], targets: Mapping[str, Any]) -> None:
-    known = [i["id"] for i in interrupts]
+def check_targets(interrupts: list[dict[str, Any]], targets: Mapping[str, Any]) -> dict[str, Any]:
+    """``targets`` checked against the interrupts they answer, an approval's decisions made ``HITLDecision``s."""
+    known = {i["id"]: i for i in interrupts}
     unknown = sorted(set(targets) - set(known))
     if unknown:
         raise ApiError(
             422,
             "unknown_targets",
-            f"targets: expected interrupt ids among {known}, got {[shown(u) for u in unknown]}, which match no "
+            f"targets: expected interrupt ids among {list(known)}, got {[shown(u) for u in unknown]}, which match no "
             "interrupt",
-            expected=known,
+            expected=list(known),
             found=unknown,
         )
+    return {
+        key: _decisions(key, known[key], value) if known[key].get("kind") == "approval" else value
+        for key, value in targets.items()
+    }
+
+
+_ACTIONS = ("approve", "reject", "skip")
+
+
+def _decisions(key: str, interrupt: dict[str, Any], value: Any) -> dict[str, HITLDecision]:
+    """An approval's answer: one action for every call (``"approve"``), or a decision per call id
+    (``{"call_1": {"action": "reject", "comment": "too much"}}``)."""
+    calls = [task["call_id"] for task in interrupt["info"]["tasks"]]
+    if isinstance(value, str):
+        value = {call: {"action": value} for call in calls}
+    expected = (
+        f"one of {list(_ACTIONS)}, or a decision per call id {calls} "
+        "({'action': ..., 'comment'?, 'modified_args'?, 'always_allow'?})"
+    )
+    if not isinstance(value, dict) or not set(value) <= set(calls):
+        raise ApiError(
+            422,
+            "invalid_decision",
+            f"targets[{key!r}]: expected {expected}, got {shown(value)}",
+            expected=expected,
+            found=shown(value),
+        )
+    decisions = {}
+    for call_id, decision in value.items():
+        fields_ = {"action", "comment", "modified_args", "always_allow"}
+        if (
+            not isinstance(decision, dict)
+            or decision.get("action") not in _ACTIONS
+            or not set(decision) <= fields_
+            or not isinstance(decision.get("modified_args") or {}, dict)
+        ):
+            raise ApiError(
+                422,
+                "invalid_decision",
+                f"targets[{key!r}][{call_id!r}]: expected {expected}, got {shown(decision)}",
+                expected=expected,
+                found=shown(decision),
+            )
+        decisions[call_id] = HITLDecision(
+            action=decision["action"],
+            comment=None if decision.get("comment") is None else str(decision["comment"]),
+            modified_args=decision.get("modified_args"),
+            always_allow=bool(decision.get("always_allow", False)),
+        )
+    return decisions
 
 
 def state(request: Request) -> Server:

@@ -12,6 +12,7 @@ from typing import Any
 from pydantic import BaseModel
 
 from ..adk import AgentEvent, InterruptCtx, InterruptInfo
+from ..agents import HITLPending
 from ..schema import Message, RunStep
 from ..trace import TraceEvent
 
@@ -79,7 +80,10 @@ def message_json(message: Message) -> dict[str, Any]:
 
 
 def interrupt_json(cause: InterruptCtx) -> dict[str, Any]:
-    return {"id": cause.id, "address": cause.address, "info": jsonable(cause.info)}
+    """An interrupt as the API shows it; ``kind`` is ``approval`` for a human approval of tool calls (its answer is
+    a decision per call), ``question`` for anything else a tool asked."""
+    kind = "approval" if isinstance(cause.info, HITLPending) else "question"
+    return {"id": cause.id, "address": cause.address, "kind": kind, "info": jsonable(cause.info)}
 
 
 def event_kind(event: AgentEvent) -> str:
