@@ -162,15 +162,14 @@ async def _chunks(record: RunRecord, completion_id: str, created: int) -> AsyncI
     yield chunk({"role": "assistant", "content": ""})
     roles: dict[int, str] = {}
     streamed = False
-    async with aclosing(record.follow()) as frames:
-        async for frame in frames:
-            if frame.event == "message_start":
-                roles[frame.data["seq"]] = frame.data["role"]
-            elif frame.event == "delta" and roles.get(frame.data["seq"]) == "assistant" and frame.data["content"]:
-                streamed = True
-                yield chunk({"content": frame.data["content"]})
-            elif frame.event == "end":
-                break
+    async with aclosing(record.follow()) as batches:
+        async for batch in batches:
+            for frame in batch:
+                if frame.event == "message_start":
+                    roles[frame.data["seq"]] = frame.data["role"]
+                elif frame.event == "delta" and roles.get(frame.data["seq"]) == "assistant" and frame.data["content"]:
+                    streamed = True
+                    yield chunk({"content": frame.data["content"]})
     reason, content = _finish(record)
     if reason != "stop":
         yield chunk({"content": ("\n\n" if streamed else "") + content})

@@ -237,9 +237,12 @@ class RunRecord:
                 found=_id(after),
             )
 
-    async def follow(self, after: Key = (0, 0)) -> AsyncGenerator[Frame, None]:
-        """The frames after ``after``, then each new one as it comes, until the run ends; the run is cancelled when
-        the last follower of a run that is not detached goes away."""
+    async def follow(self, after: Key = (0, 0)) -> AsyncGenerator[list[Frame], None]:
+        """The frames after ``after``, then the new ones as they come, until the run ends; the run is cancelled when
+        the last follower of a run that is not detached goes away.
+
+        Frames come in batches, all that were there when the follower looked: a busy server (or a burst of deltas)
+        sends them in one write rather than a write each."""
         self._attach()
         try:
             start = next((i for i, f in enumerate(self.frames) if f.key > after), len(self.frames))
@@ -248,13 +251,12 @@ class RunRecord:
                 wake = self._wake
                 offset = pos - self.first_pos
                 if offset < 0:
-                    yield Frame(
-                        self.last_key, "error", {"error": {"type": "Overrun", "message": "fell behind the buffer"}}
-                    )
+                    yield [Frame(self.last_key, "error", {"error": {"type": "Overrun", "message": "fell behind"}})]
                     return
-                for frame in list(itertools.islice(self.frames, offset, None)):
-                    pos += 1
-                    yield frame
+                batch = list(itertools.islice(self.frames, offset, None))
+                if batch:
+                    pos += len(batch)
+                    yield batch
                 if self.finished.is_set() and pos - self.first_pos >= len(self.frames):
                     return
                 await wake.wait()

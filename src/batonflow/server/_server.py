@@ -184,10 +184,10 @@ def checked(check: Callable[[str], str], value: str, what: str) -> str:
 def sse(record: RunRecord, after: Key, heartbeat: float) -> EventSourceResponse:
     """The run's frames after ``after`` as an SSE stream, with comment heartbeats every ``heartbeat`` seconds."""
 
-    async def frames() -> AsyncIterator[ServerSentEvent]:
+    async def frames() -> AsyncIterator[bytes]:
         async with aclosing(record.follow(after)) as followed:
-            async for frame in followed:
-                yield _sent(frame)
+            async for batch in followed:
+                yield b"".join(_sent(frame).encode() for frame in batch)
 
     headers = {"X-Run-Id": record.run_id, "Cache-Control": "no-store"}
     return EventSourceResponse(frames(), ping=heartbeat, headers=headers)
@@ -302,8 +302,8 @@ def _decisions(key: str, interrupt: dict[str, Any], value: Any) -> dict[str, HIT
     return decisions
 
 
-def state(request: Request) -> Server:
-    """The app's ``Server`` (a dependency of every route)."""
+async def state(request: Request) -> Server:
+    """The app's ``Server`` (a dependency of every route; a coroutine, so that FastAPI does not run it on a thread)."""
     server = request.app.state.batonflow
     assert isinstance(server, Server)
     return server
