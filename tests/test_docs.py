@@ -22,7 +22,16 @@ import batonflow
 
 ROOT = Path(__file__).resolve().parent.parent
 SRC = Path(batonflow.__file__).resolve().parent.parent
-PAGES = ["agents.md", "transfer.md", "interrupts.md", "stores.md", "sessions.md", "solon-agents.md", "observability.md"]
+PAGES = [
+    "agents.md",
+    "transfer.md",
+    "interrupts.md",
+    "stores.md",
+    "sessions.md",
+    "solon-agents.md",
+    "observability.md",
+    "serving.md",
+]
 NOT_RUN = "<!-- not run -->"
 FENCE = re.compile(r"^```(\w*)\s*$")
 
