@@ -3,8 +3,10 @@
 Each framework runs in its own subprocesses (one per round of W1–W4 and W6, a fresh one for W5), one framework at
 a time, so that no framework's imports, caches or garbage slow another down. The table gives, per workload, the
 fastest peer of this run and batonflow's time divided by that peer's; the targets are 1/30 for W1, W2 and W4 and
-0.1 for the other rows. An extra section gives batonflow's own growth curve (``benchmarks.growth``): what one
-interrupt + resume and one conversation turn cost at turn 10, 100, 1,000 and 2,000.
+0.1 for the other rows. Two sections follow: batonflow's own growth curve (``benchmarks.growth``), what one
+interrupt + resume and one conversation turn cost at turn 10, 100, 1,000 and 2,000; and the graph engines
+(``benchmarks.graph``), batonflow's ``FlowEngine`` beside LangGraph's ``StateGraph`` on a 100-node chain and a
+10-way fan-out and join, per run, per node visit and per superstep.
 """
 
 from __future__ import annotations
@@ -107,11 +109,12 @@ def collect(
     return reports
 
 
-def run_growth(quick: bool) -> dict[str, Any]:
-    """``benchmarks.growth`` in its own subprocess; a failure becomes a "failed" report, as for the frameworks."""
-    command = [sys.executable, "-m", "benchmarks.growth", "--json", *(["--quick"] if quick else [])]
+def run_probe(module: str, label: str, quick: bool) -> dict[str, Any]:
+    """``benchmarks.<module> --json`` (the growth curve, the graph engines) in its own subprocess; a failure becomes
+    a "failed" report, as for the frameworks."""
+    command = [sys.executable, "-m", f"benchmarks.{module}", "--json", *(["--quick"] if quick else [])]
     cwd = Path(__file__).resolve().parent.parent
-    print("  growth curve …", end="", flush=True, file=sys.stderr)
+    print(f"  {label} …", end="", flush=True, file=sys.stderr)
     started = time.monotonic()
     try:
         done = subprocess.run(command, cwd=cwd, capture_output=True, text=True, timeout=600, check=False)
@@ -233,7 +236,8 @@ def main() -> None:
     print(f"batonflow benchmarks ({mode}), one framework at a time:", file=sys.stderr)
     load_before = os.getloadavg()[0]
     reports = collect(modules, workloads, quick=args.quick, concurrency=concurrency, rounds=1 if args.quick else 2)
-    growth = run_growth(args.quick) if SUBJECT in modules else None
+    growth = run_probe("growth", "growth curve", args.quick) if SUBJECT in modules else None
+    graphs = run_probe("graph", "graph engines", args.quick) if SUBJECT in modules else None
     versions = ", ".join(f"{r['name']} {r.get('version', r['status'])}" for r in reports.values())
     # Other work on the machine inflates every figure, and not evenly: the load average tells how quiet it was, and
     # the CPU-time table (this process's own time) is the steadier one when it was not.
@@ -255,6 +259,13 @@ def main() -> None:
         lines = render_growth(growth["results"]) if growth["status"] == "ok" else [f"failed: {growth['detail']}"]
         text += ["", f"{title}:", "", *lines]
         markdown += ["", f"## {title}", "", *lines]
+    if graphs is not None:
+        from .graph import render as render_graphs
+
+        title = "Graph engines: batonflow's FlowEngine and LangGraph's StateGraph (python -m benchmarks.graph)"
+        lines = render_graphs(graphs["results"]) if graphs["status"] == "ok" else [f"failed: {graphs['detail']}"]
+        text += ["", f"{title}:", "", *lines]
+        markdown += ["", f"## {title}", "", *lines]
     text += ["", *notes] if notes else []
     markdown += ["", *(f"- {note}" for note in notes)] if notes else []
     print("\n" + "\n".join(text))
@@ -272,6 +283,7 @@ def main() -> None:
         "ratios": ratios,
         "frameworks": reports,
         "growth": growth,
+        "graphs": graphs,
     }
     (RESULTS / f"{mode}.json").write_text(json.dumps(payload, indent=2) + "\n")
     (RESULTS / f"{mode}.md").write_text("\n".join(markdown) + "\n")

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import json
 import subprocess
 import sys
+from pathlib import Path
 from typing import TextIO
 
 import pytest
@@ -67,3 +69,78 @@ def test_demo_approve_no_rejects_every_refund(capsys: pytest.CaptureFixture[str]
     assert "rejected by the user" in output
     assert "approved by the user" not in output
     assert "refund issued" not in output
+
+
+FLOW = """
+id: greet
+layout:
+  - {type: start}
+  - id: choose
+    type: exclusive
+    link:
+      - {nextId: many, when: "n > 1"}
+      - {nextId: one}
+  - {id: many, type: loop, meta: {"$for": i, "$in": "0...3"}, link: done}
+  - {id: done, type: loop, link: end}
+  - {id: one, link: end}
+  - {id: end, type: end}
+"""
+
+
+def test_run_a_flow_file_with_vars_prints_the_outcome_as_json(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    path = tmp_path / "greet.yml"
+    path.write_text(FLOW, encoding="utf-8")
+
+    code = main(["run", str(path), "--var", "n=3", "--var", "name=Ada", "--var", "tags=[1, 2]"])
+
+    assert code == 0
+    report = json.loads(capsys.readouterr().out)
+    assert report == {
+        "graph": "greet",
+        "last_node": "end",
+        "finished": True,
+        "stopped": False,
+        "variables": {"n": 3, "name": "Ada", "tags": [1, 2], "i": 2},
+    }
+
+
+def test_run_with_a_steps_limit_stops_early(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    path = tmp_path / "greet.yml"
+    path.write_text(FLOW, encoding="utf-8")
+
+    assert main(["run", str(path), "--var", "n=1", "--steps", "2"]) == 0
+    report = json.loads(capsys.readouterr().out)
+    assert (report["last_node"], report["finished"], report["stopped"]) == ("one", False, True)
+
+
+@pytest.mark.parametrize(
+    ("args", "expected"),
+    [
+        (["--var", "novalue"], "batonflow: --var expects key=value, got 'novalue'"),
+        ([], "batonflow: graph 'bad', node 'a', field 'task': inline script tasks are not run"),
+    ],
+)
+def test_run_reports_bad_input_with_exit_1(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], args: list[str], expected: str
+) -> None:
+    path = tmp_path / "bad.yml"
+    path.write_text("id: bad\nlayout: [{id: a, task: 'print(1)'}]\n", encoding="utf-8")
+
+    assert main(["run", str(path), *args]) == 1
+    captured = capsys.readouterr()
+    assert captured.out == "" and captured.err.startswith(expected)
+
+
+def test_run_loads_the_sub_graphs_a_flow_calls(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    subs = tmp_path / "subs"
+    subs.mkdir()
+    (subs / "inner.yml").write_text("id: inner\nlayout: [{type: start}, {id: inner_end, type: end}]\n", "utf-8")
+    path = tmp_path / "outer.yml"
+    path.write_text("id: outer\nlayout: [{type: start}, {id: call, task: '#inner'}, {type: end}]\n", "utf-8")
+
+    assert main(["run", str(path), "--graph", str(subs)]) == 0
+    assert json.loads(capsys.readouterr().out)["finished"] is True
+    assert main(["run", str(path)]) == 1
+    assert "sub-graph '#inner' is not loaded" in capsys.readouterr().err

@@ -30,6 +30,8 @@ PAGES = [
     "sessions.md",
     "solon-agents.md",
     "observability.md",
+    "graph.md",
+    "graph-expressions.md",
     "serving.md",
 ]
 NOT_RUN = "<!-- not run -->"

@@ -14,6 +14,8 @@ def test_public_names_of_the_trace_package() -> None:
         "HITLDecided",
         "HITLPending",
         "Metrics",
+        "NodeEnd",
+        "NodeStart",
         "OpenAction",
         "OpenReason",
         "PlanEvent",

@@ -78,6 +78,29 @@ def demo(
     asyncio.run(demo_package.run_demo(model, out=sys.stdout, approve=approve.value))
 
 
+@app.command("run")
+def run_graph(
+    flow: Annotated[str, typer.Argument(metavar="FLOW.yml", help="the graph file (.yml, .yaml or .json)")],
+    var: Annotated[
+        list[str] | None,
+        typer.Option(
+            metavar="KEY=VALUE",
+            help="a context variable; a value that reads as JSON (4, true, [1,2]) is that value, else text",
+        ),
+    ] = None,
+    graph: Annotated[
+        list[str] | None,
+        typer.Option(metavar="PATH", help="other graphs the flow calls as '#id': a file, a folder or a glob pattern"),
+    ] = None,
+    steps: Annotated[int, typer.Option(help="stop after this many node visits (default: no limit)")] = -1,
+) -> None:
+    """Run a graph flow (YAML or JSON) and print where it ended, as JSON."""
+    from ._run import parse_vars, run_flow
+
+    variables = parse_vars(var or [])
+    asyncio.run(run_flow(flow, variables=variables, graphs=graph or [], steps=steps, out=sys.stdout))
+
+
 @app.command()
 def serve(
     target: Annotated[str, typer.Argument(help="module:attr — an agent, a mapping or list of agents, or a factory")],

@@ -1,6 +1,7 @@
 """Persistence: the checkpoint codec, the checkpoint stores and the session stores.
 
-``encode``/``decode`` turn checkpoints into versioned, checksummed bytes and back, writing each message once (and,
+``encode``/``decode`` turn checkpoints into versioned, checksummed bytes and back (``encode_json``/``decode_json``
+into plain JSON text, for snapshots kept as documents), writing each message once (and,
 once ``encode_cache`` is given a size, re-using the text of the messages it remembers unchanged); ``register_type`` lets user dataclasses,
 pydantic models and enums travel in them, and ``registered_types()`` lists every class a payload may name. A ``CheckpointStore`` keeps the bytes and hands out resume leases: ``MemoryCheckpointStore``,
 ``SqliteCheckpointStore`` (the embedded default), and, with their extras, ``PostgresCheckpointStore``
@@ -26,8 +27,10 @@ from ._base import check_id as check_id
 from ._codec import CODEC_VERSION as CODEC_VERSION
 from ._codec import DecodeLimits as DecodeLimits
 from ._codec import decode as decode
+from ._codec import decode_json as decode_json
 from ._codec import encode as encode
 from ._codec import encode_async as encode_async
+from ._codec import encode_json as encode_json
 from ._fits import CACHE_SIZE as CACHE_SIZE
 from ._fits import EncodeCache as EncodeCache
 from ._fits import cache as encode_cache
@@ -79,9 +82,11 @@ __all__ = [
     "check_id",
     "check_session_id",
     "decode",
+    "decode_json",
     "encode",
     "encode_async",
     "encode_cache",
+    "encode_json",
     "register_builtin_types",
     "register_type",
     "registered_types",

@@ -34,7 +34,16 @@ from ._share import SharedObjects, ascii_text, dumps, write_body
 from ._tree import build, to_tree
 from ._wire import PathError, Refs
 
-__all__ = ["CODEC_VERSION", "DEFAULT_LIMITS", "DecodeLimits", "decode", "encode", "encode_async"]
+__all__ = [
+    "CODEC_VERSION",
+    "DEFAULT_LIMITS",
+    "DecodeLimits",
+    "decode",
+    "decode_json",
+    "encode",
+    "encode_async",
+    "encode_json",
+]
 
 MAGIC = b"BFC"
 CODEC_VERSION = 2
@@ -213,6 +222,19 @@ def decode(
     shared.adopt(count)
     remember(shared.objects[count:], refs.trees, value)
     return value
+
+
+def encode_json(obj: Any, *, what: str = "value", limits: DecodeLimits = DEFAULT_LIMITS) -> str:
+    """The plain JSON text of ``obj``'s value tree: what ``encode`` seals, without the envelope, for documents a
+    person may read or another program may store as text (a flow context's snapshot). Same types, same errors."""
+    return dump_json(obj, what, limits).decode("utf-8")
+
+
+def decode_json(text: str | bytes, *, what: str = "value", limits: DecodeLimits = DEFAULT_LIMITS) -> Any:
+    """The value ``encode_json`` wrote; anything else (not JSON, an unknown class, a wrong shape) is a
+    ``CodecError`` naming ``what`` and the place."""
+    data = text.encode("utf-8", "surrogatepass") if isinstance(text, str) else bytes(text)
+    return load_json(data, what, limits=limits)
 
 
 def dump_json(obj: Any, what: str, limits: DecodeLimits = DEFAULT_LIMITS) -> bytes:

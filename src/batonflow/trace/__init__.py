@@ -17,6 +17,8 @@ from ._events import AgentStart as AgentStart
 from ._events import ContextSize as ContextSize
 from ._events import HITLDecided as HITLDecided
 from ._events import HITLPending as HITLPending
+from ._events import NodeEnd as NodeEnd
+from ._events import NodeStart as NodeStart
 from ._events import PlanEvent as PlanEvent
 from ._events import ReasonEnd as ReasonEnd
 from ._events import ReasonStart as ReasonStart
@@ -46,6 +48,8 @@ __all__ = [
     "HITLDecided",
     "HITLPending",
     "Metrics",
+    "NodeEnd",
+    "NodeStart",
     "OpenAction",
     "OpenReason",
     "PlanEvent",

@@ -25,6 +25,8 @@ __all__ = [
     "ContextSize",
     "HITLDecided",
     "HITLPending",
+    "NodeEnd",
+    "NodeStart",
     "PlanEvent",
     "ReasonEnd",
     "ReasonStart",
@@ -210,6 +212,27 @@ class TeamEnd(_Base):
 
 
 @dataclass(slots=True, kw_only=True)
+class NodeStart(_Base):
+    """A graph agent's flow started a node's task (its hooks; not while the flow replays to resume)."""
+
+    kind: Literal["node_start"] = "node_start"
+    graph_id: str = ""
+    node_id: str = ""
+    node_type: str = ""
+
+
+@dataclass(slots=True, kw_only=True)
+class NodeEnd(_Base):
+    """A graph agent's flow ended a node; ``duration_ms`` is from its ``NodeStart``."""
+
+    kind: Literal["node_end"] = "node_end"
+    graph_id: str = ""
+    node_id: str = ""
+    node_type: str = ""
+    duration_ms: float = 0.0
+
+
+@dataclass(slots=True, kw_only=True)
 class SupervisorDelta(_Base):
     kind: Literal["supervisor_delta"] = "supervisor_delta"
     content: str = ""
@@ -233,5 +256,7 @@ TraceEvent: TypeAlias = (
     | TeamStart
     | TeamEnd
     | SupervisorDelta
+    | NodeStart
+    | NodeEnd
 )
 """Any trace event; ``event.kind`` tells which."""

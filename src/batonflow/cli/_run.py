@@ -1,0 +1,46 @@
+"""``batonflow run FLOW.yml``: run a graph file and print where it ended and its variables, as JSON."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from typing import Any, TextIO
+
+from ..errors import UserError
+from ..graph import FlowContext, FlowEngine, Graph
+
+__all__ = ["parse_vars", "run_flow"]
+
+
+def parse_vars(pairs: Sequence[str]) -> dict[str, Any]:
+    """``key=value`` pairs; a value that reads as JSON (``4``, ``true``, ``[1, 2]``) is that value, else text."""
+    variables: dict[str, Any] = {}
+    for pair in pairs:
+        key, sep, text = pair.partition("=")
+        if not sep or not key:
+            raise UserError(f"--var expects key=value, got {pair!r}")
+        try:
+            variables[key] = json.loads(text)
+        except ValueError:
+            variables[key] = text
+    return variables
+
+
+async def run_flow(
+    path: str, *, variables: dict[str, Any], graphs: Sequence[str] = (), steps: int = -1, out: TextIO
+) -> FlowContext:
+    """Load ``path`` (and ``graphs``, for its ``#id`` tasks) into a new engine, run it, and print the outcome."""
+    engine = FlowEngine()
+    for extra in graphs:
+        engine.load_all(extra)
+    graph = engine.load(Graph.load(path))
+    context = await engine.eval(graph, FlowContext(variables=variables), steps=steps)
+    report = {
+        "graph": graph.id,
+        "last_node": context.last_node_id,
+        "finished": context.trace.is_end(graph.id),
+        "stopped": context.is_stopped,
+        "variables": dict(context.data),
+    }
+    out.write(json.dumps(report, ensure_ascii=False, indent=2, default=repr) + "\n")
+    return context

@@ -1,0 +1,75 @@
+"""Graph flows: solon-flow's engine in Python.
+
+A ``Graph`` is built in code (``GraphSpec``) or read from YAML or JSON (``Graph.from_yaml``, ``Graph.load``); a
+``FlowEngine`` runs it on a ``FlowContext`` (``await engine.eval(graph, context)``) with the original's rules:
+depth-first from the start node; activities follow every link whose condition holds; exclusive gateways the first
+that holds, else the default; inclusive gateways fork by condition and join by counted arrivals; parallel gateways
+run every branch concurrently and join by counted arrivals; loops walk ``$in``; ``steps`` limits a run, ``stop()``
+ends it and ``interrupt()`` ends a branch; a context with a recorded node resumes there by replaying the graph.
+"""
+
+from ._agent import AgentTask as AgentTask
+from ._agent import GraphAgent as GraphAgent
+from ._agent import GraphState as GraphState
+from ._context import FlowContext as FlowContext
+from ._context import FlowTrace as FlowTrace
+from ._context import NodeRecord as NodeRecord
+from ._engine import DEFAULT_MAX_VISITS as DEFAULT_MAX_VISITS
+from ._engine import FlowEngine as FlowEngine
+from ._errors import ComponentError as ComponentError
+from ._errors import FlowRunError as FlowRunError
+from ._errors import GraphError as GraphError
+from ._errors import LoopError as LoopError
+from ._errors import ScriptTaskError as ScriptTaskError
+from ._errors import VisitLimitError as VisitLimitError
+from ._exchanger import FlowInterceptor as FlowInterceptor
+from ._exchanger import FlowInvocation as FlowInvocation
+from ._expr import Expression as Expression
+from ._expr import ExpressionError as ExpressionError
+from ._expr import compile_expression as compile_expression
+from ._graph import Graph as Graph
+from ._graph import Link as Link
+from ._graph import Node as Node
+from ._spec import ConditionComponent as ConditionComponent
+from ._spec import ConditionLike as ConditionLike
+from ._spec import GraphSpec as GraphSpec
+from ._spec import LinkSpec as LinkSpec
+from ._spec import NodeSpec as NodeSpec
+from ._spec import NodeType as NodeType
+from ._spec import TaskComponent as TaskComponent
+from ._spec import TaskLike as TaskLike
+from ._template import render_template as render_template
+
+__all__ = [
+    "DEFAULT_MAX_VISITS",
+    "AgentTask",
+    "ComponentError",
+    "ConditionComponent",
+    "ConditionLike",
+    "Expression",
+    "ExpressionError",
+    "FlowContext",
+    "FlowEngine",
+    "FlowInterceptor",
+    "FlowInvocation",
+    "FlowRunError",
+    "FlowTrace",
+    "Graph",
+    "GraphAgent",
+    "GraphError",
+    "GraphSpec",
+    "GraphState",
+    "Link",
+    "LinkSpec",
+    "LoopError",
+    "Node",
+    "NodeRecord",
+    "NodeSpec",
+    "NodeType",
+    "ScriptTaskError",
+    "TaskComponent",
+    "TaskLike",
+    "VisitLimitError",
+    "compile_expression",
+    "render_template",
+]

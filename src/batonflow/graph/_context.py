@@ -1,0 +1,298 @@
+"""``FlowContext``: a flow's variables, trace, event bus and stop/interrupt switches, and its JSON snapshot.
+
+The trace keeps the last node visited per graph; an engine given a context with a recorded node replays the graph
+up to it (see the engine), which is how a stopped flow resumes, in this process or another (``to_json`` /
+``FlowContext.from_json``, through the checkpoint codec, so that the same types travel and corrupt data is a
+``CodecError``).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import inspect
+import time
+from collections.abc import Callable, Iterator, Mapping
+from contextvars import ContextVar
+from dataclasses import dataclass, field
+from types import MappingProxyType
+from typing import TYPE_CHECKING, Any
+
+from ..errors import CodecError
+from ..store import decode_json, encode_json, register_type
+from ._spec import NodeType
+
+if TYPE_CHECKING:
+    from ._exchanger import Branch, Exchanger
+    from ._graph import Graph, Node
+
+__all__ = ["FlowContext", "FlowTrace", "NodeRecord"]
+
+register_type(NodeType, name="FlowNodeType")
+
+# The run and branch the running code belongs to: each parallel branch is an asyncio task with its own value, so
+# that interrupt() ends that branch only, and a context used by two runs at once stops only its own.
+CURRENT: ContextVar[tuple[Exchanger, Branch] | None] = ContextVar("batonflow_graph_run", default=None)
+
+
+@dataclass(frozen=True, slots=True)
+class NodeRecord:
+    """The last node a graph visited: where a resumed run picks up."""
+
+    graph_id: str
+    id: str
+    title: str
+    type: NodeType
+    timestamp: float
+
+    @property
+    def is_end(self) -> bool:
+        return self.type is NodeType.END
+
+
+register_type(NodeRecord, name="FlowNodeRecord")
+
+
+class FlowTrace:
+    """The last ``NodeRecord`` of each graph a context has run; the first graph recorded is the root."""
+
+    def __init__(self) -> None:
+        self.enabled = True
+        self._root: str | None = None
+        self._last: dict[str, NodeRecord] = {}
+
+    def record(self, graph: Graph, node: Node | None) -> None:
+        """Remember ``node`` as ``graph``'s last; ``None`` forgets it, so that the next run starts afresh."""
+        if not self.enabled:
+            return
+        if self._root is None:
+            self._root = graph.id
+        if node is None:
+            self._last.pop(graph.id, None)
+        else:
+            self._last[graph.id] = NodeRecord(graph.id, node.id, node.title, node.type, time.time())
+
+    def record_node_id(self, graph: Graph, node_id: str | None) -> None:
+        node = None if node_id is None else graph.nodes.get(node_id)
+        if node_id is not None and node is None:
+            from ._errors import GraphError
+
+            raise GraphError("no such node to record", graph_id=graph.id, node_id=node_id)
+        self.record(graph, node)
+
+    def last_record(self, graph_id: str | None = None) -> NodeRecord | None:
+        if not self.enabled:
+            return None
+        graph_id = self._root if graph_id is None else graph_id
+        return None if graph_id is None else self._last.get(graph_id)
+
+    def last_node_id(self, graph_id: str | None = None) -> str | None:
+        record = self.last_record(graph_id)
+        return None if record is None else record.id
+
+    def last_node(self, graph: Graph) -> Node:
+        """The node a run of ``graph`` resumes at: its recorded one, else its start."""
+        record = self.last_record(graph.id)
+        if record is None:
+            return graph.start
+        node = graph.nodes.get(record.id)
+        if node is None:
+            from ._errors import GraphError
+
+            raise GraphError(
+                "the context's trace records a node this graph does not have", graph_id=graph.id, node_id=record.id
+            )
+        return node
+
+    def is_end(self, graph_id: str | None = None) -> bool:
+        record = self.last_record(graph_id)
+        return record is not None and record.is_end
+
+    def records(self) -> tuple[NodeRecord, ...]:
+        return tuple(self._last.values())
+
+    def clear(self) -> None:
+        self._root = None
+        self._last.clear()
+
+
+@dataclass(frozen=True, slots=True)
+class _ContextSnapshot:
+    instance_id: str
+    stopped: bool
+    data: dict[str, Any]
+    root_graph_id: str | None = None
+    records: list[NodeRecord] = field(default_factory=list)
+
+
+register_type(_ContextSnapshot, name="FlowContext")
+
+Handler = Callable[[Any], Any]
+
+
+class FlowContext:
+    """The state of a flow run: variables (``put`` skips ``None``), the trace, an event bus, and ``stop()`` (the
+    whole run) versus ``interrupt()`` (the current branch only)."""
+
+    def __init__(self, instance_id: str = "", variables: Mapping[str, Any] | None = None) -> None:
+        self.instance_id = instance_id
+        self._data: dict[str, Any] = {}
+        self._trace = FlowTrace()
+        self._stopped = False
+        self._listeners: dict[str, list[Handler]] = {}
+        if variables:
+            self.put_all(variables)
+
+    # -- variables ---------------------------------------------------------------------------------------------
+
+    @property
+    def data(self) -> Mapping[str, Any]:
+        """A read-only view of the variables (what expressions see)."""
+        return MappingProxyType(self._data)
+
+    def get(self, key: str, default: Any = None) -> Any:
+        return self._data.get(key, default)
+
+    def put(self, key: str, value: Any) -> FlowContext:
+        """Set ``key``; a ``None`` value is skipped, as the original does (``remove`` deletes)."""
+        if value is not None:
+            self._data[key] = value
+        return self
+
+    def put_all(self, variables: Mapping[str, Any]) -> FlowContext:
+        for key, value in variables.items():
+            self.put(key, value)
+        return self
+
+    def put_if_absent(self, key: str, value: Any) -> FlowContext:
+        if value is not None and key not in self._data:
+            self._data[key] = value
+        return self
+
+    def compute_if_absent(self, key: str, factory: Callable[[str], Any]) -> Any:
+        if key not in self._data:
+            value = factory(key)
+            if value is None:
+                return None
+            self._data[key] = value
+        return self._data[key]
+
+    def remove(self, key: str) -> None:
+        self._data.pop(key, None)
+
+    def __contains__(self, key: object) -> bool:
+        return key in self._data
+
+    @contextlib.contextmanager
+    def with_(self, key: str, value: Any) -> Iterator[FlowContext]:
+        """``key`` set to ``value`` inside the block, then restored (removed if it was not set)."""
+        missing = key not in self._data
+        previous = self._data.get(key)
+        self.put(key, value)
+        try:
+            yield self
+        finally:
+            if missing:
+                self._data.pop(key, None)
+            else:
+                self._data[key] = previous
+
+    # -- event bus ---------------------------------------------------------------------------------------------
+
+    def listen(self, topic: str, handler: Handler) -> Callable[[], None]:
+        """Call ``handler(payload)`` (plain or ``async``) for each ``send`` on ``topic``; returns the unsubscriber."""
+        handlers = self._listeners.setdefault(topic, [])
+        handlers.append(handler)
+
+        def unsubscribe() -> None:
+            with contextlib.suppress(ValueError):
+                handlers.remove(handler)
+
+        return unsubscribe
+
+    async def send(self, topic: str, payload: Any = None) -> int:
+        """Deliver ``payload`` to ``topic``'s listeners in the order they subscribed; returns how many got it."""
+        handlers = list(self._listeners.get(topic, ()))
+        for handler in handlers:
+            result = handler(payload)
+            if inspect.isawaitable(result):
+                await result
+        return len(handlers)
+
+    # -- control -----------------------------------------------------------------------------------------------
+
+    def stop(self) -> None:
+        """Stop the whole run (every branch, and the graphs that called this one)."""
+        self._stopped = True
+        current = CURRENT.get()
+        if current is not None and current[0].context is self:
+            current[0].stop()
+
+    def interrupt(self) -> None:
+        """End the current branch after its node; other branches go on. Outside a run it does nothing."""
+        current = CURRENT.get()
+        if current is not None and current[0].context is self:
+            current[1].interrupted = True
+
+    @property
+    def is_stopped(self) -> bool:
+        return self._stopped
+
+    @property
+    def trace(self) -> FlowTrace:
+        return self._trace
+
+    @property
+    def last_record(self) -> NodeRecord | None:
+        """The root graph's last node."""
+        return self._trace.last_record()
+
+    @property
+    def last_node_id(self) -> str | None:
+        return self._trace.last_node_id()
+
+    # -- snapshots ---------------------------------------------------------------------------------------------
+
+    def to_json(self) -> str:
+        """The context as JSON text: variables, stopped flag and trace. A variable the codec cannot write (a
+        function, an open file, an unregistered class) is a ``CodecError`` naming it, not left out."""
+        snapshot = _ContextSnapshot(
+            self.instance_id, self._stopped, dict(self._data), self._trace._root, list(self._trace._last.values())
+        )
+        try:
+            return encode_json(snapshot, what="flow context")
+        except CodecError as exc:
+            key = _variable_at(exc.path)
+            if key is None:
+                raise
+            raise CodecError(f"cannot save the flow context's variable {key!r}: {exc}", path=exc.path) from None
+
+    @classmethod
+    def from_json(cls, text: str | bytes) -> FlowContext:
+        """The context ``to_json`` wrote; corrupt or foreign text is a ``CodecError``."""
+        snapshot = decode_json(text, what="flow context")
+        if not isinstance(snapshot, _ContextSnapshot):
+            raise CodecError(
+                f"cannot decode flow context: expected a FlowContext snapshot, got {type(snapshot).__name__}"
+            )
+        context = cls(snapshot.instance_id)
+        context._data.update(snapshot.data)
+        context._stopped = snapshot.stopped
+        context._trace._root = snapshot.root_graph_id
+        context._trace._last = {record.graph_id: record for record in snapshot.records}
+        return context
+
+    def __repr__(self) -> str:
+        return f"FlowContext({self.instance_id!r}, {len(self._data)} variables, last={self.last_node_id!r})"
+
+
+def _variable_at(path: str | None) -> str | None:
+    prefix = "$.data"
+    if path is None or not path.startswith(prefix) or len(path) == len(prefix):
+        return None
+    rest = path[len(prefix) :]
+    if rest.startswith("."):
+        return rest[1:].split(".", 1)[0].split("[", 1)[0]
+    if rest.startswith('["'):
+        end = rest.find('"]')
+        return rest[2:end] if end > 0 else None
+    return None

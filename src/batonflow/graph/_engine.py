@@ -1,0 +1,404 @@
+"""``FlowEngine``: runs graphs with solon-flow's semantics, on asyncio.
+
+A run walks the graph depth-first from its start node. Each visit: stop if the run is stopped; end the branch if it
+was interrupted; record the node as the graph's last (unless replaying); count a step (a ``steps`` limit stops the
+run once passed); then act by node type. Replaying ("reverting") is how a context with a recorded node resumes: the
+walk starts at the start node with tasks and hooks skipped and conditions evaluated, until it reaches the recorded
+node, whose task runs again.
+
+Where the original recurses into the last link of a node, this engine loops instead (the walk does nothing after
+it), so that a long chain or a cycle through an exclusive gateway does not grow the stack; the order of every
+task, hook and condition is the same. A parallel gateway runs its branches as tasks of one ``asyncio.TaskGroup``:
+the first error cancels the others and is raised.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import glob
+import os
+from collections.abc import Iterable, Sequence
+from pathlib import Path
+
+from ..adk import Agent
+from ..errors import BatonflowError
+from ._context import CURRENT, FlowContext
+from ._errors import ComponentError, FlowRunError, GraphError, VisitLimitError
+from ._exchanger import Branch, Exchanger, FlowInterceptor, FlowInvocation, maybe_await
+from ._expr import Expression
+from ._graph import ComponentRef, Condition, Graph, GraphRef, Node
+from ._loop import Peekable, loop_items
+from ._spec import NodeType
+
+__all__ = ["DEFAULT_MAX_VISITS", "FlowEngine"]
+
+DEFAULT_MAX_VISITS = 100_000
+"""How often one run may visit one node when no ``steps`` limit is set, before it is taken for an endless cycle."""
+
+
+class FlowEngine:
+    """Runs graphs. It knows graphs by id (``load``), components by name (``register``), and engine-wide
+    interceptors (``add_interceptor``); ``eval`` runs a graph on a context and returns the context."""
+
+    def __init__(self, *, max_visits: int = DEFAULT_MAX_VISITS) -> None:
+        if type(max_visits) is not int or max_visits < 1:
+            raise GraphError(f"max_visits must be a positive int, got {max_visits!r}")
+        self.max_visits = max_visits
+        self._graphs: dict[str, Graph] = {}
+        self._components: dict[str, object] = {}
+        self._interceptors: list[tuple[int, FlowInterceptor]] = []
+
+    # -- registries --------------------------------------------------------------------------------------------
+
+    def register(self, name: str, component: object) -> None:
+        """Make ``component`` the ``@name`` of tasks (``run(context, node)`` or a callable) and conditions
+        (``test(context)`` or a callable)."""
+        if not isinstance(name, str) or not name or name.startswith("@"):
+            raise GraphError(f"a component name must be non-empty text without the '@', got {name!r}")
+        if isinstance(component, Agent):
+            from ._agent import AgentTask
+
+            component = AgentTask(component)
+        self._components[name] = component
+
+    def unregister(self, name: str) -> None:
+        self._components.pop(name, None)
+
+    def get_component(self, name: str) -> object | None:
+        return self._components.get(name)
+
+    def load(self, source: Graph | str | os.PathLike[str]) -> Graph:
+        """Know a graph (or the graph in a file) by its id, for ``eval("id")`` and ``#id`` tasks; returns it."""
+        graph = source if isinstance(source, Graph) else Graph.load(source)
+        self._graphs[graph.id] = graph
+        return graph
+
+    def load_all(self, pattern: str | os.PathLike[str]) -> list[Graph]:
+        """Load every graph file a glob pattern matches (``flows/*.yml``), or every ``.yml``, ``.yaml`` and ``.json``
+        file of a folder, in name order; ``GraphError`` if there is none."""
+        root = Path(pattern)
+        if root.is_dir():
+            files = sorted(p for p in root.iterdir() if p.suffix.lower() in (".yml", ".yaml", ".json"))
+        else:
+            files = sorted(Path(match) for match in glob.glob(str(pattern)))
+        if not files:
+            raise GraphError(f"no graph files found at {str(pattern)!r}")
+        return [self.load(file) for file in files]
+
+    def unload(self, graph_id: str) -> None:
+        self._graphs.pop(graph_id, None)
+
+    def get_graph(self, graph_id: str) -> Graph | None:
+        return self._graphs.get(graph_id)
+
+    @property
+    def graphs(self) -> tuple[Graph, ...]:
+        return tuple(self._graphs.values())
+
+    def add_interceptor(self, interceptor: FlowInterceptor, rank: int = 0) -> None:
+        """Intercept every run of this engine; lower ranks run first (outermost), equal ranks in the order added."""
+        self._interceptors.append((rank, interceptor))
+        self._interceptors.sort(key=lambda entry: entry[0])
+
+    def remove_interceptor(self, interceptor: FlowInterceptor) -> None:
+        self._interceptors = [entry for entry in self._interceptors if entry[1] is not interceptor]
+
+    # -- running -----------------------------------------------------------------------------------------------
+
+    async def eval(
+        self,
+        graph: Graph | str,
+        context: FlowContext | None = None,
+        *,
+        steps: int = -1,
+        interceptors: Sequence[FlowInterceptor | tuple[FlowInterceptor, int]] = (),
+    ) -> FlowContext:
+        """Run ``graph`` (or the loaded graph of that id) on ``context`` (a new one if none), at most ``steps``
+        node visits (``-1``: no limit), with ``interceptors`` besides the engine's. A context that recorded a
+        node resumes there. Returns the context."""
+        if isinstance(graph, str):
+            found = self._graphs.get(graph)
+            if found is None:
+                raise GraphError(f"Flow graph not found: {graph}; loaded: {sorted(self._graphs) or 'none'}")
+            graph = found
+        elif not isinstance(graph, Graph):
+            raise GraphError(f"eval expects a Graph or a graph id, got {type(graph).__name__}")
+        if context is None:
+            context = FlowContext()
+        if type(steps) is not int:
+            raise GraphError(f"steps must be an int (-1 for no limit), got {steps!r}")
+        ex = Exchanger(graph, context, steps, self._ranked(interceptors), self.max_visits, [0], {})
+        context._stopped = False  # as the original: every eval starts unstopped
+        await self._run_graph(ex)
+        return context
+
+    def _ranked(self, extra: Iterable[FlowInterceptor | tuple[FlowInterceptor, int]]) -> tuple[FlowInterceptor, ...]:
+        entries: list[tuple[int, FlowInterceptor]] = []
+        for item in extra:
+            interceptor, rank = item if isinstance(item, tuple) else (item, 0)
+            if not isinstance(interceptor, FlowInterceptor):
+                raise GraphError(f"an interceptor must be a FlowInterceptor, got {type(interceptor).__name__}")
+            entries.append((rank, interceptor))
+        entries.extend(self._interceptors)
+        return tuple(interceptor for _, interceptor in sorted(entries, key=lambda entry: entry[0]))
+
+    async def _run_graph(self, ex: Exchanger) -> None:
+        branch = Branch()
+        token = CURRENT.set((ex, branch))
+        try:
+            start = ex.context.trace.last_node(ex.graph)
+            await FlowInvocation(self, ex, branch, start).invoke()
+        finally:
+            CURRENT.reset(token)
+
+    async def _walk(self, ex: Exchanger, branch: Branch, node: Node | None, start: Node) -> None:
+        """Visit ``node`` and what follows it in this branch."""
+        while node is not None:
+            if ex.is_stopped:
+                return
+            if branch.interrupted:
+                branch.interrupted = False
+                return
+            if ex.reverting:
+                if node is start:
+                    ex.reverting = False
+            else:
+                ex.context.trace.record(ex.graph, node)
+            if ex.steps < 0:
+                key = (ex.graph.id, node.id)
+                visits = ex.visits.get(key, 0) + 1
+                ex.visits[key] = visits
+                if visits > ex.max_visits:
+                    raise VisitLimitError(
+                        f"visited {visits} times in one run, more than max_visits={ex.max_visits}: an endless "
+                        "cycle? Give eval a steps limit, or the engine a larger max_visits",
+                        graph_id=ex.graph.id,
+                        node_id=node.id,
+                        visits=visits,
+                    )
+            elif not ex.reverting and not ex.next_step():
+                ex.stop()
+                return
+            node = await self._visit(ex, branch, node, start)
+
+    async def _visit(self, ex: Exchanger, branch: Branch, node: Node, start: Node) -> Node | None:
+        """Act on ``node`` by its type; returns the node the branch goes on to (its last link's), if any."""
+        kind = node.type
+        if kind is NodeType.ACTIVITY:
+            if not await self._task(ex, branch, node):
+                return None
+            return await self._free_out(ex, branch, node, start)
+        if kind is NodeType.EXCLUSIVE:
+            if not await self._task(ex, branch, node):
+                return None
+            default = None
+            for link in node.links:
+                if link._condition is None:
+                    default = link  # the last unconditioned link is the default
+                elif await self._test(ex, link._condition, node, f"link to {link.next_id!r}"):
+                    return link.next_node
+            return None if default is None else default.next_node
+        if kind is NodeType.START or kind is NodeType.END:
+            if not await self._hooks(ex, branch, node, start=True) or not await self._hooks(
+                ex, branch, node, start=False
+            ):
+                return None
+            return await self._free_out(ex, branch, node, start) if kind is NodeType.START else None
+        if kind is NodeType.PARALLEL:
+            arrived = ex.counts.get(node.id, 0) + 1
+            ex.counts[node.id] = arrived
+            if len(node.prev_links) > arrived:
+                return None  # a join waits for every inbound branch; the last one goes on
+            if not await self._task(ex, branch, node):
+                return None
+            ex.counts[node.id] = 0
+            following = node.next_nodes
+            if len(following) < 2:
+                return following[0] if following else None
+            await self._fan_out(ex, following, start)
+            return None
+        if kind is NodeType.INCLUSIVE:
+            forks = ex.stack("inclusive")
+            if len(node.prev_links) > 1 and forks:
+                arrived = ex.counts.get(node.id, 0) + 1
+                ex.counts[node.id] = arrived
+                if forks[-1] > arrived:
+                    return None
+                forks.pop()
+                ex.counts[node.id] = 0
+            if not await self._task(ex, branch, node):
+                return None
+            taken = [
+                link for link in node.links if await self._test(ex, link._condition, node, f"link to {link.next_id!r}")
+            ]
+            if not taken:
+                return None
+            forks.append(len(taken))
+            for link in taken[:-1]:
+                await self._walk(ex, branch, link.next_node, start)
+            return taken[-1].next_node
+        return await self._loop(ex, branch, node, start)
+
+    async def _loop(self, ex: Exchanger, branch: Branch, node: Node, start: Node) -> Node | None:
+        iterators = ex.stack("loop")
+        item_key = node.meta.get("$for")
+        if not item_key:  # the join: waits until the loop it closes has walked its last item
+            if iterators:
+                if iterators[-1].has_next():
+                    return None
+                iterators.pop()
+            if not await self._task(ex, branch, node):
+                return None
+            return await self._free_out(ex, branch, node, start)
+        if not await self._task(ex, branch, node):
+            return None
+        items = Peekable(loop_items(node.meta.get("$in"), ex.context._data, graph_id=ex.graph.id, node_id=node.id))
+        iterators.append(items)
+        while items.has_next() and not ex.is_stopped:
+            ex.context.put(str(item_key), items.next())
+            tail = await self._free_out(ex, branch, node, start)
+            if tail is not None:
+                await self._walk(ex, branch, tail, start)
+        return None
+
+    async def _free_out(self, ex: Exchanger, branch: Branch, node: Node, start: Node) -> Node | None:
+        """Follow every link whose condition holds (none counts as true), in order; the last is returned."""
+        links = node.links
+        if not links:
+            return None
+        for link in links[:-1]:
+            if link._condition is None or await self._test(ex, link._condition, node, f"link to {link.next_id!r}"):
+                await self._walk(ex, branch, link.next_node, start)
+        last = links[-1]
+        if last._condition is None or await self._test(ex, last._condition, node, f"link to {last.next_id!r}"):
+            return last.next_node
+        return None
+
+    async def _fan_out(self, ex: Exchanger, following: Sequence[Node], start: Node) -> None:
+        if ex.reverting:
+            # A replay runs no tasks: walking the branches in order keeps which one reaches the resume point first
+            # the same as in the original.
+            for node in following:
+                await self._walk(ex, Branch(), node, start)
+            return
+
+        async def run_branch(node: Node) -> None:
+            branch = Branch()
+            CURRENT.set((ex, branch))  # this task's own copy of the variable
+            await self._walk(ex, branch, node, start)
+
+        first: BaseException | None = None
+        try:
+            async with asyncio.TaskGroup() as group:
+                for node in following:
+                    group.create_task(run_branch(node))
+        except BaseExceptionGroup as errors:
+            first = errors.exceptions[0]
+        if first is not None:
+            raise first
+
+    async def _hooks(self, ex: Exchanger, branch: Branch, node: Node, *, start: bool) -> bool:
+        if ex.reverting:
+            return True
+        for interceptor in ex.interceptors:
+            hook = interceptor.on_node_start if start else interceptor.on_node_end
+            await maybe_await(hook(ex.context, node))
+        return _goes_on(ex, branch)
+
+    async def _task(self, ex: Exchanger, branch: Branch, node: Node) -> bool:
+        """The node's hooks and (when its ``when`` holds) task; whether the branch goes on."""
+        if ex.reverting:
+            return True
+        if not await self._hooks(ex, branch, node, start=True):
+            return False
+        if node._target is not None and (
+            node._condition is None or await self._test(ex, node._condition, node, "when")
+        ):
+            await self._run_task(ex, branch, node)
+        if not _goes_on(ex, branch):
+            return False
+        return await self._hooks(ex, branch, node, start=False)
+
+    async def _run_task(self, ex: Exchanger, branch: Branch, node: Node) -> None:
+        target = node._target
+        try:
+            if isinstance(target, GraphRef):
+                await self._run_subgraph(ex, branch, target.graph_id, node)
+                return
+            if isinstance(target, ComponentRef):
+                target = self._component(target.name, node, "task")
+            run = getattr(target, "run", None)
+            if callable(run):
+                await maybe_await(run(ex.context, node))
+            else:
+                assert callable(target)
+                await maybe_await(target(ex.context, node))
+        except BatonflowError:
+            raise
+        except Exception as exc:
+            raise FlowRunError(
+                f"the task failed: {type(exc).__name__}: {exc}", graph_id=ex.graph.id, node_id=node.id
+            ) from exc
+
+    async def _run_subgraph(self, ex: Exchanger, branch: Branch, graph_id: str, node: Node) -> None:
+        graph = self._graphs.get(graph_id)
+        if graph is None:
+            raise GraphError(
+                f"sub-graph '#{graph_id}' is not loaded; loaded: {sorted(self._graphs) or 'none'}",
+                graph_id=ex.graph.id,
+                node_id=node.id,
+                field="task",
+            )
+        ex.prev_step()  # the sub-graph's first node takes the step this node took
+        await self._run_graph(ex.copy(graph))
+        if not ex.is_stopped and not ex.context.trace.is_end(graph.id):
+            branch.interrupted = True  # an unfinished sub-graph holds the branch that called it
+
+    async def _test(self, ex: Exchanger, condition: Condition | None, node: Node, where: str) -> bool:
+        if condition is None:
+            return True
+        try:
+            if isinstance(condition, Expression):
+                return condition.test(ex.context._data)
+            if isinstance(condition, ComponentRef):
+                condition = self._component(condition.name, node, "condition")
+            test = getattr(condition, "test", None)
+            result = test(ex.context) if callable(test) else condition(ex.context)  # type: ignore[operator]
+            return bool(await maybe_await(result))
+        except BatonflowError:
+            raise
+        except Exception as exc:
+            raise FlowRunError(
+                f"the condition of the {where} failed: {type(exc).__name__}: {exc}",
+                graph_id=ex.graph.id,
+                node_id=node.id,
+            ) from exc
+
+    def _component(self, name: str, node: Node, kind: str) -> object:
+        component = self._components.get(name)
+        if component is None:
+            raise ComponentError(
+                f"The {kind} component {name!r} not exist; registered: {sorted(self._components) or 'none'}",
+                name=name,
+                graph_id=node.graph.id,
+                node_id=node.id,
+            )
+        method = "run" if kind == "task" else "test"
+        if not callable(getattr(component, method, None)) and not callable(component):
+            raise ComponentError(
+                f"the component {name!r} is not a {kind} component: expected {method}() or a callable, got "
+                f"{type(component).__name__}",
+                name=name,
+                graph_id=node.graph.id,
+                node_id=node.id,
+            )
+        return component
+
+
+def _goes_on(ex: Exchanger, branch: Branch) -> bool:
+    if ex.is_stopped:
+        return False
+    if branch.interrupted:
+        branch.interrupted = False
+        return False
+    return True

@@ -1,0 +1,59 @@
+"""The graph benchmark of ``benchmarks/``, run small (``--quick``): both sides run both graphs, each run checked,
+the units of a run counted as the benchmark says, and the table renders. No timing is asserted; the figures are
+in the benchmark's own output."""
+
+from __future__ import annotations
+
+import asyncio
+import importlib.util
+import json
+import os
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+async def run_benchmark(*args: str) -> dict[str, Any]:
+    """``python -m benchmarks.graph --json`` on this checkout's code; its report."""
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT / "src"), os.environ.get("PYTHONPATH", "")])}
+    process = await asyncio.create_subprocess_exec(
+        sys.executable,
+        "-m",
+        "benchmarks.graph",
+        "--json",
+        *args,
+        cwd=ROOT,
+        env=env,
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.PIPE,
+    )
+    out, err = await asyncio.wait_for(process.communicate(), timeout=300)
+    assert process.returncode == 0, err.decode(errors="replace")
+    report: dict[str, Any] = json.loads(out.decode().splitlines()[-1])
+    return report
+
+
+async def test_both_engines_run_both_graphs_and_the_units_of_a_run_are_counted(monkeypatch: pytest.MonkeyPatch) -> None:
+    reports = await run_benchmark("--quick")
+    batonflow = reports["batonflow"]
+    assert batonflow["status"] == "ok"
+    assert {graph: result["visits"] for graph, result in batonflow["results"].items()} == {"chain": 102, "fan_out": 23}
+    assert all(result["wall_median"] > 0 and result["cpu_median"] > 0 for result in batonflow["results"].values())
+    langgraph = reports["langgraph"]
+    if importlib.util.find_spec("langgraph") is None:  # the bench extra is not in this environment
+        assert (langgraph["status"], langgraph["detail"]) == ("not installed", "pip install langgraph")
+    else:
+        assert langgraph["status"] == "ok"
+        shapes = {graph: (r["supersteps"], r["nodes"]) for graph, r in langgraph["results"].items()}
+        assert shapes == {"chain": (100, 100), "fan_out": (3, 12)}
+
+    monkeypatch.syspath_prepend(str(ROOT))  # the checkout's benchmarks package, as `python -m` finds it
+    from benchmarks.graph import render
+
+    table = "\n".join(render(reports))
+    assert "| chain of 100 activities |" in table and "| 10-way fan-out and join |" in table
+    assert "(102) |" in table and "(23) |" in table
