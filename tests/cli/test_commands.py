@@ -148,7 +148,7 @@ def test_serve_serves_a_factory_of_agents_over_http() -> None:
     finally:
         process.send_signal(signal.SIGINT)
         code = process.wait(timeout=20)
-    assert health.json()["agents"] == 3
+    assert (health.json()["agents"], health.json()["flows"]) == (3, 1)
     assert [a["name"] for a in agents["agents"]] == ["echo", "refunds", "router"]
     assert code == 0
 
@@ -182,7 +182,10 @@ def test_serve_with_a_bad_target_exits_1_saying_what_was_expected() -> None:
             "tests.server.apps:_last_user",
             "expected a factory that takes no arguments, got <function _last_user",
         ),
-        ("tests.server.apps:sys", "expected an agent, a mapping or list of agents, or a factory of one, got module"),
+        (
+            "tests.server.apps:sys",
+            "expected an agent or a graph, a mapping or list of them, or a factory of one, got module",
+        ),
     ],
 )
 def test_a_target_that_names_no_agents_is_refused_saying_why(

@@ -8,6 +8,7 @@ from collections.abc import Sequence
 
 from batonflow import TRANSFER_TOOL_NAME, ChatModelAgent, Message, ReActAgent, ToolContext, set_sub_agents, tool
 from batonflow.agents import human_approval
+from batonflow.graph import Graph
 from batonflow.schema import assistant
 from batonflow.testing import FunctionModel, tool_calls
 from batonflow.tools import ToolInfo
@@ -78,8 +79,9 @@ def blocking(model: Blocking) -> ChatModelAgent:
 
 
 def agents() -> dict[str, object]:
-    """The factory ``batonflow serve tests.server.apps:agents`` calls."""
-    return {"echo": echo(), "refunds": refunds(), "router": router()}
+    """The factory ``batonflow serve tests.server.apps:agents`` calls: three agents and a graph."""
+    hello = Graph.from_yaml("id: hello\nlayout:\n  - {id: start, type: start}\n  - {id: end, type: end}\n")
+    return {"echo": echo(), "refunds": refunds(), "router": router(), "hello": hello}
 
 
 def slow() -> ChatModelAgent:

@@ -14,11 +14,16 @@ from schemathesis.specs.openapi.checks import (
     status_code_conformance,
 )
 
+from batonflow.graph import Graph
 from batonflow.server import create_app
 
-from . import apps
+from . import apps, test_flows
 
-app = create_app([apps.echo(), apps.refunds(), apps.approvals()])
+app = create_app(
+    [apps.echo(), apps.refunds(), apps.approvals()],
+    flows=[Graph.from_yaml(test_flows.ORDER)],
+    flow_engine=test_flows.engine(),
+)
 schema = openapi.from_asgi("/openapi.json", app)
 
 CHECKS = [not_a_server_error, status_code_conformance, content_type_conformance, response_schema_conformance]

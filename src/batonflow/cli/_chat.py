@@ -214,6 +214,8 @@ def _cut(text: str, limit: int = 200) -> str:
 
 def pick(agents: dict[str, Agent], name: str | None) -> Agent:
     """The agent to chat with: ``name``, or the only one."""
+    if not agents:
+        raise UserError("chat: expected a target with an agent, got graphs only (serve them: batonflow serve)")
     if name is None:
         if len(agents) == 1:
             return next(iter(agents.values()))

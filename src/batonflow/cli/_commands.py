@@ -103,7 +103,9 @@ def run_graph(
 
 @app.command()
 def serve(
-    target: Annotated[str, typer.Argument(help="module:attr — an agent, a mapping or list of agents, or a factory")],
+    target: Annotated[
+        str, typer.Argument(help="module:attr — an agent or a graph, a mapping or list of them, or a factory")
+    ],
     host: Annotated[str, typer.Option(help="the address to listen on")] = "127.0.0.1",
     port: Annotated[int, typer.Option(help="the port to listen on")] = 8000,
     reload: Annotated[bool, typer.Option(help="restart when the code changes (development)")] = False,
@@ -125,9 +127,9 @@ def chat(
 ) -> int:
     """Chat with an agent tree on the terminal: streamed answers, tool calls, transfers, approvals inline."""
     from ._chat import Chat, pick
-    from ._target import load_agents, open_stores
+    from ._target import load_target, open_stores
 
-    chosen = pick(load_agents(target), agent)
+    chosen = pick(load_target(target)[0], agent)
     _, sessions = open_stores(store)
     session_id = session or f"chat-{uuid.uuid4().hex[:12]}"
     console = Console(highlight=False, soft_wrap=True)

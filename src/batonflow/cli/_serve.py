@@ -8,7 +8,7 @@ import os
 from fastapi import FastAPI
 
 from ..server import create_app
-from ._target import load_agents, open_stores
+from ._target import load_target, open_stores
 
 __all__ = ["app_from_env", "make_app", "serve"]
 
@@ -17,7 +17,8 @@ _TARGET, _STORE, _TOKEN = "BATONFLOW_SERVE_TARGET", "BATONFLOW_SERVE_STORE", "BA
 
 def make_app(target: str, store: str, token: str | None) -> FastAPI:
     checkpoints, sessions = open_stores(store)
-    return create_app(load_agents(target), checkpoint_store=checkpoints, session_store=sessions, auth_token=token)
+    agents, flows = load_target(target)
+    return create_app(agents, flows=flows, checkpoint_store=checkpoints, session_store=sessions, auth_token=token)
 
 
 def app_from_env() -> FastAPI:

@@ -1,4 +1,4 @@
-"""What ``batonflow serve`` and ``batonflow chat`` serve: ``module:attr``, an agent, a mapping of agents, a list of
+"""What ``batonflow serve`` and ``batonflow chat`` serve: ``module:attr``, an agent or a graph, a mapping or list of
 them, or a factory that returns one of those; and the store a ``--store`` option names."""
 
 from __future__ import annotations
@@ -12,6 +12,7 @@ from typing import Any
 
 from ..adk import Agent
 from ..errors import UserError
+from ..graph import Graph
 from ..store import (
     CheckpointStore,
     MemoryCheckpointStore,
@@ -21,15 +22,15 @@ from ..store import (
     SqliteSessionStore,
 )
 
-__all__ = ["load_agents", "open_stores"]
+__all__ = ["load_target", "open_stores"]
 
 
 def _is_agent(value: Any) -> bool:
     return callable(getattr(value, "run", None)) and isinstance(getattr(value, "name", None), str)
 
 
-def load_agents(target: str) -> dict[str, Agent]:
-    """The agents ``target`` (``module:attr``, the module importable from the current folder) names, by name."""
+def load_target(target: str) -> tuple[dict[str, Agent], list[Graph]]:
+    """The agents (by name) and graphs ``target`` (``module:attr``, importable from the current folder) names."""
     module_name, sep, attr = target.partition(":")
     if not sep or not module_name or not attr:
         raise UserError(f"target: expected module:attr (for example myapp.agents:root), got {target!r}")
@@ -44,7 +45,7 @@ def load_agents(target: str) -> dict[str, Agent]:
         if not hasattr(value, part):
             raise UserError(f"target {target!r}: expected {module_name} to have {attr!r}, got no {part!r}")
         value = getattr(value, part)
-    if callable(value) and not _is_agent(value) and not isinstance(value, Mapping):
+    if callable(value) and not _is_agent(value) and not isinstance(value, Mapping | Graph):
         try:
             inspect.signature(value).bind()
         except TypeError:
@@ -55,21 +56,23 @@ def load_agents(target: str) -> dict[str, Agent]:
     return _named(target, value)
 
 
-def _named(target: str, value: Any) -> dict[str, Agent]:
-    if _is_agent(value):
-        return {value.name: value}
+def _named(target: str, value: Any) -> tuple[dict[str, Agent], list[Graph]]:
+    if _is_agent(value) or isinstance(value, Graph):
+        value = [value]
     if isinstance(value, Mapping):
         items = list(value.items())
     elif isinstance(value, Sequence) and not isinstance(value, str):
-        items = [(getattr(a, "name", ""), a) for a in value]
+        items = [(getattr(a, "name", getattr(a, "id", "")), a) for a in value]
     else:
         items = []
-    if not items or not all(_is_agent(a) and isinstance(n, str) and n for n, a in items):
+    graphs = [g for _, g in items if isinstance(g, Graph)]
+    agents = [(n, a) for n, a in items if not isinstance(a, Graph)]
+    if not items or not all(_is_agent(a) and isinstance(n, str) and n for n, a in agents):
         raise UserError(
-            f"target {target!r}: expected an agent, a mapping or list of agents, or a factory of one, "
+            f"target {target!r}: expected an agent or a graph, a mapping or list of them, or a factory of one, "
             f"got {type(value).__qualname__}"
         )
-    return dict(items)
+    return dict(agents), graphs
 
 
 def open_stores(spec: str) -> tuple[CheckpointStore, SessionStore]:

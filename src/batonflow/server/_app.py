@@ -16,12 +16,14 @@ from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 
 from ..adk import Agent, FlowAgent
 from ..errors import UserError
+from ..graph import FlowEngine, Graph
 from ..store import CheckpointStore, MemoryCheckpointStore, MemorySessionStore, SessionStore
 from ._errors import ApiError, ErrorBody, install_handlers
+from ._flows import flow_routes, load_flows
 from ._limits import BodyLimit
 from ._openai import openai_routes
 from ._routes import routes
-from ._server import Server, ServerLimits
+from ._server import Server, ServerLimits, state
 
 __all__ = ["create_app"]
 
@@ -41,8 +43,10 @@ _ERRORS: dict[int | str, dict[str, Any]] = {
 
 
 def create_app(
-    agents: Agent | Mapping[str, Agent] | Sequence[Agent],
+    agents: Agent | Mapping[str, Agent] | Sequence[Agent] = (),
     *,
+    flows: Graph | Sequence[Graph] | Mapping[str, Graph] | None = None,
+    flow_engine: FlowEngine | None = None,
     checkpoint_store: CheckpointStore | None = None,
     session_store: SessionStore | None = None,
     auth_token: str | None = None,
@@ -50,7 +54,8 @@ def create_app(
     limits: ServerLimits | None = None,
     title: str = "batonflow",
 ) -> FastAPI:
-    """A FastAPI app serving ``agents`` (one, a list named by their names, or a mapping of API name to agent).
+    """A FastAPI app serving ``agents`` (one, a list named by their names, or a mapping of API name to agent) and
+    graph ``flows`` (run by ``flow_engine``, which holds their components; a new engine when None).
 
     Interrupted runs are saved in ``checkpoint_store`` and conversations kept in ``session_store``; both are kept
     in memory when None (a development server). With ``auth_token`` every endpoint but ``/health`` and the
@@ -58,16 +63,15 @@ def create_app(
     from. Stores cannot list what they hold, so the app keeps an index, in memory, of the checkpoints its runs
     left pending and of the sessions its runs used: ``GET /checkpoints`` and ``GET /sessions`` list those.
     """
-    limits = ServerLimits() if limits is None else limits
-    if not isinstance(limits, ServerLimits):
-        raise UserError(f"limits: expected ServerLimits, got {type(limits).__qualname__}")
-    if auth_token is not None and (not isinstance(auth_token, str) or not auth_token):
-        raise UserError(f"auth_token: expected a non-empty string or None, got {auth_token!r}")
+    limits = _checked(limits, auth_token)
+    engine, graphs = load_flows(flows, flow_engine)
     server = Server(
-        _named(agents),
+        _named(agents, bool(graphs)),
         checkpoint_store if checkpoint_store is not None else MemoryCheckpointStore(),
         session_store if session_store is not None else MemorySessionStore(),
         limits,
+        engine,
+        graphs,
     )
 
     @asynccontextmanager
@@ -88,15 +92,22 @@ def create_app(
             expose_headers=["X-Run-Id", "Location"],
         )
 
-    @app.get("/health", tags=["server"])
-    async def health() -> dict[str, Any]:
-        """Liveness, the number of agents served and of runs going now."""
-        return {"status": "ok", "agents": len(server.agents), "active_runs": len(server.runs.active)}
-
+    app.add_api_route("/health", health, methods=["GET"], tags=["server"])
     auth = [Depends(_bearer(auth_token))]
     app.include_router(routes(), dependencies=auth)
     app.include_router(openai_routes(), dependencies=auth)
+    app.include_router(flow_routes(), dependencies=auth)
     return app
+
+
+async def health(server: Annotated[Server, Depends(state)]) -> dict[str, Any]:
+    """Liveness, the number of agents and flows served and of runs going now."""
+    return {
+        "status": "ok",
+        "agents": len(server.agents),
+        "flows": len(server.flows),
+        "active_runs": len(server.runs.active),
+    }
 
 
 def _version() -> str:
@@ -105,7 +116,16 @@ def _version() -> str:
     return __version__
 
 
-def _named(agents: Agent | Mapping[str, Agent] | Sequence[Agent]) -> dict[str, FlowAgent]:
+def _checked(limits: ServerLimits | None, auth_token: str | None) -> ServerLimits:
+    limits = ServerLimits() if limits is None else limits
+    if not isinstance(limits, ServerLimits):
+        raise UserError(f"limits: expected ServerLimits, got {type(limits).__qualname__}")
+    if auth_token is not None and (not isinstance(auth_token, str) or not auth_token):
+        raise UserError(f"auth_token: expected a non-empty string or None, got {auth_token!r}")
+    return limits
+
+
+def _named(agents: Agent | Mapping[str, Agent] | Sequence[Agent], flows: bool) -> dict[str, FlowAgent]:
     """The agents by the names the API calls them, each as the root of its tree."""
     if isinstance(agents, Mapping):
         items = list(agents.items())
@@ -122,8 +142,8 @@ def _named(agents: Agent | Mapping[str, Agent] | Sequence[Agent]) -> dict[str, F
         if name in named:
             raise UserError(f"agents: expected unique names, got {name!r} twice")
         named[name] = agent if isinstance(agent, FlowAgent) else FlowAgent(agent)
-    if not named:
-        raise UserError("agents: expected at least one agent, got none")
+    if not named and not flows:
+        raise UserError("agents: expected at least one agent (or flows), got none")
     return named
 
 

@@ -15,6 +15,7 @@ from sse_starlette import EventSourceResponse, ServerSentEvent
 from ..adk import AgentEvent, FlowAgent
 from ..agents import HITLDecision, Runner
 from ..errors import UserError
+from ..graph import FlowEngine, Graph
 from ..schema import Message, Stream, user
 from ..store import CheckpointStore, SessionStore
 from ..trace import TraceEvent
@@ -66,9 +67,17 @@ class Server:
     """What the routes share: the agents, the stores, the limits and the runs."""
 
     def __init__(
-        self, agents: dict[str, FlowAgent], checkpoints: CheckpointStore, sessions: SessionStore, limits: ServerLimits
+        self,
+        agents: dict[str, FlowAgent],
+        checkpoints: CheckpointStore,
+        sessions: SessionStore,
+        limits: ServerLimits,
+        engine: FlowEngine,
+        flows: dict[str, Graph],
     ) -> None:
         self.agents = agents
+        self.engine = engine
+        self.flows = flows
         self.checkpoints = checkpoints
         self.sessions = sessions
         self.limits = limits
