@@ -375,3 +375,13 @@ async def test_an_approval_is_answered_with_json_decisions_per_call_or_one_for_a
     assert "expected one of ['approve', 'reject', 'skip']" in bad.json()["error"]["message"]
     assert resumed["status"] == "completed" and resumed["text"] == "refunded 1 / needs a manager"
     assert all_approved["text"] == "refunded 1 / refunded 2"
+
+
+async def test_the_dev_ui_is_served_at_ui_without_the_token() -> None:
+    async with asgi_client(app(auth_token="t")) as client:
+        bare = await client.get("/ui")
+        page = await client.get("/ui/")
+        script = await client.get("/ui/ui.js")
+    assert (bare.status_code, bare.headers["location"]) == (307, "/ui/")
+    assert page.status_code == 200 and "<title>batonflow</title>" in page.text
+    assert script.status_code == 200 and "Authorization" in script.text

@@ -8,11 +8,14 @@ what HTTP needs: validated bodies, answers that say what was wrong, auth, limits
 import hmac
 from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from contextlib import asynccontextmanager
+from pathlib import Path
 from typing import Annotated, Any
 
 from fastapi import Depends, FastAPI
 from fastapi.middleware.cors import CORSMiddleware
+from fastapi.responses import RedirectResponse
 from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
+from fastapi.staticfiles import StaticFiles
 
 from ..adk import Agent, FlowAgent
 from ..errors import UserError
@@ -97,7 +100,15 @@ def create_app(
     app.include_router(routes(), dependencies=auth)
     app.include_router(openai_routes(), dependencies=auth)
     app.include_router(flow_routes(), dependencies=auth)
+    _ui(app)
     return app
+
+
+def _ui(app: FastAPI) -> None:
+    """The dev UI at ``/ui``: static files shipped in the package. They hold no secret, so they are served without
+    the token; the page asks for it and sends it with each call."""
+    app.add_api_route("/ui", lambda: RedirectResponse("/ui/"), methods=["GET"], include_in_schema=False)
+    app.mount("/ui/", StaticFiles(directory=Path(__file__).with_name("ui"), html=True), name="ui")
 
 
 async def health(server: Annotated[Server, Depends(state)]) -> dict[str, Any]:
