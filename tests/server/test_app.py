@@ -385,3 +385,13 @@ async def test_the_dev_ui_is_served_at_ui_without_the_token() -> None:
     assert (bare.status_code, bare.headers["location"]) == (307, "/ui/")
     assert page.status_code == 200 and "<title>batonflow</title>" in page.text
     assert script.status_code == 200 and "Authorization" in script.text
+
+
+async def test_a_client_that_leaves_before_its_json_answer_cancels_the_run() -> None:
+    model = apps.Blocking()
+    async with serving(create_app([apps.blocking(model)])) as url, httpx.AsyncClient(base_url=url) as client:
+        with pytest.raises(httpx.ReadTimeout):
+            await client.post("/runs", json={"agent": "slow", "input": "x"}, timeout=httpx.Timeout(5, read=0.3))
+        await eventually(lambda: model.cancelled == 1)
+        await eventually(lambda: not run_tasks())
+    assert model.started == 1

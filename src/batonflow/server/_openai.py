@@ -14,7 +14,7 @@ from collections.abc import AsyncIterator
 from contextlib import aclosing
 from typing import Annotated, Any, Literal
 
-from fastapi import APIRouter, Depends
+from fastapi import APIRouter, Depends, Request
 from pydantic import BaseModel, ConfigDict, Field
 from sse_starlette import EventSourceResponse, ServerSentEvent
 
@@ -98,7 +98,7 @@ async def list_models(server: Srv) -> dict[str, Any]:
     }
 
 
-async def chat_completions(body: ChatCompletionRequest, server: Srv) -> Any:
+async def chat_completions(body: ChatCompletionRequest, server: Srv, request: Request) -> Any:
     """Run the agent named by ``model`` on ``messages``; OpenAI's answer, or its stream of chunks."""
     if body.model not in server.agents:
         raise ApiError(
@@ -125,7 +125,7 @@ async def chat_completions(body: ChatCompletionRequest, server: Srv) -> Any:
     created = int(time.time())
     if body.stream:
         return EventSourceResponse(_chunks(record, checkpoint_id, created), ping=server.limits.heartbeat)
-    await finished(record)
+    await finished(record, request)
     reason, content = _finish(record)
     return {
         "id": checkpoint_id,

@@ -3,7 +3,7 @@
 import uuid
 from typing import Annotated, Any
 
-from fastapi import APIRouter, Depends, Header, Query, Response
+from fastapi import APIRouter, Depends, Header, Query, Request, Response
 from sse_starlette import EventSourceResponse
 
 from ..store import check_checkpoint_id, check_session_id
@@ -28,21 +28,21 @@ async def list_agents(server: Srv) -> dict[str, Any]:
     }
 
 
-async def start_run(body: RunRequest, server: Srv) -> Any:
+async def start_run(body: RunRequest, server: Srv, request: Request) -> Any:
     """Start a run: the result as JSON, the events as SSE (``stream``), or 202 and the run id (``detached``)."""
     server.agent(body.agent)
     if body.session_id is not None:
         record = await _conversation_turn(body, body.session_id, server)
     else:
         record = await _lone_run(body, server)
-    return await _answered(record, body.stream, body.detached, server)
+    return await _answered(record, body.stream, body.detached, server, request)
 
 
-async def _answered(record: RunRecord, stream: bool, detached: bool, server: Server) -> Any:
+async def _answered(record: RunRecord, stream: bool, detached: bool, server: Server, request: Request) -> Any:
     early = answer(record, stream, detached, server)
     if early is not None:
         return early
-    await finished(record)
+    await finished(record, request)
     return result(record)
 
 
@@ -150,7 +150,7 @@ async def get_checkpoint(checkpoint_id: str, server: Srv) -> dict[str, Any]:
     return _pending(server, checkpoint_id).json()
 
 
-async def resume_checkpoint(checkpoint_id: str, body: ResumeRequest, server: Srv) -> Any:
+async def resume_checkpoint(checkpoint_id: str, body: ResumeRequest, server: Srv, request: Request) -> Any:
     """Resume a pending checkpoint with ``targets``, answered as ``POST /runs`` answers."""
     checkpoint_id = checked(check_checkpoint_id, checkpoint_id, "checkpoint_id")
     entry = server.runs.pending.get(checkpoint_id)
@@ -180,7 +180,7 @@ async def resume_checkpoint(checkpoint_id: str, body: ResumeRequest, server: Srv
             session_id=None,
             resumed=True,
         )
-    return await _answered(record, body.stream, body.detached, server)
+    return await _answered(record, body.stream, body.detached, server, request)
 
 
 async def _resumable(

@@ -1,6 +1,7 @@
 """What the routes share: the agents, the stores, the limits and the runs, and the steps every run endpoint takes
 (check the input, start the run on a Runner made for it, answer as JSON, SSE or 202)."""
 
+import asyncio
 import json
 from collections import deque
 from collections.abc import AsyncIterator, Callable, Mapping, Sequence
@@ -206,14 +207,24 @@ def _sent(frame: Frame) -> ServerSentEvent:
     return ServerSentEvent(data=json.dumps(frame.data, ensure_ascii=False), event=frame.event, id=frame.id)
 
 
-async def finished(record: RunRecord) -> None:
-    """Wait for the run to end; a request cancelled meanwhile cancels it (unless it is detached)."""
+_DISCONNECT_POLL = 0.2  # seconds between looks at whether the client of a JSON answer is still there
+
+
+async def finished(record: RunRecord, request: Request) -> None:
+    """Wait for the run to end for a JSON answer. A client that goes away meanwhile (or a request cancelled)
+    cancels the run, as a streamed one's does: nobody would read the answer."""
+    waiter = asyncio.ensure_future(record.finished.wait())
     try:
-        await record.finished.wait()
+        while not waiter.done():
+            await asyncio.wait([waiter], timeout=_DISCONNECT_POLL)
+            if not waiter.done() and await request.is_disconnected():
+                record.cancel()
+                await waiter
     except BaseException:
-        if not record.detached:
-            record.cancel()
+        record.cancel()
         raise
+    finally:
+        waiter.cancel()
 
 
 def result(record: RunRecord) -> dict[str, Any]:
