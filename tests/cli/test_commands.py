@@ -255,3 +255,24 @@ def test_chat_asks_y_or_n_for_each_call_an_approval_holds() -> None:
     assert "approve pay_back(order_id=1)? [y/n]" in result.output
     assert "approve pay_back(order_id=2)? [y/n]" in result.output
     assert "support› refunded 1 / " in result.output and "refunded 2" not in result.output
+
+
+def test_web_serves_and_opens_the_dev_ui_in_the_browser(tmp_path: Path) -> None:
+    opened = tmp_path / "opened"
+    browser = tmp_path / "browser.sh"
+    browser.write_text(f'#!/bin/sh\necho "$1" > {opened}\n')
+    browser.chmod(0o755)
+    port = _free_port()
+    command = [sys.executable, "-m", "batonflow", "web", "tests.server.apps:echo", "--port", str(port)]
+    process = subprocess.Popen(command, cwd=ROOT, env={**ENV, "BROWSER": f"{browser} %s"}, stderr=subprocess.PIPE)
+    try:
+        deadline = time.monotonic() + 30
+        while not opened.exists() or not opened.read_text():
+            assert process.poll() is None and time.monotonic() < deadline, "the browser was not opened"
+            time.sleep(0.05)
+        page = httpx.get(f"http://127.0.0.1:{port}/ui/")
+    finally:
+        process.send_signal(signal.SIGINT)
+        process.wait(timeout=20)
+    assert opened.read_text() == f"http://127.0.0.1:{port}/ui/\n"
+    assert page.status_code == 200 and "<title>batonflow</title>" in page.text

@@ -119,6 +119,22 @@ def serve(
 
 
 @app.command()
+def web(
+    target: Annotated[
+        str, typer.Argument(help="module:attr — an agent or a graph, a mapping or list of them, or a factory")
+    ],
+    host: Annotated[str, typer.Option(help="the address to listen on")] = "127.0.0.1",
+    port: Annotated[int, typer.Option(help="the port to listen on")] = 8000,
+    store: Store = "memory",
+    token: Token = None,
+) -> None:
+    """Serve the agents and open the dev UI (/ui) in a browser."""
+    from ._serve import serve as run_server
+
+    run_server(target, host=host, port=port, reload=False, store=store, token=token, browse=True)
+
+
+@app.command()
 def chat(
     target: Annotated[str, typer.Argument(help="module:attr — an agent, a mapping or list of agents, or a factory")],
     session: Annotated[str | None, typer.Option(help="the conversation to continue (a new one when omitted)")] = None,

@@ -4,6 +4,10 @@ each process it restarts, so the options travel in the environment to ``app_from
 from __future__ import annotations
 
 import os
+import threading
+import time
+import urllib.request
+import webbrowser
 
 from fastapi import FastAPI
 
@@ -13,6 +17,18 @@ from ._target import load_target, open_stores
 __all__ = ["app_from_env", "make_app", "serve"]
 
 _TARGET, _STORE, _TOKEN = "BATONFLOW_SERVE_TARGET", "BATONFLOW_SERVE_STORE", "BATONFLOW_TOKEN"
+
+
+def _browse(url: str, within: float = 30.0) -> None:
+    """Open ``url`` in the user's browser (``$BROWSER`` when set) as soon as the server answers there."""
+    deadline = time.monotonic() + within
+    while time.monotonic() < deadline:
+        try:
+            with urllib.request.urlopen(url, timeout=1):
+                break
+        except OSError:
+            time.sleep(0.1)
+    webbrowser.open(url)
 
 
 def make_app(target: str, store: str, token: str | None) -> FastAPI:
@@ -26,10 +42,15 @@ def app_from_env() -> FastAPI:
     return make_app(os.environ[_TARGET], os.environ.get(_STORE, "memory"), os.environ.get(_TOKEN) or None)
 
 
-def serve(target: str, *, host: str, port: int, reload: bool, store: str, token: str | None) -> None:
+def serve(
+    target: str, *, host: str, port: int, reload: bool, store: str, token: str | None, browse: bool = False
+) -> None:
+    """Serve the target on uvicorn; with ``browse``, open the dev UI in a browser once the server listens."""
     import uvicorn
 
     app = make_app(target, store, token)  # made here first, so that a bad target fails before uvicorn starts
+    if browse:
+        threading.Thread(target=_browse, args=(f"http://{host}:{port}/ui/",), daemon=True).start()
     if not reload:
         uvicorn.run(app, host=host, port=port)
         return
