@@ -276,3 +276,24 @@ def test_web_serves_and_opens_the_dev_ui_in_the_browser(tmp_path: Path) -> None:
         process.wait(timeout=20)
     assert opened.read_text() == f"http://127.0.0.1:{port}/ui/\n"
     assert page.status_code == 200 and "<title>batonflow</title>" in page.text
+
+
+def test_serve_with_reload_serves_through_uvicorn_s_reloader() -> None:
+    port = _free_port()
+    command = [sys.executable, "-m", "batonflow", "serve", "tests.server.apps:echo", "--port", str(port), "--reload"]
+    process = subprocess.Popen(command, cwd=ROOT, env=ENV, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    try:
+        deadline = time.monotonic() + 30
+        while True:
+            try:
+                health = httpx.get(f"http://127.0.0.1:{port}/health").json()
+                break
+            except httpx.ConnectError:
+                assert process.poll() is None and time.monotonic() < deadline, process.stderr.read().decode()  # type: ignore[union-attr]
+                time.sleep(0.05)
+    finally:
+        process.send_signal(signal.SIGINT)
+        process.wait(timeout=20)
+        errors = process.stderr.read().decode()  # type: ignore[union-attr]
+    assert health["agents"] == 1
+    assert "Started reloader process" in errors
