@@ -395,3 +395,24 @@ async def test_a_client_that_leaves_before_its_json_answer_cancels_the_run() -> 
         await eventually(lambda: model.cancelled == 1)
         await eventually(lambda: not run_tasks())
     assert model.started == 1
+
+
+async def test_a_client_that_reconnects_within_the_grace_keeps_its_run_and_one_that_does_not_loses_it() -> None:
+    model = apps.Blocking()
+    server = create_app([apps.blocking(model)], limits=ServerLimits(reconnect_grace=0.3, heartbeat=0.02))
+    async with serving(server) as url, httpx.AsyncClient(base_url=url) as client:
+        async with client.stream("POST", "/runs", json={"agent": "slow", "input": "x", "stream": True}) as stream:
+            run_id = stream.headers["x-run-id"]
+            async for line in stream.aiter_lines():
+                if line.startswith(": "):
+                    break
+        async with client.stream("GET", f"/runs/{run_id}/events", headers={"Last-Event-ID": "0.1"}) as again:
+            async for line in again.aiter_lines():
+                if line.startswith(": "):
+                    break
+            alive = model.cancelled == 0 and bool(run_tasks())
+        await eventually(lambda: model.cancelled == 1)  # nobody came back this time
+        await eventually(lambda: not run_tasks())
+        ended = (await client.get(f"/runs/{run_id}")).json()
+    assert alive
+    assert ended["status"] == "cancelled"
