@@ -14,7 +14,7 @@ $(BIN)/python:
 	$(BIN)/python -m pip install --quiet --upgrade pip
 
 $(VENV)/.demo-installed: pyproject.toml | $(BIN)/python
-	$(BIN)/python -m pip install --quiet -e '.[local]'
+	$(BIN)/python -m pip install --quiet -e '.[local,cli]'
 	touch $@
 
 $(VENV)/.test-installed: pyproject.toml | $(BIN)/python

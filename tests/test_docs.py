@@ -35,6 +35,7 @@ PAGES = [
     "flows.md",
     "models.md",
     "mcp.md",
+    "serving.md",
 ]
 NOT_RUN = "<!-- not run -->"
 FENCE = re.compile(r"^```(\w*)\s*$")

@@ -1,0 +1,183 @@
+"""Many concurrent SSE runs against one server process: ``python -m benchmarks.serve [--runs 1000] [--words 20]
+[--disconnects 100] [--json]``.
+
+Starts ``batonflow.server.create_app`` on uvicorn in a process of its own on loopback, serving an agent on a scripted
+model (``FunctionModel``: an answer of ``--words`` words, streamed a word per delta) and one whose model never
+answers. Then all ``--runs`` clients start at once, each on a connection of its own (a small HTTP/1.1 client on
+asyncio streams, so that the clients cost little next to the server), ask for a streamed run and read it to its
+``end`` event. Prints how many completed, the p50 and p99 time to the first event (from the moment all started, so
+it includes the wait for the server), the wall time, and the server's peak RSS (``VmHWM``). Then ``--disconnects``
+clients start a run on the agent that never answers, read its first event and hang up: the server must cancel
+every one of them, which ``/health`` (``active_runs``) has to show within seconds; the number still going is printed
+as ``left_behind``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import json
+import os
+import resource
+import signal
+import socket
+import statistics
+import subprocess
+import sys
+import time
+from typing import Any
+
+HOST = "127.0.0.1"
+
+
+def app(words: int) -> Any:
+    from batonflow import ChatModelAgent
+    from batonflow.schema import assistant
+    from batonflow.server import ServerLimits, create_app
+    from batonflow.testing import FunctionModel
+
+    answer = " ".join(f"word{i}" for i in range(words))
+    scripted = ChatModelAgent(name="scripted", model=FunctionModel(lambda messages, tools: assistant(answer)))
+
+    async def never(messages: Any, tools: Any) -> Any:
+        await asyncio.Event().wait()
+
+    stuck = ChatModelAgent(name="stuck", model=FunctionModel(never))
+    return create_app([scripted, stuck], limits=ServerLimits(max_active_runs=100_000, heartbeat=5.0))
+
+
+def _raise_file_limit() -> None:
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    if soft < hard:
+        resource.setrlimit(resource.RLIMIT_NOFILE, (hard, hard))
+
+
+def serve(port: int, words: int) -> None:
+    import uvicorn
+
+    _raise_file_limit()
+    uvicorn.run(app(words), host=HOST, port=port, log_level="warning", access_log=False, backlog=4096)
+
+
+def _request(method: str, path: str, body: bytes = b"") -> bytes:
+    head = f"{method} {path} HTTP/1.1\r\nHost: {HOST}\r\nConnection: close\r\n"
+    if body:
+        head += f"Content-Type: application/json\r\nContent-Length: {len(body)}\r\n"
+    return head.encode() + b"\r\n" + body
+
+
+async def stream_run(port: int, agent: str, start: float, *, hang_up: bool = False) -> tuple[float | None, bool]:
+    """One streamed run: the seconds from ``start`` to its first event, and whether it ended completed."""
+    reader, writer = await asyncio.open_connection(HOST, port)
+    body = json.dumps({"agent": agent, "input": "go", "stream": True}).encode()
+    writer.write(_request("POST", "/runs", body))
+    first: float | None = None
+    completed = False
+    ending = False
+    try:
+        async for line in reader:
+            if first is None and line.startswith(b"event:"):
+                first = time.perf_counter() - start
+                if hang_up:
+                    break
+            if line.startswith(b"event: end"):
+                ending = True
+            elif ending and line.startswith(b"data:"):
+                completed = json.loads(line[5:])["status"] == "completed"
+                break
+    finally:
+        writer.close()
+        with contextlib.suppress(OSError):
+            await writer.wait_closed()
+    return first, completed
+
+
+async def health(port: int) -> dict[str, Any]:
+    reader, writer = await asyncio.open_connection(HOST, port)
+    writer.write(_request("GET", "/health"))
+    data = await reader.read()
+    writer.close()
+    return dict(json.loads(data.split(b"\r\n\r\n", 1)[1]))
+
+
+def peak_rss_mb(pid: int) -> float:
+    with open(f"/proc/{pid}/status") as status:
+        for line in status:
+            if line.startswith("VmHWM:"):
+                return int(line.split()[1]) / 1024
+    return float("nan")
+
+
+async def measure(port: int, pid: int, runs: int, disconnects: int) -> dict[str, Any]:
+    start = time.perf_counter()
+    results = await asyncio.gather(*(stream_run(port, "scripted", start) for _ in range(runs)))
+    wall = time.perf_counter() - start
+    firsts = sorted(f for f, _ in results if f is not None)
+    completed = sum(1 for _, done in results if done)
+    start = time.perf_counter()
+    await asyncio.gather(*(stream_run(port, "stuck", start, hang_up=True) for _ in range(disconnects)))
+    deadline = time.perf_counter() + 10
+    active = (await health(port))["active_runs"]
+    while active and time.perf_counter() < deadline:
+        await asyncio.sleep(0.02)
+        active = (await health(port))["active_runs"]
+    quantiles = statistics.quantiles(firsts, n=100, method="inclusive") if len(firsts) > 1 else firsts * 99
+    return {
+        "runs": runs,
+        "completed": completed,
+        "first_event_p50_ms": round(quantiles[49] * 1000, 1) if firsts else None,
+        "first_event_p99_ms": round(quantiles[98] * 1000, 1) if firsts else None,
+        "wall_s": round(wall, 2),
+        "peak_rss_mb": round(peak_rss_mb(pid), 1),
+        "disconnects": disconnects,
+        "left_behind": active,
+    }
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind((HOST, 0))
+        return int(s.getsockname()[1])
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(prog="python -m benchmarks.serve", description=__doc__.split("\n\n")[0])
+    parser.add_argument("--runs", type=int, default=1000)
+    parser.add_argument("--words", type=int, default=20)
+    parser.add_argument("--disconnects", type=int, default=100)
+    parser.add_argument("--json", action="store_true", help="print one JSON line")
+    parser.add_argument("--server", type=int, metavar="PORT", help=argparse.SUPPRESS)  # the server process
+    args = parser.parse_args(argv)
+    if args.server:
+        serve(args.server, args.words)
+        return
+    _raise_file_limit()
+    port = _free_port()
+    command = [sys.executable, "-m", "benchmarks.serve", "--server", str(port), "--words", str(args.words)]
+    server = subprocess.Popen(command, env={**os.environ})
+    try:
+        deadline = time.monotonic() + 60
+        while True:
+            try:
+                socket.create_connection((HOST, port), timeout=1).close()
+                break
+            except OSError:
+                if server.poll() is not None or time.monotonic() > deadline:
+                    raise SystemExit("the server did not start") from None
+                time.sleep(0.05)
+        figures = asyncio.run(measure(port, server.pid, args.runs, args.disconnects))
+    finally:
+        server.send_signal(signal.SIGINT)
+        server.wait(30)
+    if args.json:
+        print(json.dumps(figures))
+        return
+    print(f"{figures['completed']} of {figures['runs']} concurrent SSE runs completed in {figures['wall_s']} s")
+    print(f"time to first event: p50 {figures['first_event_p50_ms']} ms, p99 {figures['first_event_p99_ms']} ms")
+    print(f"server peak RSS: {figures['peak_rss_mb']} MB")
+    print(f"{figures['disconnects']} clients hung up mid-stream: {figures['left_behind']} runs left behind")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,225 @@
+"""``batonflow chat``: a conversation with an agent tree on the terminal.
+
+Each agent's words stream in a colour of its own, tool calls and transfers show as they happen, and a run that
+stops for a person asks on the spot (a tool's question takes any answer, JSON or text; a human approval takes y/n
+per call) and resumes. Ctrl-C during a run cancels it and returns to the prompt, the message that started it kept
+in the conversation; Ctrl-C at the prompt, Ctrl-D or ``/exit`` leaves.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import signal
+import sys
+import threading
+import zlib
+from contextlib import aclosing, suppress
+from typing import Any
+
+from rich.console import Console
+from rich.text import Text
+
+from ..adk import Agent, AgentEvent, InterruptCtx, InterruptInfo
+from ..agents import HITLDecision, HITLPending, Runner, Session
+from ..errors import UserError
+from ..observe import ConsoleRenderer
+from ..schema import Message, Stream, user
+from ..store import SessionStore
+
+__all__ = ["Chat", "Lines", "pick"]
+
+_COLOURS = ("cyan", "magenta", "green", "yellow", "blue", "bright_red", "bright_cyan", "bright_magenta")
+
+
+class Lines:
+    """Lines of standard input, read on a thread of their own so that the event loop (and Ctrl-C) stays free;
+    None once the input ends, or once ``close`` is called."""
+
+    def __init__(self) -> None:
+        self._queue: asyncio.Queue[str | None] = asyncio.Queue()
+        self._loop = asyncio.get_running_loop()
+        self._stdin = sys.stdin
+        threading.Thread(target=self._read, name="batonflow chat input", daemon=True).start()
+
+    def _read(self) -> None:
+        while True:
+            line = self._stdin.readline()
+            self._loop.call_soon_threadsafe(self._queue.put_nowait, line.rstrip("\n") if line else None)
+            if not line:
+                return
+
+    async def read(self) -> str | None:
+        return await self._queue.get()
+
+    def close(self) -> None:
+        self._queue.put_nowait(None)
+
+
+class Chat:
+    """One terminal conversation with ``agent`` under ``session_id`` in ``sessions``."""
+
+    def __init__(self, agent: Agent, *, session_id: str, sessions: SessionStore, console: Console) -> None:
+        self.runner = Runner(agent, enable_streaming=True, session_store=sessions)
+        self.session_id = session_id
+        self.sessions = sessions
+        self.console = console
+        self._turn: asyncio.Task[None] | None = None
+        self._quit = False
+
+    async def loop(self) -> int:
+        """Read prompts until the input ends: 0, or 130 when Ctrl-C at the prompt ended it."""
+        lines = Lines()
+        loop = asyncio.get_running_loop()
+        with suppress(NotImplementedError, RuntimeError, ValueError):  # no signals off the main thread
+            loop.add_signal_handler(signal.SIGINT, self._interrupt, lines)
+        try:
+            while True:
+                self.console.print(Text("you> ", style="bold"), end="")
+                text = await lines.read()
+                if text is None or text.strip() in ("/exit", "/quit"):
+                    self.console.print()
+                    return 130 if self._quit else 0
+                if text.strip():
+                    await self._run_turn(text.strip(), lines)
+        finally:
+            with suppress(NotImplementedError, RuntimeError, ValueError):
+                loop.remove_signal_handler(signal.SIGINT)
+
+    def _interrupt(self, lines: Lines) -> None:
+        if self._turn is not None and not self._turn.done():
+            self._turn.cancel()
+        else:
+            self._quit = True
+            lines.close()
+
+    async def _run_turn(self, text: str, lines: Lines) -> None:
+        self._turn = asyncio.create_task(self.turn(text, lines))
+        await asyncio.wait([self._turn])
+        if self._turn.cancelled():
+            self.console.print(Text("\n[cancelled: the message stays in the conversation]", style="dim"))
+            await self._keep(text)
+        elif self._turn.exception() is not None:
+            error = self._turn.exception()
+            self.console.print(Text(f"error: {type(error).__name__}: {error}", style="bold red"))
+        self._turn = None
+
+    async def _keep(self, text: str) -> None:
+        """Add the prompt of a cancelled run to the conversation (the run saves only what it finished)."""
+        session = await Session.load(self.sessions, self.session_id, window=1)
+        if not session.messages or session.messages[-1].content != text:
+            session.add(user(text))
+            await session.save()
+
+    async def turn(self, text: str, lines: Lines) -> None:
+        """One prompt, and the answers to every interrupt it comes to."""
+        stopped = await self.show(self.runner.run([user(text)], session_id=self.session_id))
+        while stopped:
+            targets: dict[str, Any] = {}
+            for cause in stopped:
+                answer = await self.ask(cause, lines)
+                if answer is None:
+                    return
+                targets[cause.id] = answer
+            stopped = await self.show(self.runner.run([], session_id=self.session_id, targets=targets))
+
+    async def ask(self, cause: InterruptCtx, lines: Lines) -> Any:
+        """The answer to one interrupt, read from the terminal; None when the input ended."""
+        if isinstance(cause.info, HITLPending):
+            decisions = {}
+            for task in cause.info.tasks:
+                call = ConsoleRenderer.format_call(task.tool_name, task.arguments)
+                self.console.print(Text(f"  approve {call}? [y/n] ", style="bold yellow"), end="")
+                reply = await lines.read()
+                if reply is None:
+                    return None
+                approved = reply.strip().lower() in ("y", "yes")
+                decisions[task.call_id] = HITLDecision(action="approve" if approved else "reject")
+            return decisions
+        self.console.print(Text(f"  {_info(cause.info)} > ", style="bold yellow"), end="")
+        reply = await lines.read()
+        return None if reply is None else _value(reply)
+
+    async def show(self, events: Stream[AgentEvent]) -> list[InterruptCtx]:
+        """Print a run's events as they come; the interrupts it stopped at."""
+        stopped: list[InterruptCtx] = []
+        async with aclosing(events):
+            async for event in events:
+                await self._print(event)
+                interrupted = event.action.interrupted if event.action is not None else None
+                if isinstance(interrupted, InterruptInfo):
+                    stopped = interrupted.interrupt_contexts
+        return stopped
+
+    async def _print(self, event: AgentEvent) -> None:
+        colour = _COLOURS[zlib.crc32(event.agent_name.encode()) % len(_COLOURS)]
+        variant = event.message_output
+        action = event.action
+        if variant is not None and variant.role == "assistant":
+            message = await self._streamed(event, colour)
+            for call in message.tool_calls if message else ():
+                shown = ConsoleRenderer.format_call(call.function.name, call.function.arguments)
+                self.console.print(Text(f"  ⚙ {event.agent_name} calls {shown}", style="dim"))
+        elif variant is not None and variant.role == "tool":
+            if action is not None and action.transfer_to_agent is not None:
+                target = action.transfer_to_agent.dest_agent_name
+                self.console.print(Text(f"  ⇢ {event.agent_name} transfers to {target}", style=f"bold {colour}"))
+            else:
+                result = (await variant.get_message()).content
+                self.console.print(Text(f"  ← {variant.tool_name}: {_cut(result)}", style="dim"))
+        if action is not None and isinstance(action.interrupted, InterruptInfo):
+            for cause in action.interrupted.interrupt_contexts:
+                self.console.print(Text(f"  ? {event.agent_name} waits: {_info(cause.info)}", style="yellow"))
+        if event.error is not None:
+            self.console.print(Text(f"error: {type(event.error).__name__}: {event.error}", style="bold red"))
+
+    async def _streamed(self, event: AgentEvent, colour: str) -> Message | None:
+        """An assistant message, printed as its chunks come; the whole message."""
+        variant = event.message_output
+        assert variant is not None
+        head = Text(f"{event.agent_name}› ", style=f"bold {colour}")
+        if not variant.is_streaming or variant.message_stream is None:
+            message = variant.message
+            if message is not None and message.content:
+                self.console.print(head + Text(message.content, style=colour))
+            return message
+        printed = False
+        async with aclosing(variant.message_stream) as chunks:
+            async for chunk in chunks:
+                if chunk.content:
+                    if not printed:
+                        self.console.print(head, end="")
+                        printed = True
+                    self.console.print(Text(chunk.content, style=colour), end="")
+        if printed:
+            self.console.print()
+        return await variant.get_message()
+
+
+def _info(info: Any) -> str:
+    return info if isinstance(info, str) else json.dumps(info, ensure_ascii=False, default=str)
+
+
+def _value(reply: str) -> Any:
+    """A reply as JSON when it is JSON (``true``, ``42``, ``{"a": 1}``), else as the text typed."""
+    try:
+        return json.loads(reply)
+    except ValueError:
+        return reply
+
+
+def _cut(text: str, limit: int = 200) -> str:
+    return text if len(text) <= limit else f"{text[:limit]}…"
+
+
+def pick(agents: dict[str, Agent], name: str | None) -> Agent:
+    """The agent to chat with: ``name``, or the only one."""
+    if not agents:
+        raise UserError("chat: expected a target with an agent, got graphs only (serve them: batonflow serve)")
+    if name is None:
+        if len(agents) == 1:
+            return next(iter(agents.values()))
+        raise UserError(f"--agent: expected one of {sorted(agents)} (the target holds several), got none")
+    if name not in agents:
+        raise UserError(f"--agent: expected one of {sorted(agents)}, got {name!r}")
+    return agents[name]

@@ -1,0 +1,211 @@
+"""The ``batonflow`` commands (typer): demo, serve, chat, checkpoints, and ``--version``."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import sys
+import uuid
+from enum import StrEnum
+from typing import Annotated
+
+import typer
+from rich.console import Console
+from rich.table import Table
+
+__all__ = ["app"]
+
+app = typer.Typer(
+    name="batonflow",
+    help="Multi-agent LLM applications: run the demo, serve agents over HTTP, chat with them.",
+    no_args_is_help=True,
+    add_completion=False,
+    pretty_exceptions_enable=False,
+)
+checkpoints = typer.Typer(help="The pending checkpoints of a running server (batonflow serve).", no_args_is_help=True)
+app.add_typer(checkpoints, name="checkpoints")
+
+Url = Annotated[str, typer.Option(envvar="BATONFLOW_URL", help="the server's base URL")]
+Token = Annotated[str | None, typer.Option(envvar="BATONFLOW_TOKEN", help="the server's bearer token")]
+Store = Annotated[str, typer.Option(help="where checkpoints and sessions live: memory, or sqlite:PATH")]
+
+
+def _version(value: bool) -> None:
+    if value:
+        from .. import __version__
+
+        typer.echo(f"batonflow {__version__}")
+        raise typer.Exit()
+
+
+@app.callback()
+def root(
+    version: Annotated[
+        bool, typer.Option("--version", callback=_version, is_eager=True, help="print the version and exit")
+    ] = False,
+) -> None:
+    """Multi-agent LLM applications."""
+
+
+class Approve(StrEnum):
+    auto = "auto"
+    ask = "ask"
+    yes = "yes"
+    no = "no"
+
+
+@app.command()
+def demo(
+    model: Annotated[
+        str,
+        typer.Option(
+            help="model URI: local:smollm2 (default, offline), openai:gpt-4o-mini, "
+            "openai-compatible:http://host:port/v1#model, ollama:llama3.2, "
+            "scripted (a deterministic replay without any model)"
+        ),
+    ] = "local:smollm2",
+    approve: Annotated[
+        Approve,
+        typer.Option(
+            help="refund approvals: ask on a terminal, else approve the first and reject the rest (auto); "
+            "always ask; approve all; reject all"
+        ),
+    ] = Approve.auto,
+) -> None:
+    """A customer-service team of agents (router, refunds, complaints, products) answering a few requests."""
+    from . import demo as demo_package  # on first use: the demo pulls in the agents and a model
+
+    asyncio.run(demo_package.run_demo(model, out=sys.stdout, approve=approve.value))
+
+
+@app.command("run")
+def run_graph(
+    flow: Annotated[str, typer.Argument(metavar="FLOW.yml", help="the graph file (.yml, .yaml or .json)")],
+    var: Annotated[
+        list[str] | None,
+        typer.Option(
+            metavar="KEY=VALUE",
+            help="a context variable; a value that reads as JSON (4, true, [1,2]) is that value, else text",
+        ),
+    ] = None,
+    graph: Annotated[
+        list[str] | None,
+        typer.Option(metavar="PATH", help="other graphs the flow calls as '#id': a file, a folder or a glob pattern"),
+    ] = None,
+    steps: Annotated[int, typer.Option(help="stop after this many node visits (default: no limit)")] = -1,
+) -> None:
+    """Run a graph flow (YAML or JSON) and print where it ended, as JSON."""
+    from ._run import parse_vars, run_flow
+
+    variables = parse_vars(var or [])
+    asyncio.run(run_flow(flow, variables=variables, graphs=graph or [], steps=steps, out=sys.stdout))
+
+
+@app.command()
+def serve(
+    target: Annotated[
+        str, typer.Argument(help="module:attr — an agent or a graph, a mapping or list of them, or a factory")
+    ],
+    host: Annotated[str, typer.Option(help="the address to listen on")] = "127.0.0.1",
+    port: Annotated[int, typer.Option(help="the port to listen on")] = 8000,
+    reload: Annotated[bool, typer.Option(help="restart when the code changes (development)")] = False,
+    store: Store = "memory",
+    token: Token = None,
+) -> None:
+    """Serve the agents over HTTP: the API, SSE streams and the OpenAI-compatible endpoint (uvicorn)."""
+    from ._serve import serve as run_server
+
+    run_server(target, host=host, port=port, reload=reload, store=store, token=token)
+
+
+@app.command()
+def web(
+    target: Annotated[
+        str, typer.Argument(help="module:attr — an agent or a graph, a mapping or list of them, or a factory")
+    ],
+    host: Annotated[str, typer.Option(help="the address to listen on")] = "127.0.0.1",
+    port: Annotated[int, typer.Option(help="the port to listen on")] = 8000,
+    store: Store = "memory",
+    token: Token = None,
+) -> None:
+    """Serve the agents and open the dev UI (/ui) in a browser."""
+    from ._serve import serve as run_server
+
+    run_server(target, host=host, port=port, reload=False, store=store, token=token, browse=True)
+
+
+@app.command()
+def chat(
+    target: Annotated[str, typer.Argument(help="module:attr — an agent, a mapping or list of agents, or a factory")],
+    session: Annotated[str | None, typer.Option(help="the conversation to continue (a new one when omitted)")] = None,
+    store: Store = "memory",
+    agent: Annotated[str | None, typer.Option(help="which agent, when the target holds several")] = None,
+) -> int:
+    """Chat with an agent tree on the terminal: streamed answers, tool calls, transfers, approvals inline."""
+    from ._chat import Chat, pick
+    from ._target import load_target, open_stores
+
+    chosen = pick(load_target(target)[0], agent)
+    _, sessions = open_stores(store)
+    session_id = session or f"chat-{uuid.uuid4().hex[:12]}"
+    console = Console(highlight=False, soft_wrap=True)
+    console.print(
+        f"[dim]batonflow chat with {chosen.name}, session {session_id} (Ctrl-C cancels a run, Ctrl-D leaves)[/]"
+    )
+
+    async def talk() -> int:
+        try:
+            return await Chat(chosen, session_id=session_id, sessions=sessions, console=console).loop()
+        finally:
+            await sessions.close()
+
+    code = asyncio.run(talk())
+    if code:
+        raise typer.Exit(code)
+    return 0
+
+
+@checkpoints.command("list")
+def list_checkpoints(url: Url = "http://127.0.0.1:8000", token: Token = None) -> None:
+    """The checkpoints the server's runs left waiting, with their interrupts."""
+    from ._remote import Remote
+
+    found = Remote(url, token).call("GET", "/checkpoints")["checkpoints"]
+    table = Table("checkpoint", "agent", "session", "interrupts (id: info)")
+    for entry in found:
+        asked = "\n".join(f"{i['id']}: {json.dumps(i['info'], ensure_ascii=False)}" for i in entry["interrupts"])
+        table.add_row(entry["checkpoint_id"], entry["agent"], entry["session_id"] or "", asked)
+    Console(highlight=False, width=200).print(table if found else "no pending checkpoints")
+
+
+@checkpoints.command()
+def show(
+    checkpoint_id: Annotated[str, typer.Argument(help="the checkpoint's id")],
+    url: Url = "http://127.0.0.1:8000",
+    token: Token = None,
+) -> None:
+    """One pending checkpoint, as JSON."""
+    from ._remote import Remote
+
+    typer.echo(json.dumps(Remote(url, token).call("GET", f"/checkpoints/{checkpoint_id}"), indent=2))
+
+
+@checkpoints.command()
+def resume(
+    checkpoint_id: Annotated[str, typer.Argument(help="the checkpoint's id")],
+    answer: Annotated[
+        list[str] | None, typer.Option(help="INTERRUPT_ID=VALUE, once per interrupt (VALUE as JSON when it is)")
+    ] = None,
+    every: Annotated[str | None, typer.Option("--all", help="answer every interrupt with this VALUE")] = None,
+    url: Url = "http://127.0.0.1:8000",
+    token: Token = None,
+) -> None:
+    """Resume a pending checkpoint with answers; prints how the run ended and its answer."""
+    from ._remote import Remote, parse_answers
+
+    pending = Remote(url, token).call("GET", f"/checkpoints/{checkpoint_id}")
+    targets = parse_answers(answer or [], every, pending["interrupts"])
+    ended = Remote(url, token).call("POST", f"/checkpoints/{checkpoint_id}/resume", {"targets": targets})
+    typer.echo(f"{ended['status']}: {ended['text']}" if ended["text"] else ended["status"])
+    for interrupt in ended["interrupts"] if ended["status"] == "interrupted" else ():
+        typer.echo(f"  waiting {interrupt['id']}: {json.dumps(interrupt['info'], ensure_ascii=False)}")

@@ -1,0 +1,60 @@
+"""``batonflow serve``: the app of ``create_app`` on uvicorn. With ``--reload`` uvicorn imports the app itself, in
+each process it restarts, so the options travel in the environment to ``app_from_env``."""
+
+from __future__ import annotations
+
+import os
+import threading
+import time
+import urllib.request
+import webbrowser
+
+from fastapi import FastAPI
+
+from ..server import create_app
+from ._target import load_target, open_stores
+
+__all__ = ["app_from_env", "make_app", "serve"]
+
+_TARGET, _STORE, _TOKEN = "BATONFLOW_SERVE_TARGET", "BATONFLOW_SERVE_STORE", "BATONFLOW_TOKEN"
+
+
+def _browse(url: str, within: float = 30.0) -> None:
+    """Open ``url`` in the user's browser (``$BROWSER`` when set) as soon as the server answers there."""
+    deadline = time.monotonic() + within
+    while time.monotonic() < deadline:
+        try:
+            with urllib.request.urlopen(url, timeout=1):
+                break
+        except OSError:
+            time.sleep(0.1)
+    webbrowser.open(url)
+
+
+def make_app(target: str, store: str, token: str | None) -> FastAPI:
+    checkpoints, sessions = open_stores(store)
+    agents, flows = load_target(target)
+    return create_app(agents, flows=flows, checkpoint_store=checkpoints, session_store=sessions, auth_token=token)
+
+
+def app_from_env() -> FastAPI:
+    """The app ``serve`` describes in the environment (uvicorn's factory when it reloads)."""
+    return make_app(os.environ[_TARGET], os.environ.get(_STORE, "memory"), os.environ.get(_TOKEN) or None)
+
+
+def serve(
+    target: str, *, host: str, port: int, reload: bool, store: str, token: str | None, browse: bool = False
+) -> None:
+    """Serve the target on uvicorn; with ``browse``, open the dev UI in a browser once the server listens."""
+    import uvicorn
+
+    app = make_app(target, store, token)  # made here first, so that a bad target fails before uvicorn starts
+    if browse:
+        threading.Thread(target=_browse, args=(f"http://{host}:{port}/ui/",), daemon=True).start()
+    if not reload:
+        uvicorn.run(app, host=host, port=port)
+        return
+    os.environ[_TARGET], os.environ[_STORE] = target, store
+    if token is not None:
+        os.environ[_TOKEN] = token
+    uvicorn.run(f"{__name__}:app_from_env", factory=True, host=host, port=port, reload=True, reload_dirs=[os.getcwd()])

@@ -1,0 +1,187 @@
+"""``create_app``: the agents of an application behind one FastAPI app.
+
+The app is thin over the public API: each run is a ``batonflow.Runner`` run (conversations through the session
+store, interrupts saved in the checkpoint store), its events turned into JSON frames (``_runs``). What it adds is
+what HTTP needs: validated bodies, answers that say what was wrong, auth, limits, and runs that outlive a request.
+"""
+
+import hmac
+from collections.abc import AsyncIterator, Callable, Mapping, Sequence
+from contextlib import asynccontextmanager
+from pathlib import Path
+from typing import Annotated, Any
+
+from fastapi import Depends, FastAPI
+from fastapi.middleware.cors import CORSMiddleware
+from fastapi.responses import RedirectResponse
+from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
+from fastapi.staticfiles import StaticFiles
+
+from ..adk import Agent, FlowAgent
+from ..errors import UserError
+from ..graph import FlowEngine, Graph
+from ..store import CheckpointStore, MemoryCheckpointStore, MemorySessionStore, SessionStore
+from ._errors import ApiError, ErrorBody, install_handlers
+from ._flows import flow_routes, load_flows
+from ._limits import BodyLimit
+from ._openai import openai_routes
+from ._routes import routes
+from ._server import Server, ServerLimits, state
+
+__all__ = ["create_app"]
+
+
+_ERRORS: dict[int | str, dict[str, Any]] = {
+    code: {"model": ErrorBody, "description": what}
+    for code, what in [
+        (400, "malformed JSON, a bad Last-Event-ID"),
+        (401, "a missing or wrong bearer token"),
+        (404, "an unknown agent, run, checkpoint or session"),
+        (409, "a checkpoint or session in a state that does not allow it"),
+        (413, "a body over the size limit"),
+        (422, "a body that does not match the schema, or passes a bound"),
+        (429, "too many runs at once"),
+    ]
+}
+
+
+def create_app(
+    agents: Agent | Mapping[str, Agent] | Sequence[Agent] = (),
+    *,
+    flows: Graph | Sequence[Graph] | Mapping[str, Graph] | None = None,
+    flow_engine: FlowEngine | None = None,
+    checkpoint_store: CheckpointStore | None = None,
+    session_store: SessionStore | None = None,
+    auth_token: str | None = None,
+    cors: Sequence[str] | None = None,
+    limits: ServerLimits | None = None,
+    title: str = "batonflow",
+) -> FastAPI:
+    """A FastAPI app serving ``agents`` (one, a list named by their names, or a mapping of API name to agent) and
+    graph ``flows`` (run by ``flow_engine``, which holds their components; a new engine when None).
+
+    Interrupted runs are saved in ``checkpoint_store`` and conversations kept in ``session_store``; both are kept
+    in memory when None (a development server). With ``auth_token`` every endpoint but ``/health`` and the
+    OpenAPI document wants ``Authorization: Bearer <auth_token>``. ``cors`` lists the origins a browser may call
+    from. Stores cannot list what they hold, so the app keeps an index, in memory, of the checkpoints its runs
+    left pending and of the sessions its runs used: ``GET /checkpoints`` and ``GET /sessions`` list those.
+    """
+    limits = _checked(limits, auth_token)
+    engine, graphs = load_flows(flows, flow_engine)
+    server = Server(
+        _named(agents, bool(graphs)),
+        checkpoint_store if checkpoint_store is not None else MemoryCheckpointStore(),
+        session_store if session_store is not None else MemorySessionStore(),
+        limits,
+        engine,
+        graphs,
+    )
+
+    @asynccontextmanager
+    async def lifespan(_: FastAPI) -> AsyncIterator[None]:
+        yield
+        await server.runs.close()
+
+    app = FastAPI(title=title, version=_version(), lifespan=lifespan, responses=_ERRORS)
+    app.state.batonflow = server
+    install_handlers(app)
+    app.add_middleware(BodyLimit, limit=limits.max_body_bytes)
+    if cors is not None:
+        app.add_middleware(
+            CORSMiddleware,
+            allow_origins=list(cors),
+            allow_methods=["GET", "POST", "DELETE", "OPTIONS"],
+            allow_headers=["Authorization", "Content-Type", "Last-Event-ID"],
+            expose_headers=["X-Run-Id", "Location"],
+        )
+
+    app.add_api_route("/health", health, methods=["GET"], tags=["server"])
+    auth = [Depends(_bearer(auth_token))]
+    app.include_router(routes(), dependencies=auth)
+    app.include_router(openai_routes(), dependencies=auth)
+    app.include_router(flow_routes(), dependencies=auth)
+    _ui(app)
+    return app
+
+
+def _ui(app: FastAPI) -> None:
+    """The dev UI at ``/ui``: static files shipped in the package. They hold no secret, so they are served without
+    the token; the page asks for it and sends it with each call."""
+    app.add_api_route("/ui", lambda: RedirectResponse("/ui/"), methods=["GET"], include_in_schema=False)
+    app.mount("/ui/", StaticFiles(directory=Path(__file__).with_name("ui"), html=True), name="ui")
+
+
+async def health(server: Annotated[Server, Depends(state)]) -> dict[str, Any]:
+    """Liveness, the number of agents and flows served and of runs going now."""
+    return {
+        "status": "ok",
+        "agents": len(server.agents),
+        "flows": len(server.flows),
+        "active_runs": len(server.runs.active),
+    }
+
+
+def _version() -> str:
+    from .. import __version__
+
+    return __version__
+
+
+def _checked(limits: ServerLimits | None, auth_token: str | None) -> ServerLimits:
+    limits = ServerLimits() if limits is None else limits
+    if not isinstance(limits, ServerLimits):
+        raise UserError(f"limits: expected ServerLimits, got {type(limits).__qualname__}")
+    if auth_token is not None and (not isinstance(auth_token, str) or not auth_token):
+        raise UserError(f"auth_token: expected a non-empty string or None, got {auth_token!r}")
+    return limits
+
+
+def _named(agents: Agent | Mapping[str, Agent] | Sequence[Agent], flows: bool) -> dict[str, FlowAgent]:
+    """The agents by the names the API calls them, each as the root of its tree."""
+    if isinstance(agents, Mapping):
+        items = list(agents.items())
+    elif isinstance(agents, Sequence) and not isinstance(agents, str):
+        items = [(getattr(a, "name", ""), a) for a in agents]
+    else:
+        items = [(getattr(agents, "name", ""), agents)]
+    named: dict[str, FlowAgent] = {}
+    for name, agent in items:
+        if not callable(getattr(agent, "run", None)) or not isinstance(getattr(agent, "name", None), str):
+            raise UserError(f"agents: expected agents (with a name and run), got {type(agent).__qualname__}")
+        if not isinstance(name, str) or not name:
+            raise UserError(f"agents: expected a non-empty name for each agent, got {name!r}")
+        if name in named:
+            raise UserError(f"agents: expected unique names, got {name!r} twice")
+        named[name] = agent if isinstance(agent, FlowAgent) else FlowAgent(agent)
+    if not named and not flows:
+        raise UserError("agents: expected at least one agent (or flows), got none")
+    return named
+
+
+def _bearer(token: str | None) -> Callable[..., Any]:
+    scheme = HTTPBearer(auto_error=False, description="the server's auth_token, when it has one")
+    expected = token.encode() if token is not None else b""
+
+    async def check(credentials: Annotated[HTTPAuthorizationCredentials | None, Depends(scheme)]) -> None:
+        if token is None:
+            return
+        if credentials is None:
+            raise ApiError(
+                401,
+                "missing_token",
+                "Authorization: expected 'Bearer <token>', got no bearer token",
+                expected="Authorization: Bearer <token>",
+                found=None,
+                headers={"WWW-Authenticate": "Bearer"},
+            )
+        if not hmac.compare_digest(credentials.credentials.encode(), expected):
+            raise ApiError(
+                401,
+                "wrong_token",
+                "Authorization: expected the server's bearer token, got another one",
+                expected="the server's token",
+                found="a token that does not match",
+                headers={"WWW-Authenticate": 'Bearer error="invalid_token"'},
+            )
+
+    return check

@@ -1,0 +1,300 @@
+"""The endpoints of the API: agents, runs (JSON, SSE, detached, reconnection), checkpoints and sessions."""
+
+import uuid
+from typing import Annotated, Any
+
+from fastapi import APIRouter, Depends, Header, Query, Request, Response
+from sse_starlette import EventSourceResponse
+
+from ..store import check_checkpoint_id, check_session_id
+from ._errors import ApiError, shown
+from ._models import ResumeRequest, RunRequest
+from ._runs import Key, Pending, RunRecord, parse_event_id
+from ._server import Server, answer, check_targets, checked, finished, pending_session, result, sse, state
+from ._wire import jsonable, message_json
+
+__all__ = ["routes"]
+
+Srv = Annotated[Server, Depends(state)]
+
+
+async def list_agents(server: Srv) -> dict[str, Any]:
+    """The agents served, with their descriptions and the agents of their trees."""
+    return {
+        "agents": [
+            {"name": name, "description": tree.description, "tree": [a.name for a in tree.walk()]}
+            for name, tree in server.agents.items()
+        ]
+    }
+
+
+async def start_run(body: RunRequest, server: Srv, request: Request) -> Any:
+    """Start a run: the result as JSON, the events as SSE (``stream``), or 202 and the run id (``detached``)."""
+    server.agent(body.agent)
+    if body.session_id is not None:
+        record = await _conversation_turn(body, body.session_id, server)
+    else:
+        record = await _lone_run(body, server)
+    return await _answered(record, body.stream, body.detached, server, request)
+
+
+async def _answered(record: RunRecord, stream: bool, detached: bool, server: Server, request: Request) -> Any:
+    early = answer(record, stream, detached, server)
+    if early is not None:
+        return early
+    await finished(record, request)
+    return result(record)
+
+
+async def _conversation_turn(body: RunRequest, session_id: str, server: Server) -> RunRecord:
+    session_id = checked(check_session_id, session_id, "session_id")
+    messages = server.messages(body.input)
+    targets = body.targets
+    if body.checkpoint_id is not None:
+        raise ApiError(
+            422,
+            "checkpoint_with_session",
+            "checkpoint_id: expected none with a session_id (a conversation keeps its pending run), got one",
+            expected="no checkpoint_id",
+            found=shown(body.checkpoint_id),
+        )
+    server.busy(session_id)
+    if not messages:
+        targets = await pending_session(server, session_id, targets or {})
+    elif targets:
+        raise _targets_without_resume()
+    return server.start(
+        body.agent,
+        lambda r: r.run(messages, session_id=session_id, session_values=body.session_values, targets=targets),
+        stream=body.stream,
+        trace=body.trace,
+        detached=body.detached,
+        checkpoint_id=None,
+        session_id=session_id,
+        resumed=not messages,
+    )
+
+
+async def _lone_run(body: RunRequest, server: Server) -> RunRecord:
+    messages = server.messages(body.input)
+    if not messages:
+        raise ApiError(
+            422,
+            "empty_input",
+            "input: expected a prompt (a text or messages), got none",
+            expected="a non-empty input",
+            found=body.input,
+        )
+    if body.targets:
+        raise _targets_without_resume()
+    if body.checkpoint_id is None:
+        checkpoint_id = f"ckpt-{uuid.uuid4().hex}"
+    else:
+        checkpoint_id = checked(check_checkpoint_id, body.checkpoint_id, "checkpoint_id")
+        server.busy(checkpoint_id)
+        if checkpoint_id in server.runs.pending or await server.checkpoints.get(checkpoint_id) is not None:
+            raise ApiError(
+                409,
+                "checkpoint_exists",
+                f"checkpoint_id: expected a free id, got {shown(checkpoint_id)}, which holds a pending run "
+                "(resume it, or choose another id)",
+                expected="an id with no pending run",
+                found=checkpoint_id,
+            )
+    return server.start(
+        body.agent,
+        lambda r: r.run(messages, checkpoint_id=checkpoint_id, session_values=body.session_values),
+        stream=body.stream,
+        trace=body.trace,
+        detached=body.detached,
+        checkpoint_id=checkpoint_id,
+        session_id=None,
+        resumed=False,
+    )
+
+
+async def get_run(run_id: str, server: Srv) -> dict[str, Any]:
+    """A run's state: running or how it ended, its answer so far, its interrupts."""
+    return server.runs.get(run_id).summary()
+
+
+async def run_events(
+    run_id: str,
+    server: Srv,
+    last_event_id: Annotated[str | None, Header(alias="Last-Event-ID", max_length=64)] = None,
+) -> EventSourceResponse:
+    """A run's events as SSE, from the start or after ``Last-Event-ID`` (replayed from the run's buffer)."""
+    record = server.runs.get(run_id)
+    after: Key = (0, 0)
+    if last_event_id is not None:
+        after = parse_event_id(last_event_id)
+        record.check_resumable(after)
+    return sse(record, after, server.limits.heartbeat)
+
+
+async def cancel_run(run_id: str, server: Srv) -> dict[str, Any]:
+    """Cancel a run (a detached one, typically); its summary once it has stopped."""
+    record = server.runs.get(run_id)
+    record.cancel()
+    await record.finished.wait()
+    return record.summary()
+
+
+async def list_checkpoints(server: Srv) -> dict[str, Any]:
+    """The checkpoints this server's runs left waiting, with their interrupts (the ids to resume by)."""
+    return {"checkpoints": [p.json() for p in server.runs.pending.values()]}
+
+
+async def get_checkpoint(checkpoint_id: str, server: Srv) -> dict[str, Any]:
+    """One pending checkpoint and its interrupts."""
+    return _pending(server, checkpoint_id).json()
+
+
+async def resume_checkpoint(checkpoint_id: str, body: ResumeRequest, server: Srv, request: Request) -> Any:
+    """Resume a pending checkpoint with ``targets``, answered as ``POST /runs`` answers."""
+    checkpoint_id = checked(check_checkpoint_id, checkpoint_id, "checkpoint_id")
+    entry = server.runs.pending.get(checkpoint_id)
+    server.busy(checkpoint_id)
+    if entry is not None and entry.session_id is not None:
+        session_id = entry.session_id
+        targets = await pending_session(server, session_id, body.targets)
+        record = server.start(
+            entry.agent,
+            lambda r: r.run([], session_id=session_id, targets=targets),
+            stream=body.stream,
+            trace=body.trace,
+            detached=body.detached,
+            checkpoint_id=None,
+            session_id=session_id,
+            resumed=True,
+        )
+    else:
+        agent, targets = await _resumable(server, checkpoint_id, entry, body)
+        record = server.start(
+            agent,
+            lambda r: r.resume(checkpoint_id, targets),
+            stream=body.stream,
+            trace=body.trace,
+            detached=body.detached,
+            checkpoint_id=checkpoint_id,
+            session_id=None,
+            resumed=True,
+        )
+    return await _answered(record, body.stream, body.detached, server, request)
+
+
+async def _resumable(
+    server: Server, checkpoint_id: str, entry: Pending | None, body: ResumeRequest
+) -> tuple[str, dict[str, Any]]:
+    """The agent to resume ``checkpoint_id`` with, and the targets, once both are known to fit the checkpoint."""
+    agent = body.agent if entry is None or body.agent is not None else entry.agent
+    if agent is None:
+        raise _no_checkpoint(checkpoint_id, "the server made no such checkpoint; name its agent to resume it")
+    server.agent(agent)
+    if await server.checkpoints.get(checkpoint_id) is None:
+        server.runs.pending.pop(checkpoint_id, None)
+        raise _no_checkpoint(checkpoint_id, "the checkpoint store holds no such checkpoint")
+    return agent, body.targets if entry is None else check_targets(entry.interrupts, body.targets)
+
+
+async def list_sessions(server: Srv) -> dict[str, Any]:
+    """The conversations this server's runs took part in, the latest last."""
+    return {"sessions": list(server.runs.sessions)}
+
+
+async def get_session(
+    session_id: str,
+    server: Srv,
+    last: Annotated[int | None, Query(ge=1, le=100_000, description="the last N messages")] = None,
+) -> dict[str, Any]:
+    """A conversation's messages (the ``last`` ones when given), attributes and pending state."""
+    session_id = checked(check_session_id, session_id, "session_id")
+    data = await server.sessions.get(session_id, last=last)
+    if data is None:
+        raise _no_session(session_id)
+    return {
+        "session_id": session_id,
+        "messages": [message_json(m) for m in data.messages],
+        "attributes": jsonable(data.state.attrs),
+        "pending": data.state.pending,
+        "pending_reason": data.state.pending_reason,
+    }
+
+
+async def delete_session(session_id: str, server: Srv) -> Response:
+    """Forget a conversation: its messages, attributes and pending run."""
+    session_id = checked(check_session_id, session_id, "session_id")
+    server.busy(session_id)
+    if await server.sessions.get(session_id, last=1) is None:
+        raise _no_session(session_id)
+    await server.sessions.delete(session_id)
+    server.runs.sessions.pop(session_id, None)
+    server.runs.pending.pop(session_id, None)
+    return Response(status_code=204)
+
+
+def _pending(server: Server, checkpoint_id: str) -> Pending:
+    entry = server.runs.pending.get(checkpoint_id)
+    if entry is None:
+        raise _no_checkpoint(checkpoint_id, "no run of this server left it pending")
+    return entry
+
+
+def _no_checkpoint(checkpoint_id: str, why: str) -> ApiError:
+    return ApiError(
+        404,
+        "unknown_checkpoint",
+        f"checkpoint: expected a pending checkpoint, got {shown(checkpoint_id)}: {why}",
+        expected="an id from GET /checkpoints",
+        found=checkpoint_id,
+    )
+
+
+def _no_session(session_id: str) -> ApiError:
+    return ApiError(
+        404,
+        "unknown_session",
+        f"session: expected a stored conversation, got {shown(session_id)}, which the session store does not hold",
+        expected="an id from GET /sessions",
+        found=session_id,
+    )
+
+
+def _targets_without_resume() -> ApiError:
+    return ApiError(
+        422,
+        "targets_without_resume",
+        "targets: expected none with an input (targets answer a pending run, resumed with no input), got some",
+        expected="no targets, or no input",
+        found="targets and an input",
+    )
+
+
+def routes() -> APIRouter:
+    """The router of every endpoint here (the app adds its auth dependency)."""
+    api = APIRouter()
+    api.add_api_route("/agents", list_agents, methods=["GET"], tags=["agents"])
+    api.add_api_route("/runs", start_run, methods=["POST"], tags=["runs"], response_model=None)
+    api.add_api_route("/runs/{run_id}", get_run, methods=["GET"], tags=["runs"])
+    api.add_api_route("/runs/{run_id}/events", run_events, methods=["GET"], tags=["runs"], response_model=None)
+    api.add_api_route("/runs/{run_id}/cancel", cancel_run, methods=["POST"], tags=["runs"])
+    api.add_api_route("/checkpoints", list_checkpoints, methods=["GET"], tags=["checkpoints"])
+    api.add_api_route("/checkpoints/{checkpoint_id}", get_checkpoint, methods=["GET"], tags=["checkpoints"])
+    api.add_api_route(
+        "/checkpoints/{checkpoint_id}/resume",
+        resume_checkpoint,
+        methods=["POST"],
+        tags=["checkpoints"],
+        response_model=None,
+    )
+    api.add_api_route("/sessions", list_sessions, methods=["GET"], tags=["sessions"])
+    api.add_api_route("/sessions/{session_id}", get_session, methods=["GET"], tags=["sessions"])
+    api.add_api_route(
+        "/sessions/{session_id}",
+        delete_session,
+        methods=["DELETE"],
+        tags=["sessions"],
+        status_code=204,
+        response_class=Response,
+    )
+    return api

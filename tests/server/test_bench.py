@@ -1,0 +1,30 @@
+"""``python -m benchmarks.serve`` runs, small: every streamed run completes and no hung-up run is left behind."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def test_the_serving_benchmark_completes_its_runs_and_leaves_no_run_behind() -> None:
+    env = {**os.environ, "PYTHONPATH": f"{ROOT / 'src'}{os.pathsep}{ROOT}"}
+    result = subprocess.run(
+        [sys.executable, "-m", "benchmarks.serve", "--runs", "8", "--disconnects", "4", "--words", "5", "--json"],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert result.returncode == 0, result.stderr
+    figures = json.loads(result.stdout)
+    assert (figures["runs"], figures["completed"]) == (8, 8)
+    assert (figures["disconnects"], figures["left_behind"]) == (4, 0)
+    assert 0 < figures["first_event_p50_ms"] <= figures["first_event_p99_ms"]
+    assert figures["peak_rss_mb"] > 0

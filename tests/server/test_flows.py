@@ -1,0 +1,85 @@
+"""Graph flows served by the app: listed, evaluated on the variables given, and refused when unknown."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from batonflow import UserError
+from batonflow.graph import FlowContext, FlowEngine, Graph, Node
+from batonflow.server import create_app
+
+from . import apps
+from .conftest import asgi_client
+
+ORDER = """
+id: order
+title: Order approval
+layout:
+  - {id: start, type: start}
+  - id: check
+    type: exclusive
+    link:
+      - {nextId: review, when: "amount > 100"}
+      - {nextId: pay}
+  - {id: review, task: "@mark", link: pay}
+  - {id: pay, task: "@mark"}
+  - {id: end, type: end}
+"""
+
+
+def engine() -> FlowEngine:
+    def mark(context: FlowContext, node: Node) -> None:
+        context.put("visited", [*context.get("visited", []), node.id])
+
+    def explode(context: FlowContext, node: Node) -> None:
+        raise ValueError("the payment service is down")
+
+    flows = FlowEngine()
+    flows.register("mark", mark)
+    flows.register("explode", explode)
+    return flows
+
+
+def app(**kwargs: Any) -> Any:
+    failing = Graph.from_yaml("id: broken\nlayout:\n  - {id: start, type: start}\n  - {id: boom, task: '@explode'}\n")
+    unknown = Graph.from_yaml("id: lost\nlayout:\n  - {id: start, type: start}\n  - {id: a, task: '@nobody'}\n")
+    return create_app([apps.echo()], flows=[Graph.from_yaml(ORDER), failing, unknown], flow_engine=engine(), **kwargs)
+
+
+async def test_flows_are_listed_and_evaluated_on_the_variables_given() -> None:
+    async with asgi_client(app()) as client:
+        listed = (await client.get("/flows")).json()["flows"]
+        big = (await client.post("/flows/order/eval", json={"variables": {"amount": 250}})).json()
+        small = (await client.post("/flows/order/eval", json={"variables": {"amount": 5}})).json()
+        stepped = (await client.post("/flows/order/eval", json={"variables": {"amount": 250}, "steps": 2})).json()
+        health = (await client.get("/health")).json()
+    assert listed[0] == {"id": "order", "title": "Order approval", "nodes": ["start", "check", "review", "pay", "end"]}
+    assert (big["status"], big["finished"], big["variables"]["visited"]) == ("completed", True, ["review", "pay"])
+    assert small["variables"]["visited"] == ["pay"]
+    assert (stepped["status"], stepped["finished"]) == ("stopped", False)
+    assert health["flows"] == 3
+
+
+async def test_a_flow_that_fails_says_why_and_a_missing_component_or_flow_is_a_4xx() -> None:
+    async with asgi_client(app()) as client:
+        failed = (await client.post("/flows/broken/eval", json={})).json()
+        lost = await client.post("/flows/lost/eval", json={})
+        unknown = await client.post("/flows/nope/eval", json={})
+        bad = await client.post("/flows/order/eval", json={"steps": -2})
+    assert failed["status"] == "failed" and "the payment service is down" in failed["error"]["message"]
+    assert lost.status_code == 422 and lost.json()["error"]["code"] == "invalid_flow"
+    assert "nobody" in lost.json()["error"]["message"]
+    assert unknown.status_code == 404
+    assert unknown.json()["error"]["message"] == "flow: expected one of ['broken', 'lost', 'order'], got 'nope'"
+    assert bad.status_code == 422
+
+
+async def test_an_app_may_serve_flows_alone_but_not_nothing() -> None:
+    async with asgi_client(create_app(flows=Graph.from_yaml(ORDER), flow_engine=engine())) as client:
+        assert (await client.get("/agents")).json()["agents"] == []
+    with pytest.raises(UserError, match=r"agents: expected at least one agent \(or flows\), got none"):
+        create_app()
+    with pytest.raises(UserError, match=r"flows: expected graphs \(batonflow.graph.Graph\), got str"):
+        create_app(flows=["order.yml"])  # type: ignore[list-item]
