@@ -118,3 +118,22 @@ async def test_supervisor_gets_control_back_after_each_sub_agent() -> None:
     assert answers == [("boss/math", "4"), ("boss/math/boss/words", "four"), ("boss/math/boss/words/boss", "4, four")]
     assert isinstance(math.model, ScriptedModel)
     assert math.model.requests[0].tools == []  # sub-agents do not decide where to go: the supervisor does
+
+
+async def test_a_transfer_to_a_missing_agent_never_reports_success() -> None:
+    worker = with_deterministic_transfer(agent("worker", assistant("work done")), to=["ghost"])
+    root = set_sub_agents(agent("root", transfer("worker"), assistant("never")), [worker])
+    events = await collect_events(Runner(root).query("go"))
+    failed = "transfer failed: agent 'ghost' not found when transferring from 'worker'"
+    assert summary(events)[-2] == ("root/worker", failed, "ghost")
+    assert str(events[-1].error) == failed
+    said = [s[1] for s in summary(events)]
+    assert "successfully transferred to agent [ghost]" not in said
+
+
+async def test_of_several_targets_a_missing_one_is_reported_as_failed() -> None:
+    worker = with_deterministic_transfer(agent("worker", assistant("done")), to=["nowhere", "root"])
+    root = set_sub_agents(agent("root", transfer("worker"), assistant("back")), [worker])
+    said = [s[1] for s in summary(await collect_events(Runner(root).query("go")))]
+    assert "transfer failed: agent 'nowhere' not found when transferring from 'worker'" in said
+    assert "successfully transferred to agent [root]" in said

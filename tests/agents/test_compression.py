@@ -348,6 +348,15 @@ async def test_llm_summary_halves_its_input_on_a_prompt_too_long_error() -> None
     assert "value of k2" in second
 
 
+async def test_llm_summary_shrinks_its_input_three_times_at_most_as_solon_does() -> None:
+    too_long = http_error(400, "This model's maximum context length is 4096 tokens.")
+    summarizer = ScriptedModel([too_long] * 5)
+    messages = [m for i in range(16) for m in (turns(1, i)[0], tool_message(f"value of k{i}", tool_call_id=f"c{i}_1"))]
+    with pytest.raises(ModelHTTPError, match="maximum context length"):
+        await LLMSummaryStrategy(summarizer).compress(messages, RunContext(), max_retries=1)
+    assert len(summarizer.requests) == 4  # the first call and three shorter ones
+
+
 async def test_strategy_model_calls_are_retried_on_transient_errors() -> None:
     summarizer = ScriptedModel([http_error(503, "overloaded"), assistant("S")])
     interceptor = ContextCompressionInterceptor(max_messages=10, strategy=LLMSummaryStrategy(summarizer), max_retries=2)

@@ -10,6 +10,7 @@ from batonflow.adk import AgentEvent, InterruptInfo, ModelRetryConfig, Runner, c
 from batonflow.adk.loop import AgentMiddleware
 from batonflow.agents import FeedbackRequest, ReActAgent, tool_retry
 from batonflow.errors import ModelHTTPError, UserError
+from batonflow.models import JSONSchemaFormat, ModelSettings
 from batonflow.schema import Message, assistant, user
 from batonflow.store import MemoryCheckpointStore
 from batonflow.testing import ScriptedModel, tool_calls
@@ -342,6 +343,55 @@ async def test_an_answer_off_the_output_schema_is_sent_back_with_the_validation_
     assert feedback.content.endswith("\nAnswer again, with only the JSON.")
     system = scripted(agent).requests[0].messages[0].content
     assert '"population"' in system  # the schema instruction is in the system prompt
+
+
+def formats(agent: ReActAgent) -> list[JSONSchemaFormat | None]:
+    return [r.settings.response_format if r.settings else None for r in scripted(agent).requests]
+
+
+async def test_native_style_asks_for_the_schema_through_structured_output_on_every_call() -> None:
+    # The provider sends it only on calls that offer no tools (answer_format); the agent asks on every call.
+    agent = react(
+        tool_calls(("lookup", {"q": "oslo"})),
+        assistant('{"name": "Oslo", "population": 700000}'),
+        output_schema=City,
+        model_settings=ModelSettings(max_tokens=64),
+    )
+
+    no_errors(await run(agent))
+
+    assert formats(agent) == [JSONSchemaFormat(City.model_json_schema(), name="City")] * 2
+    assert all(r.settings is not None and r.settings.max_tokens == 64 for r in scripted(agent).requests)
+
+
+async def test_text_style_with_tools_keeps_to_the_prompt_a_grammar_would_forbid_its_actions() -> None:
+    agent = react(assistant('[REACT_AGENT_FINISH]{"name": "Oslo", "population": 1}'), style="text", output_schema=City)
+
+    no_errors(await run(agent))
+
+    assert formats(agent) == [None]
+
+
+async def test_text_style_without_tools_asks_for_structured_output() -> None:
+    agent = react(assistant('{"name": "Oslo", "population": 1}'), style="text", tools=(), output_schema=City)
+
+    no_errors(await run(agent))
+
+    assert formats(agent) == [JSONSchemaFormat(City.model_json_schema(), name="City")]
+
+
+async def test_second_run_reuses_the_structured_output_settings() -> None:
+    agent = react(
+        assistant('{"name": "Oslo", "population": 1}'),
+        assistant('{"name": "Rome", "population": 2}'),
+        output_schema=City,
+    )
+
+    no_errors(await run(agent))
+    no_errors(await run(agent))
+
+    first, second = scripted(agent).requests
+    assert first.settings is second.settings
 
 
 async def test_output_key_gets_the_parsed_value_with_a_schema() -> None:

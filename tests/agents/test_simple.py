@@ -21,7 +21,7 @@ from batonflow.adk import (
 )
 from batonflow.agents import SimpleAgent, parse_output
 from batonflow.errors import ModelConnectionError, ModelError, ModelHTTPError, RunError, UserError
-from batonflow.models import ModelSettings
+from batonflow.models import JSONSchemaFormat, ModelSettings
 from batonflow.schema import Message, Stream, assistant, system, tool_message, user
 from batonflow.testing import ScriptedModel, split_message, tool_calls
 from batonflow.tools import ToolInfo, tool
@@ -390,6 +390,52 @@ async def test_output_schema_instruction_follows_the_language_setting() -> None:
     finally:
         set_language("en")
     assert model.requests[0].messages[0].content.startswith("只用 JSON 回答")
+
+
+async def test_output_schema_asks_for_the_providers_structured_output_too() -> None:
+    model = ScriptedModel([assistant('{"name": "Oslo", "population": 700000}')])
+    settings = ModelSettings(temperature=0.2)
+
+    await run(SimpleAgent(model=model, output_schema=City, model_settings=settings), [user("Oslo?")])
+
+    sent = model.requests[0].settings
+    assert sent is not None and sent.temperature == 0.2
+    assert sent.response_format == JSONSchemaFormat(City.model_json_schema(), name="City")
+    assert model.requests[0].messages[0].content.startswith("Answer with JSON only:")  # the prompt path stays
+    assert settings.response_format is None  # the caller's settings untouched
+
+
+@pytest.mark.parametrize(
+    ("schema", "name"),
+    [(CITY_SCHEMA, "Weather"), ({"type": "integer"}, "answer"), ({"title": "Big city!", "type": "object"}, "Big_city")],
+)
+async def test_structured_output_is_named_after_the_schema_title(schema: dict[str, Any], name: str) -> None:
+    model = ScriptedModel([assistant("1")])
+
+    await run(SimpleAgent(model=model, output_schema=schema), [user("?")])
+
+    sent = model.requests[0].settings
+    assert sent is not None and sent.response_format == JSONSchemaFormat(schema, name=name)
+
+
+async def test_a_response_format_in_the_model_settings_wins_over_the_schemas() -> None:
+    own = JSONSchemaFormat({"type": "object"}, name="Mine", strict=True)
+    model = ScriptedModel([assistant('{"name": "Oslo", "population": 700000}')])
+
+    await run(
+        SimpleAgent(model=model, output_schema=City, model_settings=ModelSettings(response_format=own)), [user("?")]
+    )
+
+    sent = model.requests[0].settings
+    assert sent is not None and sent.response_format is own
+
+
+async def test_without_output_schema_no_structured_output_is_asked_for() -> None:
+    model = ScriptedModel([assistant("Oslo.")])
+
+    await run(SimpleAgent(model=model), [user("?")])
+
+    assert model.requests[0].settings is None
 
 
 async def test_output_schema_answer_is_parsed_into_customized_output_and_the_session() -> None:

@@ -83,6 +83,8 @@ def test_deepseek_uri_uses_deepseek_key(monkeypatch: pytest.MonkeyPatch) -> None
 
     assert base_url(model).rstrip("/") == "https://api.deepseek.com"
     assert api_key(model) == "sk-ds"
+    assert model.structured_output is None  # type: ignore[attr-defined]  # DeepSeek has no json_schema format
+    assert load_model("openai:gpt-4o-mini", api_key="sk").structured_output == "json_schema"  # type: ignore[attr-defined]
 
 
 def test_deepseek_uri_without_a_key_is_a_user_error(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -3,12 +3,23 @@
 from __future__ import annotations
 
 import dataclasses
+import re
 
 import pytest
 
 import batonflow.models
 from batonflow.errors import UserError
-from batonflow.models import ChatModel, ForcedTool, ModelSettings, OpenAIChatModel, check_tool_choice, merge_settings
+from batonflow.models import (
+    ChatModel,
+    ForcedTool,
+    JSONSchemaFormat,
+    ModelSettings,
+    OpenAIChatModel,
+    ToolChoice,
+    answer_format,
+    check_tool_choice,
+    merge_settings,
+)
 from batonflow.tools import ToolInfo
 
 TOOLS = [ToolInfo(name="search", description="Search."), ToolInfo(name="transfer_to_agent", description="Hand over.")]
@@ -19,11 +30,13 @@ def test_public_names_are_pinned() -> None:
         "ANSWER_PROMPT",
         "ChatModel",
         "ForcedTool",
+        "JSONSchemaFormat",
         "ModelSettings",
         "OpenAIChatModel",
         "RetryingModel",
         "ToolChoice",
         "ToolThenAnswer",
+        "answer_format",
         "answer_from_tool_results",
         "check_tool_choice",
         "is_retryable_error",
@@ -64,7 +77,7 @@ def test_unknown_tool_choice_string_is_refused() -> None:
 
 
 def test_settings_default_to_unset() -> None:
-    assert dataclasses.astuple(ModelSettings()) == (None, None, None, None, None, None)
+    assert dataclasses.astuple(ModelSettings()) == (None, None, None, None, None, None, None)
     with pytest.raises(TypeError):
         ModelSettings(0.5)  # type: ignore[misc]  # keyword-only
 
@@ -85,6 +98,56 @@ def test_merging_with_nothing_gives_the_other_settings() -> None:
     assert merge_settings(None, settings) is settings
     assert merge_settings(settings, None) is settings
     assert merge_settings(None, None) == ModelSettings()
+
+
+# -- structured output -------------------------------------------------------------------------------------------
+
+ANSWER = JSONSchemaFormat({"type": "object", "properties": {"city": {"type": "string"}}}, name="City")
+
+
+def test_response_format_is_a_setting_that_merges_like_the_others() -> None:
+    base = ModelSettings(temperature=0.0, response_format=ANSWER)
+    other = JSONSchemaFormat({"type": "integer"})
+
+    assert merge_settings(base, ModelSettings(max_tokens=9)).response_format is ANSWER
+    assert merge_settings(base, ModelSettings(response_format=other)).response_format is other
+
+
+def test_response_format_must_be_a_json_schema_format() -> None:
+    with pytest.raises(UserError, match=r"expected a JSONSchemaFormat\(schema, .*\), got \{'type': 'json_object'\}"):
+        ModelSettings(response_format={"type": "json_object"})  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize("name", ["", "has space", "x" * 65, "naïve"])
+def test_json_schema_format_name_follows_openai_rule(name: str) -> None:
+    with pytest.raises(UserError, match=rf"expected 1 to 64 letters, digits, '_' or '-' .*got {re.escape(repr(name))}"):
+        JSONSchemaFormat({"type": "object"}, name=name)
+
+
+def test_json_schema_format_schema_must_be_a_dict() -> None:
+    with pytest.raises(UserError, match=r"expected a JSON Schema dict, got '\{\}'"):
+        JSONSchemaFormat("{}")  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize(
+    ("tools", "choice", "applies"),
+    [
+        (None, None, True),
+        ([], None, True),
+        (TOOLS, "none", True),
+        (TOOLS, None, False),
+        (TOOLS, "auto", False),
+        (TOOLS, "required", False),
+        (TOOLS, ForcedTool("search"), False),
+    ],
+)
+def test_answer_format_applies_only_where_no_tool_call_can_follow(
+    tools: list[ToolInfo] | None, choice: ToolChoice | None, applies: bool
+) -> None:
+    settings = ModelSettings(response_format=ANSWER)
+
+    assert answer_format(settings, tools, choice) is (ANSWER if applies else None)
+    assert answer_format(ModelSettings(), tools, choice) is None
 
 
 def test_openai_model_satisfies_the_chat_model_protocol() -> None:

@@ -8,8 +8,16 @@ from typing import Any
 from hypothesis import given
 from hypothesis import strategies as st
 
-from batonflow.models.openai_format import chunk_to_message, completion_to_message, message_to_openai
+from batonflow.models import JSONSchemaFormat, ModelSettings
+from batonflow.models.openai_format import (
+    chat_request,
+    chunk_to_message,
+    completion_to_message,
+    message_to_openai,
+    response_format_to_openai,
+)
 from batonflow.schema import FunctionCall, Message, TextPart, ToolCall, Usage, concat_messages, user
+from batonflow.tools import ToolInfo
 
 
 def test_user_text_parts_without_content_are_sent_as_a_content_list() -> None:
@@ -98,3 +106,34 @@ def test_interleaved_tool_call_deltas_concat_back_to_the_calls(
         (i, f"call_{i}", f"tool_{i}") for i in range(len(texts))
     ]
     assert [json.loads(c.function.arguments) for c in merged.tool_calls] == arguments
+
+
+# -- structured output ---------------------------------------------------------------------------------------------
+
+CITY = JSONSchemaFormat(
+    {"type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]}, name="City"
+)
+LOOKUP = ToolInfo(name="lookup", description="Look something up.")
+
+
+def test_response_format_is_sent_in_openai_json_schema_form() -> None:
+    body = chat_request([user("hi")], tools=None, tool_choice=None, settings=ModelSettings(response_format=CITY))
+
+    assert body["response_format"] == {
+        "type": "json_schema",
+        "json_schema": {"name": "City", "schema": dict(CITY.schema), "strict": False},
+    }
+
+
+def test_llama_cpp_form_puts_the_schema_beside_the_type() -> None:
+    assert response_format_to_openai(CITY, "json_object") == {"type": "json_object", "schema": dict(CITY.schema)}
+
+
+def test_response_format_is_left_out_where_the_model_may_call_a_tool() -> None:
+    settings = ModelSettings(response_format=CITY)
+
+    with_tools = chat_request([user("hi")], tools=[LOOKUP], tool_choice=None, settings=settings)
+    tools_off = chat_request([user("hi")], tools=[LOOKUP], tool_choice="none", settings=settings)
+
+    assert "response_format" not in with_tools
+    assert tools_off["response_format"]["type"] == "json_schema"

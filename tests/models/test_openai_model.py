@@ -20,7 +20,14 @@ from batonflow.errors import (
     ModelTimeoutError,
     UserError,
 )
-from batonflow.models import ForcedTool, ModelSettings, OpenAIChatModel, ToolChoice, is_retryable_error
+from batonflow.models import (
+    ForcedTool,
+    JSONSchemaFormat,
+    ModelSettings,
+    OpenAIChatModel,
+    ToolChoice,
+    is_retryable_error,
+)
 from batonflow.schema import (
     AudioPart,
     FunctionCall,
@@ -264,6 +271,59 @@ async def test_unset_settings_are_not_sent() -> None:
     await model_for(provider).generate([user("hi")])
 
     assert provider.body == {"model": "test-model", "messages": [{"role": "user", "content": "hi"}], "stream": False}
+
+
+CITY = JSONSchemaFormat({"type": "object", "properties": {"city": {"type": "string"}}}, name="City", strict=True)
+
+
+@pytest.mark.parametrize("streaming", [False, True])
+async def test_response_format_goes_on_the_wire_as_openai_json_schema(streaming: bool) -> None:
+    reply = sse(chunk({"content": "{}"}, finish_reason="stop")) if streaming else completion({"content": "{}"})
+    provider = FakeProvider(reply)
+    model = model_for(provider)
+    settings = ModelSettings(response_format=CITY)
+
+    if streaming:
+        await concat_message_stream(model.stream([user("hi")], settings=settings))
+    else:
+        await model.generate([user("hi")], settings=settings)
+
+    assert provider.body["response_format"] == {
+        "type": "json_schema",
+        "json_schema": {"name": "City", "schema": dict(CITY.schema), "strict": True},
+    }
+
+
+async def test_response_format_is_not_sent_with_tools_the_model_may_call() -> None:
+    provider = FakeProvider(completion({"content": "ok"}))
+
+    await model_for(provider).generate([user("hi")], tools=[WEATHER], settings=ModelSettings(response_format=CITY))
+
+    assert "response_format" not in provider.body
+
+
+async def test_json_object_server_gets_the_schema_beside_the_type() -> None:
+    provider = FakeProvider(completion({"content": "{}"}))
+    model = model_for(provider, structured_output="json_object", default_settings=ModelSettings(response_format=CITY))
+
+    await model.generate([user("hi")])
+
+    assert provider.body["response_format"] == {"type": "json_object", "schema": dict(CITY.schema)}
+
+
+async def test_server_without_structured_output_is_sent_no_format() -> None:
+    provider = FakeProvider(completion({"content": "{}"}))
+
+    await model_for(provider, structured_output=None).generate(
+        [user("hi")], settings=ModelSettings(response_format=CITY)
+    )
+
+    assert "response_format" not in provider.body
+
+
+def test_unknown_structured_output_is_a_user_error() -> None:
+    with pytest.raises(UserError, match=r"expected 'json_schema', 'json_object' or None, got 'grammar'"):
+        model_for(FakeProvider(completion({})), structured_output="grammar")
 
 
 # -- responses -------------------------------------------------------------------------------------------------

@@ -5,8 +5,12 @@ from __future__ import annotations
 import json
 
 import pytest
+from pydantic import BaseModel, Field
 
-from batonflow.models import ForcedTool, ModelSettings, OpenAIChatModel
+from batonflow.adk import Runner
+from batonflow.agents import SimpleAgent
+from batonflow.errors import ModelHTTPError
+from batonflow.models import ForcedTool, JSONSchemaFormat, ModelSettings, OpenAIChatModel
 from batonflow.schema import concat_message_stream, concat_messages, system, user
 from batonflow.tools import ToolInfo
 
@@ -76,3 +80,36 @@ async def test_usage_counts_prompt_and_completion_tokens(model: OpenAIChatModel)
     assert usage.prompt_tokens > 0
     assert usage.completion_tokens > 0
     assert usage.total_tokens == usage.prompt_tokens + usage.completion_tokens
+
+
+# -- structured output -----------------------------------------------------------------------------------------
+
+
+class Capital(BaseModel):
+    city: str = Field(max_length=40)
+    country: str = Field(max_length=40)
+
+
+async def test_an_agent_with_output_schema_gets_json_that_fits_over_the_wire(llama_server: str) -> None:
+    # llama-cpp-python's server takes the schema as {"type": "json_object", "schema": ...} and makes it a grammar.
+    model = OpenAIChatModel("smollm2", base_url=llama_server, timeout=120, structured_output="json_object")
+    agent = SimpleAgent(
+        model=model,
+        output_schema=Capital,
+        output_key="capital",
+        model_settings=ModelSettings(max_tokens=60),
+        max_retries=1,
+    )
+
+    result = await Runner(agent).call("Which city is the capital of France?")
+
+    # Stored only when the answer parsed and validated.
+    assert isinstance(result.session_values["capital"], Capital)
+
+
+async def test_llama_cpp_server_refuses_openais_json_schema_form(model: OpenAIChatModel) -> None:
+    # Why OpenAIChatModel has structured_output="json_object": this server knows no other form.
+    wanted = ModelSettings(response_format=JSONSchemaFormat(Capital.model_json_schema(), name="Capital"))
+
+    with pytest.raises(ModelHTTPError, match=r"Input should be 'text' or 'json_object'"):
+        await model.generate([user("Which city is the capital of France?")], settings=wanted)

@@ -28,6 +28,7 @@ def test_public_api_is_pinned() -> None:
         "SessionData",
         "SessionState",
         "SessionStore",
+        "SharedObjects",
         "SqliteCheckpointStore",
         "SqliteSessionStore",
         "StoreError",

@@ -24,6 +24,7 @@ WIRE_NAMES = {
     "ImagePart": "batonflow.schema._messages.ImagePart",
     "InterruptRecord": "batonflow.adk._interrupt.InterruptRecord",
     "JournalChunk": "batonflow.adk._journal.JournalChunk",
+    "HistoryPart": "batonflow.adk._parts.HistoryPart",
     "LoopState": "batonflow.adk._workflow.LoopState",
     "Message": "batonflow.schema._messages.Message",
     "ParallelState": "batonflow.adk._workflow.ParallelState",

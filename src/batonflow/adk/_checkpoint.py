@@ -2,11 +2,13 @@
 
 One checkpoint per run, replaced on each interrupt: the root input, the session (values and recorded events,
 streams already joined), the streaming mode, and the interrupts with their saved states. Its size grows with
-the conversation, linearly: there is no history of checkpoints.
+the conversation, linearly: there is no history of checkpoints. A long history is saved in parts that later
+checkpoints of the run refer to (``_parts``), so that an interrupt writes what happened since the last one.
 """
 
 from __future__ import annotations
 
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -16,8 +18,9 @@ from ..store import DecodeLimits, decode, encode_async, register_type
 from ..tools import InterruptSignal
 from ._context import RunContext, SessionEvent
 from ._interrupt import InterruptRecord, flatten
+from ._parts import HistoryChain
 
-__all__ = ["Checkpoint", "decode_checkpoint", "encode_checkpoint"]
+__all__ = ["Checkpoint", "decode_checkpoint", "encode_checkpoint", "keeps_parts", "load_checkpoint"]
 
 
 @dataclass(slots=True, kw_only=True)
@@ -47,31 +50,71 @@ def limits_of(store: object) -> DecodeLimits:
 _DEFAULT_LIMITS = DecodeLimits()
 
 
-async def encode_checkpoint(ctx: RunContext, signal: InterruptSignal, store: object = None) -> bytes:
+def keeps_parts(store: object) -> bool:
+    """Whether a run's history goes to ``store`` in parts (``_parts``): yes, unless the store says
+    ``history_parts = False`` (a conversation's session snapshot, which is written whole anyway)."""
+    return getattr(store, "history_parts", True) is not False
+
+
+async def encode_checkpoint(
+    ctx: RunContext,
+    signal: InterruptSignal,
+    store: object = None,
+    *,
+    chain: HistoryChain | None = None,
+    checkpoint_id: str = "",
+    write: Callable[[str, bytes], Awaitable[None]] | None = None,
+) -> bytes:
     """The bytes of a checkpoint for a run stopped by ``signal``, to be saved in ``store`` (which decodes within
     its limits: a checkpoint past them fails now, not at the resume); streamed messages are joined first. Each
     message is written once, though the recorded events and the agents' saved states both hold it; a long
-    checkpoint is compressed off the event loop."""
+    checkpoint is compressed off the event loop.
+
+    With ``chain``, the history is saved in parts: the events since the last part become a new one once there are
+    enough of them, written with ``write`` before the checkpoint that refers to them."""
     assert ctx.root_input is not None
     events = []
     for recorded in ctx.session.history():
         await recorded.get_message()
         events.append(recorded)
-    checkpoint = Checkpoint(
-        root_messages=list(ctx.root_input.messages),
-        enable_streaming=ctx.enable_streaming,
-        values=dict(ctx.session.values),
-        events=events,
-        interrupts=flatten(signal),
-        run_id=ctx.run_id,
-        visits=dict(ctx.session.visits),
-    )
-    return await encode_async(checkpoint, limits=limits_of(store))
+
+    def head(tail: list[SessionEvent]) -> Checkpoint:
+        assert ctx.root_input is not None
+        return Checkpoint(
+            root_messages=list(ctx.root_input.messages),
+            enable_streaming=ctx.enable_streaming,
+            values=dict(ctx.session.values),
+            events=tail,
+            interrupts=flatten(signal),
+            run_id=ctx.run_id,
+            visits=dict(ctx.session.visits),
+        )
+
+    limits = limits_of(store)
+    if chain is None or write is None:
+        return await encode_async(head(events), limits=limits)
+    return await chain.encode(checkpoint_id, head, events, write, limits)
 
 
 def decode_checkpoint(data: bytes, store: object = None) -> Checkpoint:
-    """The checkpoint in ``data``, read from ``store`` and decoded within its limits."""
-    checkpoint = decode(data, limits=limits_of(store))
-    if not isinstance(checkpoint, Checkpoint):
-        raise UserError(f"not a checkpoint: expected a Checkpoint, got {type(checkpoint).__name__}")
-    return checkpoint
+    """The checkpoint in ``data``, read from ``store`` and decoded within its limits (one saved without parts)."""
+    return _checked(decode(data, limits=limits_of(store)))
+
+
+async def load_checkpoint(
+    data: bytes, store: Any, checkpoint_id: str, part_events: int
+) -> tuple[Checkpoint, HistoryChain]:
+    """The checkpoint in ``data``, with the parts of its history read from ``store``, and the chain of those parts
+    (for the next checkpoint of the run to refer to, cutting a part every ``part_events`` events)."""
+    where = f"checkpoint[{checkpoint_id}]"
+    value, chain = await HistoryChain.load(data, store.get, where, limits_of(store), part_events)
+    checkpoint = _checked(value)
+    if chain.events:
+        checkpoint.events = [*chain.events, *checkpoint.events]
+    return checkpoint, chain
+
+
+def _checked(value: Any) -> Checkpoint:
+    if not isinstance(value, Checkpoint):
+        raise UserError(f"not a checkpoint: expected a Checkpoint, got {type(value).__name__}")
+    return value

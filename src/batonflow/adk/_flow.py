@@ -11,12 +11,14 @@ from __future__ import annotations
 import inspect
 from collections.abc import AsyncGenerator, AsyncIterator, Mapping, Sequence
 from contextlib import aclosing
+from dataclasses import replace
 from typing import Any
 
 from ..errors import ResumeError, TransferError, UserError
 from ._agent import Agent
+from ._builtin import transfer_failed_text, transfer_tool_output
 from ._context import RunContext
-from ._events import AgentAction, AgentEvent, AgentInput
+from ._events import AgentAction, AgentEvent, AgentInput, event_from_message
 from ._history import HistoryEntry, HistoryRewriter, default_history_rewriter
 from ._history_policy import HistoryPolicy, as_history_policy
 from ._interrupt import ResumeInfo
@@ -175,6 +177,19 @@ class FlowAgent:
         info = ResumeInfo(enable_streaming=ctx.enable_streaming, is_resume_target=target.is_resume_target)
         return self._drive(resume(info, ctx), ctx)
 
+    def _honest_transfer(self, event: AgentEvent, dest: str) -> AgentEvent:
+        """``event``, unless it reports a transfer to an agent that is not there as done (a deterministic
+        transfer's result, or an agent's own): then the same event saying that the transfer failed, as the
+        transfer tool says, since the run ends on that error."""
+        variant = event.output.message_output if event.output is not None else None
+        message = variant.message if variant is not None and not variant.is_streaming else None
+        if message is None or message.content != transfer_tool_output(dest) or self.find_agent(dest) is not None:
+            return event
+        failed = replace(message, content=transfer_failed_text(dest, self.name))
+        honest = event_from_message(failed, role=message.role, tool_name=message.tool_name)
+        honest.action, honest.agent_name, honest.run_path = event.action, event.agent_name, event.run_path
+        return honest
+
     async def _drive(
         self, inner: AsyncIterator[AgentEvent] | None, ctx: RunContext
     ) -> AsyncGenerator[AgentEvent, None]:
@@ -200,6 +215,8 @@ class FlowAgent:
                     else:
                         own = event.run_path == run_path
                     if own:
+                        if event.action is not None and event.action.transfer_to_agent is not None:
+                            event = self._honest_transfer(event, event.action.transfer_to_agent.dest_agent_name)
                         if event.action is None or event.action.interrupted is None:
                             ctx.record(event)
                         last_action = event.action

@@ -20,13 +20,14 @@ from ..schema import Message, Stream, user
 from ..store import CheckpointStore, check_checkpoint_id
 from ..trace import RunTrace, TraceCallback, TraceEvent
 from ._agent import Agent
-from ._checkpoint import Checkpoint, decode_checkpoint, encode_checkpoint, limits_of
+from ._checkpoint import Checkpoint, keeps_parts, limits_of, load_checkpoint
 from ._context import RunContext, RunSession
 from ._events import AgentEvent, AgentInput
 from ._flow import FlowAgent
 from ._interrupt import InterruptInfo, ResumeInfo, ResumePoints, interrupt_contexts
 from ._journal import Journal, base_digest
 from ._lease import LeaseHolder, break_lease
+from ._parts import PART_EVENTS, HistoryChain
 from ._result import Capture, RunResult, blocking, collect_events, prompt_messages
 from ._segment import Segment, reserved
 
@@ -48,6 +49,9 @@ class Runner:
 
     ``call`` and ``call_resume`` run to the end and return a ``RunResult`` (the answer, the interrupt ids, the
     metrics) instead of the events; ``call_sync`` and ``call_resume_sync`` do so for code without an event loop.
+
+    A long run's history is saved in parts of at least ``history_part_events`` events, which its later
+    checkpoints refer to, so that each interrupt writes what happened since the last one (0: whole checkpoints).
     """
 
     def __init__(
@@ -60,7 +64,11 @@ class Runner:
         checkpoint_store: CheckpointStore | None = None,
         resume_lease: float = 300.0,
         callbacks: Sequence[TraceCallback] = (),
+        history_part_events: int = PART_EVENTS,
     ) -> None:
+        if type(history_part_events) is not int or history_part_events < 0:
+            raise UserError(f"history_part_events: expected an int of 0 or more, got {history_part_events!r}")
+        self.history_part_events = history_part_events
         self.agent = agent if isinstance(agent, FlowAgent) else FlowAgent(agent)
         self.enable_streaming = enable_streaming
         self.session_values = dict(session_values or {})
@@ -136,7 +144,9 @@ class Runner:
             lease = LeaseHolder(
                 store, checkpoint_id, uuid.uuid4().hex, self.resume_lease, f"checkpoint[{checkpoint_id}]"
             )
-            segment = Segment(store, checkpoint_id, lease)
+            segment = Segment(
+                store, checkpoint_id, lease, chain=self._keeping(store, HistoryChain(self.history_part_events))
+            )
         events = self._events(self.agent.run(input, ctx), ctx, segment)
         traced = events if trace is None else trace.wrap(events)
         return traced if segment is None else reserved(segment, traced)
@@ -200,6 +210,11 @@ class Runner:
             raise UserError("failed to resume: expected Runner(..., checkpoint_store=...), got no store")
         return Stream.from_async_iter(self._resume(store, checkpoint_id, dict(targets or {}), capture))
 
+    def _keeping(self, store: CheckpointStore, chain: HistoryChain) -> HistoryChain | None:
+        """``chain``, the history parts a run saves in ``store``; None when parts are off or the store keeps whole
+        checkpoints."""
+        return chain if self.history_part_events and keeps_parts(store) else None
+
     async def break_lease(
         self, checkpoint_id: str, holder: str, *, checkpoint_store: CheckpointStore | None = None
     ) -> bool:
@@ -223,7 +238,7 @@ class Runner:
             data = await store.get(checkpoint_id)
             if data is None:
                 raise CheckpointNotFoundError(f"checkpoint[{checkpoint_id}] not exist")
-            checkpoint = decode_checkpoint(data, store)
+            checkpoint, chain = await load_checkpoint(data, store, checkpoint_id, self.history_part_events)
             journal = await Journal.load(
                 store,
                 checkpoint_id,
@@ -233,7 +248,7 @@ class Runner:
                 limits=limits_of(store),
                 fence=lease.check,
             )
-            segment = Segment(store, checkpoint_id, lease, journal)
+            segment = Segment(store, checkpoint_id, lease, journal, self._keeping(store, chain))
             events = self._resumed(checkpoint, journal, segment, capture)
             async with aclosing(events) as resumed:
                 async for event in resumed:
@@ -302,7 +317,7 @@ class Runner:
                         action.interrupted.interrupt_contexts = interrupt_contexts(action.signal)
                         if segment is not None:
                             try:
-                                await segment.save(await encode_checkpoint(ctx, action.signal, segment.store))
+                                await segment.save_interrupt(ctx, action.signal)
                             except Exception as error:
                                 # Nothing was saved: say so instead of showing an interrupt that cannot resume.
                                 yield AgentEvent(

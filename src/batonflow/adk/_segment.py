@@ -10,10 +10,14 @@ from contextlib import aclosing
 
 from ..errors import CheckpointExistsError
 from ..store import CheckpointStore
+from ..tools import InterruptSignal
+from ._checkpoint import encode_checkpoint
+from ._context import RunContext
 from ._events import AgentEvent
 from ._interrupt import InterruptInfo
 from ._journal import Journal
 from ._lease import Fenced, LeaseHolder
+from ._parts import HistoryChain
 
 __all__ = ["Segment", "reserved"]
 
@@ -52,19 +56,42 @@ async def reserved(segment: Segment, events: AsyncIterator[AgentEvent]) -> Async
 class Segment:
     """A run or a resume working under a checkpoint id's lease, and what it writes there: the interrupt's
     checkpoint, the journal of a resume, the deletion of a resume that ran to its end. Each write is fenced by the
-    lease (``LeaseLostError`` once it is lost; atomically in stores whose ``set``/``delete`` take ``owner``)."""
+    lease (``LeaseLostError`` once it is lost; atomically in stores whose ``set``/``delete`` take ``owner``).
 
-    __slots__ = ("checkpoint_id", "failed", "interrupted", "journal", "lease", "store")
+    ``chain`` holds the parts of the run's history saved so far (None: the store takes whole checkpoints)."""
+
+    __slots__ = ("chain", "checkpoint_id", "failed", "interrupted", "journal", "lease", "store")
 
     def __init__(
-        self, store: CheckpointStore, checkpoint_id: str, lease: LeaseHolder, journal: Journal | None = None
+        self,
+        store: CheckpointStore,
+        checkpoint_id: str,
+        lease: LeaseHolder,
+        journal: Journal | None = None,
+        chain: HistoryChain | None = None,
     ) -> None:
         self.store = store
         self.checkpoint_id = checkpoint_id
         self.lease = lease
         self.journal = journal
+        self.chain = chain
         self.interrupted = False
         self.failed = False
+
+    async def save_interrupt(self, ctx: RunContext, signal: InterruptSignal) -> None:
+        """The checkpoint of the run stopped by ``signal``: a new part of its history first, when one is due."""
+        data = await encode_checkpoint(
+            ctx, signal, self.store, chain=self.chain, checkpoint_id=self.checkpoint_id, write=self._write_part
+        )
+        await self.save(data)
+        if self.chain is not None and self.chain.stale:
+            live = {part.key for part in self.chain.parts}  # a part written again is named as before
+            stale, self.chain.stale = [k for k in self.chain.stale if k not in live], []
+            await self._forget(stale)
+
+    async def _write_part(self, key: str, data: bytes) -> None:
+        self.lease.check()  # a part is named by its digest: a writer that lost the lease cannot spoil another's
+        await self.store.set(key, data)
 
     async def save(self, data: bytes) -> None:
         """The checkpoint of the run's interrupt."""
@@ -93,13 +120,18 @@ class Segment:
             await self.keep()  # a retry then replays the finished tools from the journal, not for real
             raise
         await self.forget_journal()
+        if self.chain is not None:
+            await self._forget([*(part.key for part in self.chain.parts), *self.chain.stale])
 
     async def forget_journal(self) -> None:
         """The journal's chunks are of no use any more (the checkpoint they add to is gone or replaced): deleted,
         best effort, since a chunk left behind names a base that no checkpoint has and is never read again."""
-        if self.journal is None:
-            return
-        for key in self.journal.written():
+        if self.journal is not None:
+            await self._forget(self.journal.written())
+
+    async def _forget(self, keys: list[str]) -> None:
+        """Delete ``keys`` that no checkpoint refers to any more, best effort: one left behind is never read."""
+        for key in keys:
             try:
                 await self.store.delete(key)
             except Exception:

@@ -286,7 +286,11 @@ class _Snapshot:
     holds both: ``_JOURNALED``, the checkpoint's length, the checkpoint, and the chunks encoded as one mapping; a
     snapshot without chunks is the checkpoint's bytes alone, as before. Each chunk is saved with the session at
     once, so a resume cut short is retried from what finished.
+
+    The snapshot is written whole with the session, so a run's history goes into it whole too (``history_parts``).
     """
+
+    history_parts = False
 
     def __init__(self, session: Session) -> None:
         self._session = session

@@ -18,6 +18,7 @@ from pydantic_core import ErrorDetails
 
 from ..adk import AgentEvent, get_language
 from ..errors import ModelJSONError, RunError, UserError
+from ..models import JSONSchemaFormat, ModelSettings, merge_settings
 from ..schema import Message
 from ..tools import parse_model_json
 from ..tools.feedback import data_path, describe_json_text, describe_json_value, join_clauses, show_path, show_value
@@ -78,6 +79,7 @@ def parse_output(source: AgentEvent | Message | str, schema: OutputSchema) -> An
 
 
 _FENCE = "```"
+_NOT_IN_A_NAME = re.compile(r"[^A-Za-z0-9_-]+")
 _LANGUAGE = re.compile(r"[A-Za-z0-9_-]*")
 
 
@@ -110,6 +112,21 @@ class Schema:
 
     def instruction(self) -> str:
         return _SCHEMA_INSTRUCTION[get_language()] + self.text
+
+    def response_format(self) -> JSONSchemaFormat:
+        """The schema as the provider's structured output asks for it, named after the model class or title.
+
+        Not ``strict``: OpenAI's strict mode refuses most schemas pydantic writes (optional fields, defaults); the
+        answer is checked here anyway.
+        """
+        title = self.json_schema.get("title")
+        named = self.model.__name__ if self.model is not None else title if isinstance(title, str) else ""
+        name = _NOT_IN_A_NAME.sub("_", named).strip("_")[:64]
+        return JSONSchemaFormat(self.json_schema, name=name or "answer")
+
+    def settings(self, settings: ModelSettings | None) -> ModelSettings:
+        """``settings`` asking for this schema's structured output, unless they ask for a format of their own."""
+        return merge_settings(ModelSettings(response_format=self.response_format()), settings)
 
     def parse(self, text: str) -> Any:
         stripped = _unfenced(text.strip())

@@ -9,7 +9,8 @@ It runs on the same loop as ``ChatModelAgent``; what changes is the policy:
 - **Answers.** Reasoning in ``<think>…</think>`` (or an unclosed ``<think>``) is not an answer. An empty answer (no
   text, no tool calls) gets Solon's self-reflection prompt, a reply of thinking only is kept and gets its format
   correction (each naming the turn and the attempt), twice; the third ends the run with an apology. With
-  ``output_schema`` an answer that does not fit is sent back with the validation error, until the turns run out.
+  ``output_schema`` an answer that does not fit is sent back with the validation error, until the turns run out;
+  calls where no tool call can follow ask for the schema through the provider's structured output as well.
 - **Failures.** A model that still fails after its retries ends the run with Solon's apology for the kind of
   failure (a timeout, a connection, an HTTP status, anything else) as the answer, not an error event; the error is
   logged and stays in the trace. ``model_failure="error"`` ends with the error event instead.
@@ -222,10 +223,18 @@ class ReActAgent(ModelAgent):
     def setup(self) -> AgentSetup:
         setup = super().setup()
         step = setup.step
-        if self.model_failure == "answer" and not isinstance(step.model, FailureTagging):
-            setup.step = ModelStep(
-                FailureTagging(step.model), settings=step.settings, tool_choice=step.tool_choice, retry=step.retry
-            )
+        model, settings = step.model, step.settings
+        if self.model_failure == "answer" and not isinstance(model, FailureTagging):
+            model = FailureTagging(model)
+        schema = self.policy.schema
+        asks = settings is not None and settings.response_format is not None  # a format of its own, or done already
+        if schema is not None and not asks and (self.style == "native" or not setup.infos):
+            # The provider's structured output for the answer. Calls that offer tools are made without it
+            # (``answer_format``); the text style offers none, its tools are in the prompt, and a JSON grammar
+            # would leave the model no way to write an action.
+            settings = schema.settings(settings)
+        if model is not step.model or settings is not step.settings:
+            setup.step = ModelStep(model, settings=settings, tool_choice=step.tool_choice, retry=step.retry)
         return setup
 
     def run(self, input: AgentInput, ctx: RunContext | None = None) -> AsyncGenerator[AgentEvent, None]:

@@ -54,8 +54,11 @@ class SimpleAgent:
     reached the caller is never taken back.
 
     With ``output_schema`` (a pydantic model class or a JSON Schema dict) the model is told to answer with JSON
-    matching it, and the answer is validated: the parsed value (a model instance, or the JSON value for a dict
-    schema) is the event's ``output.customized_output`` and, with ``output_key``, the session value. An answer that
+    matching it, the call asks for it through the provider's structured output too (``response_format`` in the
+    settings: OpenAI's ``json_schema``, a grammar on llama.cpp; not when tools are offered, see
+    ``batonflow.models.answer_format``; a format in ``model_settings`` wins), and the answer is validated: the
+    parsed value (a model instance, or the JSON value for a dict schema) is the event's
+    ``output.customized_output`` and, with ``output_key``, the session value. An answer that
     does not fit is the message event followed by an error event. Without a schema ``output_key`` gets the answer's
     text. An answer with tool calls is returned as it is: not parsed, and with a schema not stored.
 
@@ -109,7 +112,8 @@ class SimpleAgent:
         self._schema = Schema.of(output_schema) if output_schema is not None else None
         self._step = ModelStep(
             model,
-            settings=model_settings,
+            # The provider's structured output where it has one; the prompt and the check stay for the others.
+            settings=self._schema.settings(model_settings) if self._schema is not None else model_settings,
             retry=ModelRetry(
                 attempts=max_retries,
                 backoff=lambda attempt: min(retry_delay * 2.0 ** (attempt - 1), _MAX_DELAY),

@@ -2,16 +2,19 @@
 
 The in-process llama.cpp model lives in ``batonflow.models.local`` (optional extra ``batonflow[local]``), the OpenAI
 wire format in ``batonflow.models.openai_format``. ``check_tool_choice`` and ``merge_settings`` are for writing a
-``ChatModel`` of your own: they refuse and merge what the built-in providers do. ``ToolThenAnswer`` makes a small
-model call a tool and then answer (the default of ``local:smollm2``).
+``ChatModel`` of your own: they refuse and merge what the built-in providers do, and ``answer_format`` says when
+a call's ``ModelSettings.response_format`` (a ``JSONSchemaFormat``) applies. ``ToolThenAnswer`` makes a small model
+call a tool and then answer (the default of ``local:smollm2``).
 """
 
 from typing import TYPE_CHECKING, Any
 
 from ._base import ChatModel as ChatModel
 from ._base import ForcedTool as ForcedTool
+from ._base import JSONSchemaFormat as JSONSchemaFormat
 from ._base import ModelSettings as ModelSettings
 from ._base import ToolChoice as ToolChoice
+from ._base import answer_format as answer_format
 from ._base import check_tool_choice as check_tool_choice
 from ._base import merge_settings as merge_settings
 from ._guided import ANSWER_PROMPT as ANSWER_PROMPT
@@ -39,11 +42,13 @@ __all__ = [
     "ANSWER_PROMPT",
     "ChatModel",
     "ForcedTool",
+    "JSONSchemaFormat",
     "ModelSettings",
     "OpenAIChatModel",
     "RetryingModel",
     "ToolChoice",
     "ToolThenAnswer",
+    "answer_format",
     "answer_from_tool_results",
     "check_tool_choice",
     "is_retryable_error",

@@ -7,14 +7,24 @@ reader in-stream as a typed ``ModelError``, so a caller has one place to handle 
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import re
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, fields
 from typing import Any, Literal, Protocol, TypeAlias, runtime_checkable
 
 from ..errors import UserError
 from ..schema import Message, MessageStream, ToolInfo
 
-__all__ = ["ChatModel", "ForcedTool", "ModelSettings", "ToolChoice", "check_tool_choice", "merge_settings"]
+__all__ = [
+    "ChatModel",
+    "ForcedTool",
+    "JSONSchemaFormat",
+    "ModelSettings",
+    "ToolChoice",
+    "answer_format",
+    "check_tool_choice",
+    "merge_settings",
+]
 
 
 @dataclass(frozen=True, slots=True)
@@ -27,11 +37,40 @@ class ForcedTool:
 ToolChoice: TypeAlias = Literal["auto", "none", "required"] | ForcedTool
 
 
+_FORMAT_NAME = re.compile(r"[A-Za-z0-9_-]{1,64}")
+
+
+@dataclass(frozen=True, slots=True)
+class JSONSchemaFormat:
+    """Ask for an answer that is one JSON value fitting ``schema``, through the provider's structured output.
+
+    OpenAI-compatible servers get it as ``response_format`` (``name`` and ``strict`` are OpenAI's: ``strict`` holds
+    the model to the schema exactly, and OpenAI then accepts only schemas whose objects list every property as
+    required and forbid others); llama.cpp turns the schema into a grammar, which always holds. A model that
+    cannot constrain its output ignores it, so a caller still says in the prompt what it wants and checks the
+    answer. It applies to an answer in words only: see ``answer_format``.
+    """
+
+    schema: Mapping[str, Any]
+    name: str = "answer"
+    strict: bool = False
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.schema, Mapping):
+            raise UserError(f"JSONSchemaFormat schema: expected a JSON Schema dict, got {self.schema!r}")
+        if not isinstance(self.name, str) or not _FORMAT_NAME.fullmatch(self.name):
+            raise UserError(
+                "JSONSchemaFormat name: expected 1 to 64 letters, digits, '_' or '-' (OpenAI's rule), "
+                f"got {self.name!r}"
+            )
+
+
 @dataclass(slots=True, kw_only=True)
 class ModelSettings:
     """Sampling settings for one call; ``None`` leaves the provider's default.
 
-    ``extra`` holds provider-specific request fields (``{"top_k": 20}``, ``{"repeat_penalty": 1.1}``).
+    ``response_format`` asks for a JSON answer fitting a schema (``JSONSchemaFormat``). ``extra`` holds
+    provider-specific request fields (``{"top_k": 20}``, ``{"repeat_penalty": 1.1}``).
     """
 
     temperature: float | None = None
@@ -39,7 +78,15 @@ class ModelSettings:
     max_tokens: int | None = None
     stop: list[str] | None = None
     seed: int | None = None
+    response_format: JSONSchemaFormat | None = None
     extra: dict[str, Any] | None = None
+
+    def __post_init__(self) -> None:
+        if self.response_format is not None and not isinstance(self.response_format, JSONSchemaFormat):
+            raise UserError(
+                "ModelSettings response_format: expected a JSONSchemaFormat(schema, name=..., strict=...), "
+                f"got {self.response_format!r}"
+            )
 
 
 def merge_settings(base: ModelSettings | None, override: ModelSettings | None) -> ModelSettings:
@@ -54,6 +101,22 @@ def merge_settings(base: ModelSettings | None, override: ModelSettings | None) -
     if base.extra and override.extra:
         values["extra"] = {**base.extra, **override.extra}
     return ModelSettings(**values)
+
+
+def answer_format(
+    settings: ModelSettings, tools: Sequence[ToolInfo] | None, tool_choice: ToolChoice | None
+) -> JSONSchemaFormat | None:
+    """The structured output a call asks for: ``settings.response_format``, unless the model may call a tool.
+
+    A schema constrains an answer in words. Sent together with tools it means different things to different
+    servers: OpenAI applies it to the text only, a server whose guided decoding constrains the whole output
+    (vLLM's) leaves the model no way to write a tool call, llama-cpp-python's function-calling handler drops it. So a call that offers
+    tools (with any tool choice but ``"none"``) is made without it, on every provider alike, and the caller's
+    prompt and check cover that answer.
+    """
+    if settings.response_format is None or (tools and tool_choice != "none"):
+        return None
+    return settings.response_format
 
 
 @runtime_checkable

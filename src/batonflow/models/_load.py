@@ -21,7 +21,7 @@ def load_model(uri: str, **kwargs: Any) -> ChatModel:
     - ``openai:gpt-4o-mini`` (``OPENAI_API_KEY``)
     - ``openai-compatible:http://127.0.0.1:8000/v1#my-model`` (pass ``api_key=`` if the server wants one)
     - ``ollama:llama3.2`` (``OLLAMA_HOST``, default ``http://127.0.0.1:11434``)
-    - ``deepseek:deepseek-chat`` (``DEEPSEEK_API_KEY``)
+    - ``deepseek:deepseek-chat`` (``DEEPSEEK_API_KEY``; no structured output, which DeepSeek does not have)
     - ``local:smollm2`` or ``local:/path/to/model.gguf`` (in-process llama.cpp, ``batonflow[local]``)
     """
     provider, sep, name = uri.partition(":")
@@ -67,6 +67,9 @@ def _deepseek(name: str, **kwargs: Any) -> ChatModel:
     api_key = kwargs.pop("api_key", None) or os.environ.get("DEEPSEEK_API_KEY")
     if not api_key:
         raise UserError(f"model URI 'deepseek:{name}': expected DEEPSEEK_API_KEY in the environment, got none")
+    # DeepSeek's API knows no json_schema response format (only JSON mode, without a schema): output schemas go
+    # in the prompt there.
+    kwargs.setdefault("structured_output", None)
     return OpenAIChatModel(name, base_url=_DEEPSEEK_BASE_URL, api_key=api_key, **kwargs)
 
 

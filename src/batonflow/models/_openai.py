@@ -10,7 +10,7 @@ import html
 import os
 import re
 from collections.abc import AsyncIterator, Sequence
-from typing import Any, Protocol
+from typing import Any, Literal, Protocol, TypeAlias
 
 import openai
 from openai.types.chat import ChatCompletion
@@ -25,9 +25,13 @@ from ..errors import (
 )
 from ..schema import Message, MessageStream, Stream, ToolInfo
 from ._base import ModelSettings, ToolChoice, check_tool_choice, merge_settings
-from .openai_format import chat_request, chunk_to_message, completion_to_message
+from .openai_format import chat_request, chunk_to_message, completion_to_message, response_format_to_openai
 
 __all__ = ["OpenAIChatModel"]
+
+StructuredOutput: TypeAlias = Literal["json_schema", "json_object"] | None
+"""How a server takes ``ModelSettings.response_format``: OpenAI's ``json_schema`` (OpenAI, vLLM, llama.cpp's
+``llama-server``, Ollama), llama-cpp-python's ``json_object`` with the schema beside it, or None: not sent."""
 
 
 class OpenAIChatModel:
@@ -46,8 +50,15 @@ class OpenAIChatModel:
         timeout: float = 60.0,
         client: openai.AsyncOpenAI | None = None,
         default_settings: ModelSettings | None = None,
+        structured_output: StructuredOutput = "json_schema",
     ) -> None:
+        if structured_output not in ("json_schema", "json_object", None):
+            raise UserError(
+                f"OpenAIChatModel structured_output: expected 'json_schema', 'json_object' or None, "
+                f"got {structured_output!r}"
+            )
         self.model_name = model
+        self.structured_output: StructuredOutput = structured_output
         self.default_settings = default_settings
         self.timeout = timeout
         if client is None:
@@ -129,6 +140,10 @@ class OpenAIChatModel:
         merged = merge_settings(self.default_settings, settings)
         request = chat_request(messages, tools=tools, tool_choice=tool_choice, settings=merged)
         request["model"] = self.model_name
+        if "response_format" in request and self.structured_output != "json_schema":
+            del request["response_format"]
+            if self.structured_output is not None and merged.response_format is not None:
+                request["response_format"] = response_format_to_openai(merged.response_format, "json_object")
         if merged.extra:
             # Fields the SDK does not know travel in the JSON body as they are.
             request["extra_body"] = merged.extra

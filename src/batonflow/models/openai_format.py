@@ -8,16 +8,17 @@ reason: an adapter for another OpenAI-compatible engine needs nothing else.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import Any, Literal
 
 from ..schema import ContentPart, FunctionCall, ImagePart, Message, ResponseMeta, TextPart, ToolCall, ToolInfo, Usage
-from ._base import ForcedTool, ModelSettings, ToolChoice
+from ._base import ForcedTool, JSONSchemaFormat, ModelSettings, ToolChoice, answer_format
 
 __all__ = [
     "chat_request",
     "chunk_to_message",
     "completion_to_message",
     "message_to_openai",
+    "response_format_to_openai",
     "settings_to_openai",
     "tool_choice_to_openai",
     "tool_to_openai",
@@ -35,13 +36,19 @@ def chat_request(
     tool_choice: ToolChoice | None,
     settings: ModelSettings,
 ) -> dict[str, Any]:
-    """The body of a chat completions request, without ``model``, ``stream`` and ``settings.extra``."""
+    """The body of a chat completions request, without ``model``, ``stream`` and ``settings.extra``.
+
+    ``settings.response_format`` is sent only where ``answer_format`` says it applies (no tool call can follow).
+    """
     body: dict[str, Any] = {"messages": [message_to_openai(m) for m in messages]}
     if tools:
         body["tools"] = [tool_to_openai(t) for t in tools]
     if tool_choice is not None:
         body["tool_choice"] = tool_choice_to_openai(tool_choice)
     body.update(settings_to_openai(settings))
+    wanted = answer_format(settings, tools, tool_choice)
+    if wanted is not None:
+        body["response_format"] = response_format_to_openai(wanted)
     return body
 
 
@@ -89,6 +96,19 @@ def tool_choice_to_openai(choice: ToolChoice) -> str | dict[str, Any]:
     if isinstance(choice, ForcedTool):
         return {"type": "function", "function": {"name": choice.name}}
     return choice
+
+
+def response_format_to_openai(
+    wanted: JSONSchemaFormat, kind: Literal["json_schema", "json_object"] = "json_schema"
+) -> dict[str, Any]:
+    """``response_format`` as OpenAI has it (``json_schema``), or as llama-cpp-python has it (``json_object``
+    with the schema beside the type: its server and its in-process API know no other form)."""
+    if kind == "json_object":
+        return {"type": "json_object", "schema": dict(wanted.schema)}
+    return {
+        "type": "json_schema",
+        "json_schema": {"name": wanted.name, "schema": dict(wanted.schema), "strict": wanted.strict},
+    }
 
 
 def settings_to_openai(settings: ModelSettings) -> dict[str, Any]:

@@ -49,6 +49,7 @@ from ._sessions import SessionData as SessionData
 from ._sessions import SessionState as SessionState
 from ._sessions import SessionStore as SessionStore
 from ._sessions import check_session_id as check_session_id
+from ._share import SharedObjects as SharedObjects
 from ._sqlite import SqliteCheckpointStore as SqliteCheckpointStore
 
 __all__ = [
@@ -73,6 +74,7 @@ __all__ = [
     "SessionData",
     "SessionState",
     "SessionStore",
+    "SharedObjects",
     "SqliteCheckpointStore",
     "SqliteSessionStore",
     "StoreError",

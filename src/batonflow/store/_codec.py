@@ -30,7 +30,7 @@ from typing import Any
 
 from ..errors import CodecError, UserError
 from ._fits import remember
-from ._share import ascii_text, dumps, write_body
+from ._share import SharedObjects, ascii_text, dumps, write_body
 from ._tree import build, to_tree
 from ._wire import PathError, Refs
 
@@ -51,7 +51,12 @@ CODEC_VERSION = 2
 _PLAIN_VERSION = 1  # what a payload without references is written as, so that release 0.1.0 can read it
 _HEADER = struct.Struct(">3sBBI")  # magic, version, flags, crc32
 _FLAG_ZLIB = 0x01
-_KNOWN_FLAGS = _FLAG_ZLIB
+# The payload continues a chain (``SharedObjects``): its body starts with the count of the chain's objects it was
+# written after (4 bytes, big-endian), and it may refer to them. Releases before chains refuse such a payload as
+# having unknown flags, rather than misreading it.
+_FLAG_CONTINUES = 0x02
+_KNOWN_FLAGS = _FLAG_ZLIB | _FLAG_CONTINUES
+_COUNT = struct.Struct(">I")
 # Measured on chat-shaped checkpoints (tests/store/test_codec_size.py): zlib pays from about half a KiB (a
 # one-message payload of 560 bytes shrinks to 324 in 12 µs). Level 4 is the knee: for 2,000 messages it writes
 # 86 KB in 12 ms where level 1 writes 96 KB in 7 ms and level 6 84 KB in 22 ms. Encoding runs on the event loop,
@@ -96,27 +101,52 @@ DEFAULT_LIMITS = DecodeLimits()
 _STRING = re.compile(rb'"(?:[^"\\]|\\.)*"', re.DOTALL)
 
 
-def encode(obj: Any, *, what: str = "checkpoint", limits: DecodeLimits = DEFAULT_LIMITS) -> bytes:
+def encode(
+    obj: Any,
+    *,
+    what: str = "checkpoint",
+    limits: DecodeLimits = DEFAULT_LIMITS,
+    shared: SharedObjects | None = None,
+    extend: bool = True,
+) -> bytes:
     """The bytes of ``obj``. ``what`` names the value in error messages (``cannot encode checkpoint: …``);
-    ``limits`` are those the payload will be decoded with (its body must fit them)."""
-    body, version = encode_body(obj, what, limits)
-    return pack(body, version)
+    ``limits`` are those the payload will be decoded with (its body must fit them).
+
+    With ``shared``, the payload continues a chain: it refers to the messages and recorded events of the payloads
+    before it instead of writing them again, and (when ``extend``) its own are added to ``shared`` for the next
+    one. It can then only be decoded with the chain's objects as they were when it was written."""
+    body, version, flags = encode_body(obj, what, limits, shared, extend)
+    return pack(body, version, flags)
 
 
-async def encode_async(obj: Any, *, what: str = "checkpoint", limits: DecodeLimits = DEFAULT_LIMITS) -> bytes:
+async def encode_async(
+    obj: Any,
+    *,
+    what: str = "checkpoint",
+    limits: DecodeLimits = DEFAULT_LIMITS,
+    shared: SharedObjects | None = None,
+    extend: bool = True,
+) -> bytes:
     """``encode``, compressing a large body on a worker thread so that the event loop goes on meanwhile: zlib
     leaves the GIL while it works, some 15 ms for the 1.9 MB body of a checkpoint at turn 2,000
     (benchmarks/growth.py). The value itself is read on the loop, where nothing changes it in the meantime."""
-    body, version = encode_body(obj, what, limits)
+    body, version, flags = encode_body(obj, what, limits, shared, extend)
     if len(body) < _THREAD_BODY:
-        return pack(body, version)
-    return await asyncio.to_thread(pack, body, version)
+        return pack(body, version, flags)
+    return await asyncio.to_thread(pack, body, version, flags)
 
 
-def encode_body(obj: Any, what: str, limits: DecodeLimits = DEFAULT_LIMITS) -> tuple[bytes, int]:
-    """The body of ``obj``'s payload and its version, before compression (``pack`` does the rest)."""
+def encode_body(
+    obj: Any,
+    what: str,
+    limits: DecodeLimits = DEFAULT_LIMITS,
+    shared: SharedObjects | None = None,
+    extend: bool = True,
+) -> tuple[bytes, int, int]:
+    """The body of ``obj``'s payload, its version and its flags, before compression (``pack`` does the rest)."""
+    count = len(shared) if shared is not None else 0
     try:
-        text, refers = write_body(obj)
+        text, refers = write_body(obj, shared, extend=extend)
     except PathError as exc:
         raise exc.to_codec_error("encode", what) from None
     except RecursionError:
@@ -128,16 +158,17 @@ def encode_body(obj: Any, what: str, limits: DecodeLimits = DEFAULT_LIMITS) -> t
     except UnicodeEncodeError:  # lone surrogates: JSON escapes keep them, UTF-8 cannot
         body = ascii_text(text).encode("ascii")
     _check_size(body, what, limits)
-    return body, CODEC_VERSION if refers else _PLAIN_VERSION
+    if shared is None:
+        return body, CODEC_VERSION if refers else _PLAIN_VERSION, 0
+    return _COUNT.pack(count) + body, CODEC_VERSION, _FLAG_CONTINUES
 
 
-def pack(body: bytes, version: int = CODEC_VERSION) -> bytes:
+def pack(body: bytes, version: int = CODEC_VERSION, flags: int = 0) -> bytes:
     """The payload of ``body``: compressed when that pays, then sealed."""
-    flags = 0
     if len(body) >= COMPRESS_THRESHOLD:
         packed = zlib.compress(body, _ZLIB_LEVEL)
         if len(packed) < len(body):
-            body, flags = packed, _FLAG_ZLIB
+            body, flags = packed, flags | _FLAG_ZLIB
     return seal(body, flags, version)
 
 
@@ -153,15 +184,43 @@ def _checksum(body: bytes, flags: int, version: int) -> int:
 
 
 def decode(
-    data: bytes | bytearray | memoryview, *, what: str = "checkpoint", limits: DecodeLimits = DEFAULT_LIMITS
+    data: bytes | bytearray | memoryview,
+    *,
+    what: str = "checkpoint",
+    limits: DecodeLimits = DEFAULT_LIMITS,
+    shared: SharedObjects | None = None,
 ) -> Any:
     """The value in ``data``. Anything that is not a payload this version of batonflow (or an earlier one) wrote,
     or that does not fit ``limits``, raises ``CodecError``. The messages and recorded events it holds are remembered
-    by ``encode_cache`` when it has a size, so that encoding them again unchanged re-uses their trees."""
-    body, version = _open(data, what, limits)
-    refs = Refs(references=version > 1)
-    value = load_json(body, what, invalid="corrupt payload: invalid JSON body", limits=limits, refs=refs)
-    remember(refs.objects, refs.trees, value)
+    by ``encode_cache`` when it has a size, so that encoding them again unchanged re-uses their trees.
+
+    A payload that continues a chain (``encode(..., shared=...)``) needs ``shared`` holding the chain's objects as
+    they were when it was written (the payloads before it decoded into it, in order); its own are added there."""
+    body, version, flags = _open(data, what, limits)
+    if not flags & _FLAG_CONTINUES:
+        refs = Refs(references=version > 1)
+        value = load_json(body, what, invalid="corrupt payload: invalid JSON body", limits=limits, refs=refs)
+        remember(refs.objects, refs.trees, value)
+        return value
+    if len(body) < _COUNT.size:
+        raise _corrupt(what, f"truncated body ({len(body)} bytes; a continuing payload has at least {_COUNT.size})")
+    (count,) = _COUNT.unpack_from(body)
+    if shared is None or len(shared) != count:
+        found = "none" if shared is None else f"{len(shared):,}"
+        raise CodecError(
+            f"cannot decode {what}: it continues a chain of payloads: expected the {count:,} shared objects of the "
+            f"payloads before it (decode(..., shared=...)), got {found}"
+        )
+    refs = Refs(references=True, objects=shared.objects)
+    try:
+        value = load_json(
+            body[_COUNT.size :], what, invalid="corrupt payload: invalid JSON body", limits=limits, refs=refs
+        )
+    except BaseException:
+        shared.truncate(count)
+        raise
+    shared.adopt(count)
+    remember(shared.objects[count:], refs.trees, value)
     return value
 
 
@@ -263,8 +322,9 @@ def _count_values(body: bytes, limit: int) -> int:
     return count
 
 
-def _open(data: bytes | bytearray | memoryview, what: str, limits: DecodeLimits) -> tuple[bytes, int]:
-    """The JSON text of ``data`` and its version, once the header, the checksum and the compression check out."""
+def _open(data: bytes | bytearray | memoryview, what: str, limits: DecodeLimits) -> tuple[bytes, int, int]:
+    """The body of ``data``, its version and its flags, once the header, the checksum and the compression check
+    out."""
     if not isinstance(data, bytes | bytearray | memoryview):
         raise CodecError(f"cannot decode {what}: expected bytes, got {type(data).__qualname__}")
     data = bytes(data)
@@ -297,7 +357,7 @@ def _open(data: bytes | bytearray | memoryview, what: str, limits: DecodeLimits)
             )
         if not inflater.eof or inflater.unused_data:
             raise _corrupt(what, "the compressed body is incomplete or followed by stray bytes")
-    return body, version
+    return body, version, flags
 
 
 def _corrupt(what: str, detail: str) -> CodecError:

@@ -25,9 +25,12 @@ from ._registry import BY_TYPE, Entry, _DataclassEntry
 from ._tree import to_tree
 from ._wire import CLS, REF, TAG, WRITER, PathError, key_segment
 
-__all__ = ["ascii_text", "dumps", "write_body"]
+__all__ = ["SharedObjects", "ascii_text", "dumps", "write_body"]
 
 _NON_ASCII = re.compile(r"[^\x00-\x7f]+")
+# From this many on, items of a list that are objects written before, at one step from each other, are written as
+# one run, {"$t": "run", "v": [first, count, step]}: a loop's transcript refers to the history's messages so.
+_RUN = 3
 
 
 def _not_json(value: Any) -> Any:
@@ -51,14 +54,53 @@ def dumps(tree: Any) -> str:
     return json.dumps(tree, ensure_ascii=False, separators=(",", ":"), allow_nan=False, check_circular=False)
 
 
-def write_body(obj: Any) -> tuple[str, bool]:
-    """The JSON text of ``obj``'s value tree, with shared objects written once, and whether it refers to one."""
-    writer = Writer()
+class SharedObjects:
+    """The shared objects of a chain of payloads, in the order of their numbers: a payload encoded or decoded with
+    them may refer to every object of the payloads before it, and numbers its own after theirs.
+
+    So a history saved in parts, each part a payload of its own, writes each message once across all of them, and
+    the payload that holds the rest of a checkpoint refers to the messages of the parts instead of writing them
+    again. Keeps the objects alive (their ids are what the encoder looks them up by); an object must not change
+    once it is here, since a later payload refers to it as it was written.
+    """
+
+    __slots__ = ("numbers", "objects")
+
+    def __init__(self) -> None:
+        self.numbers: dict[int, int] = {}
+        self.objects: list[Any] = []
+
+    def __len__(self) -> int:
+        return len(self.objects)
+
+    def truncate(self, count: int) -> None:
+        """Forget every object from number ``count`` on (a payload that failed, or one not to be continued)."""
+        numbers = self.numbers
+        for dropped in self.objects[count:]:
+            del numbers[id(dropped)]
+        del self.objects[count:]
+
+    def adopt(self, start: int) -> None:
+        """Number the objects from ``start`` on, appended to ``objects`` by a decoder."""
+        numbers = self.numbers
+        for i in range(start, len(self.objects)):
+            numbers[id(self.objects[i])] = i
+
+
+def write_body(obj: Any, shared: SharedObjects | None = None, *, extend: bool = True) -> tuple[str, bool]:
+    """The JSON text of ``obj``'s value tree, with shared objects written once, and whether it refers to one.
+    With ``shared``, the objects there are referred to, and ``obj``'s own are added to them when ``extend``."""
+    writer = Writer(shared)
+    mark = len(shared) if shared is not None else 0
     token = WRITER.set(writer)
+    done = False
     try:
         writer.root(obj)
+        done = True
     finally:
         WRITER.reset(token)
+        if shared is not None and not (done and extend):
+            shared.truncate(mark)
     return "".join(writer.out), writer.refs > 0
 
 
@@ -78,8 +120,11 @@ class Writer(Numbering):
 
     __slots__ = ("out",)
 
-    def __init__(self) -> None:
+    def __init__(self, shared: SharedObjects | None = None) -> None:
         super().__init__()
+        if shared is not None:  # numbered where the chain numbers them, so that its objects are referred to
+            self.numbers = shared.numbers
+            self.order = shared.objects
         self.out: list[str] = []
 
     def shared_tree(self, obj: Any, entry: Entry) -> Any:
@@ -139,15 +184,42 @@ class Writer(Numbering):
     def _put_items(self, items: list[Any] | tuple[Any, ...], opening: str, closing: str) -> None:
         out = self.out
         out.append(opening)
+        numbers = self.numbers
+        count = len(items)
         i = 0
         try:
-            for i, item in enumerate(items):
+            while i < count:
                 if i:
                     out.append(",")
+                item = items[i]
+                number = numbers.get(id(item)) if numbers else None
+                if number is not None and i + _RUN <= count:
+                    end = self._run_end(items, i, number)
+                    if end - i >= _RUN:  # a transcript of messages written before: one run of references
+                        step = numbers[id(items[i + 1])] - number
+                        out.append(f'{{"$t":"run","v":[{number},{end - i},{step}]}}')
+                        self.refs += end - i
+                        i = end
+                        continue
                 self.put(item)
+                i += 1
         except PathError as exc:
             raise exc.at(f"[{i}]") from None
         out.append(closing)
+
+    def _run_end(self, items: list[Any] | tuple[Any, ...], start: int, number: int) -> int:
+        """Where the run of references starting at ``items[start]`` (object ``number``) ends: the items after it
+        that are objects written before, numbered at one step from each other."""
+        numbers = self.numbers
+        following = numbers.get(id(items[start + 1]))
+        if following is None or following <= number:
+            return start + 1
+        step = following - number
+        end, expected = start + 2, following + step
+        while end < len(items) and numbers.get(id(items[end])) == expected:
+            end += 1
+            expected += step
+        return end
 
     def _put_dict(self, d: dict[str, Any]) -> None:
         out = self.out

@@ -21,7 +21,7 @@ from pydantic import BaseModel
 
 from ..schema import Stream
 from ._registry import BY_NAME, BY_TYPE
-from ._wire import BUDGET, CLS, HINT_REGISTER, REF, REFS, TAG, WRITER, Budget, PathError, Refs, key_segment
+from ._wire import BUDGET, CLS, HINT_REGISTER, REF, REFS, RUN, TAG, WRITER, Budget, PathError, Refs, key_segment
 
 __all__ = ["build", "from_tree", "to_tree"]
 
@@ -167,14 +167,40 @@ def from_tree(obj: Any) -> Any:
 
 
 def _items_from_tree(items: list[Any]) -> list[Any]:
-    out = []
+    out: list[Any] = []
     i = 0
     try:
         for i, item in enumerate(items):  # noqa: B007 - i names a failing element
-            out.append(from_tree(item))
+            if type(item) is dict and item.get(TAG) == RUN and len(item) == 2:
+                out.extend(_run_from_tree(item.get("v")))
+            else:
+                out.append(from_tree(item))
     except PathError as exc:
         raise exc.at(f"[{i}]") from None
     return out
+
+
+def _run_from_tree(value: Any) -> list[Any]:
+    """The objects a run of references names (``_share``: ``[first, count, step]``), each built before it; the
+    items count against the decode budget, so that a run cannot ask for more than the limits allow."""
+    refs = REFS.get()
+    if refs is None or not refs.references:
+        raise PathError(f"unknown value tag {RUN!r}")
+    if type(value) is not list or len(value) != 3 or any(type(v) is not int for v in value):
+        raise PathError(f"malformed run value: expected [first, count, step] of ints, got {value!r}")
+    first, count, step = value
+    last = first + (count - 1) * step
+    if count < 1 or step < 1 or first < 0 or last >= len(refs.objects):
+        before = f"0 to {len(refs.objects) - 1}" if refs.objects else "there is none"
+        raise PathError(
+            f"malformed run value: expected a run over shared objects written before it ({before}), got {value!r}"
+        )
+    budget = BUDGET.get()
+    if budget is not None:
+        budget.left -= count
+        if budget.left < 0:
+            raise budget.exceeded()
+    return refs.objects[first : last + 1 : step]
 
 
 def _class_from_tree(obj: dict[str, Any]) -> Any:

@@ -13,6 +13,7 @@ TAG = "$t"  # a built-in tagged value: {"$t": "tuple", "v": [...]}
 CLS = "$c"  # a registered class: {"$c": "OrderInfo", field: value, ...}
 HINT_REGISTER = " (register it with batonflow.store.register_type)"
 REF = "ref"  # a later occurrence of a shared object: {"$t": "ref", "v": its number}
+RUN = "run"  # list items that are shared objects written before, by number: {"$t": "run", "v": [first, count, step]}
 SHARED = frozenset({"Message", "SessionEvent"})
 """The wire names of the classes whose objects a version 2 payload numbers, so that it can refer to them: the
 messages of a conversation and the recorded events that carry them. Part of the format: changing it takes a new
@@ -73,8 +74,10 @@ class Refs:
 
     __slots__ = ("objects", "references", "trees")
 
-    def __init__(self, *, references: bool) -> None:
-        self.objects: list[Any] = []
+    def __init__(self, *, references: bool, objects: list[Any] | None = None) -> None:
+        # ``objects`` may start with those of the payloads before this one (a chain): ``trees`` holds only this
+        # payload's.
+        self.objects: list[Any] = [] if objects is None else objects
         self.trees: list[Any] = []
         self.references = references
 

@@ -67,6 +67,7 @@ def is_prompt_too_long(error: BaseException) -> bool:
 
 
 _MIN_HALVED = 200  # characters: a prompt shorter than this is not halved further
+_MAX_SHRINKS = 3  # Solon's count of prompt-too-long retries: the fourth such error fails the compression
 
 
 def _halved(lines: list[str]) -> list[str] | None:
@@ -90,21 +91,23 @@ async def _ask(
 ) -> str:
     """The model's answer to ``instruction`` on ``preamble`` plus ``lines``, asked through a model step (traced and
     counted in the run like the agent's own calls); transient errors are retried, and on a prompt-too-long error
-    (with ``halve``) the older half of ``lines`` is dropped and the call made again. An empty answer is an error:
+    (with ``halve``) the older half of ``lines`` is dropped and the call made again, up to three times. An empty answer is an error:
     a summary of nothing would lose the messages it replaces."""
     # Solon's count: max_retries calls in all, and at least one.
     retry = ModelRetryConfig(max_retries=max(1, max_retries) - 1)
     step = ModelStep(model, retry=retry.rule(repr(model.model_name)))
     remaining = list(lines)
+    shrunk = 0
     while True:
         prompt = preamble + "\n\n".join(remaining)
         try:
             answer = await step.generate([system(instruction), user(prompt)], None, ctx)
         except Exception as error:
-            shorter = _halved(remaining) if halve and is_prompt_too_long(error) else None
+            too_long = halve and shrunk < _MAX_SHRINKS and is_prompt_too_long(error)
+            shorter = _halved(remaining) if too_long else None
             if shorter is None:
                 raise
-            remaining = shorter
+            remaining, shrunk = shorter, shrunk + 1
             continue
         text = answer.text.strip()
         if not text:
