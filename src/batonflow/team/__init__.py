@@ -1,0 +1,44 @@
+"""Teams: Solon-AI's ``TeamAgent`` on the graph engine and the one loop.
+
+A ``TeamAgent`` is an ``Agent`` whose run is a graph its protocol builds (``none``, ``sequential``,
+``hierarchical``, or a ``TeamProtocol`` of your own): a supervisor model picks the members, who are any agents
+(``Member`` adds a profile), until the supervisor says the finish marker. The collaboration's state, a
+``TeamTrace``, is in the run's session values under ``__<team name>`` and travels in checkpoints.
+``TeamInterceptor`` hooks into the team's run; ``LoopingTeamInterceptor`` stops a team going in circles.
+"""
+
+from ._hierarchical import HierarchicalProtocol as HierarchicalProtocol
+from ._interceptor import LoopingTeamInterceptor as LoopingTeamInterceptor
+from ._interceptor import TeamInterceptor as TeamInterceptor
+from ._member import Member as Member
+from ._protocol import NoneProtocol as NoneProtocol
+from ._protocol import TeamProtocol as TeamProtocol
+from ._protocol import TeamProtocolBase as TeamProtocolBase
+from ._protocol import sniff_json as sniff_json
+from ._sequential import SequentialProtocol as SequentialProtocol
+from ._supervisor import SupervisorTask as SupervisorTask
+from ._team import TeamAgent as TeamAgent
+from ._team import TeamMemberError as TeamMemberError
+from ._team import TeamState as TeamState
+from ._trace import TeamMetrics as TeamMetrics
+from ._trace import TeamRecord as TeamRecord
+from ._trace import TeamTrace as TeamTrace
+
+__all__ = [
+    "HierarchicalProtocol",
+    "LoopingTeamInterceptor",
+    "Member",
+    "NoneProtocol",
+    "SequentialProtocol",
+    "SupervisorTask",
+    "TeamAgent",
+    "TeamInterceptor",
+    "TeamMemberError",
+    "TeamMetrics",
+    "TeamProtocol",
+    "TeamProtocolBase",
+    "TeamRecord",
+    "TeamState",
+    "TeamTrace",
+    "sniff_json",
+]
