@@ -240,17 +240,7 @@ class TeamAgent:
             raise UserError(
                 f"team '{name}': protocol {self.protocol.name} has a supervisor: expected a model, got None"
             )
-        self._step: ModelStep | None = None
-        if model is not None:
-            self._step = ModelStep(
-                model,
-                retry=ModelRetry(
-                    attempts=max_retries,
-                    backoff=lambda attempt: min(2.0 ** (attempt - 1), 30.0),
-                    label=f"team '{name}' supervisor",
-                    retry_empty=True,
-                ),
-            )
+        self._step = _supervisor_step(model, name, max_retries)
 
     def __repr__(self) -> str:
         return (
@@ -406,6 +396,19 @@ class TeamAgent:
             await self._engine.eval(self.graph, flow, interceptors=list(self.interceptors))
         finally:
             run.queue.put_nowait(None)
+
+
+def _supervisor_step(model: ChatModel | None, team: str, attempts: int) -> ModelStep | None:
+    """How the supervisor calls the model: traced, counted, and retried as Solon's ``RetryTask`` does."""
+    if model is None:
+        return None
+    retry = ModelRetry(
+        attempts=attempts,
+        backoff=lambda attempt: min(2.0 ** (attempt - 1), 30.0),
+        label=f"team '{team}' supervisor",
+        retry_empty=True,
+    )
+    return ModelStep(model, retry=retry)
 
 
 def _checked(
