@@ -7,6 +7,7 @@ A ``TeamAgent`` is an ``Agent`` whose run is a graph its protocol builds (``none
 ``TeamInterceptor`` hooks into the team's run; ``LoopingTeamInterceptor`` stops a team going in circles.
 """
 
+from ._current import current_trace as current_trace
 from ._hierarchical import HierarchicalProtocol as HierarchicalProtocol
 from ._interceptor import LoopingTeamInterceptor as LoopingTeamInterceptor
 from ._interceptor import TeamInterceptor as TeamInterceptor
@@ -40,5 +41,6 @@ __all__ = [
     "TeamRecord",
     "TeamState",
     "TeamTrace",
+    "current_trace",
     "sniff_json",
 ]
