@@ -32,6 +32,7 @@ PAGES = [
     "observability.md",
     "graph.md",
     "graph-expressions.md",
+    "teams.md",
 ]
 NOT_RUN = "<!-- not run -->"
 FENCE = re.compile(r"^```(\w*)\s*$")
