@@ -7,6 +7,7 @@ A ``TeamAgent`` is an ``Agent`` whose run is a graph its protocol builds (``none
 ``TeamInterceptor`` hooks into the team's run; ``LoopingTeamInterceptor`` stops a team going in circles.
 """
 
+from ._a2a import A2AProtocol as A2AProtocol
 from ._current import current_trace as current_trace
 from ._hierarchical import HierarchicalProtocol as HierarchicalProtocol
 from ._interceptor import LoopingTeamInterceptor as LoopingTeamInterceptor
@@ -26,6 +27,7 @@ from ._trace import TeamRecord as TeamRecord
 from ._trace import TeamTrace as TeamTrace
 
 __all__ = [
+    "A2AProtocol",
     "HierarchicalProtocol",
     "LoopingTeamInterceptor",
     "Member",

@@ -155,6 +155,12 @@ class HierarchicalProtocol(TeamProtocolBase):
                 if zh
                 else "- Please fix this based on the directive and ensure the correct finish marker.\n"
             )
+        if trace.multimodal:
+            parts.append(
+                "\n- [重要]：输入包含多媒体附件，请务必结合视觉或文件内容进行处理。"
+                if zh
+                else "\n- [IMPORTANT]: Multimodal content detected. Process based on the attachments."
+            )
         if parts:
             messages.append(user("".join(parts)))
         return messages

@@ -15,10 +15,10 @@ from ..adk import Language
 from ..errors import UserError
 from ..graph import FlowContext, GraphSpec, NodeSpec
 from ..schema import Message
-from ..tools import Tool
 from ._config import TeamConfig
 from ._current import current_trace
 from ._member import Member
+from ._tools import ProtocolTool
 from ._trace import TeamTrace
 
 __all__ = ["NoneProtocol", "TeamProtocol", "TeamProtocolBase", "sniff_json"]
@@ -49,6 +49,8 @@ class TeamProtocol:
     (``self.config``)."""
 
     name = "CUSTOM"
+    agent_tool_names: frozenset[str] = frozenset()
+    """The names of the tools ``agent_tools`` may give: members on the loop are fitted to offer them."""
 
     def __init__(self) -> None:
         self._config: TeamConfig | None = None
@@ -72,8 +74,8 @@ class TeamProtocol:
 
     # -- the member stage --------------------------------------------------------------------------------------
 
-    def agent_tools(self, trace: TeamTrace, member: Member) -> list[Tool]:
-        """Tools the protocol gives a member for this turn (members that take middlewares get them)."""
+    def agent_tools(self, trace: TeamTrace, member: Member) -> list[ProtocolTool]:
+        """Tools the protocol gives a member for this turn (members on the loop get them)."""
         return []
 
     def agent_instruction(self, trace: TeamTrace, member: Member, language: Language) -> str:
@@ -95,7 +97,8 @@ class TeamProtocol:
 
     # -- the supervisor stage ----------------------------------------------------------------------------------
 
-    def supervisor_tools(self, trace: TeamTrace) -> list[Tool]:
+    def supervisor_tools(self, trace: TeamTrace) -> list[ProtocolTool]:
+        """Tools the supervisor's model is offered; the supervisor answers their calls itself."""
         return []
 
     def supervisor_instruction(self, language: Language) -> str:

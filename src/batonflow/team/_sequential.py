@@ -7,6 +7,7 @@ there is skipped. The pipeline's state is rebuilt from the records when a trace 
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 from ..adk import Language
@@ -21,6 +22,17 @@ __all__ = ["SequentialProtocol"]
 ROUTING = "routing"
 _STATE = "sequence_state_obj"
 _SUMMARY_MAX = 50
+
+
+_IMAGE_LINK = re.compile(r"(?s).*\[.*?\]\(data:image/.*\).*")
+
+
+def _has_image(trace: TeamTrace) -> bool:
+    """Whether the task, or the last member's output, carries an image."""
+    if trace.multimodal:
+        return True
+    content = trace.last_agent_content
+    return "![image]" in content or _IMAGE_LINK.fullmatch(content) is not None
 
 
 class SequentialProtocol(TeamProtocolBase):
@@ -89,8 +101,14 @@ class SequentialProtocol(TeamProtocolBase):
         trace = current_trace()
         state = self.state(trace)
         following = self.next_agent(state)
-        while following != END and following not in self.config.members:
-            self._mark(state, following, "SKIPPED", "Agent missing")
+        while following != END:
+            found = self.config.members.get(following)
+            if found is None:
+                self._mark(state, following, "SKIPPED", "Agent missing")
+            elif _has_image(trace) and not found.supports("image"):
+                self._mark(state, following, "SKIPPED", "Incompatible modality")
+            else:
+                break
             state["current_index"] += 1
             following = self.next_agent(state)
         trace.route = following

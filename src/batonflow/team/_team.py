@@ -34,6 +34,7 @@ from ..graph import FlowContext, FlowEngine, Graph, GraphSpec, Node, NodeType
 from ..models import ChatModel
 from ..schema import Message, RunStep, assistant, system
 from ..store import register_type
+from ._a2a import A2AProtocol
 from ._config import MemberMap, TeamConfig
 from ._current import CURRENT_RUN, current_run
 from ._hierarchical import HierarchicalProtocol
@@ -41,11 +42,13 @@ from ._interceptor import TeamInterceptor, interceptor_name
 from ._member import Member
 from ._protocol import SUPERVISOR, NoneProtocol, TeamProtocol
 from ._sequential import SequentialProtocol
+from ._tools import attach_tools
 from ._trace import TeamTrace, trace_key
 
 __all__ = ["PROTOCOLS", "TeamAgent", "TeamMemberError", "TeamRun", "TeamState"]
 
 PROTOCOLS: dict[str, Callable[[], TeamProtocol]] = {
+    "a2a": A2AProtocol,
     "none": NoneProtocol,
     "sequential": SequentialProtocol,
     "hierarchical": HierarchicalProtocol,
@@ -233,6 +236,9 @@ class TeamAgent:
         )
         self.protocol = _protocol(protocol, name)
         self.protocol.bind(self.config)
+        if self.protocol.agent_tool_names:
+            for member in member_map:
+                attach_tools(name, member)
         self.interceptors = tuple(interceptors)
         self.graph = self._build_graph()
         self._engine = FlowEngine()

@@ -11,7 +11,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from ..schema import Message
+from ..schema import Message, TextPart
 from ..store import register_type
 
 __all__ = ["TeamMetrics", "TeamRecord", "TeamTrace", "trace_key"]
@@ -103,6 +103,14 @@ class TeamTrace:
             if message.role == "user":
                 return message.text
         return ""
+
+    @property
+    def multimodal(self) -> bool:
+        """Whether the task came with more than text (an image, say)."""
+        return any(
+            message.role == "user" and any(not isinstance(part, TextPart) for part in message.parts)
+            for message in self.prompt
+        )
 
     def next_turn(self) -> int:
         self.turn_count += 1
