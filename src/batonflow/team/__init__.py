@@ -8,10 +8,12 @@ A ``TeamAgent`` is an ``Agent`` whose run is a graph its protocol builds (``none
 """
 
 from ._a2a import A2AProtocol as A2AProtocol
+from ._blackboard import BlackboardProtocol as BlackboardProtocol
 from ._current import current_trace as current_trace
 from ._hierarchical import HierarchicalProtocol as HierarchicalProtocol
 from ._interceptor import LoopingTeamInterceptor as LoopingTeamInterceptor
 from ._interceptor import TeamInterceptor as TeamInterceptor
+from ._market import MarketBasedProtocol as MarketBasedProtocol
 from ._member import Member as Member
 from ._protocol import NoneProtocol as NoneProtocol
 from ._protocol import TeamProtocol as TeamProtocol
@@ -28,8 +30,10 @@ from ._trace import TeamTrace as TeamTrace
 
 __all__ = [
     "A2AProtocol",
+    "BlackboardProtocol",
     "HierarchicalProtocol",
     "LoopingTeamInterceptor",
+    "MarketBasedProtocol",
     "Member",
     "NoneProtocol",
     "SequentialProtocol",

@@ -35,10 +35,12 @@ from ..models import ChatModel
 from ..schema import Message, RunStep, assistant, system
 from ..store import register_type
 from ._a2a import A2AProtocol
+from ._blackboard import BlackboardProtocol
 from ._config import MemberMap, TeamConfig
 from ._current import CURRENT_RUN, current_run
 from ._hierarchical import HierarchicalProtocol
 from ._interceptor import TeamInterceptor, interceptor_name
+from ._market import MarketBasedProtocol
 from ._member import Member
 from ._protocol import SUPERVISOR, NoneProtocol, TeamProtocol
 from ._sequential import SequentialProtocol
@@ -49,6 +51,8 @@ __all__ = ["PROTOCOLS", "TeamAgent", "TeamMemberError", "TeamRun", "TeamState"]
 
 PROTOCOLS: dict[str, Callable[[], TeamProtocol]] = {
     "a2a": A2AProtocol,
+    "blackboard": BlackboardProtocol,
+    "market_based": MarketBasedProtocol,
     "none": NoneProtocol,
     "sequential": SequentialProtocol,
     "hierarchical": HierarchicalProtocol,
