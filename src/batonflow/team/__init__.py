@@ -21,6 +21,7 @@ from ._protocol import TeamProtocolBase as TeamProtocolBase
 from ._protocol import sniff_json as sniff_json
 from ._sequential import SequentialProtocol as SequentialProtocol
 from ._supervisor import SupervisorTask as SupervisorTask
+from ._swarm import SwarmProtocol as SwarmProtocol
 from ._team import TeamAgent as TeamAgent
 from ._team import TeamMemberError as TeamMemberError
 from ._team import TeamState as TeamState
@@ -38,6 +39,7 @@ __all__ = [
     "NoneProtocol",
     "SequentialProtocol",
     "SupervisorTask",
+    "SwarmProtocol",
     "TeamAgent",
     "TeamInterceptor",
     "TeamMemberError",

@@ -44,6 +44,7 @@ from ._market import MarketBasedProtocol
 from ._member import Member
 from ._protocol import SUPERVISOR, NoneProtocol, TeamProtocol
 from ._sequential import SequentialProtocol
+from ._swarm import SwarmProtocol
 from ._tools import attach_tools
 from ._trace import TeamTrace, trace_key
 
@@ -55,6 +56,7 @@ PROTOCOLS: dict[str, Callable[[], TeamProtocol]] = {
     "market_based": MarketBasedProtocol,
     "none": NoneProtocol,
     "sequential": SequentialProtocol,
+    "swarm": SwarmProtocol,
     "hierarchical": HierarchicalProtocol,
 }
 
