@@ -9,6 +9,7 @@ A ``TeamAgent`` is an ``Agent`` whose run is a graph its protocol builds (``none
 
 from ._a2a import A2AProtocol as A2AProtocol
 from ._blackboard import BlackboardProtocol as BlackboardProtocol
+from ._contract_net import ContractNetProtocol as ContractNetProtocol
 from ._current import current_trace as current_trace
 from ._hierarchical import HierarchicalProtocol as HierarchicalProtocol
 from ._interceptor import LoopingTeamInterceptor as LoopingTeamInterceptor
@@ -32,6 +33,7 @@ from ._trace import TeamTrace as TeamTrace
 __all__ = [
     "A2AProtocol",
     "BlackboardProtocol",
+    "ContractNetProtocol",
     "HierarchicalProtocol",
     "LoopingTeamInterceptor",
     "MarketBasedProtocol",

@@ -17,6 +17,7 @@ from ._current import current_run
 from ._interceptor import interceptor_name
 from ._member import compact_json
 from ._protocol import END, SUPERVISOR, SYSTEM
+from ._tools import call_tool
 from ._trace import TeamTrace
 
 __all__ = ["SupervisorTask", "supervisor_system_prompt"]
@@ -135,7 +136,8 @@ class SupervisorTask:
         messages: list[Message] = [system(prompt), *trace.working_memory, user(supervisor_user_content(trace))]
         for interceptor in run.interceptors:
             interceptor.on_model_start(trace, messages)
-        message = await run.supervisor_step(messages)
+        tools = {tool.info.name: tool for tool in run.protocol.supervisor_tools(trace)}
+        message = await run.supervisor_step(messages, [tool.info for tool in tools.values()])
         trace.metrics.model_calls += 1
         if message.response_meta is not None and message.response_meta.usage is not None:
             trace.metrics.prompt_tokens += message.response_meta.usage.prompt_tokens
@@ -143,6 +145,13 @@ class SupervisorTask:
         for interceptor in run.interceptors:
             interceptor.on_model_end(trace, message)
         decision = answer_text(message.text).strip()
+        # The supervisor runs its protocol's tools itself; a call's result is the decision if it wrote none.
+        for call in message.tool_calls:
+            tool = tools.get(call.function.name)
+            if tool is not None:
+                result, valid = call_tool(tool, call.function.arguments)
+                if valid and not decision:
+                    decision = result
         trace.last_decision = decision
         for interceptor in run.interceptors:
             interceptor.on_supervisor_decision(trace, decision)

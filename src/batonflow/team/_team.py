@@ -32,11 +32,12 @@ from ..adk.loop import ModelRetry, ModelStep
 from ..errors import ResumeError, RunError, UserError
 from ..graph import FlowContext, FlowEngine, Graph, GraphSpec, Node, NodeType
 from ..models import ChatModel
-from ..schema import Message, RunStep, assistant, system
+from ..schema import Message, RunStep, ToolInfo, assistant, system
 from ..store import register_type
 from ._a2a import A2AProtocol
 from ._blackboard import BlackboardProtocol
 from ._config import MemberMap, TeamConfig
+from ._contract_net import ContractNetProtocol
 from ._current import CURRENT_RUN, current_run
 from ._hierarchical import HierarchicalProtocol
 from ._interceptor import TeamInterceptor, interceptor_name
@@ -53,6 +54,7 @@ __all__ = ["PROTOCOLS", "TeamAgent", "TeamMemberError", "TeamRun", "TeamState"]
 PROTOCOLS: dict[str, Callable[[], TeamProtocol]] = {
     "a2a": A2AProtocol,
     "blackboard": BlackboardProtocol,
+    "contract_net": ContractNetProtocol,
     "market_based": MarketBasedProtocol,
     "none": NoneProtocol,
     "sequential": SequentialProtocol,
@@ -96,10 +98,10 @@ class TeamRun:
         self.queue.put_nowait((event, taken))
         await taken
 
-    async def supervisor_step(self, messages: Sequence[Message]) -> Message:
+    async def supervisor_step(self, messages: Sequence[Message], tools: Sequence[ToolInfo]) -> Message:
         if self.step is None:
             raise RunError(f"team '{self.config.name}' has no model: a supervisor node needs one")
-        return await self.step.generate(messages, None, self.ctx.child(SUPERVISOR))
+        return await self.step.generate(messages, list(tools) or None, self.ctx.child(SUPERVISOR))
 
     async def emit_decision(self, message: Message, decision: str) -> None:
         """The supervisor's decision, as an event under ``[team, supervisor]``."""
