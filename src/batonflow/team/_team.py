@@ -30,10 +30,11 @@ from ..adk import (
 )
 from ..adk.loop import ModelRetry, ModelStep
 from ..errors import ResumeError, RunError, UserError
-from ..graph import FlowContext, FlowEngine, Graph, GraphSpec, Node, NodeType
+from ..graph import FlowContext, FlowEngine, FlowInterceptor, Graph, GraphSpec, Node, NodeType
 from ..models import ChatModel
 from ..schema import Message, RunStep, ToolInfo, assistant, system
 from ..store import register_type
+from ..trace import NodeEnd, NodeStart, SupervisorDelta, TeamEnd, TeamStart
 from ._a2a import A2AProtocol
 from ._blackboard import BlackboardProtocol
 from ._config import MemberMap, TeamConfig
@@ -104,7 +105,10 @@ class TeamRun:
         return await self.step.generate(messages, list(tools) or None, self.ctx.child(SUPERVISOR))
 
     async def emit_decision(self, message: Message, decision: str) -> None:
-        """The supervisor's decision, as an event under ``[team, supervisor]``."""
+        """The supervisor's decision, as an event under ``[team, supervisor]`` and a ``SupervisorDelta`` trace
+        event."""
+        if self.ctx.trace is not None:
+            await self.ctx.trace.event(SupervisorDelta, content=decision)
         event = event_from_message(replace(message, content=decision, tool_calls=[]))
         event.agent_name = SUPERVISOR
         event.run_path = (*self.ctx.run_path, RunStep(SUPERVISOR))
@@ -134,12 +138,27 @@ class TeamRun:
                     raise TeamMemberError(
                         f"team '{self.config.name}': member '{member.name}' failed: {event.error}"
                     ) from event.error
+                if not isinstance(member.agent, TeamAgent):
+                    self._count(event)
                 await self.hand_over(event)
                 if event.run_path == own_path and _is_answer(event):
                     last = event
         if last is None:
             return ""
         return await self._text_of(last)
+
+    def _count(self, event: AgentEvent) -> None:
+        """A member's model answer in the team's metrics (a nested team counts its own and adds them at its end)."""
+        variant = event.output.message_output if event.output is not None else None
+        message = variant.message if variant is not None else None
+        if message is None or message.role != "assistant" or message.response_meta is None:
+            return
+        metrics = self.trace.metrics
+        metrics.model_calls += 1
+        usage = message.response_meta.usage
+        if usage is not None:
+            metrics.prompt_tokens += usage.prompt_tokens
+            metrics.completion_tokens += usage.completion_tokens
 
     async def _text_of(self, event: AgentEvent) -> str:
         assert event.output is not None and event.output.message_output is not None
@@ -151,6 +170,26 @@ class TeamRun:
             if entry.run_path == event.run_path:
                 return (await entry.get_message()).text
         return ""
+
+
+class _NodeTrace(FlowInterceptor):
+    """``NodeStart`` and ``NodeEnd`` trace events for the nodes of a team's graph."""
+
+    def __init__(self, ctx: RunContext) -> None:
+        self.ctx = ctx
+        self.started: dict[str, float] = {}
+
+    async def on_node_start(self, context: FlowContext, node: Node) -> None:
+        if self.ctx.trace is not None:
+            self.started[node.id] = time.perf_counter()
+            await self.ctx.trace.event(NodeStart, graph_id=node.graph.id, node_id=node.id, node_type=node.type.value)
+
+    async def on_node_end(self, context: FlowContext, node: Node) -> None:
+        if self.ctx.trace is not None:
+            duration_ms = (time.perf_counter() - self.started.pop(node.id, time.perf_counter())) * 1000
+            await self.ctx.trace.event(
+                NodeEnd, graph_id=node.graph.id, node_id=node.id, node_type=node.type.value, duration_ms=duration_ms
+            )
 
 
 def _is_answer(event: AgentEvent) -> bool:
@@ -350,6 +389,8 @@ class TeamAgent:
         trace.pending = False
         for interceptor in self.interceptors:
             interceptor.on_team_start(trace)
+        if ctx.trace is not None:
+            await ctx.trace.event(TeamStart)
         started = time.perf_counter()
         task = asyncio.create_task(self._eval(run, flow))
         failure: BaseException | None = None
@@ -368,6 +409,9 @@ class TeamAgent:
                     with contextlib.suppress(asyncio.CancelledError):
                         await task
             trace.metrics.total_duration_ms = int((time.perf_counter() - started) * 1000)
+            if ctx.trace is not None:
+                duration_ms = (time.perf_counter() - started) * 1000
+                await ctx.trace.event(TeamEnd, duration_ms=duration_ms, error=failure)
             if parent is not None:
                 parent.trace.metrics.add(trace.metrics)
             trace.flow = flow.to_json()
@@ -407,7 +451,7 @@ class TeamAgent:
     async def _eval(self, run: TeamRun, flow: FlowContext) -> None:
         CURRENT_RUN.set(run)  # this task's own copy: the graph's tasks find it, nested teams set theirs
         try:
-            await self._engine.eval(self.graph, flow, interceptors=list(self.interceptors))
+            await self._engine.eval(self.graph, flow, interceptors=[*self.interceptors, _NodeTrace(run.ctx)])
         finally:
             run.queue.put_nowait(None)
 
