@@ -20,12 +20,12 @@ from ._protocol import NoneProtocol as NoneProtocol
 from ._protocol import TeamProtocol as TeamProtocol
 from ._protocol import TeamProtocolBase as TeamProtocolBase
 from ._protocol import sniff_json as sniff_json
+from ._run import TeamMemberError as TeamMemberError
+from ._run import TeamState as TeamState
 from ._sequential import SequentialProtocol as SequentialProtocol
 from ._supervisor import SupervisorTask as SupervisorTask
 from ._swarm import SwarmProtocol as SwarmProtocol
 from ._team import TeamAgent as TeamAgent
-from ._team import TeamMemberError as TeamMemberError
-from ._team import TeamState as TeamState
 from ._trace import TeamMetrics as TeamMetrics
 from ._trace import TeamRecord as TeamRecord
 from ._trace import TeamTrace as TeamTrace

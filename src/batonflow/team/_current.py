@@ -10,7 +10,7 @@ from ..errors import RunError
 from ._trace import TeamTrace
 
 if TYPE_CHECKING:
-    from ._team import TeamRun
+    from ._run import TeamRun
 
 __all__ = ["CURRENT_RUN", "current_run", "current_trace"]
 
