@@ -94,3 +94,30 @@ async def test_a_new_prompt_resets_the_trace_and_an_empty_one_keeps_it() -> None
     trace = second.session_values["__team_agent"]
     assert second.text == "two" and [r.content for r in trace.records] == ["second"]
     assert trace.user_content == "Task two"
+
+
+async def test_feedback_mode_asks_the_user_and_an_empty_prompt_goes_on() -> None:
+    supervisor = ScriptedModel(
+        [
+            tool_calls(("__ask_for_feedback", {"reason": "Which city?"})),
+            assistant("a"),
+            assistant("[TEAM_AGENT_FINISH] Sunny in Paris."),
+        ]
+    )
+    team = TeamAgent(model=supervisor, members=[member("a", "Paris: sunny")], feedback=True)
+    first = await Runner(team).call("What is the weather?")
+    trace = first.session_values["__team_agent"]
+    assert first.text == "Which city?" and trace.pending and trace.route == "end"
+    assert [t.name for t in supervisor.requests[0].tools] == ["__ask_for_feedback"]
+    again = await Runner(team, session_values=first.session_values).call("")
+    assert again.text == "Sunny in Paris."
+    assert not again.session_values["__team_agent"].pending
+
+
+async def test_feedback_that_names_a_member_routes_to_it() -> None:
+    supervisor = ScriptedModel(
+        [tool_calls(("__ask_for_feedback", {"reason": "next: a"})), assistant("[TEAM_AGENT_FINISH] done")]
+    )
+    team = TeamAgent(model=supervisor, members=[member("a", "work")], feedback=True)
+    result = await Runner(team).call("Go")
+    assert result.text == "done" and result.session_values["__team_agent"].records[0].source == "a"

@@ -11,13 +11,15 @@ from __future__ import annotations
 import re
 
 from ..adk import get_language
+from ..errors import ModelJSONError
 from ..graph import FlowContext, Node
-from ..schema import Message, system, user
+from ..schema import Message, ToolInfo, system, user
+from ..tools import parse_model_json
 from ._current import current_run
 from ._interceptor import interceptor_name
 from ._member import compact_json
 from ._protocol import END, SUPERVISOR, SYSTEM
-from ._tools import call_tool
+from ._tools import call_tool, string_params
 from ._trace import TeamTrace
 
 __all__ = ["SupervisorTask", "supervisor_system_prompt"]
@@ -25,6 +27,32 @@ __all__ = ["SupervisorTask", "supervisor_system_prompt"]
 _ASSIGN = r"(?:指派(?:专家)?|派发|先派|再派|派|next(?:\s+agent)?|route(?:\s+to)?)\s*[:：]?\s*"
 _MARKDOWN = re.compile(r"[*`]")
 _NAME_END = r"(?=[^a-zA-Z0-9_]|$)"
+
+
+FEEDBACK = "__ask_for_feedback"
+
+
+def feedback_tool_info(language: str) -> ToolInfo:
+    """The tool the supervisor asks the user with in feedback mode (Solon's ``FeedbackTool``)."""
+    if language == "zh":
+        description = "当任务缺失必要参数、条件或外部反馈而无法继续时，必须调用此工具反馈，并向用户说明原因。"
+        reason = "向用户说明原因"
+    else:
+        description = (
+            "When the task lacks a required parameter, condition or outside feedback and cannot go on, you must "
+            "call this tool to ask for it, and tell the user why."
+        )
+        reason = "Tell the user why."
+    return ToolInfo(name=FEEDBACK, description=description, parameters=string_params(reason=reason))
+
+
+def _reason(arguments: str) -> str:
+    try:
+        parsed = parse_model_json(arguments or "{}")
+    except ModelJSONError:
+        return ""
+    value = parsed.get("reason") if isinstance(parsed, dict) else None
+    return "" if value is None else str(value)
 
 
 def answer_text(content: str) -> str:
@@ -137,7 +165,10 @@ class SupervisorTask:
         for interceptor in run.interceptors:
             interceptor.on_model_start(trace, messages)
         tools = {tool.info.name: tool for tool in run.protocol.supervisor_tools(trace)}
-        message = await run.supervisor_step(messages, [tool.info for tool in tools.values()])
+        infos = [tool.info for tool in tools.values()]
+        if run.config.feedback:
+            infos.insert(0, feedback_tool_info(language))
+        message = await run.supervisor_step(messages, infos)
         trace.metrics.model_calls += 1
         if message.response_meta is not None and message.response_meta.usage is not None:
             trace.metrics.prompt_tokens += message.response_meta.usage.prompt_tokens
@@ -147,6 +178,14 @@ class SupervisorTask:
         decision = answer_text(message.text).strip()
         # The supervisor runs its protocol's tools itself; a call's result is the decision if it wrote none.
         for call in message.tool_calls:
+            if call.function.name == FEEDBACK and run.config.feedback:
+                reason = _reason(call.function.arguments)
+                assigned = self.assigned_agent(decision) or self.assigned_agent(reason)
+                if assigned is None:
+                    self.suspend(trace, reason)
+                    return
+                decision = assigned
+                break
             tool = tools.get(call.function.name)
             if tool is not None:
                 result, valid = call_tool(tool, call.function.arguments)
@@ -157,6 +196,14 @@ class SupervisorTask:
             interceptor.on_supervisor_decision(trace, decision)
         await run.emit_decision(message, decision)
         self.commit_route(trace, decision)
+
+    @staticmethod
+    def suspend(trace: TeamTrace, reason: str) -> None:
+        """The supervisor asks the user: the team ends with the question as its answer, its conversation pending."""
+        trace.final_answer = reason
+        trace.pending = True
+        trace.pending_reason = reason
+        SupervisorTask.route_to(trace, END)
 
     # -- commit_route ------------------------------------------------------------------------------------------
 

@@ -193,6 +193,11 @@ class TeamAgent:
             return
         else:
             flow = FlowContext.from_json(trace.flow) if trace.flow else FlowContext()
+            if trace.pending:
+                # The supervisor asked the user: it decides again, at the node it asked from.
+                trace.route = None
+                trace.final_answer = None
+                flow.trace.record_node_id(self.graph, SUPERVISOR)
         async with aclosing(self._drive(ctx, trace, flow, set())) as events:
             async for event in events:
                 yield event
