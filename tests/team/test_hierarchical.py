@@ -247,14 +247,23 @@ async def test_interceptor_hooks_and_a_cancelled_member() -> None:
         def on_supervisor_decision(self, trace: TeamTrace, decision: str) -> None:
             seen.append(f"decision {decision}")
 
+        def on_model_end(self, trace: TeamTrace, message: Message) -> None:
+            seen.append(f"model_end {message.content}")
+
         def should_agent_continue(self, trace: TeamTrace, agent: Member) -> bool:
             return agent.name != "b"
+
+        def on_agent_end(self, trace: TeamTrace, agent: Member) -> None:
+            seen.append(f"agent_end {agent.name}")
+
+        def on_team_end(self, trace: TeamTrace) -> None:
+            seen.append("team_end")
 
         def on_node_start(self, context: FlowContext, node: Node) -> None:
             seen.append(f"> {node.id}")
 
-    supervisor = ScriptedModel([assistant("b"), assistant("[TEAM_AGENT_FINISH] done")])
-    team = TeamAgent(model=supervisor, members=[member("a"), member("b")], interceptors=[Hooks()])
+    supervisor = ScriptedModel([assistant("b"), assistant("a"), assistant("[TEAM_AGENT_FINISH] done")])
+    team = TeamAgent(model=supervisor, members=[member("a", "from a"), member("b")], interceptors=[Hooks()])
     result = await Runner(team).call("Go")
     assert result.session_values["__team_agent"].records[0].content == "[Skipped] Cancelled by Hooks"
     assert seen == [
@@ -262,12 +271,21 @@ async def test_interceptor_hooks_and_a_cancelled_member() -> None:
         "> start",
         "> supervisor",
         "model_start",
+        "model_end b",
         "decision b",
-        "> b",
+        "> b",  # skipped: no agent_end
         "> supervisor",
         "model_start",
+        "model_end a",
+        "decision a",
+        "> a",
+        "agent_end a",
+        "> supervisor",
+        "model_start",
+        "model_end [TEAM_AGENT_FINISH] done",
         "decision [TEAM_AGENT_FINISH] done",
         "> end",
+        "team_end",
     ]
 
 
