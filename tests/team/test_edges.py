@@ -5,14 +5,18 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterator
 
+import pytest
+
 from batonflow import (
     HITL,
     AgentEvent,
     AgentInput,
     MemoryCheckpointStore,
+    ModelTimeoutError,
     ReActAgent,
     RunContext,
     Runner,
+    UserError,
     tool,
 )
 from batonflow.agents import human_approval
@@ -132,3 +136,19 @@ async def test_the_supervisor_role_and_member_profiles_in_its_prompt() -> None:
         '[{"name":"a","role":"looks at images","capabilities":["assistant","vision"],"inputModes":["text","image"]}]'
         in prompt
     )
+
+
+async def test_the_supervisor_retries_a_transient_failure_and_a_lasting_one_ends_the_team() -> None:
+    supervisor = ScriptedModel([ModelTimeoutError("slow"), assistant("a"), assistant("[TEAM_AGENT_FINISH] ok")])
+    team = TeamAgent(model=supervisor, members=[member("a", "x")], retry_delay=0.001)
+    assert (await Runner(team).call("Go")).text == "ok"
+    assert len(supervisor.requests) == 3
+
+    broken = ScriptedModel([ModelTimeoutError("slow")] * 3)
+    team = TeamAgent(model=broken, members=[member("a", "x")], retry_delay=0.001)
+    result = await Runner(team).call("Go")
+    record = result.session_values["__team_agent"].records[-1]
+    assert (record.source, record.content) == ("supervisor", "Runtime Error: slow")
+    assert len(broken.requests) == 3 and result.text == ""
+    with pytest.raises(UserError, match=r"retry_delay: expected 0 or more seconds, got -1"):
+        TeamAgent(model=broken, members=[member("a")], retry_delay=-1)

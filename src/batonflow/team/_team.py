@@ -74,6 +74,7 @@ class TeamAgent:
         protocol: str | TeamProtocol = "hierarchical",
         max_turns: int = 8,
         max_retries: int = 3,
+        retry_delay: float = 1.0,
         finish_marker: str | None = None,
         graph_adjuster: Callable[[GraphSpec], None] | None = None,
         interceptors: Sequence[TeamInterceptor] = (),
@@ -118,7 +119,7 @@ class TeamAgent:
             raise UserError(
                 f"team '{name}': protocol {self.protocol.name} has a supervisor: expected a model, got None"
             )
-        self._step = _supervisor_step(model, name, max_retries)
+        self._step = _supervisor_step(model, name, max_retries, retry_delay)
 
     def __repr__(self) -> str:
         return (
@@ -286,13 +287,16 @@ class TeamAgent:
             run.queue.put_nowait(None)
 
 
-def _supervisor_step(model: ChatModel | None, team: str, attempts: int) -> ModelStep | None:
-    """How the supervisor calls the model: traced, counted, and retried as Solon's ``RetryTask`` does."""
+def _supervisor_step(model: ChatModel | None, team: str, attempts: int, delay: float) -> ModelStep | None:
+    """How the supervisor calls the model: traced, counted, and retried (``attempts`` calls in all, for transient
+    failures and empty answers, ``delay·2^(n-1)`` seconds after failed call n, at most 30)."""
     if model is None:
         return None
+    if isinstance(delay, bool) or not isinstance(delay, int | float) or delay < 0:
+        raise UserError(f"team '{team}': retry_delay: expected 0 or more seconds, got {delay!r}")
     retry = ModelRetry(
         attempts=attempts,
-        backoff=lambda attempt: min(2.0 ** (attempt - 1), 30.0),
+        backoff=lambda attempt: min(delay * 2.0 ** (attempt - 1), 30.0),
         label=f"team '{team}' supervisor",
         retry_empty=True,
     )
