@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from batonflow import AgentTool, ChatModelAgent, Runner
+from batonflow import AgentTool, ChatModelAgent, MemorySessionStore, Runner
 from batonflow.graph import GraphAgent, GraphSpec
 from batonflow.schema import ResponseMeta, Usage, assistant
 from batonflow.team import TeamAgent
@@ -121,3 +121,18 @@ async def test_feedback_that_names_a_member_routes_to_it() -> None:
     team = TeamAgent(model=supervisor, members=[member("a", "work")], feedback=True)
     result = await Runner(team).call("Go")
     assert result.text == "done" and result.session_values["__team_agent"].records[0].source == "a"
+
+
+async def test_output_key_and_the_conversation_window() -> None:
+    supervisor = ScriptedModel(
+        [assistant("a"), assistant("[TEAM_AGENT_FINISH] one"), assistant("a"), assistant("[TEAM_AGENT_FINISH] two")]
+    )
+    team = TeamAgent(model=supervisor, members=[member("a", "x", "y")], output_key="reply", session_window=2)
+    runner = Runner(team, session_store=MemorySessionStore())
+    first = await runner.call("Question one", session_id="s")
+    assert first.session_values["reply"] == "one"
+    second = await runner.call("Question two", session_id="s")
+    assert second.session_values["reply"] == "two"
+    # The second task's supervisor reads the last two messages of the conversation before it, then the task.
+    sent = [m.content for m in supervisor.requests[2].messages[1:-1]]
+    assert sent == ["Question one", "one", "Question two"]
