@@ -67,15 +67,17 @@ async def recover(runner: Any, run: str, target: str) -> str:
             await asyncio.sleep(0.2)
 
 
-async def crash(kind: str, runs: int, directory: Path, spread: float = 2.0) -> dict[str, Any]:
-    spec = {**store_spec(kind, directory), "lease": 5.0}
+async def crash(
+    kind: str, runs: int, directory: Path, spread: float = 2.0, part_events: int | None = None
+) -> dict[str, Any]:
+    spec = {**store_spec(kind, directory), "lease": 5.0, "part_events": part_events}
     ledger_path = str(directory / f"ledger-crash-{kind}.db")
     ledger = open_ledger(ledger_path)
     durations: list[float] = []
     repeated = duplicated = lost = 0
     kills_before_end = 0
     async with build_store(spec) as store:
-        runner = build_runner(store, ledger)
+        runner = build_runner(store, ledger, part_events=part_events)
         for n in range(runs):
             run = f"crash-{n}"
             target = await start(runner, run)
@@ -115,10 +117,14 @@ async def main() -> None:
     parser.add_argument("--stores", nargs="+", default=["sqlite", "postgres", "redis"])
     parser.add_argument("--load", action="store_true", help="a busy process per core while crashing")
     parser.add_argument("--spread", type=float, default=2.0, help="kill within this many resume times")
+    parser.add_argument(
+        "--part-events", type=int, default=None, help="Runner(history_part_events=...): 2 saves the history in parts"
+    )
     options = parser.parse_args()
     with tempfile.TemporaryDirectory(prefix="bf-crash-") as directory, busy_load(options.load):
         for kind in options.stores:
-            print(json.dumps(await crash(kind, options.runs, Path(directory), options.spread)), flush=True)
+            result = await crash(kind, options.runs, Path(directory), options.spread, options.part_events)
+            print(json.dumps(result), flush=True)
 
 
 if __name__ == "__main__":

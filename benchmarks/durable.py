@@ -9,7 +9,8 @@ service: every refund the tool makes is a row of ``calls``, and the service appl
 (``effects``, keyed by ``ToolContext.idempotency_key``). So ``calls`` counts how often the framework ran the refund
 to its end, ``effects`` how often money moved.
 
-``python -m benchmarks.durable STORE_SPEC LEDGER`` (the spec: ``{"kind": ..., "args": {...}, "lease": seconds}``)
+``python -m benchmarks.durable STORE_SPEC LEDGER`` (the spec: ``{"kind": ..., "args": {...}, "lease": seconds,
+"part_events": n}``, the last for ``Runner(history_part_events=...)``)
 serves commands on stdin, one per line, and answers each with a
 line of JSON: ``start ID`` runs to the approval (answer: the interrupt id), ``resume ID TARGET`` resumes with
 approval (answer: ``done``, ``gone`` when the checkpoint no longer exists, ``conflict``, or the error), ``ready``
@@ -64,7 +65,9 @@ def _has_result(messages: list[Message], tool_name: str) -> bool:
     return any(m.role == "tool" and m.tool_name == tool_name for m in messages)
 
 
-def build_runner(store: CheckpointStore, ledger: sqlite3.Connection, lease: float = 30.0) -> Runner:
+def build_runner(
+    store: CheckpointStore, ledger: sqlite3.Connection, lease: float = 30.0, part_events: int | None = None
+) -> Runner:
     @tool(threaded=False)
     def lookup(order_id: int) -> str:
         """Look an order up."""
@@ -100,7 +103,10 @@ def build_runner(store: CheckpointStore, ledger: sqlite3.Connection, lease: floa
         name="worker", description="refunds orders", model=FunctionModel(worker_model), tools=[lookup, refund]
     )
     router = ChatModelAgent(name="router", description="routes", model=FunctionModel(router_model))
-    return Runner(set_sub_agents(router, [worker]), checkpoint_store=store, resume_lease=lease)
+    root = set_sub_agents(router, [worker])
+    if part_events is None:
+        return Runner(root, checkpoint_store=store, resume_lease=lease)
+    return Runner(root, checkpoint_store=store, resume_lease=lease, history_part_events=part_events)
 
 
 async def start(runner: Runner, run: str) -> str:
@@ -129,7 +135,7 @@ async def resume(runner: Runner, run: str, target: str) -> str:
 async def serve(spec: dict[str, Any], ledger_path: str) -> None:
     ledger = open_ledger(ledger_path)
     async with build_store(spec) as store:
-        runner = build_runner(store, ledger, spec.get("lease", 30.0))
+        runner = build_runner(store, ledger, spec.get("lease", 30.0), spec.get("part_events"))
         await store.get("warm-up")  # connect before the first command
         loop = asyncio.get_running_loop()
         while True:

@@ -131,3 +131,16 @@ def test_run_reports_bad_input_with_exit_1(
     assert main(["run", str(path), *args]) == 1
     captured = capsys.readouterr()
     assert captured.out == "" and captured.err.startswith(expected)
+
+
+def test_run_loads_the_sub_graphs_a_flow_calls(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    subs = tmp_path / "subs"
+    subs.mkdir()
+    (subs / "inner.yml").write_text("id: inner\nlayout: [{type: start}, {id: inner_end, type: end}]\n", "utf-8")
+    path = tmp_path / "outer.yml"
+    path.write_text("id: outer\nlayout: [{type: start}, {id: call, task: '#inner'}, {type: end}]\n", "utf-8")
+
+    assert main(["run", str(path), "--graph", str(subs)]) == 0
+    assert json.loads(capsys.readouterr().out)["finished"] is True
+    assert main(["run", str(path)]) == 1
+    assert "sub-graph '#inner' is not loaded" in capsys.readouterr().err

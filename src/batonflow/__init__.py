@@ -7,6 +7,9 @@ The names here are the public API; subpackages hold the rest (``batonflow.adk``,
 
 from typing import TYPE_CHECKING, Any
 
+# Not part of this facade yet, but imported so that its checkpointed types (a graph agent's saved flow) are
+# registered wherever batonflow is, as every other package's are.
+from . import graph as graph
 from .adk import EXIT_TOOL_NAME as EXIT_TOOL_NAME
 from .adk import TRANSFER_TOOL_NAME as TRANSFER_TOOL_NAME
 from .adk import Agent as Agent

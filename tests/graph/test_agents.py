@@ -218,3 +218,19 @@ async def test_an_agent_in_a_sub_graph_interrupts_and_resumes_under_its_graphs_n
         )
     assert second.text == "Refunded 7."
     assert RAN == {"intake": 1, "tool": 2, "close": 1}
+
+
+async def test_a_graph_agent_as_a_transfer_target_in_an_agent_tree() -> None:
+    from batonflow import TRANSFER_TOOL_NAME, set_sub_agents
+
+    summary = GraphSpec("summary", title="Summarises the request")
+    summary.add_activity("sum", task=lambda ctx, node: ctx.put("message", f"summary of: {ctx.get('message')}"))
+    router = ChatModelAgent(
+        name="router",
+        description="routes",
+        model=ScriptedModel([tool_calls((TRANSFER_TOOL_NAME, {"agent_name": "summary"}))]),
+    )
+    tree = set_sub_agents(router, [GraphAgent(summary.build())])
+    result = await Runner(tree).call("a long request")
+    assert result.text == "summary of: a long request"
+    assert [str(step) for step in result.events[-1].run_path] == ["router", "summary"]

@@ -718,3 +718,32 @@ async def test_per_call_interceptors_see_sub_graph_runs_and_nodes() -> None:
         "r:end:e",
         "r:out:e",
     ]
+
+
+def test_load_all_from_a_folder_or_a_glob(tmp_path: Any) -> None:
+    for name in ("b", "a"):
+        (tmp_path / f"{name}.yml").write_text(f"id: {name}\nlayout: [{{type: start}}]\n", encoding="utf-8")
+    (tmp_path / "notes.txt").write_text("not a graph", encoding="utf-8")
+    engine = FlowEngine()
+    assert [graph.id for graph in engine.load_all(tmp_path)] == ["a", "b"]
+    assert [graph.id for graph in FlowEngine().load_all(tmp_path / "b*.yml")] == ["b"]
+    with pytest.raises(GraphError, match="no graph files found"):
+        engine.load_all(tmp_path / "*.json")
+
+
+async def test_a_disabled_trace_records_nothing_and_every_eval_starts_afresh() -> None:
+    log = Log()
+    graph = _approval(log)
+    ctx = FlowContext(variables={"amount": 500})
+    ctx.trace.enabled = False
+    await FlowEngine().eval(graph, ctx)
+    assert ctx.last_record is None and ctx.trace.records() == ()
+    await FlowEngine().eval(graph, ctx)
+    assert log.ran == ["draft", "approve", "draft", "approve"]
+
+
+def test_spec_node_lookup_and_removal() -> None:
+    spec = GraphSpec("g")
+    node = spec.add_activity("a")
+    assert spec.get_node("a") is node and spec.get_node("b") is None
+    assert spec.remove_node("a") is node and spec.remove_node("a") is None

@@ -12,6 +12,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 ROOT = Path(__file__).resolve().parents[2]
 
 
@@ -35,7 +37,7 @@ async def run_benchmark(*args: str) -> dict[str, Any]:
     return report
 
 
-async def test_both_engines_run_both_graphs_and_the_units_of_a_run_are_counted() -> None:
+async def test_both_engines_run_both_graphs_and_the_units_of_a_run_are_counted(monkeypatch: pytest.MonkeyPatch) -> None:
     reports = await run_benchmark("--quick")
     batonflow = reports["batonflow"]
     assert batonflow["status"] == "ok"
@@ -49,6 +51,7 @@ async def test_both_engines_run_both_graphs_and_the_units_of_a_run_are_counted()
         shapes = {graph: (r["supersteps"], r["nodes"]) for graph, r in langgraph["results"].items()}
         assert shapes == {"chain": (100, 100), "fan_out": (3, 12)}
 
+    monkeypatch.syspath_prepend(str(ROOT))  # the checkout's benchmarks package, as `python -m` finds it
     from benchmarks.graph import render
 
     table = "\n".join(render(reports))

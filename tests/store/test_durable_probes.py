@@ -44,3 +44,12 @@ async def test_resumes_killed_at_random_points_lose_no_run_and_refund_once() -> 
     [result] = await probe("crash_resume", "--runs", "20", "--stores", "sqlite", "--spread", "1.0")
     assert result["killed before the end"] >= 1  # some kills landed mid-resume, or the probe proved nothing
     assert (result["refund took effect twice"], result["lost"]) == (0, 0)
+
+
+async def test_resumes_of_histories_saved_in_parts_killed_at_random_points_lose_no_run() -> None:
+    args = ("--runs", "15", "--stores", "sqlite", "redis", "--spread", "1.0", "--part-events", "2")
+    results = await probe("crash_resume", *args)
+    assert [r["store"] for r in results] == ["sqlite", "redis"]
+    for result in results:
+        assert result["killed before the end"] >= 1
+        assert (result["refund took effect twice"], result["lost"]) == (0, 0)

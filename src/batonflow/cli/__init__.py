@@ -43,7 +43,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         help="a context variable; a value that reads as JSON (4, true, [1,2]) is that value, else text",
     )
     run.add_argument(
-        "--graph", action="append", default=[], metavar="PATH", help="another graph the flow calls as '#id'"
+        "--graph",
+        action="append",
+        default=[],
+        metavar="PATH",
+        help="other graphs the flow calls as '#id': a file, a folder or a glob pattern",
     )
     run.add_argument("--steps", type=int, default=-1, help="stop after this many node visits (default: no limit)")
     args = parser.parse_args(argv)

@@ -32,7 +32,7 @@ async def run_flow(
     """Load ``path`` (and ``graphs``, for its ``#id`` tasks) into a new engine, run it, and print the outcome."""
     engine = FlowEngine()
     for extra in graphs:
-        engine.load(extra)
+        engine.load_all(extra)
     graph = engine.load(Graph.load(path))
     context = await engine.eval(graph, FlowContext(variables=variables), steps=steps)
     report = {

@@ -205,8 +205,9 @@ class _NodeTrace(FlowInterceptor):
 
 class GraphAgent:
     """A graph as an ``Agent``: under a ``Runner``, inside a flow or workflow agent, as an ``AgentTool``, or as a
-    node of another graph. The last user message's text starts the flow in ``input_key``; the flow's
-    ``output_key`` at the end is the answer (unless an agent node already said it)."""
+    node of another graph. The text of the run's last user message (the request the run began with) starts the
+    flow in ``input_key``; the flow's ``output_key`` at the end is the answer (unless an agent node said it last or
+    it is that text unchanged)."""
 
     def __init__(
         self,
@@ -234,8 +235,9 @@ class GraphAgent:
         if ctx is None:
             ctx = RunContext(root_input=input, enable_streaming=input.enable_streaming).child(self.name)
         context = FlowContext()
-        messages = input.messages
-        given = messages[-1].text if messages and messages[-1].role == "user" else None
+        # The request the run began with: in an agent tree the input also holds other agents' words as history.
+        messages = (ctx.root_input or input).messages
+        given = next((m.text for m in reversed(messages) if m.role == "user"), None)
         context.put(self.input_key, given)
         return self._run(ctx, context, set(), given)
 

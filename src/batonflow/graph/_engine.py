@@ -15,8 +15,10 @@ the first error cancels the others and is raised.
 from __future__ import annotations
 
 import asyncio
+import glob
 import os
 from collections.abc import Iterable, Sequence
+from pathlib import Path
 
 from ..adk import Agent
 from ..errors import BatonflowError
@@ -70,6 +72,18 @@ class FlowEngine:
         graph = source if isinstance(source, Graph) else Graph.load(source)
         self._graphs[graph.id] = graph
         return graph
+
+    def load_all(self, pattern: str | os.PathLike[str]) -> list[Graph]:
+        """Load every graph file a glob pattern matches (``flows/*.yml``), or every ``.yml``, ``.yaml`` and ``.json``
+        file of a folder, in name order; ``GraphError`` if there is none."""
+        root = Path(pattern)
+        if root.is_dir():
+            files = sorted(p for p in root.iterdir() if p.suffix.lower() in (".yml", ".yaml", ".json"))
+        else:
+            files = sorted(Path(match) for match in glob.glob(str(pattern)))
+        if not files:
+            raise GraphError(f"no graph files found at {str(pattern)!r}")
+        return [self.load(file) for file in files]
 
     def unload(self, graph_id: str) -> None:
         self._graphs.pop(graph_id, None)
