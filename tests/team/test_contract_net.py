@@ -105,3 +105,20 @@ async def test_members_bid_themselves_only_while_a_round_is_open() -> None:
     assert bids == {"coder": {"score": 100, "plan": "do it well", "auto_bid": False}}  # scores are 1 to 100
     assert submit.handle({"score": "many", "plan": "a new plan"}) == "Bid received."
     assert bids["coder"]["score"] == 50  # a score that is no number counts 50
+
+
+async def test_the_trace_of_a_finished_team_survives_the_codec() -> None:
+    from batonflow.store import decode, encode
+
+    supervisor = ScriptedModel(
+        [
+            tool_calls(("__call_for_bids__", {"requirement": "write python code"})),
+            assistant("coder"),
+            assistant("[TEAM_AGENT_FINISH] shipped"),
+        ]
+    )
+    result = await Runner(TeamAgent(model=supervisor, protocol="contract_net", members=members())).call("Go")
+    trace = result.session_values["__team_agent"]
+    again = decode(encode(trace))
+    assert again == trace and isinstance(again, TeamTrace)
+    assert again.protocol_context["contract_state_obj"]["bids"]["coder"]["score"] == 75

@@ -39,7 +39,7 @@ class TeamState:
     nodes: list[str] = field(default_factory=list)
 
 
-register_type(TeamState, name="TeamState")
+register_type(TeamState, name="team.TeamState")
 
 
 @dataclass(slots=True, kw_only=True)

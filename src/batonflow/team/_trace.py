@@ -149,6 +149,6 @@ class TeamTrace:
         )
 
 
-register_type(TeamRecord, name="TeamRecord")
-register_type(TeamMetrics, name="TeamMetrics")
-register_type(TeamTrace, name="TeamTrace")
+register_type(TeamRecord, name="team.TeamRecord")
+register_type(TeamMetrics, name="team.TeamMetrics")
+register_type(TeamTrace, name="team.TeamTrace")
