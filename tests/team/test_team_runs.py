@@ -136,3 +136,17 @@ async def test_output_key_and_the_conversation_window() -> None:
     # The second task's supervisor reads the last two messages of the conversation before it, then the task.
     sent = [m.content for m in supervisor.requests[2].messages[1:-1]]
     assert sent == ["Question one", "one", "Question two"]
+
+
+async def test_a_nested_team_reads_the_outer_prompt_without_the_member_instruction() -> None:
+    inner_supervisor = ScriptedModel([assistant("leaf"), assistant("[INNER_FINISH] done")])
+    inner = TeamAgent(name="inner", description="d", model=inner_supervisor, members=[member("leaf", "ok")])
+    outer = TeamAgent(
+        name="outer", model=ScriptedModel([assistant("inner"), assistant("[OUTER_FINISH]")]), members=[inner]
+    )
+    await Runner(outer).call("The task")
+    sent = inner_supervisor.requests[0].messages
+    assert [m.role for m in sent] == ["system", "user", "user", "user"]
+    assert sent[1].content == "The task"
+    # Solon's current task is the prompt's last user message: here the outer supervisor's directive.
+    assert "\n## Current Task\n\n\n### Supervisor Directive\n> inner\n---\n\n" in sent[0].content

@@ -101,7 +101,7 @@ class TeamRun:
                     raise TeamMemberError(
                         f"team '{self.config.name}': member '{member.name}' failed: {event.error}"
                     ) from event.error
-                if not isinstance(getattr(member.agent, "protocol", None), TeamProtocol):  # a team counts its own
+                if not _is_team(member):  # a team counts its own calls, and adds them at its end
                     self._count(event)
                 await self.hand_over(event)
                 if event.run_path == own_path and _is_answer(event):
@@ -155,6 +155,10 @@ class NodeTrace(FlowInterceptor):
             )
 
 
+def _is_team(member: Member) -> bool:
+    return isinstance(getattr(member.agent, "protocol", None), TeamProtocol)
+
+
 def _is_answer(event: AgentEvent) -> bool:
     variant = event.output.message_output if event.output is not None else None
     return variant is not None and variant.role == "assistant"
@@ -183,7 +187,8 @@ class MemberTask:
                 return
         language = get_language()
         prompt = run.protocol.prepare_agent_prompt(trace, member, trace.working_memory, language)
-        instruction = run.protocol.agent_instruction(trace, member, language)
+        # A team member reads its prompt only, as in Solon: a team has no system prompt of its own to extend.
+        instruction = "" if _is_team(member) else run.protocol.agent_instruction(trace, member, language)
         messages = [system(instruction), *prompt] if instruction else list(prompt)
         started = time.perf_counter()
         content = await run.run_member(member, messages, context)

@@ -98,9 +98,9 @@ class TeamTrace:
 
     @property
     def user_content(self) -> str:
-        """The task as the user put it: the prompt's last user message."""
+        """The task as the user put it: the prompt's last user message with text (Solon's ``getUserContent``)."""
         for message in reversed(self.prompt):
-            if message.role == "user":
+            if message.role == "user" and message.text:
                 return message.text
         return ""
 
