@@ -150,3 +150,15 @@ async def test_a_nested_team_reads_the_outer_prompt_without_the_member_instructi
     assert sent[1].content == "The task"
     # Solon's current task is the prompt's last user message: here the outer supervisor's directive.
     assert "\n## Current Task\n\n\n### Supervisor Directive\n> inner\n---\n\n" in sent[0].content
+
+
+async def test_streamed_members_are_recorded_whole() -> None:
+    supervisor = ScriptedModel([assistant("a"), assistant("[TEAM_AGENT_FINISH]")])
+    team = TeamAgent(model=supervisor, members=[member("a", "a streamed answer")])
+    result = await Runner(team, enable_streaming=True).call("Go")
+    streamed = [
+        e for e in result.events if e.output and e.output.message_output and e.output.message_output.is_streaming
+    ]
+    assert streamed  # the member's answer came as a stream
+    assert result.session_values["__team_agent"].records[0].content == "a streamed answer"
+    assert result.text == "a streamed answer"
