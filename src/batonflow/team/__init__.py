@@ -25,12 +25,14 @@ from ._run import TeamState as TeamState
 from ._sequential import SequentialProtocol as SequentialProtocol
 from ._supervisor import SupervisorTask as SupervisorTask
 from ._swarm import SwarmProtocol as SwarmProtocol
+from ._team import PROTOCOL_NAMES as PROTOCOL_NAMES
 from ._team import TeamAgent as TeamAgent
 from ._trace import TeamMetrics as TeamMetrics
 from ._trace import TeamRecord as TeamRecord
 from ._trace import TeamTrace as TeamTrace
 
 __all__ = [
+    "PROTOCOL_NAMES",
     "A2AProtocol",
     "BlackboardProtocol",
     "ContractNetProtocol",

@@ -47,7 +47,7 @@ from ._swarm import SwarmProtocol
 from ._tools import attach_tools
 from ._trace import TeamTrace, trace_key
 
-__all__ = ["PROTOCOLS", "TeamAgent"]
+__all__ = ["PROTOCOLS", "PROTOCOL_NAMES", "TeamAgent"]
 
 PROTOCOLS: dict[str, Callable[[], TeamProtocol]] = {
     "a2a": A2AProtocol,
@@ -59,6 +59,10 @@ PROTOCOLS: dict[str, Callable[[], TeamProtocol]] = {
     "swarm": SwarmProtocol,
     "hierarchical": HierarchicalProtocol,
 }
+
+
+PROTOCOL_NAMES = tuple(sorted(PROTOCOLS))
+"""The protocols a team can be given by name."""
 
 
 class TeamAgent:
