@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from batonflow import AgentTool, ChatModelAgent, MemorySessionStore, Runner
+from batonflow import AgentTool, ChatModelAgent, MemorySessionStore, Runner, set_sub_agents
 from batonflow.graph import GraphAgent, GraphSpec
 from batonflow.schema import ResponseMeta, Usage, assistant
 from batonflow.team import TeamAgent
@@ -162,3 +162,22 @@ async def test_streamed_members_are_recorded_whole() -> None:
     assert streamed  # the member's answer came as a stream
     assert result.session_values["__team_agent"].records[0].content == "a streamed answer"
     assert result.text == "a streamed answer"
+
+
+async def test_a_team_as_a_sub_agent_takes_over_after_a_transfer() -> None:
+    team = TeamAgent(
+        name="helpers",
+        description="answers hard questions",
+        model=ScriptedModel([assistant("w"), assistant("[HELPERS_FINISH] 42")]),
+        members=[member("w", "forty-two")],
+    )
+    router = ChatModelAgent(
+        name="router",
+        description="routes",
+        model=ScriptedModel([tool_calls(("transfer_to_agent", {"agent_name": "helpers"}))]),
+    )
+    root = set_sub_agents(router, [team])
+    result = await Runner(root).call("What is the answer?")
+    assert result.text == "42"
+    assert ["router", "helpers", "w"] in paths(result)
+    assert result.session_values["__helpers"].user_content == "What is the answer?"

@@ -178,11 +178,12 @@ class TeamAgent:
         if trace is None:
             trace = TeamTrace(team_name=self.name)
             ctx.add_session_value(self.config.trace_key, trace)
-        messages = list(input.messages)
         if nested:
-            prompt = messages
+            prompt = list(input.messages)
             history: list[Message] = []
         else:
+            # The request the run began with: in an agent tree the input also holds other agents' words as history.
+            messages = list((ctx.root_input or input).messages)
             last_user = max((i for i, m in enumerate(messages) if m.role == "user"), default=-1)
             prompt = [messages[last_user]] if last_user >= 0 else []
             history = messages[:last_user] if last_user >= 0 else []
