@@ -152,3 +152,12 @@ async def test_the_supervisor_retries_a_transient_failure_and_a_lasting_one_ends
     assert len(broken.requests) == 3 and result.text == ""
     with pytest.raises(UserError, match=r"retry_delay: expected 0 or more seconds, got -1"):
         TeamAgent(model=broken, members=[member("a")], retry_delay=-1)
+
+
+async def test_a_resume_without_the_teams_saved_flow_is_an_error() -> None:
+    from batonflow import ResumeError, ResumeInfo
+
+    team = TeamAgent(model=ScriptedModel([]), members=[member("a")])
+    [event] = [e async for e in team.resume(ResumeInfo(interrupt_state="not a flow"))]
+    assert isinstance(event.error, ResumeError)
+    assert str(event.error) == ("team 'team_agent' cannot resume: expected its saved flow and trace, got str")
