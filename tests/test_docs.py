@@ -33,6 +33,9 @@ PAGES = [
     "graph.md",
     "graph-expressions.md",
     "teams.md",
+    "flows.md",
+    "models.md",
+    "mcp.md",
 ]
 NOT_RUN = "<!-- not run -->"
 FENCE = re.compile(r"^```(\w*)\s*$")

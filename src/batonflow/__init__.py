@@ -7,8 +7,9 @@ The names here are the public API; subpackages hold the rest (``batonflow.adk``,
 
 from typing import TYPE_CHECKING, Any
 
-# Not part of this facade yet, but imported so that its checkpointed types (a graph agent's saved flow) are
-# registered wherever batonflow is, as every other package's are.
+# Not part of this facade yet, but imported so that their checkpointed types (a graph agent's saved flow, an AI
+# flow's chat session) are registered wherever batonflow is, as every other package's are.
+from . import flow as flow
 from . import graph as graph
 from .adk import EXIT_TOOL_NAME as EXIT_TOOL_NAME
 from .adk import TRANSFER_TOOL_NAME as TRANSFER_TOOL_NAME
@@ -92,9 +93,11 @@ from .errors import ToolNotFoundError as ToolNotFoundError
 from .errors import TransferError as TransferError
 from .errors import UserError as UserError
 from .models import ChatModel as ChatModel
+from .models import EmbeddingModel as EmbeddingModel
 from .models import ForcedTool as ForcedTool
 from .models import ModelSettings as ModelSettings
 from .models import ToolChoice as ToolChoice
+from .models import load_embedding_model as load_embedding_model
 from .models import load_model as load_model
 from .models import with_retry as with_retry
 from .schema import FunctionCall as FunctionCall
@@ -170,6 +173,7 @@ __all__ = [
     "CodecError",
     "ConcatError",
     "ContextCompressionInterceptor",
+    "EmbeddingModel",
     "ExitTool",
     "FileSessionStore",
     "FlowAgent",
@@ -254,6 +258,7 @@ __all__ = [
     "event_from_message",
     "exit_action",
     "interrupt",
+    "load_embedding_model",
     "load_model",
     "new_executor",
     "new_planner",

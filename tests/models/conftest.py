@@ -6,6 +6,7 @@ test command installs it, and a skipped provider test would hide a broken provid
 
 from __future__ import annotations
 
+import contextlib
 import os
 import socket
 import subprocess
@@ -34,6 +35,24 @@ def free_port() -> int:
 @pytest.fixture(scope="session")
 def llama_server() -> Iterator[str]:
     """The base URL (``http://127.0.0.1:<port>/v1``) of a ``llama_cpp.server`` running SmolLM2."""
+    with serve_llama() as base_url:
+        yield base_url
+
+
+@pytest.fixture(scope="session")
+def llama_embedding_server() -> Iterator[str]:
+    """The base URL of a ``llama_cpp.server`` running SmolLM2 with ``/v1/embeddings`` on (chat works there too).
+
+    SmolLM2 is a chat model: llama.cpp pools nothing for it and would answer with one vector per token. The
+    server has no pooling flag, so the model's metadata is overridden to mean pooling (``llama.pooling_type=1``).
+    """
+    with serve_llama("--embedding", "true", "--kv_overrides", "llama.pooling_type=int:1") as base_url:
+        yield base_url
+
+
+@contextlib.contextmanager
+def serve_llama(*extra: str) -> Iterator[str]:
+    """A ``llama_cpp.server`` on SmolLM2 with the flags ``extra`` for as long as the block runs; yields its base URL."""
     port = free_port()
     command = [
         sys.executable, "-m", "llama_cpp.server",
@@ -42,6 +61,7 @@ def llama_server() -> Iterator[str]:
         "--port", str(port),
         "--chat_format", "chatml-function-calling",
         "--n_ctx", "2048",
+        *extra,
     ]  # fmt: skip
     with tempfile.TemporaryFile() as log:
         process = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT, env={**os.environ})

