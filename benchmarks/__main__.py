@@ -6,7 +6,8 @@ fastest peer of this run and batonflow's time divided by that peer's; the target
 0.1 for the other rows. Two sections follow: batonflow's own growth curve (``benchmarks.growth``), what one
 interrupt + resume and one conversation turn cost at turn 10, 100, 1,000 and 2,000; and the graph engines
 (``benchmarks.graph``), batonflow's ``FlowEngine`` beside LangGraph's ``StateGraph`` on a 100-node chain and a
-10-way fan-out and join, per run, per node visit and per superstep.
+10-way fan-out and join, per run, per node visit and per superstep; and teams (``benchmarks.team``), µs per
+supervisor turn of a ``TeamAgent`` beside a LangGraph supervisor graph.
 """
 
 from __future__ import annotations
@@ -238,6 +239,7 @@ def main() -> None:
     reports = collect(modules, workloads, quick=args.quick, concurrency=concurrency, rounds=1 if args.quick else 2)
     growth = run_probe("growth", "growth curve", args.quick) if SUBJECT in modules else None
     graphs = run_probe("graph", "graph engines", args.quick) if SUBJECT in modules else None
+    teams = run_probe("team", "teams", args.quick) if SUBJECT in modules else None
     versions = ", ".join(f"{r['name']} {r.get('version', r['status'])}" for r in reports.values())
     # Other work on the machine inflates every figure, and not evenly: the load average tells how quiet it was, and
     # the CPU-time table (this process's own time) is the steadier one when it was not.
@@ -266,6 +268,13 @@ def main() -> None:
         lines = render_graphs(graphs["results"]) if graphs["status"] == "ok" else [f"failed: {graphs['detail']}"]
         text += ["", f"{title}:", "", *lines]
         markdown += ["", f"## {title}", "", *lines]
+    if teams is not None:
+        from .team import render as render_teams
+
+        title = "Teams: batonflow's TeamAgent and a LangGraph supervisor graph (python -m benchmarks.team)"
+        lines = render_teams(teams["results"]) if teams["status"] == "ok" else [f"failed: {teams['detail']}"]
+        text += ["", f"{title}:", "", *lines]
+        markdown += ["", f"## {title}", "", *lines]
     text += ["", *notes] if notes else []
     markdown += ["", *(f"- {note}" for note in notes)] if notes else []
     print("\n" + "\n".join(text))
@@ -284,6 +293,7 @@ def main() -> None:
         "frameworks": reports,
         "growth": growth,
         "graphs": graphs,
+        "teams": teams,
     }
     (RESULTS / f"{mode}.json").write_text(json.dumps(payload, indent=2) + "\n")
     (RESULTS / f"{mode}.md").write_text("\n".join(markdown) + "\n")

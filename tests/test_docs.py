@@ -32,6 +32,7 @@ PAGES = [
     "observability.md",
     "graph.md",
     "graph-expressions.md",
+    "teams.md",
     "flows.md",
     "models.md",
     "mcp.md",

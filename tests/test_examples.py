@@ -66,6 +66,17 @@ EXPECTED: dict[str, list[str]] = {
         "session values: {'refunded': 42}",
         "tokens: 36 model calls: 1",
     ],
+    "team_research.py": [
+        "[team_agent > supervisor] researcher",
+        "[team_agent > researcher] 1. Bees pollinate crops. 2. Bees make honey from nectar.",
+        "[team_agent > supervisor] next: writer",
+        "[team_agent > writer] Honey bees pollinate crops and make honey from nectar.",
+        "[team_agent > supervisor] route to reviewer",
+        "[team_agent > reviewer] APPROVED: Honey bees pollinate crops and make honey from nectar.",
+        "[team_agent > supervisor] [TEAM_AGENT_FINISH] Honey bees pollinate crops and make honey from nectar.",
+        "[team_agent] Honey bees pollinate crops and make honey from nectar.",
+        "turns: 4, members: ['researcher', 'writer', 'reviewer']",
+    ],
     "observability.py": [
         '[router] router calls transfer_to_agent(agent_name="orders")',
         "[router] router → transfer to orders",

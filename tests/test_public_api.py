@@ -5,6 +5,12 @@ def test_public_api_is_pinned() -> None:
     assert sorted(batonflow.__all__) == sorted(
         [
             "Agent",
+            "LoopingTeamInterceptor",
+            "Member",
+            "TeamAgent",
+            "TeamInterceptor",
+            "TeamProtocol",
+            "TeamTrace",
             "EXIT_TOOL_NAME",
             "TRANSFER_TOOL_NAME",
             "ContextCompressionInterceptor",

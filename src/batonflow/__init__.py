@@ -125,6 +125,12 @@ from .store import SessionStore as SessionStore
 from .store import SqliteCheckpointStore as SqliteCheckpointStore
 from .store import SqliteSessionStore as SqliteSessionStore
 from .store import register_type as register_type
+from .team import LoopingTeamInterceptor as LoopingTeamInterceptor
+from .team import Member as Member
+from .team import TeamAgent as TeamAgent
+from .team import TeamInterceptor as TeamInterceptor
+from .team import TeamProtocol as TeamProtocol
+from .team import TeamTrace as TeamTrace
 from .tools import Tool as Tool
 from .tools import ToolContext as ToolContext
 from .tools import ToolInfo as ToolInfo
@@ -182,7 +188,9 @@ __all__ = [
     "InterruptInfo",
     "LeaseLostError",
     "LoopAgent",
+    "LoopingTeamInterceptor",
     "MaxIterationsError",
+    "Member",
     "MemoryCheckpointStore",
     "MemorySessionStore",
     "Message",
@@ -223,6 +231,10 @@ __all__ = [
     "StoreError",
     "Stream",
     "StreamClosedError",
+    "TeamAgent",
+    "TeamInterceptor",
+    "TeamProtocol",
+    "TeamTrace",
     "Tool",
     "ToolArgumentsError",
     "ToolCall",

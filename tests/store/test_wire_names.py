@@ -50,6 +50,10 @@ WIRE_NAMES = {
     "plan_execute.ExecutedStep": "batonflow.adk._plan.ExecutedStep",
     "plan_execute.Plan": "batonflow.adk._plan.Plan",
     "react.FeedbackRequest": "batonflow.agents._react.FeedbackRequest",
+    "team.TeamMetrics": "batonflow.team._trace.TeamMetrics",
+    "team.TeamRecord": "batonflow.team._trace.TeamRecord",
+    "team.TeamState": "batonflow.team._run.TeamState",
+    "team.TeamTrace": "batonflow.team._trace.TeamTrace",
 }
 
 
