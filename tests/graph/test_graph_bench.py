@@ -4,41 +4,17 @@ in the benchmark's own output."""
 
 from __future__ import annotations
 
-import asyncio
 import importlib.util
 import json
-import os
-import sys
-from pathlib import Path
+from collections.abc import Awaitable, Callable
 from typing import Any
 
-import pytest
 
-ROOT = Path(__file__).resolve().parents[2]
-
-
-async def run_benchmark(*args: str) -> dict[str, Any]:
-    """``python -m benchmarks.graph --json`` on this checkout's code; its report."""
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT / "src"), os.environ.get("PYTHONPATH", "")])}
-    process = await asyncio.create_subprocess_exec(
-        sys.executable,
-        "-m",
-        "benchmarks.graph",
-        "--json",
-        *args,
-        cwd=ROOT,
-        env=env,
-        stdout=asyncio.subprocess.PIPE,
-        stderr=asyncio.subprocess.PIPE,
-    )
-    out, err = await asyncio.wait_for(process.communicate(), timeout=300)
-    assert process.returncode == 0, err.decode(errors="replace")
-    report: dict[str, Any] = json.loads(out.decode().splitlines()[-1])
-    return report
-
-
-async def test_both_engines_run_both_graphs_and_the_units_of_a_run_are_counted(monkeypatch: pytest.MonkeyPatch) -> None:
-    reports = await run_benchmark("--quick")
+async def test_both_engines_run_both_graphs_and_the_units_of_a_run_are_counted(
+    run_benchmark: Callable[..., Awaitable[str]],
+) -> None:
+    out = await run_benchmark("graph", "--json", "--quick")
+    reports: dict[str, Any] = json.loads(out.splitlines()[-1])
     batonflow = reports["batonflow"]
     assert batonflow["status"] == "ok"
     assert {graph: result["visits"] for graph, result in batonflow["results"].items()} == {"chain": 102, "fan_out": 23}
@@ -51,7 +27,6 @@ async def test_both_engines_run_both_graphs_and_the_units_of_a_run_are_counted(m
         shapes = {graph: (r["supersteps"], r["nodes"]) for graph, r in langgraph["results"].items()}
         assert shapes == {"chain": (100, 100), "fan_out": (3, 12)}
 
-    monkeypatch.syspath_prepend(str(ROOT))  # the checkout's benchmarks package, as `python -m` finds it
     from benchmarks.graph import render
 
     table = "\n".join(render(reports))

@@ -3,36 +3,15 @@ table renders. No timing is asserted; the figures are in the benchmark's own out
 
 from __future__ import annotations
 
-import asyncio
 import importlib.util
 import json
-import os
-import sys
-from pathlib import Path
+from collections.abc import Awaitable, Callable
 from typing import Any
 
-import pytest
 
-ROOT = Path(__file__).resolve().parents[2]
-
-
-async def test_both_sides_run_the_supervisor_workload(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.syspath_prepend(str(ROOT))  # the checkout's benchmarks package, as `python -m` finds it
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT / "src"), os.environ.get("PYTHONPATH", "")])}
-    process = await asyncio.create_subprocess_exec(
-        sys.executable,
-        "-m",
-        "benchmarks.team",
-        "--json",
-        "--quick",
-        cwd=ROOT,
-        env=env,
-        stdout=asyncio.subprocess.PIPE,
-        stderr=asyncio.subprocess.PIPE,
-    )
-    out, err = await asyncio.wait_for(process.communicate(), timeout=300)
-    assert process.returncode == 0, err.decode(errors="replace")
-    reports: dict[str, Any] = json.loads(out.decode().splitlines()[-1])
+async def test_both_sides_run_the_supervisor_workload(run_benchmark: Callable[..., Awaitable[str]]) -> None:
+    out = await run_benchmark("team", "--json", "--quick")
+    reports: dict[str, Any] = json.loads(out.splitlines()[-1])
     assert reports["batonflow"]["status"] == "ok"
     assert reports["batonflow"]["results"]["wall_median"] > 0
     langgraph = reports["langgraph"]

@@ -8,15 +8,14 @@ OpenAI-compatible one in ``_openai_embedding``, the in-process llama.cpp one in 
 from __future__ import annotations
 
 import math
-import os
 from collections.abc import Callable, Sequence
 from typing import Any, Protocol, runtime_checkable
 
 from ..errors import UserError
+from ._uri import compatible_target, ollama_base_url, provider_of
 
 __all__ = ["EmbeddingModel", "check_texts", "describe_vector_problem", "load_embedding_model"]
 
-_OLLAMA_DEFAULT_HOST = "http://127.0.0.1:11434"
 
 
 @runtime_checkable
@@ -80,14 +79,7 @@ def load_embedding_model(spec: str, **options: Any) -> EmbeddingModel:
     - ``local:smollm2`` or ``local:/path/to/model.gguf`` (in-process llama.cpp, ``batonflow[local]``: no server,
       no download)
     """
-    provider, sep, name = spec.partition(":")
-    if not sep or not provider or not name:
-        raise UserError(
-            f"embedding model URI: expected '<provider>:<model>' such as 'openai:text-embedding-3-small', got {spec!r}"
-        )
-    factory = _PROVIDERS.get(provider)
-    if factory is None:
-        raise UserError(f"embedding model URI {spec!r}: expected a provider in {sorted(_PROVIDERS)}, got {provider!r}")
+    factory, name = provider_of(spec, _PROVIDERS, "embedding model URI", "openai:text-embedding-3-small")
     return factory(name, **options)
 
 
@@ -98,23 +90,15 @@ def _openai_model(name: str, **options: Any) -> EmbeddingModel:
 
 
 def _openai_compatible(target: str, **options: Any) -> EmbeddingModel:
-    base_url, sep, name = target.partition("#")
-    if not sep or not name or not base_url.startswith(("http://", "https://")):
-        raise UserError(
-            "embedding model URI: expected 'openai-compatible:<http(s) base URL>#<model>' such as "
-            f"'openai-compatible:http://127.0.0.1:8080/v1#bge-small', got 'openai-compatible:{target}'"
-        )
+    base_url, name = compatible_target(target, "embedding model URI", "http://127.0.0.1:8080/v1#bge-small")
     # Never send OPENAI_API_KEY to a third-party server by default.
     options.setdefault("api_key", "not-needed")
     return _openai_model(name, base_url=base_url, **options)
 
 
 def _ollama(name: str, **options: Any) -> EmbeddingModel:
-    host = os.environ.get("OLLAMA_HOST") or _OLLAMA_DEFAULT_HOST
-    if "://" not in host:  # Ollama itself accepts OLLAMA_HOST=host:port
-        host = f"http://{host}"
     options.setdefault("api_key", "ollama")
-    return _openai_model(name, base_url=f"{host.rstrip('/')}/v1", **options)
+    return _openai_model(name, base_url=ollama_base_url(), **options)
 
 
 def _local(target: str, **options: Any) -> EmbeddingModel:

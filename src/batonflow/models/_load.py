@@ -8,10 +8,10 @@ from typing import Any
 
 from ..errors import UserError
 from ._base import ChatModel
+from ._uri import compatible_target, ollama_base_url, provider_of
 
 __all__ = ["load_model"]
 
-_OLLAMA_DEFAULT_HOST = "http://127.0.0.1:11434"
 _DEEPSEEK_BASE_URL = "https://api.deepseek.com"
 
 
@@ -24,12 +24,7 @@ def load_model(uri: str, **kwargs: Any) -> ChatModel:
     - ``deepseek:deepseek-chat`` (``DEEPSEEK_API_KEY``; no structured output, which DeepSeek does not have)
     - ``local:smollm2`` or ``local:/path/to/model.gguf`` (in-process llama.cpp, ``batonflow[local]``)
     """
-    provider, sep, name = uri.partition(":")
-    if not sep or not provider or not name:
-        raise UserError(f"model URI: expected '<provider>:<model>' such as 'openai:gpt-4o-mini', got {uri!r}")
-    factory = _PROVIDERS.get(provider)
-    if factory is None:
-        raise UserError(f"model URI {uri!r}: expected a provider in {sorted(_PROVIDERS)}, got {provider!r}")
+    factory, name = provider_of(uri, _PROVIDERS, "model URI", "openai:gpt-4o-mini")
     return factory(name, **kwargs)
 
 
@@ -44,23 +39,15 @@ def _openai(name: str, **kwargs: Any) -> ChatModel:
 
 
 def _openai_compatible(target: str, **kwargs: Any) -> ChatModel:
-    base_url, sep, name = target.partition("#")
-    if not sep or not name or not base_url.startswith(("http://", "https://")):
-        raise UserError(
-            "model URI: expected 'openai-compatible:<http(s) base URL>#<model>' such as "
-            f"'openai-compatible:http://127.0.0.1:8000/v1#qwen2.5', got 'openai-compatible:{target}'"
-        )
+    base_url, name = compatible_target(target, "model URI", "http://127.0.0.1:8000/v1#qwen2.5")
     # Never send OPENAI_API_KEY to a third-party server by default.
     kwargs.setdefault("api_key", "not-needed")
     return OpenAIChatModel(name, base_url=base_url, **kwargs)
 
 
 def _ollama(name: str, **kwargs: Any) -> ChatModel:
-    host = os.environ.get("OLLAMA_HOST") or _OLLAMA_DEFAULT_HOST
-    if "://" not in host:  # Ollama itself accepts OLLAMA_HOST=host:port
-        host = f"http://{host}"
     kwargs.setdefault("api_key", "ollama")
-    return OpenAIChatModel(name, base_url=f"{host.rstrip('/')}/v1", **kwargs)
+    return OpenAIChatModel(name, base_url=ollama_base_url(), **kwargs)
 
 
 def _deepseek(name: str, **kwargs: Any) -> ChatModel:
