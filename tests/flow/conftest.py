@@ -23,7 +23,6 @@ from typing import IO
 import pytest
 
 from batonflow.flow import AiFlowEngine
-from batonflow.models.local import smollm2_model_path
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples" / "flows"
 _SERVER_START_TIMEOUT = 120.0
@@ -139,29 +138,9 @@ def stop(process: subprocess.Popen[bytes]) -> None:
 
 
 @pytest.fixture(scope="session")
-def llama_server() -> Iterator[str]:
-    """The base URL (``http://127.0.0.1:<port>/v1``) of a ``llama_cpp.server`` running SmolLM2, serving chat
-    completions and embeddings."""
-    port = free_port()
-    command = [
-        sys.executable, "-m", "llama_cpp.server",
-        "--model", smollm2_model_path(),
-        "--host", "127.0.0.1",
-        "--port", str(port),
-        "--chat_format", "chatml-function-calling",
-        "--n_ctx", "2048",
-        "--embedding", "true",
-        "--kv_overrides", "llama.pooling_type=int:1",
-        "--cache", "true",
-    ]  # fmt: skip
-    with tempfile.TemporaryFile() as log:
-        process = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT, env={**os.environ})
-        try:
-            base_url = f"http://127.0.0.1:{port}/v1"
-            wait_for(process, f"{base_url}/models", log, "llama_cpp.server")
-            yield base_url
-        finally:
-            stop(process)
+def llama_server(llama_embedding_server: str) -> str:
+    """The llama.cpp server of the flows' tests: chat completions and embeddings on one (tests/conftest.py)."""
+    return llama_embedding_server
 
 
 @pytest.fixture(scope="session")

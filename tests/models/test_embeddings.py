@@ -18,7 +18,7 @@ from batonflow.errors import ModelConnectionError, ModelError, ModelHTTPError, M
 from batonflow.models import EmbeddingModel, OpenAIEmbeddingModel, load_embedding_model
 from batonflow.models.local import LlamaCppEmbeddingModel
 
-from .conftest import free_port, serve_llama
+from ..conftest import free_port, serve_llama
 
 TEXTS = ["The cat sat on the mat.", "A kitten rests on a rug.", "Stock markets fell sharply on Monday."]
 
