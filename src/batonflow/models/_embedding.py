@@ -17,7 +17,6 @@ from ._uri import compatible_target, ollama_base_url, provider_of
 __all__ = ["EmbeddingModel", "check_texts", "describe_vector_problem", "load_embedding_model"]
 
 
-
 @runtime_checkable
 class EmbeddingModel(Protocol):
     """Turns texts into vectors: ``embed`` returns one vector per text, in the order of the texts.
