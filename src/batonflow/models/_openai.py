@@ -27,7 +27,24 @@ from ..schema import Message, MessageStream, Stream, ToolInfo
 from ._base import ModelSettings, ToolChoice, check_tool_choice, merge_settings
 from .openai_format import chat_request, chunk_to_message, completion_to_message, response_format_to_openai
 
-__all__ = ["OpenAIChatModel"]
+__all__ = ["OpenAIChatModel", "openai_client"]
+
+
+def openai_client(
+    client: openai.AsyncOpenAI | None, api_key: str | None, base_url: str | None, timeout: float, owner: str
+) -> openai.AsyncOpenAI:
+    """``client``, or one made for ``base_url`` with ``api_key`` (``OPENAI_API_KEY`` when None; none is needed for a
+    local server), with ``timeout`` and the SDK's own retries off (batonflow's retry wrapper retries)."""
+    if client is None:
+        api_key = api_key or os.environ.get("OPENAI_API_KEY") or ("not-needed" if base_url else None)
+        if api_key is None:
+            raise UserError(
+                f"{owner} needs an API key: expected api_key=... or OPENAI_API_KEY in the environment (or a "
+                "base_url for a local server), got neither"
+            )
+        client = openai.AsyncOpenAI(api_key=api_key, base_url=base_url)
+    return client.with_options(timeout=timeout, max_retries=0)
+
 
 StructuredOutput: TypeAlias = Literal["json_schema", "json_object"] | None
 """How a server takes ``ModelSettings.response_format``: OpenAI's ``json_schema`` (OpenAI, vLLM, llama.cpp's
@@ -61,15 +78,7 @@ class OpenAIChatModel:
         self.structured_output: StructuredOutput = structured_output
         self.default_settings = default_settings
         self.timeout = timeout
-        if client is None:
-            api_key = api_key or os.environ.get("OPENAI_API_KEY") or ("not-needed" if base_url else None)
-            if api_key is None:
-                raise UserError(
-                    f"OpenAIChatModel({model!r}) needs an API key: expected api_key=... or OPENAI_API_KEY in the "
-                    "environment (or a base_url for a local server), got neither"
-                )
-            client = openai.AsyncOpenAI(api_key=api_key, base_url=base_url)
-        self._client = client.with_options(timeout=timeout, max_retries=0)
+        self._client = openai_client(client, api_key, base_url, timeout, f"OpenAIChatModel({model!r})")
 
     def __repr__(self) -> str:
         return f"OpenAIChatModel({self.model_name!r}, base_url={str(self._client.base_url)!r})"

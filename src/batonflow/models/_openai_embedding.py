@@ -9,7 +9,6 @@ would otherwise reach a vector store and fail there, far from its cause.
 from __future__ import annotations
 
 import json
-import os
 from collections.abc import Sequence
 from typing import Any
 
@@ -17,7 +16,7 @@ import openai
 
 from ..errors import ModelConnectionError, ModelError, ModelHTTPError, ModelResponseError, ModelTimeoutError, UserError
 from ._embedding import check_texts, describe_vector_problem
-from ._openai import _expected_the_api, _is_html, _provider_message
+from ._openai import _expected_the_api, _is_html, _provider_message, openai_client
 
 __all__ = ["OpenAIEmbeddingModel"]
 
@@ -54,15 +53,7 @@ class OpenAIEmbeddingModel:
         self.dimensions = dimensions
         self.batch_size = batch_size
         self.timeout = timeout
-        if client is None:
-            api_key = api_key or os.environ.get("OPENAI_API_KEY") or ("not-needed" if base_url else None)
-            if api_key is None:
-                raise UserError(
-                    f"OpenAIEmbeddingModel({model!r}) needs an API key: expected api_key=... or OPENAI_API_KEY in "
-                    "the environment (or a base_url for a local server), got neither"
-                )
-            client = openai.AsyncOpenAI(api_key=api_key, base_url=base_url)
-        self._client = client.with_options(timeout=timeout, max_retries=0)
+        self._client = openai_client(client, api_key, base_url, timeout, f"OpenAIEmbeddingModel({model!r})")
 
     @property
     def url(self) -> str:
