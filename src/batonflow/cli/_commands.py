@@ -71,11 +71,22 @@ def demo(
             "always ask; approve all; reject all"
         ),
     ] = Approve.auto,
+    team: Annotated[
+        bool,
+        typer.Option(
+            "--team",
+            help="run the team demo instead: a researcher, a writer and a reviewer write a paragraph "
+            "(batonflow.team; in a fixed order on a local model)",
+        ),
+    ] = False,
 ) -> None:
     """A customer-service team of agents (router, refunds, complaints, products) answering a few requests."""
     from . import demo as demo_package  # on first use: the demo pulls in the agents and a model
 
-    asyncio.run(demo_package.run_demo(model, out=sys.stdout, approve=approve.value))
+    if team:
+        asyncio.run(demo_package.run_team_demo(model, out=sys.stdout))
+    else:
+        asyncio.run(demo_package.run_demo(model, out=sys.stdout, approve=approve.value))
 
 
 @app.command("run")
