@@ -277,15 +277,15 @@ def resume(
     """Resume a pending checkpoint with answers; prints how the run ended and its answer."""
     from ._remote import Remote, parse_answers
 
-    body: dict[str, object] = {}
-    if agent is None:
-        pending = Remote(url, token).call("GET", f"/checkpoints/{checkpoint_id}")
-        body["targets"] = parse_answers(answer or [], every, pending["interrupts"])
-    elif every is not None:
+    if agent is not None and every is not None:
         raise UserError(
             "--all: expected a checkpoint the server made (it knows the interrupts), got --agent: "
             "answer each interrupt with --answer ID=VALUE"
         )
+    body: dict[str, object]
+    if agent is None:
+        pending = Remote(url, token).call("GET", f"/checkpoints/{checkpoint_id}")
+        body = {"targets": parse_answers(answer or [], every, pending["interrupts"])}
     else:
         body = {"targets": parse_answers(answer or [], None, []), "agent": agent}
     ended = Remote(url, token).call("POST", f"/checkpoints/{checkpoint_id}/resume", body)
