@@ -85,7 +85,8 @@ def demo(
         ),
     ] = False,
 ) -> None:
-    """A customer-service team of agents (router, refunds, complaints, products) answering a few requests."""
+    """A customer-service team of agents (router, refunds, complaints, products) answering a few requests;
+    with --team, a research team (researcher, writer, reviewer) writing a paragraph."""
     from . import demo as demo_package  # on first use: the demo pulls in the agents and a model
 
     if team:
