@@ -1,4 +1,5 @@
-"""The demo: the shop's tools, the printed event stream, the scripted replay, and a run on the real local model."""
+"""The demo: the shop's tools, the printed event stream, the scripted replay, and a run on the real local model;
+the team demo (``batonflow demo --team``) replayed and on the local model."""
 
 from __future__ import annotations
 
@@ -14,7 +15,8 @@ from batonflow.adk import (
     collect_events,
 )
 from batonflow.agents import HITL
-from batonflow.cli.demo import Approval, Shop, build_system, run_demo, scripted_model
+from batonflow.cli import main
+from batonflow.cli.demo import Approval, Shop, build_system, run_demo, run_team_demo, scripted_model
 from batonflow.errors import UserError
 from batonflow.models import ForcedTool, ToolThenAnswer
 from batonflow.observe import ConsoleRenderer
@@ -329,3 +331,74 @@ async def test_demo_on_local_smollm2_completes_and_routes_with_a_transfer() -> N
     assert output.startswith("batonflow demo: customer service on model local:smollm2 (SmolLM2-135M-Instruct")
     assert "[router] router → transfer to " in output
     assert "4 turns in " in output
+
+
+# -- the team demo --------------------------------------------------------------------------------------------
+
+
+def test_team_demo_replayed_prints_each_decision_and_member_then_what_the_team_did(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    assert main(["demo", "--team", "--model", "scripted"]) == 0
+
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[:4] == [
+        "batonflow demo --team: a research team on model scripted (scripted)",
+        "members: researcher, writer, reviewer; protocol hierarchical",
+        "",
+        "user: Write a short paragraph about honey bees.",
+    ]
+    assert lines[4:12] == [
+        "[team_agent → supervisor] supervisor: researcher",
+        "[team_agent → researcher] researcher: 1. Bees pollinate crops. 2. Bees make honey from nectar.",
+        "[team_agent → supervisor] supervisor: next: writer",
+        "[team_agent → writer] writer: Honey bees pollinate crops and make honey from nectar.",
+        "[team_agent → supervisor] supervisor: route to reviewer",
+        "[team_agent → reviewer] reviewer: APPROVED: Honey bees pollinate crops and make honey from nectar.",
+        "[team_agent → supervisor] supervisor: [TEAM_AGENT_FINISH] Honey bees pollinate crops and make honey "
+        "from nectar.",
+        "[team_agent] team_agent: Honey bees pollinate crops and make honey from nectar.",
+    ]
+    summary = lines[lines.index("== what the team did ==") + 1 :]
+    assert [line.split(":")[0] for line in summary[:3]] == ["researcher", "writer", "reviewer"]
+    assert summary[0].startswith("researcher: 10 words in ")
+    assert summary[3:5] == [
+        "supervisor decisions: 4",
+        "answer: Honey bees pollinate crops and make honey from nectar.",
+    ]
+    assert summary[-1].startswith("the team worked ")
+
+
+async def test_team_demo_on_an_unreachable_model_sums_up_the_supervisors_failure() -> None:
+    out = io.StringIO()
+
+    trace = await run_team_demo("openai-compatible:http://127.0.0.1:9/v1#none", out=out)
+
+    output = out.getvalue()
+    assert "protocol hierarchical" in output  # a model that is not local supervises the team itself
+    summary = output.split("== what the team did ==\n")[1].splitlines()
+    assert summary[0].startswith("supervisor noted: Runtime Error: model 'none' request failed: connection to ")
+    assert summary[1:3] == ["supervisor decisions: 1", "answer: "]
+    assert [record.source for record in trace.records] == ["supervisor"]
+
+
+def test_team_demo_with_an_unknown_model_provider_returns_1_mentioning_scripted(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    assert main(["demo", "--team", "--model", "nonsense:x"]) == 1
+    assert "'scripted'" in capsys.readouterr().err
+
+
+@pytest.mark.real_server
+def test_team_demo_on_local_smollm2_runs_the_three_members_in_order(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["demo", "--team"]) == 0
+
+    output = capsys.readouterr().out
+    assert output.startswith("batonflow demo --team: a research team on model local:smollm2 (SmolLM2-135M-Instruct")
+    assert "protocol sequential" in output
+    spoke = [line.split("] ")[1].split(":")[0] for line in output.splitlines() if line.startswith("[team_agent →")]
+    assert spoke == ["researcher", "writer", "reviewer"]  # streamed as they wrote, in the protocol's order
+    summary = output.split("== what the team did ==\n")[1].splitlines()
+    assert [line.split(":")[0] for line in summary[:3]] == ["researcher", "writer", "reviewer"]
+    answer = next(line for line in summary if line.startswith("answer: "))
+    assert "bee" in answer.lower()  # on topic; what it says is not checked

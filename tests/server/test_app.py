@@ -250,6 +250,45 @@ async def test_an_id_the_bounded_buffer_dropped_is_a_410() -> None:
     assert [f.event for f in parse_sse(kept.text)] == ["message", "end"]
 
 
+async def test_following_from_the_start_a_run_whose_buffer_dropped_its_start_is_a_410() -> None:
+    async with asgi_client(app(limits=ServerLimits(buffer_events=2))) as client:
+        started = await client.post("/runs", json={"agent": "echo", "input": "a b c d", "detached": True})
+        run_id = started.json()["run_id"]
+        await eventually(lambda: not run_tasks())
+        gone = await client.get(f"/runs/{run_id}/events")
+    assert gone.status_code == 410
+    assert gone.json()["error"]["code"] == "events_gone"
+    assert gone.json()["error"]["message"] == (
+        "Last-Event-ID: expected an id from '0.1' on (the buffer keeps the last 2 events; the oldest kept is "
+        "'1'), got none (the events from the start)"
+    )
+
+
+async def test_a_follower_that_fell_behind_the_buffer_gets_an_overrun_error_and_its_stream_ends() -> None:
+    model = apps.Blocking()
+    server = create_app([apps.blocking(model)], limits=ServerLimits(buffer_events=1))
+    async with asgi_client(server) as client:
+        started = await client.post("/runs", json={"agent": "slow", "input": "x", "detached": True})
+        record = server.state.batonflow.runs.get(started.json()["run_id"])
+        await eventually(lambda: model.started == 1)
+        followed = record.follow()
+        seen = await anext(followed)  # what the run said before its model answered
+        model.release.set()
+        await record.finished.wait()  # the run goes on while this follower reads nothing: the buffer drops frames
+        behind = await anext(followed)
+        with pytest.raises(StopAsyncIteration):
+            await anext(followed)
+        late = record.follow()  # one that starts after the frames it wants were dropped
+        late_first = await anext(late)
+        await late.aclose()
+    assert [frame.event for frame in seen] == ["run"]
+    assert record.evicted > seen[-1].key  # frames after the last one seen are gone
+    for batch in (behind, late_first):
+        assert [(frame.event, frame.data) for frame in batch] == [
+            ("error", {"error": {"type": "Overrun", "message": "fell behind"}})
+        ]
+
+
 async def test_a_detached_run_answers_202_and_is_followed_by_its_id() -> None:
     model = apps.Blocking()
     async with asgi_client(create_app([apps.blocking(model)])) as client:

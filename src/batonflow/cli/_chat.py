@@ -1,7 +1,7 @@
 """``batonflow chat``: a conversation with an agent tree on the terminal.
 
-Each agent's words stream in a colour of its own, tool calls and transfers show as they happen, and a run that
-stops for a person asks on the spot (a tool's question takes any answer, JSON or text; a human approval takes y/n
+Each agent's words stream in a colour of its own, tool calls and transfers show as they happen (``EventPrinter``),
+and a run that stops for a person asks on the spot (a tool's question takes any answer, JSON or text; a human approval takes y/n
 per call) and resumes. Ctrl-C during a run cancels it and returns to the prompt, the message that started it kept
 in the conversation; Ctrl-C at the prompt, Ctrl-D or ``/exit`` leaves.
 """
@@ -13,23 +13,21 @@ import json
 import signal
 import sys
 import threading
-import zlib
-from contextlib import aclosing, suppress
+from contextlib import suppress
 from typing import Any
 
 from rich.console import Console
 from rich.text import Text
 
-from ..adk import Agent, AgentEvent, InterruptCtx, InterruptInfo
+from ..adk import Agent, InterruptCtx
 from ..agents import HITLDecision, HITLPending, Runner, Session
 from ..errors import UserError
 from ..observe import ConsoleRenderer
-from ..schema import Message, Stream, user
+from ..schema import user
 from ..store import SessionStore
+from ._events import EventPrinter, info_text
 
 __all__ = ["Chat", "Lines", "pick"]
-
-_COLOURS = ("cyan", "magenta", "green", "yellow", "blue", "bright_red", "bright_cyan", "bright_magenta")
 
 
 class Lines:
@@ -64,6 +62,7 @@ class Chat:
         self.session_id = session_id
         self.sessions = sessions
         self.console = console
+        self.printer = EventPrinter(console)
         self._turn: asyncio.Task[None] | None = None
         self._quit = False
 
@@ -113,7 +112,7 @@ class Chat:
 
     async def turn(self, text: str, lines: Lines) -> None:
         """One prompt, and the answers to every interrupt it comes to."""
-        stopped = await self.show(self.runner.run([user(text)], session_id=self.session_id))
+        stopped = await self.printer.show(self.runner.run([user(text)], session_id=self.session_id))
         while stopped:
             targets: dict[str, Any] = {}
             for cause in stopped:
@@ -121,7 +120,7 @@ class Chat:
                 if answer is None:
                     return
                 targets[cause.id] = answer
-            stopped = await self.show(self.runner.run([], session_id=self.session_id, targets=targets))
+            stopped = await self.printer.show(self.runner.run([], session_id=self.session_id, targets=targets))
 
     async def ask(self, cause: InterruptCtx, lines: Lines) -> Any:
         """The answer to one interrupt, read from the terminal; None when the input ended."""
@@ -136,68 +135,9 @@ class Chat:
                 approved = reply.strip().lower() in ("y", "yes")
                 decisions[task.call_id] = HITLDecision(action="approve" if approved else "reject")
             return decisions
-        self.console.print(Text(f"  {_info(cause.info)} > ", style="bold yellow"), end="")
+        self.console.print(Text(f"  {info_text(cause.info)} > ", style="bold yellow"), end="")
         reply = await lines.read()
         return None if reply is None else _value(reply)
-
-    async def show(self, events: Stream[AgentEvent]) -> list[InterruptCtx]:
-        """Print a run's events as they come; the interrupts it stopped at."""
-        stopped: list[InterruptCtx] = []
-        async with aclosing(events):
-            async for event in events:
-                await self._print(event)
-                interrupted = event.action.interrupted if event.action is not None else None
-                if isinstance(interrupted, InterruptInfo):
-                    stopped = interrupted.interrupt_contexts
-        return stopped
-
-    async def _print(self, event: AgentEvent) -> None:
-        colour = _COLOURS[zlib.crc32(event.agent_name.encode()) % len(_COLOURS)]
-        variant = event.message_output
-        action = event.action
-        if variant is not None and variant.role == "assistant":
-            message = await self._streamed(event, colour)
-            for call in message.tool_calls if message else ():
-                shown = ConsoleRenderer.format_call(call.function.name, call.function.arguments)
-                self.console.print(Text(f"  ⚙ {event.agent_name} calls {shown}", style="dim"))
-        elif variant is not None and variant.role == "tool":
-            if action is not None and action.transfer_to_agent is not None:
-                target = action.transfer_to_agent.dest_agent_name
-                self.console.print(Text(f"  ⇢ {event.agent_name} transfers to {target}", style=f"bold {colour}"))
-            else:
-                result = (await variant.get_message()).content
-                self.console.print(Text(f"  ← {variant.tool_name}: {_cut(result)}", style="dim"))
-        if action is not None and isinstance(action.interrupted, InterruptInfo):
-            for cause in action.interrupted.interrupt_contexts:
-                self.console.print(Text(f"  ? {event.agent_name} waits: {_info(cause.info)}", style="yellow"))
-        if event.error is not None:
-            self.console.print(Text(f"error: {type(event.error).__name__}: {event.error}", style="bold red"))
-
-    async def _streamed(self, event: AgentEvent, colour: str) -> Message | None:
-        """An assistant message, printed as its chunks come; the whole message."""
-        variant = event.message_output
-        assert variant is not None
-        head = Text(f"{event.agent_name}› ", style=f"bold {colour}")
-        if not variant.is_streaming or variant.message_stream is None:
-            message = variant.message
-            if message is not None and message.content:
-                self.console.print(head + Text(message.content, style=colour))
-            return message
-        printed = False
-        async with aclosing(variant.message_stream) as chunks:
-            async for chunk in chunks:
-                if chunk.content:
-                    if not printed:
-                        self.console.print(head, end="")
-                        printed = True
-                    self.console.print(Text(chunk.content, style=colour), end="")
-        if printed:
-            self.console.print()
-        return await variant.get_message()
-
-
-def _info(info: Any) -> str:
-    return info if isinstance(info, str) else json.dumps(info, ensure_ascii=False, default=str)
 
 
 def _value(reply: str) -> Any:
@@ -208,14 +148,10 @@ def _value(reply: str) -> Any:
         return reply
 
 
-def _cut(text: str, limit: int = 200) -> str:
-    return text if len(text) <= limit else f"{text[:limit]}…"
-
-
-def pick(agents: dict[str, Agent], name: str | None) -> Agent:
-    """The agent to chat with: ``name``, or the only one."""
+def pick(agents: dict[str, Agent], name: str | None, command: str = "chat") -> Agent:
+    """The agent ``command`` runs: ``name``, or the only one."""
     if not agents:
-        raise UserError("chat: expected a target with an agent, got graphs only (serve them: batonflow serve)")
+        raise UserError(f"{command}: expected a target with an agent, got graphs only (serve them: batonflow serve)")
     if name is None:
         if len(agents) == 1:
             return next(iter(agents.values()))

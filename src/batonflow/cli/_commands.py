@@ -1,4 +1,4 @@
-"""The ``batonflow`` commands (typer): demo, serve, chat, checkpoints, and ``--version``."""
+"""The ``batonflow`` commands (typer): demo, run, serve, web, chat, checkpoints, and ``--version``."""
 
 from __future__ import annotations
 
@@ -7,11 +7,16 @@ import json
 import sys
 import uuid
 from enum import StrEnum
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 from rich.console import Console
 from rich.table import Table
+
+from ..errors import UserError
+
+if TYPE_CHECKING:
+    from ._agent_run import AgentRun
 
 __all__ = ["app"]
 
@@ -71,34 +76,100 @@ def demo(
             "always ask; approve all; reject all"
         ),
     ] = Approve.auto,
+    team: Annotated[
+        bool,
+        typer.Option(
+            "--team",
+            help="run the team demo instead: a researcher, a writer and a reviewer write a paragraph "
+            "(batonflow.team; in a fixed order on a local model)",
+        ),
+    ] = False,
 ) -> None:
-    """A customer-service team of agents (router, refunds, complaints, products) answering a few requests."""
+    """A customer-service team of agents (router, refunds, complaints, products) answering a few requests;
+    with --team, a research team (researcher, writer, reviewer) writing a paragraph."""
     from . import demo as demo_package  # on first use: the demo pulls in the agents and a model
 
-    asyncio.run(demo_package.run_demo(model, out=sys.stdout, approve=approve.value))
+    if team:
+        asyncio.run(demo_package.run_team_demo(model, out=sys.stdout))
+    else:
+        asyncio.run(demo_package.run_demo(model, out=sys.stdout, approve=approve.value))
+
+
+_FLOW_SUFFIXES = (".yml", ".yaml", ".json")
 
 
 @app.command("run")
-def run_graph(
-    flow: Annotated[str, typer.Argument(metavar="FLOW.yml", help="the graph file (.yml, .yaml or .json)")],
+def run(
+    ctx: typer.Context,
+    target: Annotated[
+        str,
+        typer.Argument(
+            metavar="FLOW.yml|MODULE:ATTR",
+            help="a graph file (.yml, .yaml or .json), or module:attr: an agent, a mapping of agents, or a factory",
+        ),
+    ],
+    input: Annotated[str | None, typer.Option(help="the text an agent runs on (module:attr only)")] = None,
+    agent: Annotated[str | None, typer.Option(help="which agent, when the target holds several")] = None,
+    store: Annotated[
+        str, typer.Option(help="where an agent's checkpoint is kept when it waits: memory, or sqlite:PATH")
+    ] = "memory",
     var: Annotated[
         list[str] | None,
         typer.Option(
             metavar="KEY=VALUE",
-            help="a context variable; a value that reads as JSON (4, true, [1,2]) is that value, else text",
+            help="a flow's context variable; a value that reads as JSON (4, true, [1,2]) is that value, else text",
         ),
     ] = None,
     graph: Annotated[
         list[str] | None,
         typer.Option(metavar="PATH", help="other graphs the flow calls as '#id': a file, a folder or a glob pattern"),
     ] = None,
-    steps: Annotated[int, typer.Option(help="stop after this many node visits (default: no limit)")] = -1,
-) -> None:
-    """Run a graph flow (YAML or JSON) and print where it ended, as JSON."""
-    from ._run import parse_vars, run_flow
+    steps: Annotated[int, typer.Option(help="stop a flow after this many node visits (default: no limit)")] = -1,
+) -> int:
+    """Run a graph flow and print where it ended, as JSON; or run an agent on --input, its events streamed.
 
-    variables = parse_vars(var or [])
-    asyncio.run(run_flow(flow, variables=variables, graphs=graph or [], steps=steps, out=sys.stdout))
+    An agent's run exits 0 when it answers, 1 when it fails, 3 when it waits for a person (its interrupts and how
+    to resume them are printed).
+    """
+    if target.endswith(_FLOW_SUFFIXES):
+        for name, given in (("--input", input), ("--agent", agent)):
+            if given is not None:
+                raise typer.BadParameter(
+                    f"expected with a module:attr target, got a flow file {target!r}", ctx, None, name
+                )
+        from ._run import parse_vars, run_flow
+
+        variables = parse_vars(var or [])
+        asyncio.run(run_flow(target, variables=variables, graphs=graph or [], steps=steps, out=sys.stdout))
+        return 0
+    for name, used in (("--var", var), ("--graph", graph), ("--steps", steps != -1)):
+        if used:
+            raise typer.BadParameter(
+                f"expected with a FLOW.yml target, got the agent target {target!r}", ctx, None, name
+            )
+    if input is None:
+        raise typer.BadParameter(f"expected the text to run {target} on, got none", ctx, None, "--input")
+    code = asyncio.run(_agent_run(ctx, target, agent, store).run(input))
+    if code:
+        raise typer.Exit(code)
+    return 0
+
+
+def _agent_run(ctx: typer.Context, target: str, name: str | None, store: str) -> AgentRun:
+    """The run ``batonflow run module:attr`` makes; a target, an agent or a store it cannot use is bad usage."""
+    from ._agent_run import AgentRun
+    from ._chat import pick
+    from ._target import load_target, open_stores
+
+    try:
+        chosen = pick(load_target(target)[0], name, "run")
+        checkpoints, _ = open_stores(store)
+    except UserError as error:
+        raise typer.BadParameter(str(error), ctx) from None
+    console = Console(highlight=False, soft_wrap=True)
+    return AgentRun(
+        target=target, name=chosen.name, agent=chosen, checkpoints=checkpoints, store=store, console=console
+    )
 
 
 @app.command()
@@ -197,15 +268,28 @@ def resume(
         list[str] | None, typer.Option(help="INTERRUPT_ID=VALUE, once per interrupt (VALUE as JSON when it is)")
     ] = None,
     every: Annotated[str | None, typer.Option("--all", help="answer every interrupt with this VALUE")] = None,
+    agent: Annotated[
+        str | None,
+        typer.Option(help="the agent whose run it is, for a checkpoint the server did not make (batonflow run's)"),
+    ] = None,
     url: Url = "http://127.0.0.1:8000",
     token: Token = None,
 ) -> None:
     """Resume a pending checkpoint with answers; prints how the run ended and its answer."""
     from ._remote import Remote, parse_answers
 
-    pending = Remote(url, token).call("GET", f"/checkpoints/{checkpoint_id}")
-    targets = parse_answers(answer or [], every, pending["interrupts"])
-    ended = Remote(url, token).call("POST", f"/checkpoints/{checkpoint_id}/resume", {"targets": targets})
+    if agent is not None and every is not None:
+        raise UserError(
+            "--all: expected a checkpoint the server made (it knows the interrupts), got --agent: "
+            "answer each interrupt with --answer ID=VALUE"
+        )
+    body: dict[str, object]
+    if agent is None:
+        pending = Remote(url, token).call("GET", f"/checkpoints/{checkpoint_id}")
+        body = {"targets": parse_answers(answer or [], every, pending["interrupts"])}
+    else:
+        body = {"targets": parse_answers(answer or [], None, []), "agent": agent}
+    ended = Remote(url, token).call("POST", f"/checkpoints/{checkpoint_id}/resume", body)
     typer.echo(f"{ended['status']}: {ended['text']}" if ended["text"] else ended["status"])
     for interrupt in ended["interrupts"] if ended["status"] == "interrupted" else ():
         typer.echo(f"  waiting {interrupt['id']}: {json.dumps(interrupt['info'], ensure_ascii=False)}")

@@ -9,7 +9,7 @@ from sse_starlette import EventSourceResponse
 from ..store import check_checkpoint_id, check_session_id
 from ._errors import ApiError, shown
 from ._models import ResumeRequest, RunRequest
-from ._runs import Key, Pending, RunRecord, parse_event_id
+from ._runs import Pending, RunRecord, parse_event_id
 from ._server import Server, answer, check_targets, checked, finished, pending_session, result, sse, state
 from ._wire import jsonable, message_json
 
@@ -125,10 +125,8 @@ async def run_events(
 ) -> EventSourceResponse:
     """A run's events as SSE, from the start or after ``Last-Event-ID`` (replayed from the run's buffer)."""
     record = server.runs.get(run_id)
-    after: Key = (0, 0)
-    if last_event_id is not None:
-        after = parse_event_id(last_event_id)
-        record.check_resumable(after)
+    after = (0, 0) if last_event_id is None else parse_event_id(last_event_id)
+    record.check_resumable(after)  # from the start too: a run whose first frames the buffer dropped is a 410
     return sse(record, after, server.limits.heartbeat)
 
 

@@ -228,11 +228,12 @@ class RunRecord:
             )
         if self.evicted is not None and after < self.evicted:
             first = self.frames[0].id
+            found = "none (the events from the start)" if after == (0, 0) else repr(_id(after))
             raise ApiError(
                 410,
                 "events_gone",
                 f"Last-Event-ID: expected an id from {_id(self.evicted)!r} on (the buffer keeps the last "
-                f"{self.frames.maxlen} events; the oldest kept is {first!r}), got {_id(after)!r}",
+                f"{self.frames.maxlen} events; the oldest kept is {first!r}), got {found}",
                 expected=f"at least {_id(self.evicted)}",
                 found=_id(after),
             )
@@ -242,11 +243,14 @@ class RunRecord:
         the last follower of a run that is not detached goes away.
 
         Frames come in batches, all that were there when the follower looked: a busy server (or a burst of deltas)
-        sends them in one write rather than a write each."""
+        sends them in one write rather than a write each. A follower that falls behind the buffer — one that reads
+        slower than the run writes, or one that starts after the frames it wants were dropped — gets an in-band
+        ``Overrun`` error and the end of its stream, never a stream with a hole in it."""
         self._attach()
         try:
             start = next((i for i, f in enumerate(self.frames) if f.key > after), len(self.frames))
-            pos = self.first_pos + start
+            behind = self.evicted is not None and after < self.evicted
+            pos = self.first_pos - 1 if behind else self.first_pos + start
             while True:
                 wake = self._wake
                 offset = pos - self.first_pos

@@ -18,7 +18,8 @@ told when to call its tool and when to answer (``batonflow.models.ToolThenAnswer
 without any model.
 
 The shop and its tools are in ``_shop``, the agents, the guide for small models and the scripted model in
-``_agents``, the runs, approvals and printing (``batonflow.observe.ConsoleRenderer``) in ``_run``.
+``_agents``, the runs, approvals and printing (``batonflow.observe.ConsoleRenderer``) in ``_run``. ``_team`` is
+``batonflow demo --team``: a research team of three members (``batonflow.team``).
 """
 
 from ._agents import ROUTING_EXAMPLES as ROUTING_EXAMPLES
@@ -30,6 +31,7 @@ from ._run import Approver as Approver
 from ._run import run_demo as run_demo
 from ._shop import Shop as Shop
 from ._shop import print_changes as print_changes
+from ._team import run_team_demo as run_team_demo
 
 __all__ = [
     "ROUTING_EXAMPLES",
@@ -40,5 +42,6 @@ __all__ = [
     "build_system",
     "print_changes",
     "run_demo",
+    "run_team_demo",
     "scripted_model",
 ]

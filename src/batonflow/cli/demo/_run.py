@@ -16,7 +16,7 @@ from ...store import MemoryCheckpointStore
 from ._agents import build_system, scripted_model
 from ._shop import Shop, print_changes
 
-__all__ = ["TURNS", "Approval", "Approver", "run_demo"]
+__all__ = ["TURNS", "Approval", "Approver", "load_demo_model", "run_demo"]
 
 TURNS = (
     "Order 1042 arrived damaged. Please refund it.",
@@ -90,7 +90,8 @@ def _described(task: PendingTask) -> str:
     return ConsoleRenderer.format_call(task.tool_name, task.arguments)
 
 
-def _load_model(uri: str) -> ChatModel:
+def load_demo_model(uri: str) -> ChatModel:
+    """The model ``uri`` names, or a ``UserError`` that also offers ``scripted``."""
     try:
         return load_model(uri)
     except UserError as error:
@@ -112,12 +113,12 @@ async def run_demo(
     during the runs are printed as error events.
     """
     approver = Approver(approve, stdin=stdin or sys.stdin, out=out)
-    model = scripted_model() if model_uri == "scripted" else _load_model(model_uri)
+    model = scripted_model() if model_uri == "scripted" else load_demo_model(model_uri)
     local = model_uri.startswith("local:")
     # llama.cpp keeps the last prompt of a loaded model in its cache: with a model of its own, the router's long
     # prompt (instruction, agents, example routings) is read on the first turn only; measured on 2 busy cores,
     # its later calls went from 6-8 s to about 1 s.
-    router_model = _load_model(model_uri) if local else model
+    router_model = load_demo_model(model_uri) if local else model
     shop = Shop()
     console = ConsoleRenderer(out)
     runner = Runner(
