@@ -36,7 +36,7 @@ async def test_resumes_killed_at_random_points_lose_no_run_and_refund_once(
 async def test_resumes_of_histories_saved_in_parts_killed_at_random_points_lose_no_run(
     run_benchmark: Callable[..., Awaitable[str]],
 ) -> None:
-    args = ("--runs", "20", "--stores", "sqlite", "redis", "--spread", "0.5", "--part-events", "2")
+    args = ("--runs", "10", "--stores", "sqlite", "redis", "--spread", "0.3", "--part-events", "2")
     results = await probe(run_benchmark, "crash_resume", *args)
     assert [r["store"] for r in results] == ["sqlite", "redis"]
     for result in results:
