@@ -119,6 +119,26 @@ def serve(
 
 
 @app.command()
+def worker(
+    target: Annotated[
+        str, typer.Argument(help="module:attr — an agent or a graph, a mapping or list of them, or a factory")
+    ],
+    database_url: Annotated[
+        str, typer.Option(envvar="BATONFLOW_DATABASE_URL", help="the PostgreSQL URL of the DBOS system database")
+    ],
+    concurrency: Annotated[int, typer.Option(min=1, help="segments this worker runs at once")] = 100,
+    store: Store = "memory",
+    app_version: Annotated[
+        str | None, typer.Option(help="the application version it runs (batonflow's pinned one when omitted)")
+    ] = None,
+) -> None:
+    """Run segments of the DBOS backend: a worker process for the agents (the dbos extra)."""
+    from ._worker import work
+
+    work(target, database_url=database_url, store=store, concurrency=concurrency, app_version=app_version)
+
+
+@app.command()
 def web(
     target: Annotated[
         str, typer.Argument(help="module:attr — an agent or a graph, a mapping or list of them, or a factory")

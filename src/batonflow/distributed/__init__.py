@@ -1,0 +1,39 @@
+"""Durable run segments on a pool of workers: the ``DurableBackend`` seam, whose unit of work is a run segment
+(load the checkpoint, run until an interrupt or the end, save), and its backends. ``InProcessBackend`` runs
+segments in this process (the default, today's behaviour); ``DBOSBackend`` enqueues them on PostgreSQL for
+``DBOSWorker`` processes (``batonflow worker``) to run, through DBOS Transact (the ``dbos`` extra).
+"""
+
+from typing import Any
+
+from ._backend import DurableBackend as DurableBackend
+from ._backend import InProcessBackend as InProcessBackend
+from ._segment import EventSink as EventSink
+from ._segment import SegmentOutcome as SegmentOutcome
+from ._segment import SegmentRequest as SegmentRequest
+from ._segment import run_segment as run_segment
+from ._segment import segment_id as segment_id
+
+__all__ = [
+    "APP_VERSION",
+    "CodecSerializer",
+    "DBOSBackend",
+    "DBOSWorker",
+    "DurableBackend",
+    "EventSink",
+    "InProcessBackend",
+    "SegmentOutcome",
+    "SegmentRequest",
+    "run_segment",
+    "segment_id",
+]
+
+_DBOS_NAMES = ("APP_VERSION", "CodecSerializer", "DBOSBackend", "DBOSWorker")
+
+
+def __getattr__(name: str) -> Any:
+    if name in _DBOS_NAMES:  # imported on first use: DBOS is an extra, and its import takes a second
+        from . import _dbos
+
+        return getattr(_dbos, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

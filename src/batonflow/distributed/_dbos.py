@@ -1,0 +1,224 @@
+"""Run segments on DBOS Transact: API processes enqueue them on PostgreSQL (``DBOSBackend``), worker processes
+run them (``DBOSWorker``, ``batonflow worker``). Needs the ``dbos`` extra.
+
+- **One workflow per segment**, its id the segment id: DBOS keeps one row per workflow id, so a second enqueue of
+  the same segment attaches to the first (its outcome is the first's), and the segment never runs twice.
+- **batonflow's codec** writes everything DBOS stores (``CodecSerializer``), not DBOS's default pickle.
+- **A pinned application version** (``APP_VERSION``: batonflow's release and codec version). Segments are
+  enqueued with it and DBOS hands a segment only to a worker of its version; a worker that sees segments of
+  another version waiting says so in its log (and, should one reach it, refuses it with ``VersionMismatchError``).
+- **A paused run holds no process**: an interrupt ends the workflow with the checkpoint saved; its resume is a new
+  segment, of the checkpoint's new generation.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import socket
+import threading
+import uuid
+from collections.abc import Mapping
+from typing import Any
+
+from dbos import DBOS, DBOSClient, EnqueueOptions, Serializer, WorkflowHandleAsync
+
+from .. import __version__
+from ..adk import Agent
+from ..errors import SegmentFailedError, UserError, VersionMismatchError
+from ..store import CODEC_VERSION, CheckpointStore, decode_json, encode_json
+from ._segment import SegmentOutcome, SegmentRequest, request_id, run_segment
+
+__all__ = ["APP_VERSION", "CodecSerializer", "DBOSBackend", "DBOSWorker"]
+
+APP_VERSION = f"batonflow-{__version__}-codec{CODEC_VERSION}"
+"""The application version segments are enqueued and run under; a deploy that changes it drains the old one."""
+
+QUEUE = "batonflow-segments"
+WORKFLOW = "batonflow.segment"
+POLL = 0.1  # seconds between a worker's looks at the queue: measured 49-103 ms to start at 0.1, 503 ms at 1.0
+RESULT_POLL = 0.05
+
+_log = logging.getLogger("batonflow.distributed")
+
+
+class CodecSerializer(Serializer):
+    """DBOS's serializer on batonflow's codec: workflow inputs, outputs and errors as the codec's JSON, which can
+    build only registered classes. An error travels as its class name and message and comes back a
+    ``SegmentFailedError`` (an exception of another process cannot be rebuilt safely)."""
+
+    def serialize(self, data: Any) -> str:
+        if isinstance(data, BaseException):
+            tree: dict[str, Any] = {"error": type(data).__name__, "message": str(data)}
+        elif isinstance(data, dict) and set(data) == {"args", "kwargs"}:
+            tree = {"inputs": {"args": list(data["args"]), "kwargs": data["kwargs"]}}
+        else:
+            tree = {"value": data}
+        return encode_json(tree, what="DBOS value")
+
+    def deserialize(self, serialized_data: str) -> Any:
+        tree = decode_json(serialized_data, what="DBOS value")
+        if "error" in tree:
+            return SegmentFailedError(f"{tree['error']}: {tree['message']}", kind=tree["error"])
+        if "inputs" in tree:
+            return {"args": tuple(tree["inputs"]["args"]), "kwargs": tree["inputs"]["kwargs"]}
+        return tree["value"]
+
+    def name(self) -> str:
+        return "batonflow_codec"
+
+
+class DBOSBackend:
+    """The API side: enqueues segments for the workers of ``database_url`` (the DBOS system database) and reads
+    their outcomes; runs no agent code. ``checkpoint_store`` is the workers' store (a resume's generation is read
+    from it)."""
+
+    def __init__(self, checkpoint_store: CheckpointStore, *, database_url: str, app_version: str = APP_VERSION) -> None:
+        _check_version(app_version)
+        self.store = checkpoint_store
+        self.app_version = app_version
+        self._client = DBOSClient(system_database_url=database_url, serializer=CodecSerializer())
+
+    async def submit(self, request: SegmentRequest) -> str:
+        sid = await request_id(request, self.store)
+        options = EnqueueOptions(
+            workflow_name=WORKFLOW,
+            queue_name=QUEUE,
+            workflow_id=sid,
+            app_version=self.app_version,
+            workflow_id_reuse_policy="return-existing",
+        )
+        await self._client.enqueue_async(options, request.payload(), self.app_version)
+        return sid
+
+    async def outcome(self, segment_id: str) -> SegmentOutcome:
+        handle: WorkflowHandleAsync[dict[str, Any]] = await self._client.retrieve_workflow_async(segment_id)
+        try:
+            payload = await handle.get_result(polling_interval_sec=RESULT_POLL)
+        except SegmentFailedError as error:
+            error.segment_id = segment_id
+            raise
+        return SegmentOutcome.from_payload(payload)
+
+    async def status(self, segment_id: str) -> str:
+        """DBOS's status of the segment's workflow (``ENQUEUED``, ``PENDING``, ``SUCCESS``, ``ERROR``, …)."""
+        handle: WorkflowHandleAsync[dict[str, Any]] = await self._client.retrieve_workflow_async(segment_id)
+        return str((await handle.get_status()).status)
+
+    async def cancel(self, segment_id: str) -> None:
+        await self._client.cancel_workflow_async(segment_id)
+
+    async def close(self) -> None:
+        self._client.destroy()
+
+
+class DBOSWorker:
+    """A worker process: runs up to ``concurrency`` segments at once from the queue of ``database_url``, with the
+    agents it serves and their checkpoint store. DBOS is one per process, so is a worker."""
+
+    def __init__(
+        self,
+        agents: Mapping[str, Agent],
+        checkpoint_store: CheckpointStore,
+        *,
+        database_url: str,
+        concurrency: int = 100,
+        app_version: str = APP_VERSION,
+        executor_id: str | None = None,
+    ) -> None:
+        if type(concurrency) is not int or concurrency < 1:
+            raise UserError(f"concurrency: expected an int of 1 or more, got {concurrency!r}")
+        _check_version(app_version)
+        self.agents = dict(agents)
+        self.store = checkpoint_store
+        self.database_url = database_url
+        self.concurrency = concurrency
+        self.app_version = app_version
+        self.executor_id = executor_id or f"{socket.gethostname()}-{os.getpid()}-{uuid.uuid4().hex[:8]}"
+        self._stop = threading.Event()
+        self._warned: set[str] = set()
+
+    def launch(self) -> None:
+        """Start taking segments (DBOS's threads and loop run them); returns at once."""
+        global _worker
+        if _worker is not None:
+            raise UserError("DBOSWorker: expected one worker per process (DBOS is one per process), got a second")
+        _worker = self
+        DBOS(
+            config={
+                "name": "batonflow",
+                "system_database_url": self.database_url,
+                "application_version": self.app_version,
+                "executor_id": self.executor_id,
+                "serializer": CodecSerializer(),
+                "notification_listener_polling_interval_sec": RESULT_POLL,
+            }
+        )
+        DBOS.register_queue(QUEUE, worker_concurrency=self.concurrency, polling_interval_sec=POLL)
+        DBOS.launch()
+
+    def run(self) -> None:
+        """Launch, then work until ``stop`` (SIGTERM, Ctrl-C), saying which waiting segments it refuses."""
+        self.launch()
+        _log.info("worker %s: taking segments", self.executor_id)
+        try:
+            while not self._stop.wait(1.0):
+                self.refuse_foreign()
+        finally:
+            self.shutdown()
+
+    def stop(self) -> None:
+        self._stop.set()
+
+    def shutdown(self) -> None:
+        global _worker
+        DBOS.destroy(destroy_registry=False)
+        _worker = None
+
+    def refuse_foreign(self) -> list[tuple[str, str]]:
+        """The segments waiting on the queue under another application version (never dequeued here), each logged
+        once with the reason: a worker of that version must run them, or the run be started again."""
+        waiting = DBOS.list_workflows(status="ENQUEUED", queue_name=QUEUE, load_input=False, load_output=False)
+        foreign = [(w.workflow_id, w.app_version or "") for w in waiting if w.app_version != self.app_version]
+        for workflow_id, version in foreign:
+            if workflow_id not in self._warned:
+                self._warned.add(workflow_id)
+                _log.warning(
+                    "segment %s: refused: it was enqueued by application version %r, this worker runs %r; start a "
+                    "worker of that version to run it",
+                    workflow_id,
+                    version,
+                    self.app_version,
+                )
+        return foreign
+
+    async def run_request(self, payload: Any, version: str, sid: str) -> dict[str, Any]:
+        if version != self.app_version:
+            raise VersionMismatchError(
+                f"segment {sid}: refused: expected application version {self.app_version!r} (this worker's), got "
+                f"{version!r} (the one that enqueued it)",
+                segment_id=sid,
+                expected=self.app_version,
+                found=version,
+            )
+        request = SegmentRequest.from_payload(payload)
+        outcome = await run_segment(self.agents, self.store, request, sid=sid)
+        return outcome.payload()
+
+
+_worker: DBOSWorker | None = None
+
+
+@DBOS.workflow(name=WORKFLOW, max_recovery_attempts=None)
+async def _segment(payload: dict[str, Any], version: str) -> dict[str, Any]:
+    """One segment, on the worker that dequeued it."""
+    worker = _worker
+    sid = DBOS.workflow_id or ""
+    if worker is None:
+        raise UserError(f"segment {sid}: expected a DBOSWorker in this process, got none")
+    return await worker.run_request(payload, version, sid)
+
+
+def _check_version(version: str) -> None:
+    if not isinstance(version, str) or not version:
+        raise UserError(f"app_version: expected a non-empty string, got {version!r}")

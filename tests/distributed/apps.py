@@ -1,0 +1,50 @@
+"""Agents the distributed tests run (importable as ``tests.distributed.apps`` by ``batonflow worker``).
+
+``shipper`` asks a human before it ships an order, then ships it: each shipment appends a line to the file named
+by ``BATONFLOW_TEST_SIDE_EFFECTS`` (when set), so a test can count how often the side effect happened.
+"""
+
+from __future__ import annotations
+
+import os
+
+from batonflow import ChatModelAgent, Message, ToolContext, tool
+from batonflow.schema import assistant
+from batonflow.testing import FunctionModel, tool_calls
+from batonflow.tools import ToolInfo
+
+
+@tool
+def ship(order_id: int, ctx: ToolContext) -> str:
+    """Ship an order once a human approved it.
+
+    Args:
+        order_id: the order number
+    """
+    if ctx.ask({"approve_shipment": order_id}) != "yes":
+        return "not shipped"
+    path = os.environ.get("BATONFLOW_TEST_SIDE_EFFECTS")
+    if path:
+        with open(path, "a", encoding="utf-8") as out:
+            out.write(f"{os.getpid()} shipped {order_id}\n")
+    return "shipped"
+
+
+def _ships(messages: list[Message], tools: list[ToolInfo]) -> Message:
+    result = next((m for m in reversed(messages) if m.role == "tool"), None)
+    if result is None:
+        return tool_calls(("ship", {"order_id": 7}))
+    return assistant(f"order 7: {result.content}")
+
+
+def shipper() -> ChatModelAgent:
+    return ChatModelAgent(name="shipper", description="Ships orders.", model=FunctionModel(_ships), tools=[ship])
+
+
+def echo() -> ChatModelAgent:
+    last = lambda messages, tools: assistant(f"echo: {messages[-1].content}")  # noqa: E731
+    return ChatModelAgent(name="echo", description="Says back what it was told.", model=FunctionModel(last))
+
+
+def agents() -> dict[str, ChatModelAgent]:
+    return {"shipper": shipper(), "echo": echo()}
