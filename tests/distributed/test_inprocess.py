@@ -36,7 +36,9 @@ async def test_a_start_interrupts_and_its_resume_finishes_the_run(tmp_path, monk
     assert start == "c1@start"
     assert first.status == "interrupted" and len(first.interrupt_ids) == 1
     assert await store.get("c1") is not None
-    resume = await backend.submit(SegmentRequest(agent="shipper", checkpoint_id="c1", targets={first.interrupt_ids[0]: "yes"}))
+    resume = await backend.submit(
+        SegmentRequest(agent="shipper", checkpoint_id="c1", targets={first.interrupt_ids[0]: "yes"})
+    )
     second = await backend.outcome(resume)
     assert second == SegmentOutcome(segment_id=resume, status="completed", text="order 7: shipped")
     assert await store.get("c1") is None  # a resume that ran to its end deletes the checkpoint
@@ -48,7 +50,7 @@ async def test_a_start_interrupts_and_its_resume_finishes_the_run(tmp_path, monk
 async def test_the_same_segment_submitted_twice_runs_once(tmp_path, monkeypatch) -> None:
     effects = tmp_path / "effects"
     monkeypatch.setenv("BATONFLOW_TEST_SIDE_EFFECTS", str(effects))
-    backend, store = _backend()
+    backend, _ = _backend()
     start = SegmentRequest(agent="shipper", checkpoint_id="c2", messages=(user("ship 7"),))
     assert await backend.submit(start) == await backend.submit(start)
     interrupt = (await backend.outcome("c2@start")).interrupt_ids[0]
