@@ -10,6 +10,7 @@ from __future__ import annotations
 from typing import Any
 
 __all__ = [
+    "BackendUnavailableError",
     "BatonflowError",
     "CheckpointExistsError",
     "CheckpointNotFoundError",
@@ -257,3 +258,8 @@ class SegmentFailedError(SegmentError):
     def __init__(self, message: str, *, segment_id: str | None = None, kind: str = "") -> None:
         super().__init__(message, segment_id=segment_id)
         self.kind = kind
+
+
+class BackendUnavailableError(RunError):
+    """A durable backend's database (or broker) could not be reached within the time allowed: nothing was claimed
+    or run. The message names where it looked (without the password) and for how long."""

@@ -131,11 +131,21 @@ def worker(
     app_version: Annotated[
         str | None, typer.Option(help="the application version it runs (batonflow's pinned one when omitted)")
     ] = None,
+    connect_within: Annotated[
+        float, typer.Option(min=0, help="seconds to keep retrying an unreachable database before giving up")
+    ] = 30.0,
 ) -> None:
     """Run segments of the DBOS backend: a worker process for the agents (the dbos extra)."""
     from ._worker import work
 
-    work(target, database_url=database_url, store=store, concurrency=concurrency, app_version=app_version)
+    work(
+        target,
+        database_url=database_url,
+        store=store,
+        concurrency=concurrency,
+        app_version=app_version,
+        connect_within=connect_within,
+    )
 
 
 @app.command()

@@ -13,13 +13,22 @@ from ._target import load_target, open_stores
 __all__ = ["work"]
 
 
-def work(target: str, *, database_url: str, store: str, concurrency: int, app_version: str | None) -> None:
+def work(
+    target: str, *, database_url: str, store: str, concurrency: int, app_version: str | None, connect_within: float
+) -> None:
     """Run a worker for the agents of ``target`` until it is told to stop."""
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(levelname)s %(message)s")
     checkpoints, _ = open_stores(store)
     agents, _ = load_target(target)
     extra = {} if app_version is None else {"app_version": app_version}
-    worker = DBOSWorker(agents, checkpoints, database_url=database_url, concurrency=concurrency, **extra)
+    worker = DBOSWorker(
+        agents,
+        checkpoints,
+        database_url=database_url,
+        concurrency=concurrency,
+        connect_within=connect_within,
+        **extra,
+    )
 
     def stop(signum: int, frame: FrameType | None) -> None:
         worker.stop()

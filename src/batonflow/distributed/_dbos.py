@@ -17,15 +17,18 @@ import logging
 import os
 import socket
 import threading
+import time
 import uuid
 from collections.abc import Mapping
 from typing import Any
 
 from dbos import DBOS, DBOSClient, EnqueueOptions, Serializer, WorkflowHandleAsync
+from sqlalchemy.engine import make_url
+from sqlalchemy.exc import OperationalError
 
 from .. import __version__
 from ..adk import Agent
-from ..errors import SegmentFailedError, UserError, VersionMismatchError
+from ..errors import BackendUnavailableError, SegmentFailedError, UserError, VersionMismatchError
 from ..store import CODEC_VERSION, CheckpointStore, decode_json, encode_json
 from ._segment import SegmentOutcome, SegmentRequest, request_id, run_segment
 
@@ -125,9 +128,13 @@ class DBOSWorker:
         concurrency: int = 100,
         app_version: str = APP_VERSION,
         executor_id: str | None = None,
+        connect_within: float = 30.0,
     ) -> None:
         if type(concurrency) is not int or concurrency < 1:
             raise UserError(f"concurrency: expected an int of 1 or more, got {concurrency!r}")
+        if isinstance(connect_within, bool) or not isinstance(connect_within, int | float) or connect_within < 0:
+            raise UserError(f"connect_within: expected a number of seconds >= 0, got {connect_within!r}")
+        self.connect_within = float(connect_within)
         _check_version(app_version)
         self.agents = dict(agents)
         self.store = checkpoint_store
@@ -144,18 +151,47 @@ class DBOSWorker:
         if _worker is not None:
             raise UserError("DBOSWorker: expected one worker per process (DBOS is one per process), got a second")
         _worker = self
-        DBOS(
-            config={
-                "name": "batonflow",
-                "system_database_url": self.database_url,
-                "application_version": self.app_version,
-                "executor_id": self.executor_id,
-                "serializer": CodecSerializer(),
-                "notification_listener_polling_interval_sec": RESULT_POLL,
-            }
+        try:
+            self._connect()
+        except BaseException:
+            _worker = None
+            raise
+        # The queue's settings live in the database, shared by its workers: the last one launched sets them.
+        DBOS.register_queue(
+            QUEUE, worker_concurrency=self.concurrency, polling_interval_sec=POLL, on_conflict="always_update"
         )
-        DBOS.register_queue(QUEUE, worker_concurrency=self.concurrency, polling_interval_sec=POLL)
-        DBOS.launch()
+
+    def _connect(self) -> None:
+        """Launch DBOS, retrying with backoff while the database cannot be reached (nothing is claimed until it is);
+        ``BackendUnavailableError`` once ``connect_within`` seconds have passed."""
+        started, delay = time.monotonic(), 0.25
+        while True:
+            DBOS(
+                config={
+                    "name": "batonflow",
+                    "system_database_url": self.database_url,
+                    "application_version": self.app_version,
+                    "executor_id": self.executor_id,
+                    "serializer": CodecSerializer(),
+                    "notification_listener_polling_interval_sec": RESULT_POLL,
+                }
+            )
+            try:
+                DBOS.launch()
+                return
+            except OperationalError as error:
+                DBOS.destroy(destroy_registry=False)
+                where = make_url(self.database_url).render_as_string(hide_password=True)
+                reason = str(error.orig).splitlines()[0] if error.orig is not None else str(error)
+                waited = time.monotonic() - started
+                if waited + delay > self.connect_within:
+                    raise BackendUnavailableError(
+                        f"worker {self.executor_id}: cannot reach the DBOS system database at {where} ({reason}); "
+                        f"tried for {waited:.1f} s, took no segment"
+                    ) from None
+                _log.warning("cannot reach %s (%s): retrying in %g s", where, reason, delay)
+                time.sleep(delay)
+                delay = min(delay * 2, 5.0)
 
     def run(self) -> None:
         """Launch, then work until ``stop`` (SIGTERM, Ctrl-C), saying which waiting segments it refuses."""
