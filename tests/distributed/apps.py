@@ -6,6 +6,7 @@ by ``BATONFLOW_TEST_SIDE_EFFECTS`` (when set), so a test can count how often the
 
 from __future__ import annotations
 
+import asyncio
 import os
 
 from batonflow import ChatModelAgent, Message, ToolContext, tool
@@ -23,10 +24,7 @@ def ship(order_id: int, ctx: ToolContext) -> str:
     """
     if ctx.ask({"approve_shipment": order_id}) != "yes":
         return "not shipped"
-    path = os.environ.get("BATONFLOW_TEST_SIDE_EFFECTS")
-    if path:
-        with open(path, "a", encoding="utf-8") as out:
-            out.write(f"{os.getpid()} shipped {order_id}\n")
+    _note(f"shipped {order_id}")
     return "shipped"
 
 
@@ -46,5 +44,27 @@ def echo() -> ChatModelAgent:
     return ChatModelAgent(name="echo", description="Says back what it was told.", model=FunctionModel(last))
 
 
+async def _waits(messages: list[Message], tools: list[ToolInfo]) -> Message:
+    """Says it waits (in the side-effect file), then waits until cancelled, and says so."""
+    _note("waiting")
+    try:
+        await asyncio.sleep(3600)
+    except asyncio.CancelledError:
+        _note("cancelled")
+        raise
+    return assistant("woke up")
+
+
+def _note(what: str) -> None:
+    path = os.environ.get("BATONFLOW_TEST_SIDE_EFFECTS")
+    if path:
+        with open(path, "a", encoding="utf-8") as out:
+            out.write(f"{os.getpid()} {what}\n")
+
+
+def waiter() -> ChatModelAgent:
+    return ChatModelAgent(name="waiter", description="Waits for ever.", model=FunctionModel(_waits))
+
+
 def agents() -> dict[str, ChatModelAgent]:
-    return {"shipper": shipper(), "echo": echo()}
+    return {"shipper": shipper(), "echo": echo(), "waiter": waiter()}

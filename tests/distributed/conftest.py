@@ -17,6 +17,7 @@ import psycopg
 import pytest
 
 ADMIN_DSN = os.environ.get("BATONFLOW_TEST_POSTGRES_DSN", "postgresql://postgres@127.0.0.1:5432/test")
+REDIS_URL = os.environ.get("BATONFLOW_TEST_REDIS_URL", "redis://127.0.0.1:6379/0")
 ROOT = Path(__file__).resolve().parents[2]
 
 
@@ -74,6 +75,8 @@ class Cluster:
             f"sqlite:{self.store_path}",
             "--concurrency",
             str(concurrency),
+            "--redis-url",
+            REDIS_URL,
             *extra,
         ]
         with log.open("wb") as out:

@@ -8,6 +8,7 @@ import asyncio
 import os
 import subprocess
 import sys
+import uuid
 
 import psycopg
 import pytest
@@ -20,7 +21,12 @@ from batonflow.store import SqliteCheckpointStore
 from .apps import agents
 from .conftest import ROOT, Cluster, Worker
 
+RUN = uuid.uuid4().hex[:8]  # Redis outlives a test run: each run's checkpoint ids are its own
 WAIT = 20.0  # seconds, a bound on any one outcome: a segment here takes well under one
+
+
+def _id(name: str) -> str:
+    return f"{name}-{RUN}"
 
 
 def _backend(cluster: Cluster, **options: str) -> DBOSBackend:
@@ -37,8 +43,10 @@ async def _interrupted(backend: DBOSBackend, checkpoint_id: str) -> str:
 async def test_a_run_starts_pauses_and_finishes_on_the_worker(cluster: Cluster, worker: Worker) -> None:
     backend = _backend(cluster)
     try:
-        interrupt = await _interrupted(backend, "w1")
-        resumed = await backend.submit(SegmentRequest(agent="shipper", checkpoint_id="w1", targets={interrupt: "yes"}))
+        interrupt = await _interrupted(backend, _id("w1"))
+        resumed = await backend.submit(
+            SegmentRequest(agent="shipper", checkpoint_id=_id("w1"), targets={interrupt: "yes"})
+        )
         outcome = await asyncio.wait_for(backend.outcome(resumed), WAIT)
     finally:
         await backend.close()
@@ -46,18 +54,18 @@ async def test_a_run_starts_pauses_and_finishes_on_the_worker(cluster: Cluster, 
     assert [line for line in cluster.effect_lines() if line.endswith("shipped 7")] == [
         f"{worker.process.pid} shipped 7"
     ]  # the tool ran once, in the worker, not here
-    assert await SqliteCheckpointStore(cluster.store_path).get("w1") is None
+    assert await SqliteCheckpointStore(cluster.store_path).get(_id("w1")) is None
 
 
 async def test_a_double_start_and_two_concurrent_resumes_each_run_once(cluster: Cluster, worker: Worker) -> None:
     one, two = _backend(cluster), _backend(cluster)  # two API processes' backends
     before = len(cluster.effect_lines())
     try:
-        start = SegmentRequest(agent="shipper", checkpoint_id="w2", messages=(user("ship"),))
+        start = SegmentRequest(agent="shipper", checkpoint_id=_id("w2"), messages=(user("ship"),))
         ids = await asyncio.gather(one.submit(start), two.submit(start))
-        assert ids == ["w2@start", "w2@start"]
-        first = await asyncio.wait_for(one.outcome("w2@start"), WAIT)
-        resume = SegmentRequest(agent="shipper", checkpoint_id="w2", targets={first.interrupt_ids[0]: "yes"})
+        assert ids == [f"{_id('w2')}@start"] * 2
+        first = await asyncio.wait_for(one.outcome(ids[0]), WAIT)
+        resume = SegmentRequest(agent="shipper", checkpoint_id=_id("w2"), targets={first.interrupt_ids[0]: "yes"})
         resumed = await asyncio.gather(one.submit(resume), two.submit(resume))
         assert resumed[0] == resumed[1]
         outcomes = await asyncio.gather(*(b.outcome(resumed[0]) for b in (one, two)))
@@ -67,7 +75,9 @@ async def test_a_double_start_and_two_concurrent_resumes_each_run_once(cluster: 
     assert outcomes[0] == outcomes[1] and outcomes[0].status == "completed"
     assert len(cluster.effect_lines()) == before + 1
     with psycopg.connect(cluster.database_url) as db:
-        rows = db.execute("SELECT count(*) FROM dbos.workflow_status WHERE workflow_uuid LIKE 'w2@%%'").fetchone()
+        rows = db.execute(
+            "SELECT count(*) FROM dbos.workflow_status WHERE workflow_uuid LIKE %s", (f"{_id('w2')}@%",)
+        ).fetchone()
     assert rows == (2,)  # one workflow per segment: the start and the resume
 
 
@@ -76,13 +86,13 @@ async def test_a_segment_for_an_unknown_agent_fails_saying_which_agents_the_work
 ) -> None:
     backend = _backend(cluster)
     try:
-        sid = await backend.submit(SegmentRequest(agent="nobody", checkpoint_id="w3", messages=(user("hi"),)))
+        sid = await backend.submit(SegmentRequest(agent="nobody", checkpoint_id=_id("w3"), messages=(user("hi"),)))
         with pytest.raises(SegmentFailedError) as caught:
             await asyncio.wait_for(backend.outcome(sid), WAIT)
     finally:
         await backend.close()
-    assert caught.value.kind == "UnknownAgentError" and caught.value.segment_id == "w3@start"
-    assert "expected an agent among ['echo', 'shipper'], got 'nobody'" in str(caught.value)
+    assert caught.value.kind == "UnknownAgentError" and caught.value.segment_id == f"{_id('w3')}@start"
+    assert "expected an agent among ['echo', 'shipper', 'waiter'], got 'nobody'" in str(caught.value)
 
 
 async def test_a_segment_of_another_application_version_is_left_for_its_workers(
@@ -90,7 +100,7 @@ async def test_a_segment_of_another_application_version_is_left_for_its_workers(
 ) -> None:
     backend = _backend(cluster, app_version="batonflow-0.0.1-codec1")
     try:
-        sid = await backend.submit(SegmentRequest(agent="echo", checkpoint_id="w4", messages=(user("hi"),)))
+        sid = await backend.submit(SegmentRequest(agent="echo", checkpoint_id=_id("w4"), messages=(user("hi"),)))
         worker.wait_for(f"segment {sid}: refused", within=10.0)
         assert await backend.status(sid) == "ENQUEUED"  # not claimed: a worker of its version will run it
         await backend.cancel(sid)

@@ -79,7 +79,9 @@ async def test_a_resume_of_no_checkpoint_is_refused_before_anything_runs() -> No
 async def test_an_unknown_agent_is_a_typed_error_naming_the_agents_served() -> None:
     backend, _ = _backend()
     sid = await backend.submit(SegmentRequest(agent="nobody", checkpoint_id="c3", messages=(user("hi"),)))
-    with pytest.raises(UnknownAgentError, match=r"expected an agent among \['echo', 'shipper'\], got 'nobody'"):
+    with pytest.raises(
+        UnknownAgentError, match=r"expected an agent among \['echo', 'shipper', 'waiter'\], got 'nobody'"
+    ):
         await backend.outcome(sid)
 
 

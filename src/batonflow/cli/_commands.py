@@ -134,6 +134,9 @@ def worker(
     connect_within: Annotated[
         float, typer.Option(min=0, help="seconds to keep retrying an unreachable database before giving up")
     ] = 30.0,
+    redis_url: Annotated[
+        str | None, typer.Option(envvar="BATONFLOW_REDIS_URL", help="where runs' live events go (a Redis URL)")
+    ] = None,
 ) -> None:
     """Run segments of the DBOS backend: a worker process for the agents (the dbos extra)."""
     from ._worker import work
@@ -145,6 +148,7 @@ def worker(
         concurrency=concurrency,
         app_version=app_version,
         connect_within=connect_within,
+        redis_url=redis_url,
     )
 
 

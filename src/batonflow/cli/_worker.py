@@ -7,14 +7,21 @@ import logging
 import signal
 from types import FrameType
 
-from ..distributed import DBOSWorker
+from ..distributed import DBOSWorker, RedisEventLog
 from ._target import load_target, open_stores
 
 __all__ = ["work"]
 
 
 def work(
-    target: str, *, database_url: str, store: str, concurrency: int, app_version: str | None, connect_within: float
+    target: str,
+    *,
+    database_url: str,
+    store: str,
+    concurrency: int,
+    app_version: str | None,
+    connect_within: float,
+    redis_url: str | None = None,
 ) -> None:
     """Run a worker for the agents of ``target`` until it is told to stop."""
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(levelname)s %(message)s")
@@ -27,6 +34,7 @@ def work(
         database_url=database_url,
         concurrency=concurrency,
         connect_within=connect_within,
+        events=None if redis_url is None else RedisEventLog(redis_url),
         **extra,
     )
 

@@ -1,13 +1,17 @@
 """Durable run segments on a pool of workers: the ``DurableBackend`` seam, whose unit of work is a run segment
 (load the checkpoint, run until an interrupt or the end, save), and its backends. ``InProcessBackend`` runs
 segments in this process (the default, today's behaviour); ``DBOSBackend`` enqueues them on PostgreSQL for
-``DBOSWorker`` processes (``batonflow worker``) to run, through DBOS Transact (the ``dbos`` extra).
+``DBOSWorker`` processes (``batonflow worker``) to run, through DBOS Transact (the ``dbos`` extra), their live
+events on a Redis Stream per run (``RedisEventLog``, the ``redis`` extra).
 """
 
 from typing import Any
 
 from ._backend import DurableBackend as DurableBackend
 from ._backend import InProcessBackend as InProcessBackend
+from ._events import EventRecord as EventRecord
+from ._events import RedisEventLog as RedisEventLog
+from ._events import event_record as event_record
 from ._segment import EventSink as EventSink
 from ._segment import SegmentOutcome as SegmentOutcome
 from ._segment import SegmentRequest as SegmentRequest
@@ -20,10 +24,13 @@ __all__ = [
     "DBOSBackend",
     "DBOSWorker",
     "DurableBackend",
+    "EventRecord",
     "EventSink",
     "InProcessBackend",
+    "RedisEventLog",
     "SegmentOutcome",
     "SegmentRequest",
+    "event_record",
     "run_segment",
     "segment_id",
 ]

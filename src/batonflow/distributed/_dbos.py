@@ -13,13 +13,14 @@ run them (``DBOSWorker``, ``batonflow worker``). Needs the ``dbos`` extra.
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import os
 import socket
 import threading
 import time
 import uuid
-from collections.abc import Mapping
+from collections.abc import AsyncIterator, Mapping
 from typing import Any
 
 from dbos import DBOS, DBOSClient, EnqueueOptions, Serializer, WorkflowHandleAsync
@@ -27,9 +28,10 @@ from sqlalchemy.engine import make_url
 from sqlalchemy.exc import OperationalError
 
 from .. import __version__
-from ..adk import Agent
+from ..adk import Agent, AgentEvent
 from ..errors import BackendUnavailableError, SegmentFailedError, UserError, VersionMismatchError
 from ..store import CODEC_VERSION, CheckpointStore, decode_json, encode_json
+from ._events import EventRecord, RedisEventLog, event_record
 from ._segment import SegmentOutcome, SegmentRequest, request_id, run_segment
 
 __all__ = ["APP_VERSION", "CodecSerializer", "DBOSBackend", "DBOSWorker"]
@@ -74,11 +76,20 @@ class CodecSerializer(Serializer):
 class DBOSBackend:
     """The API side: enqueues segments for the workers of ``database_url`` (the DBOS system database) and reads
     their outcomes; runs no agent code. ``checkpoint_store`` is the workers' store (a resume's generation is read
-    from it)."""
+    from it). With ``events`` (the workers' Redis), ``events`` reads a run's live stream and ``cancel`` reaches the
+    worker running the segment."""
 
-    def __init__(self, checkpoint_store: CheckpointStore, *, database_url: str, app_version: str = APP_VERSION) -> None:
+    def __init__(
+        self,
+        checkpoint_store: CheckpointStore,
+        *,
+        database_url: str,
+        app_version: str = APP_VERSION,
+        events: RedisEventLog | None = None,
+    ) -> None:
         _check_version(app_version)
         self.store = checkpoint_store
+        self.event_log = events
         self.app_version = app_version
         self._client = DBOSClient(system_database_url=database_url, serializer=CodecSerializer())
 
@@ -108,11 +119,23 @@ class DBOSBackend:
         handle: WorkflowHandleAsync[dict[str, Any]] = await self._client.retrieve_workflow_async(segment_id)
         return str((await handle.get_status()).status)
 
+    def events(self, checkpoint_id: str, after: str = "0-0") -> AsyncIterator[EventRecord]:
+        """The live records of the run under ``checkpoint_id`` after stream id ``after``, up to its next ``end``."""
+        if self.event_log is None:
+            raise UserError("events: expected DBOSBackend(..., events=RedisEventLog(url)), got no event log")
+        return self.event_log.read(checkpoint_id, after)
+
     async def cancel(self, segment_id: str) -> None:
+        """Stop the segment: a running one through the event log's cancel key (its worker polls it), a waiting one
+        through DBOS."""
+        if self.event_log is not None:
+            await self.event_log.request_cancel(segment_id)
         await self._client.cancel_workflow_async(segment_id)
 
     async def close(self) -> None:
         self._client.destroy()
+        if self.event_log is not None:
+            await self.event_log.close()
 
 
 class DBOSWorker:
@@ -129,6 +152,7 @@ class DBOSWorker:
         app_version: str = APP_VERSION,
         executor_id: str | None = None,
         connect_within: float = 30.0,
+        events: RedisEventLog | None = None,
     ) -> None:
         if type(concurrency) is not int or concurrency < 1:
             raise UserError(f"concurrency: expected an int of 1 or more, got {concurrency!r}")
@@ -138,6 +162,7 @@ class DBOSWorker:
         _check_version(app_version)
         self.agents = dict(agents)
         self.store = checkpoint_store
+        self.events = events
         self.database_url = database_url
         self.concurrency = concurrency
         self.app_version = app_version
@@ -238,7 +263,28 @@ class DBOSWorker:
                 found=version,
             )
         request = SegmentRequest.from_payload(payload)
-        outcome = await run_segment(self.agents, self.store, request, sid=sid)
+        log = self.events
+        if log is None:
+            return (await run_segment(self.agents, self.store, request, sid=sid)).payload()
+        run, last = request.checkpoint_id, 0
+
+        async def publish(event: AgentEvent) -> None:
+            nonlocal last
+            last = event.seq
+            await log.publish(run, sid, event.seq, "event", event_record(event))
+
+        task = asyncio.ensure_future(run_segment(self.agents, self.store, request, sid=sid, sink=publish))
+        watcher = asyncio.ensure_future(log.watch_cancel(sid, task))
+        try:
+            outcome = await task
+        except asyncio.CancelledError:
+            current = asyncio.current_task()
+            if current is not None and current.cancelling():
+                raise  # this worker is stopping, not the segment asked to
+            outcome = SegmentOutcome(segment_id=sid, status="cancelled")
+        finally:
+            watcher.cancel()
+        await log.publish(run, sid, last, "end", outcome.payload())
         return outcome.payload()
 
 

@@ -23,7 +23,7 @@ from ..store import CheckpointStore, check_checkpoint_id
 
 __all__ = ["EventSink", "SegmentOutcome", "SegmentRequest", "run_segment", "segment_id"]
 
-Status = Literal["completed", "interrupted", "failed"]
+Status = Literal["completed", "interrupted", "failed", "cancelled"]
 EventSink = Callable[[AgentEvent], Awaitable[None]]
 """Where a segment's events go as they happen (a live stream to the client); awaited before the next one."""
 
@@ -78,7 +78,8 @@ class SegmentRequest:
 @dataclass(frozen=True, slots=True, kw_only=True)
 class SegmentOutcome:
     """How a segment ended: ``completed`` (the run's answer in ``text``), ``interrupted`` (its checkpoint saved,
-    ``interrupt_ids`` to resume by), or ``failed`` (``error`` says why; the checkpoint, if any, is kept)."""
+    ``interrupt_ids`` to resume by), ``failed`` (``error`` says why; the checkpoint, if any, is kept), or
+    ``cancelled`` (asked to stop; what finished is kept, as when it fails)."""
 
     segment_id: str
     status: Status
