@@ -9,6 +9,7 @@ from typing import Any
 
 from ._backend import DurableBackend as DurableBackend
 from ._backend import InProcessBackend as InProcessBackend
+from ._backend import LiveBackend as LiveBackend
 from ._events import EventRecord as EventRecord
 from ._events import RedisEventLog as RedisEventLog
 from ._events import event_record as event_record
@@ -27,6 +28,7 @@ __all__ = [
     "EventRecord",
     "EventSink",
     "InProcessBackend",
+    "LiveBackend",
     "RedisEventLog",
     "SegmentOutcome",
     "SegmentRequest",

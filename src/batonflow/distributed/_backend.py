@@ -9,15 +9,16 @@ what makes a double start or two concurrent resumes of one checkpoint safe on an
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Mapping
+from collections.abc import AsyncIterator, Mapping
 from typing import Protocol, runtime_checkable
 
 from ..adk import Agent
 from ..errors import SegmentError
 from ..store import CheckpointStore
+from ._events import EventRecord
 from ._segment import EventSink, SegmentOutcome, SegmentRequest, request_id, run_segment
 
-__all__ = ["DurableBackend", "InProcessBackend"]
+__all__ = ["DurableBackend", "InProcessBackend", "LiveBackend"]
 
 
 @runtime_checkable
@@ -38,6 +39,20 @@ class DurableBackend(Protocol):
         ...
 
     async def close(self) -> None: ...
+
+
+@runtime_checkable
+class LiveBackend(DurableBackend, Protocol):
+    """A backend whose segments run elsewhere and whose events any process can read as they happen (what a
+    stateless API process serves runs from)."""
+
+    def events(self, checkpoint_id: str, after: str = "0-0") -> AsyncIterator[EventRecord]:
+        """The run's records after stream id ``after``, up to and with the next ``end`` record."""
+        ...
+
+    async def status(self, segment_id: str) -> str:
+        """The engine's status of the segment (``ENQUEUED``, ``PENDING``, ``SUCCESS``, ``ERROR``, ``CANCELLED``)."""
+        ...
 
 
 class InProcessBackend:
