@@ -67,4 +67,57 @@ def waiter() -> ChatModelAgent:
 
 
 def agents() -> dict[str, ChatModelAgent]:
-    return {"shipper": shipper(), "echo": echo(), "waiter": waiter()}
+    return {"shipper": shipper(), "echo": echo(), "waiter": waiter(), "stepper": stepper()}
+
+
+STEPS = 6
+
+
+@tool
+async def step(n: int, ctx: ToolContext) -> str:
+    """Do step ``n`` of a long job, once: its effect is keyed by the call's idempotency key.
+
+    Args:
+        n: the step number
+    """
+    _note(f"attempt {n}")
+    if _first(ctx.idempotency_key):
+        _note(f"effect {n}")
+    await asyncio.sleep(0.3)
+    return f"step {n} done"
+
+
+def _first(key: str) -> bool:
+    """Whether ``key`` is seen for the first time (kept beside the side-effect file)."""
+    path = os.environ.get("BATONFLOW_TEST_SIDE_EFFECTS")
+    if not path:
+        return True
+    keys = f"{path}.keys"
+    if os.path.exists(keys):
+        with open(keys, encoding="utf-8") as known:
+            if key in known.read().split():
+                return False
+    with open(keys, "a", encoding="utf-8") as out:
+        out.write(f"{key}\n")
+    return True
+
+
+@tool
+def begin(ctx: ToolContext) -> str:
+    """Ask a human whether the long job may begin."""
+    return "go" if ctx.ask({"begin": True}) == "yes" else "stop"
+
+
+def _steps(messages: list[Message], tools: list[ToolInfo]) -> Message:
+    done = sum(1 for m in messages if m.role == "tool" and m.content.startswith("step "))
+    if not any(m.role == "tool" and m.content == "go" for m in messages):
+        return tool_calls(("begin", {}))
+    if done < STEPS:
+        return tool_calls(("step", {"n": done + 1}))
+    return assistant(f"{done} steps done")
+
+
+def stepper() -> ChatModelAgent:
+    return ChatModelAgent(
+        name="stepper", description="A long job of steps.", model=FunctionModel(_steps), tools=[begin, step]
+    )

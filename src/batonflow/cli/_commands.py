@@ -111,11 +111,30 @@ def serve(
     reload: Annotated[bool, typer.Option(help="restart when the code changes (development)")] = False,
     store: Store = "memory",
     token: Token = None,
+    backend: Annotated[
+        str, typer.Option(help="where runs run: local (this process) or dbos (on batonflow worker processes)")
+    ] = "local",
+    database_url: Annotated[
+        str | None, typer.Option(envvar="BATONFLOW_DATABASE_URL", help="with --backend dbos: the DBOS database")
+    ] = None,
+    redis_url: Annotated[
+        str | None, typer.Option(envvar="BATONFLOW_REDIS_URL", help="with --backend dbos: where runs' events are")
+    ] = None,
 ) -> None:
     """Serve the agents over HTTP: the API, SSE streams and the OpenAI-compatible endpoint (uvicorn)."""
     from ._serve import serve as run_server
 
-    run_server(target, host=host, port=port, reload=reload, store=store, token=token)
+    run_server(
+        target,
+        host=host,
+        port=port,
+        reload=reload,
+        store=store,
+        token=token,
+        backend=backend,
+        database_url=database_url,
+        redis_url=redis_url,
+    )
 
 
 @app.command()
@@ -137,6 +156,9 @@ def worker(
     redis_url: Annotated[
         str | None, typer.Option(envvar="BATONFLOW_REDIS_URL", help="where runs' live events go (a Redis URL)")
     ] = None,
+    lease_ttl: Annotated[
+        float, typer.Option(min=0.1, help="seconds after which a silent worker counts as dead and its segments move")
+    ] = 10.0,
 ) -> None:
     """Run segments of the DBOS backend: a worker process for the agents (the dbos extra)."""
     from ._worker import work
@@ -149,6 +171,7 @@ def worker(
         app_version=app_version,
         connect_within=connect_within,
         redis_url=redis_url,
+        lease_ttl=lease_ttl,
     )
 
 

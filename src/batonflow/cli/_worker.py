@@ -22,6 +22,7 @@ def work(
     app_version: str | None,
     connect_within: float,
     redis_url: str | None = None,
+    lease_ttl: float = 10.0,
 ) -> None:
     """Run a worker for the agents of ``target`` until it is told to stop."""
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(levelname)s %(message)s")
@@ -34,6 +35,7 @@ def work(
         database_url=database_url,
         concurrency=concurrency,
         connect_within=connect_within,
+        lease_ttl=lease_ttl,
         events=None if redis_url is None else RedisEventLog(redis_url),
         **extra,
     )

@@ -29,10 +29,17 @@ from sqlalchemy.exc import OperationalError
 
 from .. import __version__
 from ..adk import Agent, AgentEvent
-from ..errors import BackendUnavailableError, SegmentFailedError, UserError, VersionMismatchError
+from ..errors import (
+    BackendUnavailableError,
+    ResumeConflictError,
+    SegmentFailedError,
+    UserError,
+    VersionMismatchError,
+)
 from ..store import CODEC_VERSION, CheckpointStore, decode_json, encode_json
 from ._events import EventRecord, RedisEventLog, event_record
-from ._segment import SegmentOutcome, SegmentRequest, request_id, run_segment
+from ._segment import EventSink, SegmentOutcome, SegmentRequest, request_id, run_segment
+from ._sweeper import Sweeper
 
 __all__ = ["APP_VERSION", "CodecSerializer", "DBOSBackend", "DBOSWorker"]
 
@@ -140,7 +147,10 @@ class DBOSBackend:
 
 class DBOSWorker:
     """A worker process: runs up to ``concurrency`` segments at once from the queue of ``database_url``, with the
-    agents it serves and their checkpoint store. DBOS is one per process, so is a worker."""
+    agents it serves and their checkpoint store. DBOS is one per process, so is a worker.
+
+    ``lease_ttl`` bounds how long a dead worker's segments wait: its heartbeat, and its Runner's lease on each
+    checkpoint, lapse after it; then a live worker's sweep puts the segments back on the queue."""
 
     def __init__(
         self,
@@ -153,12 +163,16 @@ class DBOSWorker:
         executor_id: str | None = None,
         connect_within: float = 30.0,
         events: RedisEventLog | None = None,
+        lease_ttl: float = 10.0,
     ) -> None:
         if type(concurrency) is not int or concurrency < 1:
             raise UserError(f"concurrency: expected an int of 1 or more, got {concurrency!r}")
         if isinstance(connect_within, bool) or not isinstance(connect_within, int | float) or connect_within < 0:
             raise UserError(f"connect_within: expected a number of seconds >= 0, got {connect_within!r}")
         self.connect_within = float(connect_within)
+        if isinstance(lease_ttl, bool) or not isinstance(lease_ttl, int | float) or lease_ttl <= 0:
+            raise UserError(f"lease_ttl: expected a number of seconds > 0, got {lease_ttl!r}")
+        self.lease_ttl = float(lease_ttl)
         _check_version(app_version)
         self.agents = dict(agents)
         self.store = checkpoint_store
@@ -221,12 +235,25 @@ class DBOSWorker:
     def run(self) -> None:
         """Launch, then work until ``stop`` (SIGTERM, Ctrl-C), saying which waiting segments it refuses."""
         self.launch()
+        sweeper = Sweeper(self.database_url, self.executor_id, self.app_version, ttl=self.lease_ttl, queue=QUEUE)
+        sweeper.beat()
         _log.info("worker %s: taking segments", self.executor_id)
         try:
-            while not self._stop.wait(1.0):
-                self.refuse_foreign()
+            while not self._stop.wait(min(1.0, self.lease_ttl / 4)):
+                self._tend(sweeper)
         finally:
+            sweeper.close()
             self.shutdown()
+
+    def _tend(self, sweeper: Sweeper) -> None:
+        """One turn of the worker's housekeeping: heartbeat, sweep, refusals. A database that does not answer
+        is logged and tried again next turn (DBOS's own threads retry too)."""
+        try:
+            sweeper.beat()
+            sweeper.sweep()
+            self.refuse_foreign()
+        except Exception:
+            _log.warning("worker %s: housekeeping failed; trying again", self.executor_id, exc_info=True)
 
     def stop(self) -> None:
         self._stop.set()
@@ -265,7 +292,7 @@ class DBOSWorker:
         request = SegmentRequest.from_payload(payload)
         log = self.events
         if log is None:
-            return (await run_segment(self.agents, self.store, request, sid=sid)).payload()
+            return (await self._run_segment(request, sid, None)).payload()
         run, last = request.checkpoint_id, 0
 
         async def publish(event: AgentEvent) -> None:
@@ -273,7 +300,7 @@ class DBOSWorker:
             last = event.seq
             await log.publish(run, sid, event.seq, "event", event_record(event))
 
-        task = asyncio.ensure_future(run_segment(self.agents, self.store, request, sid=sid, sink=publish))
+        task = asyncio.ensure_future(self._run_segment(request, sid, publish))
         watcher = asyncio.ensure_future(log.watch_cancel(sid, task))
         try:
             outcome = await task
@@ -286,6 +313,22 @@ class DBOSWorker:
             watcher.cancel()
         await log.publish(run, sid, last, "end", outcome.payload())
         return outcome.payload()
+
+    async def _run_segment(self, request: SegmentRequest, sid: str, sink: EventSink | None) -> SegmentOutcome:
+        """The segment, tried again while its checkpoint's lease is held by a runner that died (its lease lapses
+        within ``lease_ttl``), for twice that at most."""
+        deadline = time.monotonic() + 2 * self.lease_ttl
+        delay = 0.05
+        while True:
+            try:
+                return await run_segment(
+                    self.agents, self.store, request, sid=sid, sink=sink, resume_lease=self.lease_ttl
+                )
+            except ResumeConflictError as conflict:
+                if time.monotonic() + delay > deadline:
+                    return SegmentOutcome(segment_id=sid, status="failed", error=f"ResumeConflictError: {conflict}")
+                await asyncio.sleep(delay)
+                delay = min(delay * 2, 0.5)
 
 
 _worker: DBOSWorker | None = None

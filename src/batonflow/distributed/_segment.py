@@ -17,7 +17,7 @@ from typing import Any, Literal
 
 from ..adk import Agent, AgentEvent, InterruptInfo
 from ..agents import Runner
-from ..errors import CheckpointNotFoundError, UnknownAgentError, UserError
+from ..errors import CheckpointNotFoundError, ResumeConflictError, UnknownAgentError, UserError
 from ..schema import Message
 from ..store import CheckpointStore, check_checkpoint_id
 
@@ -130,24 +130,28 @@ async def run_segment(
     *,
     sid: str,
     sink: EventSink | None = None,
+    resume_lease: float = 300.0,
 ) -> SegmentOutcome:
     """Run ``request`` with the agent it names among ``agents``, its checkpoint in ``store``; each event goes to
     ``sink``. A run that fails ends ``failed`` with the reason (the Runner kept the checkpoint); an agent this
-    process does not serve raises ``UnknownAgentError``."""
+    process does not serve raises ``UnknownAgentError``; one whose checkpoint another runner holds, before it ran
+    anything, raises ``ResumeConflictError`` (a retry may find it free). ``resume_lease`` is the Runner's lease ttl on
+    the checkpoint: how soon a segment whose process died can be run again elsewhere."""
     agent = agents.get(request.agent)
     if agent is None:
         raise UnknownAgentError(
             f"segment {sid}: expected an agent among {sorted(agents)}, got {request.agent!r}", segment_id=sid
         )
-    runner = Runner(agent, checkpoint_store=store)
+    runner = Runner(agent, checkpoint_store=store, resume_lease=resume_lease)
     if request.resumes:
         events = runner.resume(request.checkpoint_id, dict(request.targets))
     else:
         events = runner.run(list(request.messages), checkpoint_id=request.checkpoint_id)
-    text, error = "", None
+    text, error, started = "", None, False
     interrupts: tuple[str, ...] = ()
     try:
         async for event in events:
+            started = True
             if sink is not None:
                 await sink(event)
             text = _answer(event, text)
@@ -156,7 +160,11 @@ async def run_segment(
                 interrupts = tuple(c.id for c in action.interrupted.interrupt_contexts)
             if event.error is not None:
                 error = f"{type(event.error).__name__}: {event.error}"
-    except Exception as raised:  # a run that could not start (a taken id, a conflict): an outcome, not a crash
+    except ResumeConflictError as raised:
+        if not started:
+            raise  # held by another runner before anything ran here: the caller may try again
+        error = f"{type(raised).__name__}: {raised}"
+    except Exception as raised:  # a run that could not start (a taken id): an outcome, not a crash
         error = f"{type(raised).__name__}: {raised}"
     finally:
         await events.aclose()
