@@ -56,7 +56,7 @@ class Cluster:
     effects: Path
     tmp: Path
 
-    def start_worker(self, *extra: str, concurrency: int = 8) -> Worker:
+    def start_worker(self, *extra: str, concurrency: int = 8, redis_url: str = REDIS_URL) -> Worker:
         log = self.tmp / f"worker-{uuid.uuid4().hex[:6]}.log"
         env = {
             **os.environ,
@@ -76,7 +76,7 @@ class Cluster:
             "--concurrency",
             str(concurrency),
             "--redis-url",
-            REDIS_URL,
+            redis_url,
             *extra,
         ]
         with log.open("wb") as out:

@@ -4,6 +4,7 @@ through either finishes the run on the worker."""
 
 from __future__ import annotations
 
+import asyncio
 import uuid
 from collections.abc import AsyncIterator
 
@@ -69,6 +70,24 @@ async def test_a_run_started_on_one_api_is_followed_and_resumed_on_another(clien
     assert body["status"] == "completed" and body["text"] == "order 7: shipped"
     assert (await a.get(f"/runs/{body['run_id']}")).json()["status"] == "completed"
     assert sum(line.endswith("shipped 7") for line in cluster.effect_lines()) >= 1
+
+
+async def test_two_concurrent_resumes_through_two_apis_run_one_segment(clients, cluster: Cluster) -> None:
+    a, b = clients
+    checkpoint_id = f"twice-{uuid.uuid4().hex[:8]}"
+    paused = await a.post("/runs", json={"agent": "shipper", "input": "ship", "checkpoint_id": checkpoint_id})
+    targets = {"agent": "shipper", "targets": {paused.json()["interrupts"][0]: "yes"}}
+    before = len(cluster.effect_lines())
+    answers = await asyncio.gather(
+        a.post(f"/checkpoints/{checkpoint_id}/resume", json=targets),
+        b.post(f"/checkpoints/{checkpoint_id}/resume", json=targets),
+    )
+    bodies = [answer.json() for answer in answers if answer.status_code == 200]
+    refused = [answer.json()["error"]["code"] for answer in answers if answer.status_code != 200]
+    # The second attached to the first (same run, same outcome) or, had the first already finished, was refused.
+    assert bodies and all(body == bodies[0] for body in bodies) and bodies[0]["status"] == "completed"
+    assert refused in ([], ["unknown_checkpoint"])
+    assert len(cluster.effect_lines()) == before + 1  # the tool ran once
 
 
 async def test_a_streamed_run_answers_with_its_events(clients) -> None:

@@ -37,7 +37,7 @@ from ..errors import (
     VersionMismatchError,
 )
 from ..store import CODEC_VERSION, CheckpointStore, decode_json, encode_json
-from ._events import EventRecord, RedisEventLog, event_record
+from ._events import EventRecord, Kind, RedisEventLog, event_record
 from ._segment import EventSink, SegmentOutcome, SegmentRequest, request_id, run_segment
 from ._sweeper import Sweeper
 
@@ -183,6 +183,7 @@ class DBOSWorker:
         self.executor_id = executor_id or f"{socket.gethostname()}-{os.getpid()}-{uuid.uuid4().hex[:8]}"
         self._stop = threading.Event()
         self._warned: set[str] = set()
+        self._unpublished: set[str] = set()
 
     def launch(self) -> None:
         """Start taking segments (DBOS's threads and loop run them); returns at once."""
@@ -298,7 +299,7 @@ class DBOSWorker:
         async def publish(event: AgentEvent) -> None:
             nonlocal last
             last = event.seq
-            await log.publish(run, sid, event.seq, "event", event_record(event))
+            await self._publish(log, run, sid, event.seq, "event", event_record(event))
 
         task = asyncio.ensure_future(self._run_segment(request, sid, publish))
         watcher = asyncio.ensure_future(log.watch_cancel(sid, task))
@@ -311,8 +312,20 @@ class DBOSWorker:
             outcome = SegmentOutcome(segment_id=sid, status="cancelled")
         finally:
             watcher.cancel()
-        await log.publish(run, sid, last, "end", outcome.payload())
+        await self._publish(log, run, sid, last, "end", outcome.payload())
         return outcome.payload()
+
+    async def _publish(
+        self, log: RedisEventLog, run: str, sid: str, seq: int, kind: Kind, data: dict[str, Any]
+    ) -> None:
+        """Append to the run's live stream, best effort: the run's record is its checkpoint and outcome, so a
+        Redis that is down costs live events (logged once per segment), never the run."""
+        try:
+            await log.publish(run, sid, seq, kind, data)
+        except Exception as error:
+            if sid not in self._unpublished:
+                self._unpublished.add(sid)
+                _log.warning("segment %s: its live events are lost, the run goes on: %s", sid, error)
 
     async def _run_segment(self, request: SegmentRequest, sid: str, sink: EventSink | None) -> SegmentOutcome:
         """The segment, tried again while its checkpoint's lease is held by a runner that died (its lease lapses

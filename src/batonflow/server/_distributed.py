@@ -93,8 +93,16 @@ class Distributed:
         checkpoint_id = sid.rpartition("@")[0]
 
         async def frames() -> AsyncIterator[bytes]:
-            async for record in _segment_records(self.backend, checkpoint_id, sid, after):
-                yield _sent(record).encode()
+            try:
+                async for record in _segment_records(self.backend, checkpoint_id, sid, after):
+                    yield _sent(record).encode()
+            except Exception as error:  # the event log is down: say so, and where the outcome can still be read
+                message = (
+                    f"events: the run's live events cannot be read ({type(error).__name__}: {error}); the run goes "
+                    f"on: GET /runs/{sid} gives its outcome"
+                )
+                body = {"error": {"type": "EventsUnavailable", "message": message}}
+                yield ServerSentEvent(data=json.dumps(body), event="error").encode()
 
         return EventSourceResponse(
             frames(), ping=self.heartbeat, headers={"X-Run-Id": sid, "Cache-Control": "no-store"}
