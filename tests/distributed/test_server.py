@@ -5,6 +5,11 @@ through either finishes the run on the worker."""
 from __future__ import annotations
 
 import asyncio
+import os
+import socket
+import subprocess
+import sys
+import time
 import uuid
 from collections.abc import AsyncIterator
 
@@ -19,7 +24,7 @@ from batonflow.server import create_app
 from batonflow.store import SqliteCheckpointStore
 
 from .apps import agents
-from .conftest import REDIS_URL, Cluster, Worker
+from .conftest import REDIS_URL, ROOT, Cluster, Worker
 
 
 def _app(cluster: Cluster) -> FastAPI:
@@ -113,3 +118,44 @@ async def test_a_bad_last_event_id_or_a_missing_checkpoint_is_a_4xx_that_says_wh
 def test_a_backend_without_events_is_refused() -> None:
     with pytest.raises(UserError, match=r"backend: expected a LiveBackend .*, got object"):
         create_app(agents(), backend=object())  # type: ignore[arg-type]
+
+
+def test_batonflow_serve_with_the_dbos_backend_runs_on_the_worker(cluster: Cluster, worker: Worker) -> None:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT / "src"), str(ROOT)])}
+    command = [
+        sys.executable,
+        "-m",
+        "batonflow",
+        "serve",
+        "tests.distributed.apps:agents",
+        "--port",
+        str(port),
+        "--store",
+        f"sqlite:{cluster.store_path}",
+        "--backend",
+        "dbos",
+        "--database-url",
+        cluster.database_url,
+        "--redis-url",
+        REDIS_URL,
+    ]
+    server = subprocess.Popen(command, cwd=ROOT, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    try:
+        base = f"http://127.0.0.1:{port}"
+        deadline = time.monotonic() + 30
+        while True:
+            try:
+                httpx.get(f"{base}/health", timeout=1).raise_for_status()
+                break
+            except httpx.HTTPError:
+                assert server.poll() is None and time.monotonic() < deadline, "batonflow serve did not come up"
+                time.sleep(0.05)
+        answer = httpx.post(f"{base}/runs", json={"agent": "echo", "input": "over http"}, timeout=20).json()
+    finally:
+        server.terminate()
+        server.wait(10)
+    assert answer["status"] == "completed" and answer["text"] == "echo: over http"
+    assert answer["run_id"].endswith("@start")
