@@ -9,9 +9,8 @@ from collections.abc import Iterator
 import pytest
 from tests.server.conftest import asgi_client, parse_sse
 
-from batonflow.cli._serve import make_app
+from batonflow.cli import main
 from batonflow.distributed import DBOSBackend, RedisEventLog
-from batonflow.errors import UserError
 from batonflow.server import create_app
 from batonflow.store import SqliteCheckpointStore
 
@@ -55,11 +54,19 @@ async def test_with_redis_down_the_run_completes_and_sse_says_why_it_has_no_even
 @pytest.mark.parametrize(
     ("options", "message"),
     [
-        ({"backend": "ray"}, r"--backend: expected 'local' or 'dbos', got 'ray'"),
-        ({"backend": "dbos"}, r"--backend dbos: expected --database-url and --redis-url, got none"),
-        ({"backend": "dbos", "database_url": "postgresql://x/y"}, r"--backend dbos: expected --redis-url, got none"),
+        (["--backend", "ray"], "--backend: expected 'local' or 'dbos', got 'ray'"),
+        (["--backend", "dbos"], "--backend dbos: expected --database-url and --redis-url, got none"),
+        (["--backend", "dbos", "--database-url", "postgresql://x/y"], "--backend dbos: expected --redis-url, got none"),
+        (
+            ["--backend", "dbos", "--reload"],
+            "--reload: expected --backend local (a development server), got --backend dbos",
+        ),
     ],
 )
-def test_serve_refuses_a_backend_it_cannot_make(options: dict[str, str], message: str) -> None:
-    with pytest.raises(UserError, match=message):
-        make_app("tests.distributed.apps:agents", "memory", None, **options)
+def test_serve_refuses_a_backend_it_cannot_make(
+    options: list[str], message: str, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.delenv("BATONFLOW_DATABASE_URL", raising=False)
+    monkeypatch.delenv("BATONFLOW_REDIS_URL", raising=False)
+    assert main(["serve", "tests.distributed.apps:agents", *options]) == 1
+    assert capsys.readouterr().err.strip() == f"batonflow: {message}"

@@ -93,6 +93,8 @@ def serve(
     """Serve the target on uvicorn; with ``browse``, open the dev UI in a browser once the server listens."""
     import uvicorn
 
+    if reload and backend != "local":
+        raise UserError(f"--reload: expected --backend local (a development server), got --backend {backend}")
     app = make_app(
         target, store, token, backend=backend, database_url=database_url, redis_url=redis_url
     )  # made here first, so that a bad target fails before uvicorn starts

@@ -73,11 +73,7 @@ def create_app(
     without a session and checkpoint resumes run on its workers, not here: their run id is their segment id, and
     any API process of the same backend serves their events (``GET /runs/{id}/events``, ``Last-Event-ID``).
     """
-    limits = _checked(limits, auth_token)
-    if backend is not None and not isinstance(backend, LiveBackend):
-        raise UserError(
-            f"backend: expected a LiveBackend (submit, outcome, cancel, events, status), got {type(backend).__qualname__}"
-        )
+    limits = _checked(limits, auth_token, backend)
     engine, graphs = load_flows(flows, flow_engine)
     server = Server(
         _named(agents, bool(graphs)),
@@ -89,14 +85,7 @@ def create_app(
         None if backend is None else Distributed(backend, limits.heartbeat),
     )
 
-    @asynccontextmanager
-    async def lifespan(_: FastAPI) -> AsyncIterator[None]:
-        yield
-        await server.runs.close()
-        if backend is not None:
-            await backend.close()
-
-    app = FastAPI(title=title, version=_version(), lifespan=lifespan, responses=_ERRORS)
+    app = FastAPI(title=title, version=_version(), lifespan=_lifespan(server, backend), responses=_ERRORS)
     app.state.batonflow = server
     install_handlers(app)
     app.add_middleware(BodyLimit, limit=limits.max_body_bytes)
@@ -116,6 +105,19 @@ def create_app(
     app.include_router(flow_routes(), dependencies=auth)
     _ui(app)
     return app
+
+
+def _lifespan(server: Server, backend: LiveBackend | None) -> Callable[[FastAPI], Any]:
+    """What the app does when it stops: cancel its runs, let go of its backend."""
+
+    @asynccontextmanager
+    async def lifespan(_: FastAPI) -> AsyncIterator[None]:
+        yield
+        await server.runs.close()
+        if backend is not None:
+            await backend.close()
+
+    return lifespan
 
 
 def _ui(app: FastAPI) -> None:
@@ -141,7 +143,11 @@ def _version() -> str:
     return __version__
 
 
-def _checked(limits: ServerLimits | None, auth_token: str | None) -> ServerLimits:
+def _checked(limits: ServerLimits | None, auth_token: str | None, backend: object) -> ServerLimits:
+    if backend is not None and not isinstance(backend, LiveBackend):
+        raise UserError(
+            f"backend: expected a LiveBackend (submit, outcome, cancel, events, status), got {type(backend).__qualname__}"
+        )
     limits = ServerLimits() if limits is None else limits
     if not isinstance(limits, ServerLimits):
         raise UserError(f"limits: expected ServerLimits, got {type(limits).__qualname__}")
