@@ -89,6 +89,7 @@ async def test_a_stream_is_bounded_and_expires() -> None:
     [
         ({"maxlen": 0}, r"maxlen: expected an int of 1 or more, got 0"),
         ({"ttl": 0}, r"ttl: expected a number of seconds > 0, got 0"),
+        ({"max_connections": 0}, r"max_connections: expected an int of 1 or more, got 0"),
     ],
 )
 def test_an_event_log_with_bad_bounds_says_what_was_expected(options: dict[str, object], message: str) -> None:
@@ -103,3 +104,15 @@ async def test_reading_events_without_an_event_log_is_refused(cluster: Cluster) 
             backend.events("run")
     finally:
         await backend.close()
+
+
+async def test_more_followers_than_connections_wait_for_one_rather_than_fail() -> None:
+    log = RedisEventLog(REDIS_URL, max_connections=3, ttl=30.0)
+    runs = [f"many-{uuid.uuid4().hex[:8]}" for _ in range(20)]
+    try:
+        for run in runs:
+            await log.publish(run, f"{run}@start", 1, "end", {"status": "completed"})
+        read = await asyncio.wait_for(asyncio.gather(*(_all(log.read(run)) for run in runs)), WAIT)
+    finally:
+        await log.close()
+    assert [records[-1].segment_id for records in read] == [f"{run}@start" for run in runs]

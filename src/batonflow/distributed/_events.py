@@ -56,13 +56,24 @@ def event_record(event: AgentEvent) -> dict[str, Any]:
 
 
 class RedisEventLog:
-    """Runs' live streams and cancel flags in the Redis at ``url``."""
+    """Runs' live streams and cancel flags in the Redis at ``url``, over at most ``max_connections`` connections."""
 
-    def __init__(self, url: str, *, maxlen: int = 10_000, ttl: float = 3600.0, prefix: str = "batonflow") -> None:
+    def __init__(
+        self,
+        url: str,
+        *,
+        maxlen: int = 10_000,
+        ttl: float = 3600.0,
+        prefix: str = "batonflow",
+        max_connections: int = 500,
+    ) -> None:
         if type(maxlen) is not int or maxlen < 1:
             raise UserError(f"maxlen: expected an int of 1 or more, got {maxlen!r}")
         if isinstance(ttl, bool) or not isinstance(ttl, int | float) or ttl <= 0:
             raise UserError(f"ttl: expected a number of seconds > 0, got {ttl!r}")
+        if type(max_connections) is not int or max_connections < 1:
+            raise UserError(f"max_connections: expected an int of 1 or more, got {max_connections!r}")
+        self.max_connections = max_connections
         self.url = url
         self.maxlen = maxlen
         self.ttl = ttl
@@ -71,9 +82,12 @@ class RedisEventLog:
 
     def _redis(self) -> Any:
         if self._client is None:  # made on first use, in the loop that uses it (a worker's is DBOS's)
-            from redis.asyncio import Redis
+            from redis.asyncio import BlockingConnectionPool, Redis
 
-            self._client = Redis.from_url(self.url)
+            # A follower holds a connection while it waits for its run's next event: past max_connections, the
+            # next one waits for a free connection rather than failing.
+            pool = BlockingConnectionPool.from_url(self.url, max_connections=self.max_connections, timeout=None)
+            self._client = Redis(connection_pool=pool)
         return self._client
 
     def stream_key(self, run: str) -> str:
