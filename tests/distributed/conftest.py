@@ -55,6 +55,11 @@ class Cluster:
     store_path: Path
     effects: Path
     tmp: Path
+    postgres_store: bool = False  # checkpoints in the cluster's database (as on several machines), not a file
+
+    @property
+    def store_spec(self) -> str:
+        return f"postgres:{self.database_url}" if self.postgres_store else f"sqlite:{self.store_path}"
 
     def start_worker(self, *extra: str, concurrency: int = 8, redis_url: str = REDIS_URL) -> Worker:
         log = self.tmp / f"worker-{uuid.uuid4().hex[:6]}.log"
@@ -72,7 +77,7 @@ class Cluster:
             "--database-url",
             self.database_url,
             "--store",
-            f"sqlite:{self.store_path}",
+            self.store_spec,
             "--concurrency",
             str(concurrency),
             "--redis-url",

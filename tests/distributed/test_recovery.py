@@ -10,13 +10,14 @@ import signal
 import time
 import uuid
 
+import pytest
 from fastapi import FastAPI
 from tests.server.conftest import asgi_client, parse_sse
 
 from batonflow.distributed import DBOSBackend, RedisEventLog, SegmentRequest
 from batonflow.schema import user
 from batonflow.server import create_app
-from batonflow.store import SqliteCheckpointStore
+from batonflow.store import PostgresCheckpointStore
 
 from .apps import STEPS, agents
 from .conftest import REDIS_URL, Cluster
@@ -24,8 +25,15 @@ from .conftest import REDIS_URL, Cluster
 LEASE = "1.5"  # seconds: the workers' heartbeat and checkpoint-lease ttl
 
 
+@pytest.fixture(scope="module")
+def cluster(cluster: Cluster) -> Cluster:
+    """Checkpoints in PostgreSQL here, the store processes on several machines share (``--store postgres:URL``)."""
+    cluster.postgres_store = True
+    return cluster
+
+
 def _app(cluster: Cluster) -> FastAPI:
-    store = SqliteCheckpointStore(cluster.store_path)
+    store = PostgresCheckpointStore(cluster.database_url)
     backend = DBOSBackend(store, database_url=cluster.database_url, events=RedisEventLog(REDIS_URL))
     return create_app(agents(), checkpoint_store=store, backend=backend)
 
@@ -75,6 +83,8 @@ async def test_a_sigkilled_workers_run_is_continued_by_the_other_worker(cluster:
     finally:
         for worker in workers:
             worker.stop()
+        for app in (one, two):
+            await app.state.batonflow.checkpoints.close()
     print(f"recovery after SIGKILL: {recovery:.2f} s")
     assert recovery < 5.0
     assert summary["status"] == "completed" and summary["text"] == f"{STEPS} steps done"
@@ -93,7 +103,7 @@ async def test_a_sigkilled_workers_run_is_continued_by_the_other_worker(cluster:
 
 async def test_a_paused_run_is_resumed_by_a_fresh_worker_after_its_workers_exited(cluster: Cluster) -> None:
     first = cluster.start_worker("--lease-ttl", LEASE)
-    store = SqliteCheckpointStore(cluster.store_path)
+    store = PostgresCheckpointStore(cluster.database_url)
     backend = DBOSBackend(store, database_url=cluster.database_url, events=RedisEventLog(REDIS_URL))
     checkpoint_id = f"fresh-{uuid.uuid4().hex[:8]}"
     try:
@@ -110,5 +120,6 @@ async def test_a_paused_run_is_resumed_by_a_fresh_worker_after_its_workers_exite
             fresh.stop()
     finally:
         await backend.close()
+        await store.close()
     assert paused.status == "interrupted" and done.status == "completed" and done.text == "order 7: shipped"
     assert f"{fresh.process.pid} shipped 7" in cluster.effect_lines()

@@ -27,7 +27,7 @@ app.add_typer(checkpoints, name="checkpoints")
 
 Url = Annotated[str, typer.Option(envvar="BATONFLOW_URL", help="the server's base URL")]
 Token = Annotated[str | None, typer.Option(envvar="BATONFLOW_TOKEN", help="the server's bearer token")]
-Store = Annotated[str, typer.Option(help="where checkpoints and sessions live: memory, or sqlite:PATH")]
+Store = Annotated[str, typer.Option(help="where checkpoints and sessions live: memory, sqlite:PATH or postgres:URL")]
 
 
 def _version(value: bool) -> None:
