@@ -37,6 +37,7 @@ PAGES = [
     "models.md",
     "mcp.md",
     "serving.md",
+    "distributed.md",
 ]
 NOT_RUN = "<!-- not run -->"
 FENCE = re.compile(r"^```(\w*)\s*$")

@@ -10,6 +10,7 @@ from __future__ import annotations
 from typing import Any
 
 __all__ = [
+    "BackendUnavailableError",
     "BatonflowError",
     "CheckpointExistsError",
     "CheckpointNotFoundError",
@@ -26,12 +27,16 @@ __all__ = [
     "ResumeConflictError",
     "ResumeError",
     "RunError",
+    "SegmentError",
+    "SegmentFailedError",
     "StoreError",
     "StreamClosedError",
     "ToolArgumentsError",
     "ToolNotFoundError",
     "TransferError",
+    "UnknownAgentError",
     "UserError",
+    "VersionMismatchError",
 ]
 
 
@@ -217,3 +222,44 @@ class StoreError(RunError):
     def __init__(self, message: str, *, backend: str) -> None:
         super().__init__(message)
         self.backend = backend
+
+
+class SegmentError(RunError):
+    """A run segment handed to a durable backend (``batonflow.distributed``) could not run where it was sent.
+
+    ``segment_id`` names the segment (its checkpoint id and generation) when it is known.
+    """
+
+    def __init__(self, message: str, *, segment_id: str | None = None) -> None:
+        super().__init__(message)
+        self.segment_id = segment_id
+
+
+class UnknownAgentError(SegmentError):
+    """A queued segment names an agent that the worker which took it does not serve (a worker of another
+    application, or one deployed without that agent)."""
+
+
+class VersionMismatchError(SegmentError):
+    """A segment was enqueued by one application version and reached a worker of another: the worker refuses it
+    rather than run code the checkpoint was not written for. ``expected`` is the worker's version, ``found`` the
+    segment's."""
+
+    def __init__(self, message: str, *, segment_id: str | None = None, expected: str, found: str) -> None:
+        super().__init__(message, segment_id=segment_id)
+        self.expected = expected
+        self.found = found
+
+
+class SegmentFailedError(SegmentError):
+    """A segment's outcome, read back from a backend, is an error raised where it ran (in another process, where
+    the exception itself cannot travel): ``kind`` is that exception's class name."""
+
+    def __init__(self, message: str, *, segment_id: str | None = None, kind: str = "") -> None:
+        super().__init__(message, segment_id=segment_id)
+        self.kind = kind
+
+
+class BackendUnavailableError(RunError):
+    """A durable backend's database (or broker) could not be reached within the time allowed: nothing was claimed
+    or run. The message names where it looked (without the password) and for how long."""

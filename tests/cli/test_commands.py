@@ -197,7 +197,9 @@ def test_a_target_that_names_no_agents_is_refused_saying_why(
 
 def test_a_store_spec_is_memory_or_sqlite(capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["chat", "tests.server.apps:echo", "--store", "redis:x"]) == 1
-    assert capsys.readouterr().err == "batonflow: --store: expected 'memory' or 'sqlite:PATH', got 'redis:x'\n"
+    assert capsys.readouterr().err == (
+        "batonflow: --store: expected 'memory', 'sqlite:PATH' or 'postgres:URL', got 'redis:x'\n"
+    )
 
 
 @pytest.fixture

@@ -32,7 +32,7 @@ app.add_typer(checkpoints, name="checkpoints")
 
 Url = Annotated[str, typer.Option(envvar="BATONFLOW_URL", help="the server's base URL")]
 Token = Annotated[str | None, typer.Option(envvar="BATONFLOW_TOKEN", help="the server's bearer token")]
-Store = Annotated[str, typer.Option(help="where checkpoints and sessions live: memory, or sqlite:PATH")]
+Store = Annotated[str, typer.Option(help="where checkpoints and sessions live: memory, sqlite:PATH or postgres:URL")]
 
 
 def _version(value: bool) -> None:
@@ -182,11 +182,68 @@ def serve(
     reload: Annotated[bool, typer.Option(help="restart when the code changes (development)")] = False,
     store: Store = "memory",
     token: Token = None,
+    backend: Annotated[
+        str, typer.Option(help="where runs run: local (this process) or dbos (on batonflow worker processes)")
+    ] = "local",
+    database_url: Annotated[
+        str | None, typer.Option(envvar="BATONFLOW_DATABASE_URL", help="with --backend dbos: the DBOS database")
+    ] = None,
+    redis_url: Annotated[
+        str | None, typer.Option(envvar="BATONFLOW_REDIS_URL", help="with --backend dbos: where runs' events are")
+    ] = None,
 ) -> None:
     """Serve the agents over HTTP: the API, SSE streams and the OpenAI-compatible endpoint (uvicorn)."""
     from ._serve import serve as run_server
 
-    run_server(target, host=host, port=port, reload=reload, store=store, token=token)
+    run_server(
+        target,
+        host=host,
+        port=port,
+        reload=reload,
+        store=store,
+        token=token,
+        backend=backend,
+        database_url=database_url,
+        redis_url=redis_url,
+    )
+
+
+@app.command()
+def worker(
+    target: Annotated[
+        str, typer.Argument(help="module:attr — an agent or a graph, a mapping or list of them, or a factory")
+    ],
+    database_url: Annotated[
+        str, typer.Option(envvar="BATONFLOW_DATABASE_URL", help="the PostgreSQL URL of the DBOS system database")
+    ],
+    concurrency: Annotated[int, typer.Option(min=1, help="segments this worker runs at once")] = 100,
+    store: Store = "memory",
+    app_version: Annotated[
+        str | None, typer.Option(help="the application version it runs (batonflow's pinned one when omitted)")
+    ] = None,
+    connect_within: Annotated[
+        float, typer.Option(min=0, help="seconds to keep retrying an unreachable database before giving up")
+    ] = 30.0,
+    redis_url: Annotated[
+        str | None, typer.Option(envvar="BATONFLOW_REDIS_URL", help="where runs' live events go (a Redis URL)")
+    ] = None,
+    lease_ttl: Annotated[
+        float, typer.Option(min=0.1, help="seconds after which a silent worker counts as dead and its segments move")
+    ] = 10.0,
+) -> None:
+    """Run segments of the DBOS backend: a worker process for the agents (the dbos extra)."""
+    from ._worker import work
+
+    work(
+        target,
+        database_url=database_url,
+        store=store,
+        concurrency=concurrency,
+        app_version=app_version,
+        connect_within=connect_within,
+        redis_url=redis_url,
+        lease_ttl=lease_ttl,
+    )
 
 
 @app.command()

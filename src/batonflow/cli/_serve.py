@@ -11,7 +11,10 @@ import webbrowser
 
 from fastapi import FastAPI
 
+from ..distributed import LiveBackend
+from ..errors import UserError
 from ..server import create_app
+from ..store import CheckpointStore
 from ._target import load_target, open_stores
 
 __all__ = ["app_from_env", "make_app", "serve"]
@@ -31,10 +34,42 @@ def _browse(url: str, within: float = 30.0) -> None:
     webbrowser.open(url)
 
 
-def make_app(target: str, store: str, token: str | None) -> FastAPI:
+def make_app(
+    target: str,
+    store: str,
+    token: str | None,
+    *,
+    backend: str = "local",
+    database_url: str | None = None,
+    redis_url: str | None = None,
+) -> FastAPI:
     checkpoints, sessions = open_stores(store)
     agents, flows = load_target(target)
-    return create_app(agents, flows=flows, checkpoint_store=checkpoints, session_store=sessions, auth_token=token)
+    return create_app(
+        agents,
+        flows=flows,
+        checkpoint_store=checkpoints,
+        session_store=sessions,
+        auth_token=token,
+        backend=_backend(backend, checkpoints, database_url, redis_url),
+    )
+
+
+def _backend(
+    kind: str, checkpoints: CheckpointStore, database_url: str | None, redis_url: str | None
+) -> LiveBackend | None:
+    """The backend ``--backend`` names: ``local`` (runs in this process) or ``dbos`` (on the workers)."""
+    if kind == "local":
+        return None
+    if kind != "dbos":
+        raise UserError(f"--backend: expected 'local' or 'dbos', got {kind!r}")
+    if not database_url or not redis_url:
+        missing = [name for name, value in (("--database-url", database_url), ("--redis-url", redis_url)) if not value]
+        raise UserError(f"--backend dbos: expected {' and '.join(missing)}, got none")
+    from ..distributed import DBOSBackend, RedisEventLog
+
+    backend: LiveBackend = DBOSBackend(checkpoints, database_url=database_url, events=RedisEventLog(redis_url))
+    return backend
 
 
 def app_from_env() -> FastAPI:
@@ -43,12 +78,26 @@ def app_from_env() -> FastAPI:
 
 
 def serve(
-    target: str, *, host: str, port: int, reload: bool, store: str, token: str | None, browse: bool = False
+    target: str,
+    *,
+    host: str,
+    port: int,
+    reload: bool,
+    store: str,
+    token: str | None,
+    browse: bool = False,
+    backend: str = "local",
+    database_url: str | None = None,
+    redis_url: str | None = None,
 ) -> None:
     """Serve the target on uvicorn; with ``browse``, open the dev UI in a browser once the server listens."""
     import uvicorn
 
-    app = make_app(target, store, token)  # made here first, so that a bad target fails before uvicorn starts
+    if reload and backend != "local":
+        raise UserError(f"--reload: expected --backend local (a development server), got --backend {backend}")
+    app = make_app(
+        target, store, token, backend=backend, database_url=database_url, redis_url=redis_url
+    )  # made here first, so that a bad target fails before uvicorn starts
     if browse:
         threading.Thread(target=_browse, args=(f"http://{host}:{port}/ui/",), daemon=True).start()
     if not reload:

@@ -17,6 +17,8 @@ from ..store import (
     CheckpointStore,
     MemoryCheckpointStore,
     MemorySessionStore,
+    PostgresCheckpointStore,
+    PostgresSessionStore,
     SessionStore,
     SqliteCheckpointStore,
     SqliteSessionStore,
@@ -76,10 +78,13 @@ def _named(target: str, value: Any) -> tuple[dict[str, Agent], list[Graph]]:
 
 
 def open_stores(spec: str) -> tuple[CheckpointStore, SessionStore]:
-    """The checkpoint and session stores ``spec`` names: ``memory``, or ``sqlite:PATH`` (one file holds both)."""
+    """The checkpoint and session stores ``spec`` names: ``memory``, ``sqlite:PATH`` (one file holds both), or
+    ``postgres:URL`` (one database holds both: what processes on several machines share)."""
     if spec == "memory":
         return MemoryCheckpointStore(), MemorySessionStore()
     kind, _, path = spec.partition(":")
     if kind == "sqlite" and path:
         return SqliteCheckpointStore(path), SqliteSessionStore(path)
-    raise UserError(f"--store: expected 'memory' or 'sqlite:PATH', got {spec!r}")
+    if kind == "postgres" and path:
+        return PostgresCheckpointStore(path), PostgresSessionStore(path)
+    raise UserError(f"--store: expected 'memory', 'sqlite:PATH' or 'postgres:URL', got {spec!r}")

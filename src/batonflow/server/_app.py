@@ -18,9 +18,11 @@ from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 from fastapi.staticfiles import StaticFiles
 
 from ..adk import Agent, FlowAgent
+from ..distributed import LiveBackend
 from ..errors import UserError
 from ..graph import FlowEngine, Graph
 from ..store import CheckpointStore, MemoryCheckpointStore, MemorySessionStore, SessionStore
+from ._distributed import Distributed
 from ._errors import ApiError, ErrorBody, install_handlers
 from ._flows import flow_routes, load_flows
 from ._limits import BodyLimit
@@ -56,6 +58,7 @@ def create_app(
     cors: Sequence[str] | None = None,
     limits: ServerLimits | None = None,
     title: str = "batonflow",
+    backend: LiveBackend | None = None,
 ) -> FastAPI:
     """A FastAPI app serving ``agents`` (one, a list named by their names, or a mapping of API name to agent) and
     graph ``flows`` (run by ``flow_engine``, which holds their components; a new engine when None).
@@ -65,8 +68,12 @@ def create_app(
     OpenAPI document wants ``Authorization: Bearer <auth_token>``. ``cors`` lists the origins a browser may call
     from. Stores cannot list what they hold, so the app keeps an index, in memory, of the checkpoints its runs
     left pending and of the sessions its runs used: ``GET /checkpoints`` and ``GET /sessions`` list those.
+
+    With ``backend`` (a ``batonflow.distributed.LiveBackend``, such as ``DBOSBackend`` with an event log), runs
+    without a session and checkpoint resumes run on its workers, not here: their run id is their segment id, and
+    any API process of the same backend serves their events (``GET /runs/{id}/events``, ``Last-Event-ID``).
     """
-    limits = _checked(limits, auth_token)
+    limits = _checked(limits, auth_token, backend)
     engine, graphs = load_flows(flows, flow_engine)
     server = Server(
         _named(agents, bool(graphs)),
@@ -75,14 +82,10 @@ def create_app(
         limits,
         engine,
         graphs,
+        None if backend is None else Distributed(backend, limits.heartbeat),
     )
 
-    @asynccontextmanager
-    async def lifespan(_: FastAPI) -> AsyncIterator[None]:
-        yield
-        await server.runs.close()
-
-    app = FastAPI(title=title, version=_version(), lifespan=lifespan, responses=_ERRORS)
+    app = FastAPI(title=title, version=_version(), lifespan=_lifespan(server, backend), responses=_ERRORS)
     app.state.batonflow = server
     install_handlers(app)
     app.add_middleware(BodyLimit, limit=limits.max_body_bytes)
@@ -102,6 +105,19 @@ def create_app(
     app.include_router(flow_routes(), dependencies=auth)
     _ui(app)
     return app
+
+
+def _lifespan(server: Server, backend: LiveBackend | None) -> Callable[[FastAPI], Any]:
+    """What the app does when it stops: cancel its runs, let go of its backend."""
+
+    @asynccontextmanager
+    async def lifespan(_: FastAPI) -> AsyncIterator[None]:
+        yield
+        await server.runs.close()
+        if backend is not None:
+            await backend.close()
+
+    return lifespan
 
 
 def _ui(app: FastAPI) -> None:
@@ -127,7 +143,11 @@ def _version() -> str:
     return __version__
 
 
-def _checked(limits: ServerLimits | None, auth_token: str | None) -> ServerLimits:
+def _checked(limits: ServerLimits | None, auth_token: str | None, backend: object) -> ServerLimits:
+    if backend is not None and not isinstance(backend, LiveBackend):
+        raise UserError(
+            f"backend: expected a LiveBackend (submit, outcome, cancel, events, status), got {type(backend).__qualname__}"
+        )
     limits = ServerLimits() if limits is None else limits
     if not isinstance(limits, ServerLimits):
         raise UserError(f"limits: expected ServerLimits, got {type(limits).__qualname__}")

@@ -6,7 +6,9 @@ from typing import Annotated, Any
 from fastapi import APIRouter, Depends, Header, Query, Request, Response
 from sse_starlette import EventSourceResponse
 
+from ..distributed import SegmentRequest
 from ..store import check_checkpoint_id, check_session_id
+from ._distributed import Distributed, is_segment_id
 from ._errors import ApiError, shown
 from ._models import ResumeRequest, RunRequest
 from ._runs import Pending, RunRecord, parse_event_id
@@ -31,6 +33,8 @@ async def list_agents(server: Srv) -> dict[str, Any]:
 async def start_run(body: RunRequest, server: Srv, request: Request) -> Any:
     """Start a run: the result as JSON, the events as SSE (``stream``), or 202 and the run id (``detached``)."""
     server.agent(body.agent)
+    if server.distributed is not None and body.session_id is None:
+        return await _distributed_run(body, server.distributed, server)
     if body.session_id is not None:
         record = await _conversation_turn(body, body.session_id, server)
     else:
@@ -113,8 +117,34 @@ async def _lone_run(body: RunRequest, server: Server) -> RunRecord:
     )
 
 
+async def _distributed_run(body: RunRequest, distributed: Distributed, server: Server) -> Any:
+    """A run without a session on the backend's workers: its segment enqueued, answered as a local run is."""
+    messages = server.messages(body.input)
+    if not messages:
+        raise ApiError(
+            422,
+            "empty_input",
+            "input: expected a prompt (a text or messages), got none",
+            expected="a non-empty input",
+            found=body.input,
+        )
+    if body.targets:
+        raise _targets_without_resume()
+    checkpoint_id = (
+        f"ckpt-{uuid.uuid4().hex}"
+        if body.checkpoint_id is None
+        else checked(check_checkpoint_id, body.checkpoint_id, "checkpoint_id")
+    )
+    sid = await distributed.start(
+        SegmentRequest(agent=body.agent, checkpoint_id=checkpoint_id, messages=tuple(messages))
+    )
+    return await distributed.answer(sid, stream=body.stream, detached=body.detached)
+
+
 async def get_run(run_id: str, server: Srv) -> dict[str, Any]:
     """A run's state: running or how it ended, its answer so far, its interrupts."""
+    if server.distributed is not None and is_segment_id(run_id):
+        return await server.distributed.summary(run_id)
     return server.runs.get(run_id).summary()
 
 
@@ -124,6 +154,8 @@ async def run_events(
     last_event_id: Annotated[str | None, Header(alias="Last-Event-ID", max_length=64)] = None,
 ) -> EventSourceResponse:
     """A run's events as SSE, from the start or after ``Last-Event-ID`` (replayed from the run's buffer)."""
+    if server.distributed is not None and is_segment_id(run_id):
+        return server.distributed.sse(run_id, last_event_id)
     record = server.runs.get(run_id)
     after = (0, 0) if last_event_id is None else parse_event_id(last_event_id)
     record.check_resumable(after)  # from the start too: a run whose first frames the buffer dropped is a 410
@@ -132,6 +164,8 @@ async def run_events(
 
 async def cancel_run(run_id: str, server: Srv) -> dict[str, Any]:
     """Cancel a run (a detached one, typically); its summary once it has stopped."""
+    if server.distributed is not None and is_segment_id(run_id):
+        return await server.distributed.cancel(run_id)
     record = server.runs.get(run_id)
     record.cancel()
     await record.finished.wait()
@@ -152,6 +186,13 @@ async def resume_checkpoint(checkpoint_id: str, body: ResumeRequest, server: Srv
     """Resume a pending checkpoint with ``targets``, answered as ``POST /runs`` answers."""
     checkpoint_id = checked(check_checkpoint_id, checkpoint_id, "checkpoint_id")
     entry = server.runs.pending.get(checkpoint_id)
+    if server.distributed is not None and (entry is None or entry.session_id is None):
+        if body.agent is None:
+            raise _no_checkpoint(checkpoint_id, "name its agent to resume it on the workers")
+        server.agent(body.agent)
+        segment = SegmentRequest(agent=body.agent, checkpoint_id=checkpoint_id, targets=body.targets)
+        sid = await server.distributed.start(segment)
+        return await server.distributed.answer(sid, stream=body.stream, detached=body.detached)
     server.busy(checkpoint_id)
     if entry is not None and entry.session_id is not None:
         session_id = entry.session_id

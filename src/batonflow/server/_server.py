@@ -20,6 +20,7 @@ from ..graph import FlowEngine, Graph
 from ..schema import Message, Stream, user
 from ..store import CheckpointStore, SessionStore
 from ..trace import TraceEvent
+from ._distributed import Distributed
 from ._errors import ApiError, shown
 from ._models import InputMessage
 from ._runs import Frame, Key, RunRecord, Runs
@@ -75,7 +76,9 @@ class Server:
         limits: ServerLimits,
         engine: FlowEngine,
         flows: dict[str, Graph],
+        distributed: Distributed | None = None,
     ) -> None:
+        self.distributed = distributed
         self.agents = agents
         self.engine = engine
         self.flows = flows

@@ -1,0 +1,55 @@
+"""``batonflow worker``: a worker process of the DBOS backend, running the segments API processes enqueue (the
+``dbos`` extra). It stops on SIGTERM or Ctrl-C, after DBOS let go of the database."""
+
+from __future__ import annotations
+
+import logging
+import signal
+from types import FrameType
+
+from ..distributed import DBOSWorker, RedisEventLog
+from ._target import load_target, open_stores
+
+__all__ = ["work"]
+
+
+def work(
+    target: str,
+    *,
+    database_url: str,
+    store: str,
+    concurrency: int,
+    app_version: str | None,
+    connect_within: float,
+    redis_url: str | None = None,
+    lease_ttl: float = 10.0,
+) -> None:
+    """Run a worker for the agents of ``target`` until it is told to stop."""
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(levelname)s %(message)s")
+    checkpoints, _ = open_stores(store)
+    agents, _ = load_target(target)
+    extra = {} if app_version is None else {"app_version": app_version}
+    worker = DBOSWorker(
+        agents,
+        checkpoints,
+        database_url=database_url,
+        concurrency=concurrency,
+        connect_within=connect_within,
+        lease_ttl=lease_ttl,
+        events=None if redis_url is None else RedisEventLog(redis_url),
+        **extra,
+    )
+
+    def stop(signum: int, frame: FrameType | None) -> None:
+        worker.stop()
+
+    signal.signal(signal.SIGTERM, stop)
+    signal.signal(signal.SIGINT, stop)
+    logging.getLogger("batonflow.distributed").info(
+        "worker %s: %d agents, concurrency %d, application version %s",
+        worker.executor_id,
+        len(agents),
+        concurrency,
+        worker.app_version,
+    )
+    worker.run()

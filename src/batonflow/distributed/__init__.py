@@ -1,0 +1,48 @@
+"""Durable run segments on a pool of workers: the ``DurableBackend`` seam, whose unit of work is a run segment
+(load the checkpoint, run until an interrupt or the end, save), and its backends. ``InProcessBackend`` runs
+segments in this process (the default, today's behaviour); ``DBOSBackend`` enqueues them on PostgreSQL for
+``DBOSWorker`` processes (``batonflow worker``) to run, through DBOS Transact (the ``dbos`` extra), their live
+events on a Redis Stream per run (``RedisEventLog``, the ``redis`` extra).
+"""
+
+from typing import Any
+
+from ._backend import DurableBackend as DurableBackend
+from ._backend import InProcessBackend as InProcessBackend
+from ._backend import LiveBackend as LiveBackend
+from ._events import EventRecord as EventRecord
+from ._events import RedisEventLog as RedisEventLog
+from ._events import event_record as event_record
+from ._segment import EventSink as EventSink
+from ._segment import SegmentOutcome as SegmentOutcome
+from ._segment import SegmentRequest as SegmentRequest
+from ._segment import run_segment as run_segment
+from ._segment import segment_id as segment_id
+
+__all__ = [
+    "APP_VERSION",
+    "CodecSerializer",
+    "DBOSBackend",
+    "DBOSWorker",
+    "DurableBackend",
+    "EventRecord",
+    "EventSink",
+    "InProcessBackend",
+    "LiveBackend",
+    "RedisEventLog",
+    "SegmentOutcome",
+    "SegmentRequest",
+    "event_record",
+    "run_segment",
+    "segment_id",
+]
+
+_DBOS_NAMES = ("APP_VERSION", "CodecSerializer", "DBOSBackend", "DBOSWorker")
+
+
+def __getattr__(name: str) -> Any:
+    if name in _DBOS_NAMES:  # imported on first use: DBOS is an extra, and its import takes a second
+        from . import _dbos
+
+        return getattr(_dbos, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -1,0 +1,362 @@
+"""Run segments on DBOS Transact: API processes enqueue them on PostgreSQL (``DBOSBackend``), worker processes
+run them (``DBOSWorker``, ``batonflow worker``). Needs the ``dbos`` extra.
+
+- **One workflow per segment**, its id the segment id: DBOS keeps one row per workflow id, so a second enqueue of
+  the same segment attaches to the first (its outcome is the first's), and the segment never runs twice.
+- **batonflow's codec** writes everything DBOS stores (``CodecSerializer``), not DBOS's default pickle.
+- **A pinned application version** (``APP_VERSION``: batonflow's release and codec version). Segments are
+  enqueued with it and DBOS hands a segment only to a worker of its version; a worker that sees segments of
+  another version waiting says so in its log (and, should one reach it, refuses it with ``VersionMismatchError``).
+- **A paused run holds no process**: an interrupt ends the workflow with the checkpoint saved; its resume is a new
+  segment, of the checkpoint's new generation.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import os
+import socket
+import threading
+import time
+import uuid
+from collections.abc import AsyncIterator, Mapping
+from typing import Any
+
+from dbos import DBOS, DBOSClient, EnqueueOptions, Serializer, WorkflowHandleAsync
+from sqlalchemy.engine import make_url
+from sqlalchemy.exc import OperationalError
+
+from .. import __version__
+from ..adk import Agent, AgentEvent
+from ..errors import (
+    BackendUnavailableError,
+    ResumeConflictError,
+    SegmentFailedError,
+    UserError,
+    VersionMismatchError,
+)
+from ..store import CODEC_VERSION, CheckpointStore, decode_json, encode_json
+from ._events import EventRecord, Kind, RedisEventLog, event_record
+from ._segment import EventSink, SegmentOutcome, SegmentRequest, request_id, run_segment
+from ._sweeper import Sweeper
+
+__all__ = ["APP_VERSION", "CodecSerializer", "DBOSBackend", "DBOSWorker"]
+
+APP_VERSION = f"batonflow-{__version__}-codec{CODEC_VERSION}"
+"""The application version segments are enqueued and run under; a deploy that changes it drains the old one."""
+
+QUEUE = "batonflow-segments"
+WORKFLOW = "batonflow.segment"
+POLL = 0.1  # seconds between a worker's looks at the queue: measured 49-103 ms to start at 0.1, 503 ms at 1.0
+RESULT_POLL = 0.05
+
+_log = logging.getLogger("batonflow.distributed")
+
+
+class CodecSerializer(Serializer):
+    """DBOS's serializer on batonflow's codec: workflow inputs, outputs and errors as the codec's JSON, which can
+    build only registered classes. An error travels as its class name and message and comes back a
+    ``SegmentFailedError`` (an exception of another process cannot be rebuilt safely)."""
+
+    def serialize(self, data: Any) -> str:
+        if isinstance(data, BaseException):
+            tree: dict[str, Any] = {"error": type(data).__name__, "message": str(data)}
+        elif isinstance(data, dict) and set(data) == {"args", "kwargs"}:
+            tree = {"inputs": {"args": list(data["args"]), "kwargs": data["kwargs"]}}
+        else:
+            tree = {"value": data}
+        return encode_json(tree, what="DBOS value")
+
+    def deserialize(self, serialized_data: str) -> Any:
+        tree = decode_json(serialized_data, what="DBOS value")
+        if "error" in tree:
+            return SegmentFailedError(f"{tree['error']}: {tree['message']}", kind=tree["error"])
+        if "inputs" in tree:
+            return {"args": tuple(tree["inputs"]["args"]), "kwargs": tree["inputs"]["kwargs"]}
+        return tree["value"]
+
+    def name(self) -> str:
+        return "batonflow_codec"
+
+
+class DBOSBackend:
+    """The API side: enqueues segments for the workers of ``database_url`` (the DBOS system database) and reads
+    their outcomes; runs no agent code. ``checkpoint_store`` is the workers' store (a resume's generation is read
+    from it). With ``events`` (the workers' Redis), ``events`` reads a run's live stream and ``cancel`` reaches the
+    worker running the segment."""
+
+    def __init__(
+        self,
+        checkpoint_store: CheckpointStore,
+        *,
+        database_url: str,
+        app_version: str = APP_VERSION,
+        events: RedisEventLog | None = None,
+    ) -> None:
+        _check_version(app_version)
+        self.store = checkpoint_store
+        self.event_log = events
+        self.app_version = app_version
+        self._client = DBOSClient(system_database_url=database_url, serializer=CodecSerializer())
+
+    async def submit(self, request: SegmentRequest) -> str:
+        sid = await request_id(request, self.store)
+        options = EnqueueOptions(
+            workflow_name=WORKFLOW,
+            queue_name=QUEUE,
+            workflow_id=sid,
+            app_version=self.app_version,
+            workflow_id_reuse_policy="return-existing",
+        )
+        await self._client.enqueue_async(options, request.payload(), self.app_version)
+        return sid
+
+    async def outcome(self, segment_id: str) -> SegmentOutcome:
+        handle: WorkflowHandleAsync[dict[str, Any]] = await self._client.retrieve_workflow_async(segment_id)
+        try:
+            payload = await handle.get_result(polling_interval_sec=RESULT_POLL)
+        except SegmentFailedError as error:
+            error.segment_id = segment_id
+            raise
+        return SegmentOutcome.from_payload(payload)
+
+    async def status(self, segment_id: str) -> str:
+        """DBOS's status of the segment's workflow (``ENQUEUED``, ``PENDING``, ``SUCCESS``, ``ERROR``, …)."""
+        handle: WorkflowHandleAsync[dict[str, Any]] = await self._client.retrieve_workflow_async(segment_id)
+        return str((await handle.get_status()).status)
+
+    def events(self, checkpoint_id: str, after: str = "0-0") -> AsyncIterator[EventRecord]:
+        """The live records of the run under ``checkpoint_id`` after stream id ``after``, up to its next ``end``."""
+        if self.event_log is None:
+            raise UserError("events: expected DBOSBackend(..., events=RedisEventLog(url)), got no event log")
+        return self.event_log.read(checkpoint_id, after)
+
+    async def cancel(self, segment_id: str) -> None:
+        """Stop the segment: a running one through the event log's cancel key (its worker polls it), a waiting one
+        through DBOS."""
+        if self.event_log is not None:
+            await self.event_log.request_cancel(segment_id)
+        await self._client.cancel_workflow_async(segment_id)
+
+    async def close(self) -> None:
+        self._client.destroy()
+        if self.event_log is not None:
+            await self.event_log.close()
+
+
+class DBOSWorker:
+    """A worker process: runs up to ``concurrency`` segments at once from the queue of ``database_url``, with the
+    agents it serves and their checkpoint store. DBOS is one per process, so is a worker.
+
+    ``lease_ttl`` bounds how long a dead worker's segments wait: its heartbeat, and its Runner's lease on each
+    checkpoint, lapse after it; then a live worker's sweep puts the segments back on the queue."""
+
+    def __init__(
+        self,
+        agents: Mapping[str, Agent],
+        checkpoint_store: CheckpointStore,
+        *,
+        database_url: str,
+        concurrency: int = 100,
+        app_version: str = APP_VERSION,
+        executor_id: str | None = None,
+        connect_within: float = 30.0,
+        events: RedisEventLog | None = None,
+        lease_ttl: float = 10.0,
+    ) -> None:
+        if type(concurrency) is not int or concurrency < 1:
+            raise UserError(f"concurrency: expected an int of 1 or more, got {concurrency!r}")
+        if isinstance(connect_within, bool) or not isinstance(connect_within, int | float) or connect_within < 0:
+            raise UserError(f"connect_within: expected a number of seconds >= 0, got {connect_within!r}")
+        self.connect_within = float(connect_within)
+        if isinstance(lease_ttl, bool) or not isinstance(lease_ttl, int | float) or lease_ttl <= 0:
+            raise UserError(f"lease_ttl: expected a number of seconds > 0, got {lease_ttl!r}")
+        self.lease_ttl = float(lease_ttl)
+        _check_version(app_version)
+        self.agents = dict(agents)
+        self.store = checkpoint_store
+        self.events = events
+        self.database_url = database_url
+        self.concurrency = concurrency
+        self.app_version = app_version
+        self.executor_id = executor_id or f"{socket.gethostname()}-{os.getpid()}-{uuid.uuid4().hex[:8]}"
+        self._stop = threading.Event()
+        self._warned: set[str] = set()
+        self._unpublished: set[str] = set()
+
+    def launch(self) -> None:
+        """Start taking segments (DBOS's threads and loop run them); returns at once."""
+        global _worker
+        if _worker is not None:
+            raise UserError("DBOSWorker: expected one worker per process (DBOS is one per process), got a second")
+        _worker = self
+        try:
+            self._connect()
+        except BaseException:
+            _worker = None
+            raise
+        # The queue's settings live in the database, shared by its workers: the last one launched sets them.
+        DBOS.register_queue(
+            QUEUE, worker_concurrency=self.concurrency, polling_interval_sec=POLL, on_conflict="always_update"
+        )
+
+    def _connect(self) -> None:
+        """Launch DBOS, retrying with backoff while the database cannot be reached (nothing is claimed until it is);
+        ``BackendUnavailableError`` once ``connect_within`` seconds have passed."""
+        started, delay = time.monotonic(), 0.25
+        while True:
+            DBOS(
+                config={
+                    "name": "batonflow",
+                    "system_database_url": self.database_url,
+                    "application_version": self.app_version,
+                    "executor_id": self.executor_id,
+                    "serializer": CodecSerializer(),
+                    "notification_listener_polling_interval_sec": RESULT_POLL,
+                }
+            )
+            try:
+                DBOS.launch()
+                return
+            except OperationalError as error:
+                DBOS.destroy(destroy_registry=False)
+                where = make_url(self.database_url).render_as_string(hide_password=True)
+                reason = str(error.orig).splitlines()[0] if error.orig is not None else str(error)
+                waited = time.monotonic() - started
+                if waited + delay > self.connect_within:
+                    raise BackendUnavailableError(
+                        f"worker {self.executor_id}: cannot reach the DBOS system database at {where} ({reason}); "
+                        f"tried for {waited:.1f} s, took no segment"
+                    ) from None
+                _log.warning("cannot reach %s (%s): retrying in %g s", where, reason, delay)
+                time.sleep(delay)
+                delay = min(delay * 2, 5.0)
+
+    def run(self) -> None:
+        """Launch, then work until ``stop`` (SIGTERM, Ctrl-C), saying which waiting segments it refuses."""
+        self.launch()
+        sweeper = Sweeper(self.database_url, self.executor_id, self.app_version, ttl=self.lease_ttl, queue=QUEUE)
+        sweeper.beat()
+        _log.info("worker %s: taking segments", self.executor_id)
+        try:
+            while not self._stop.wait(min(1.0, self.lease_ttl / 4)):
+                self._tend(sweeper)
+        finally:
+            sweeper.close()
+            self.shutdown()
+
+    def _tend(self, sweeper: Sweeper) -> None:
+        """One turn of the worker's housekeeping: heartbeat, sweep, refusals. A database that does not answer
+        is logged and tried again next turn (DBOS's own threads retry too)."""
+        try:
+            sweeper.beat()
+            sweeper.sweep()
+            self.refuse_foreign()
+        except Exception:
+            _log.warning("worker %s: housekeeping failed; trying again", self.executor_id, exc_info=True)
+
+    def stop(self) -> None:
+        self._stop.set()
+
+    def shutdown(self) -> None:
+        global _worker
+        DBOS.destroy(destroy_registry=False)
+        _worker = None
+
+    def refuse_foreign(self) -> list[tuple[str, str]]:
+        """The segments waiting on the queue under another application version (never dequeued here), each logged
+        once with the reason: a worker of that version must run them, or the run be started again."""
+        waiting = DBOS.list_workflows(status="ENQUEUED", queue_name=QUEUE, load_input=False, load_output=False)
+        foreign = [(w.workflow_id, w.app_version or "") for w in waiting if w.app_version != self.app_version]
+        for workflow_id, version in foreign:
+            if workflow_id not in self._warned:
+                self._warned.add(workflow_id)
+                _log.warning(
+                    "segment %s: refused: it was enqueued by application version %r, this worker runs %r; start a "
+                    "worker of that version to run it",
+                    workflow_id,
+                    version,
+                    self.app_version,
+                )
+        return foreign
+
+    async def run_request(self, payload: Any, version: str, sid: str) -> dict[str, Any]:
+        if version != self.app_version:
+            raise VersionMismatchError(
+                f"segment {sid}: refused: expected application version {self.app_version!r} (this worker's), got "
+                f"{version!r} (the one that enqueued it)",
+                segment_id=sid,
+                expected=self.app_version,
+                found=version,
+            )
+        request = SegmentRequest.from_payload(payload)
+        log = self.events
+        if log is None:
+            return (await self._run_segment(request, sid, None)).payload()
+        run, last = request.checkpoint_id, 0
+
+        async def publish(event: AgentEvent) -> None:
+            nonlocal last
+            last = event.seq
+            await self._publish(log, run, sid, event.seq, "event", event_record(event))
+
+        task = asyncio.ensure_future(self._run_segment(request, sid, publish))
+        watcher = asyncio.ensure_future(log.watch_cancel(sid, task))
+        try:
+            outcome = await task
+        except asyncio.CancelledError:
+            current = asyncio.current_task()
+            if current is not None and current.cancelling():
+                raise  # this worker is stopping, not the segment asked to
+            outcome = SegmentOutcome(segment_id=sid, status="cancelled")
+        finally:
+            watcher.cancel()
+        await self._publish(log, run, sid, last, "end", outcome.payload())
+        return outcome.payload()
+
+    async def _publish(
+        self, log: RedisEventLog, run: str, sid: str, seq: int, kind: Kind, data: dict[str, Any]
+    ) -> None:
+        """Append to the run's live stream, best effort: the run's record is its checkpoint and outcome, so a
+        Redis that is down costs live events (logged once per segment), never the run."""
+        try:
+            await log.publish(run, sid, seq, kind, data)
+        except Exception as error:
+            if sid not in self._unpublished:
+                self._unpublished.add(sid)
+                _log.warning("segment %s: its live events are lost, the run goes on: %s", sid, error)
+
+    async def _run_segment(self, request: SegmentRequest, sid: str, sink: EventSink | None) -> SegmentOutcome:
+        """The segment, tried again while its checkpoint's lease is held by a runner that died (its lease lapses
+        within ``lease_ttl``), for twice that at most."""
+        deadline = time.monotonic() + 2 * self.lease_ttl
+        delay = 0.05
+        while True:
+            try:
+                return await run_segment(
+                    self.agents, self.store, request, sid=sid, sink=sink, resume_lease=self.lease_ttl
+                )
+            except ResumeConflictError as conflict:
+                if time.monotonic() + delay > deadline:
+                    return SegmentOutcome(segment_id=sid, status="failed", error=f"ResumeConflictError: {conflict}")
+                await asyncio.sleep(delay)
+                delay = min(delay * 2, 0.5)
+
+
+_worker: DBOSWorker | None = None
+
+
+@DBOS.workflow(name=WORKFLOW, max_recovery_attempts=None)
+async def _segment(payload: dict[str, Any], version: str) -> dict[str, Any]:
+    """One segment, on the worker that dequeued it."""
+    worker = _worker
+    sid = DBOS.workflow_id or ""
+    if worker is None:
+        raise UserError(f"segment {sid}: expected a DBOSWorker in this process, got none")
+    return await worker.run_request(payload, version, sid)
+
+
+def _check_version(version: str) -> None:
+    if not isinstance(version, str) or not version:
+        raise UserError(f"app_version: expected a non-empty string, got {version!r}")

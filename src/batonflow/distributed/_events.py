@@ -1,0 +1,156 @@
+"""Live events across processes: the worker running a segment appends each event to a Redis Stream per run, and
+any API process reads it from there — from the start, or after the last stream id a client saw.
+
+- One stream per run (``batonflow:events:<checkpoint id>``): all its segments, in order, each closed by an ``end``
+  record that carries the segment's outcome.
+- Each record has the event's ``seq``, so a client can drop the few events a crashed segment's retry sends again.
+- The stream is bounded (``maxlen``: each append past it drops the oldest record) and expires ``ttl`` seconds after
+  its last write: the durable record of a run is its checkpoint and session, not its live stream.
+- Cancellation travels the other way: ``request_cancel`` sets a key the worker polls while the segment runs.
+
+Events are written as the codec's JSON (a message is a registered type), never pickled.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator
+from dataclasses import dataclass
+from typing import Any, Literal
+
+from ..adk import AgentEvent, InterruptInfo
+from ..errors import UserError
+from ..store import decode_json, encode_json
+
+__all__ = ["EventRecord", "RedisEventLog", "event_record"]
+
+Kind = Literal["event", "end"]
+
+
+@dataclass(frozen=True, slots=True)
+class EventRecord:
+    """One entry of a run's stream: ``stream_id`` (Redis's, what ``Last-Event-ID`` names), the event's ``seq``,
+    ``kind`` (``event``, or ``end`` with the segment's outcome), and ``data``."""
+
+    stream_id: str
+    seq: int
+    kind: Kind
+    segment_id: str
+    data: dict[str, Any]
+
+
+def event_record(event: AgentEvent) -> dict[str, Any]:
+    """What the stream keeps of an event: who said it, the message (whole: segments run without streaming), the
+    interrupt ids and the error."""
+    output = event.message_output
+    action = event.action
+    interrupts = []
+    if action is not None and isinstance(action.interrupted, InterruptInfo):
+        interrupts = [c.id for c in action.interrupted.interrupt_contexts]
+    return {
+        "agent": event.agent_name,
+        "message": output.message if output is not None and not output.is_streaming else None,
+        "interrupts": interrupts,
+        "error": None if event.error is None else f"{type(event.error).__name__}: {event.error}",
+    }
+
+
+class RedisEventLog:
+    """Runs' live streams and cancel flags in the Redis at ``url``, over at most ``max_connections`` connections."""
+
+    def __init__(
+        self,
+        url: str,
+        *,
+        maxlen: int = 10_000,
+        ttl: float = 3600.0,
+        prefix: str = "batonflow",
+        max_connections: int = 500,
+    ) -> None:
+        if type(maxlen) is not int or maxlen < 1:
+            raise UserError(f"maxlen: expected an int of 1 or more, got {maxlen!r}")
+        if isinstance(ttl, bool) or not isinstance(ttl, int | float) or ttl <= 0:
+            raise UserError(f"ttl: expected a number of seconds > 0, got {ttl!r}")
+        if type(max_connections) is not int or max_connections < 1:
+            raise UserError(f"max_connections: expected an int of 1 or more, got {max_connections!r}")
+        self.max_connections = max_connections
+        self.url = url
+        self.maxlen = maxlen
+        self.ttl = ttl
+        self.prefix = prefix
+        self._client: Any = None
+
+    def _redis(self) -> Any:
+        if self._client is None:  # made on first use, in the loop that uses it (a worker's is DBOS's)
+            from redis.asyncio import BlockingConnectionPool, Redis
+
+            # A follower holds a connection while it waits for its run's next event: past max_connections, the
+            # next one waits for a free connection rather than failing.
+            pool = BlockingConnectionPool.from_url(self.url, max_connections=self.max_connections, timeout=None)
+            self._client = Redis(connection_pool=pool)
+        return self._client
+
+    def stream_key(self, run: str) -> str:
+        return f"{self.prefix}:events:{run}"
+
+    def _cancel_key(self, segment_id: str) -> str:
+        return f"{self.prefix}:cancel:{segment_id}"
+
+    async def publish(self, run: str, segment_id: str, seq: int, kind: Kind, data: dict[str, Any]) -> str:
+        """Append a record to ``run``'s stream; its stream id."""
+        redis = self._redis()
+        key = self.stream_key(run)
+        fields = {"seq": str(seq), "kind": kind, "segment": segment_id, "data": encode_json(data, what="event")}
+        async with redis.pipeline(transaction=True) as pipe:
+            pipe.xadd(key, fields, maxlen=self.maxlen, approximate=False)
+            pipe.pexpire(key, int(self.ttl * 1000))
+            stream_id, _ = await pipe.execute()
+        return stream_id.decode() if isinstance(stream_id, bytes) else str(stream_id)
+
+    async def read(self, run: str, after: str = "0-0", *, block: float = 1.0) -> AsyncIterator[EventRecord]:
+        """``run``'s records after stream id ``after``, then the new ones as they come, up to and with the next
+        ``end`` record (read again after it for the next segment's)."""
+        redis = self._redis()
+        key = self.stream_key(run)
+        while True:
+            answer = await redis.xread({key: after}, block=max(1, int(block * 1000)), count=256)
+            for _, entries in answer or ():
+                for raw_id, fields in entries:
+                    record = _record(raw_id, fields)
+                    after = record.stream_id
+                    yield record
+                    if record.kind == "end":
+                        return
+
+    async def request_cancel(self, segment_id: str) -> None:
+        await self._redis().set(self._cancel_key(segment_id), b"1", px=int(self.ttl * 1000))
+
+    async def cancel_requested(self, segment_id: str) -> bool:
+        return bool(await self._redis().exists(self._cancel_key(segment_id)))
+
+    async def watch_cancel(self, segment_id: str, task: asyncio.Task[Any], *, every: float = 0.2) -> None:
+        """Cancel ``task`` once a cancel of ``segment_id`` is requested (runs until cancelled itself)."""
+        while not task.done():
+            if await self.cancel_requested(segment_id):
+                task.cancel()
+                return
+            await asyncio.sleep(every)
+
+    async def close(self) -> None:
+        if self._client is not None:
+            client, self._client = self._client, None
+            await client.aclose()
+
+
+def _record(raw_id: Any, fields: dict[bytes, bytes]) -> EventRecord:
+    text = {k.decode(): v.decode() for k, v in fields.items()}
+    kind = text["kind"]
+    if kind not in ("event", "end"):
+        raise UserError(f"event stream record: expected kind 'event' or 'end', got {kind!r}")
+    return EventRecord(
+        stream_id=raw_id.decode() if isinstance(raw_id, bytes) else str(raw_id),
+        seq=int(text["seq"]),
+        kind=kind,  # type: ignore[arg-type]
+        segment_id=text["segment"],
+        data=decode_json(text["data"], what="event"),
+    )

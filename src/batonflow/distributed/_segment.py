@@ -1,0 +1,181 @@
+"""A run segment: the unit of durable work. It loads the checkpoint (or starts afresh), runs until an interrupt or
+the end, and saves — all of it through the Runner, so that the batonflow checkpoint stays the source of truth and
+a backend's own records are plumbing.
+
+A segment is named by its checkpoint id and its *generation*: ``start`` for a run's first segment, else a digest
+of the checkpoint bytes it resumes. Two requests for the same segment get the same id, so a backend can attach the
+second to the first (or refuse it) instead of running it twice; a resume after the checkpoint changed is a new
+generation, hence a new segment.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Awaitable, Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+from ..adk import Agent, AgentEvent, InterruptInfo
+from ..agents import Runner
+from ..errors import CheckpointNotFoundError, ResumeConflictError, UnknownAgentError, UserError
+from ..schema import Message
+from ..store import CheckpointStore, check_checkpoint_id
+
+__all__ = ["EventSink", "SegmentOutcome", "SegmentRequest", "run_segment", "segment_id"]
+
+Status = Literal["completed", "interrupted", "failed", "cancelled"]
+EventSink = Callable[[AgentEvent], Awaitable[None]]
+"""Where a segment's events go as they happen (a live stream to the client); awaited before the next one."""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class SegmentRequest:
+    """One segment to run: a start of ``agent`` on ``messages`` under ``checkpoint_id``, or (no messages) a resume of
+    the checkpoint with ``targets``."""
+
+    agent: str
+    checkpoint_id: str
+    messages: tuple[Message, ...] = ()
+    targets: Mapping[str, Any] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.agent, str) or not self.agent:
+            raise UserError(f"SegmentRequest.agent: expected a non-empty agent name, got {self.agent!r}")
+        check_checkpoint_id(self.checkpoint_id)
+        if not all(isinstance(m, Message) for m in self.messages):
+            raise UserError(
+                f"SegmentRequest.messages: expected Messages, got {[type(m).__name__ for m in self.messages]}"
+            )
+        if self.messages and self.targets:
+            raise UserError("SegmentRequest: expected messages (a start) or targets (a resume), got both")
+
+    @property
+    def resumes(self) -> bool:
+        return not self.messages
+
+    def payload(self) -> dict[str, Any]:
+        """The request as a value the codec can write (what a queue carries)."""
+        return {
+            "agent": self.agent,
+            "checkpoint_id": self.checkpoint_id,
+            "messages": list(self.messages),
+            "targets": dict(self.targets),
+        }
+
+    @classmethod
+    def from_payload(cls, payload: Any) -> SegmentRequest:
+        if not isinstance(payload, dict) or set(payload) != {"agent", "checkpoint_id", "messages", "targets"}:
+            shape = sorted(payload) if isinstance(payload, dict) else type(payload).__name__
+            raise UserError(f"segment payload: expected agent, checkpoint_id, messages and targets, got {shape}")
+        return cls(
+            agent=payload["agent"],
+            checkpoint_id=payload["checkpoint_id"],
+            messages=tuple(payload["messages"]),
+            targets=payload["targets"],
+        )
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class SegmentOutcome:
+    """How a segment ended: ``completed`` (the run's answer in ``text``), ``interrupted`` (its checkpoint saved,
+    ``interrupt_ids`` to resume by), ``failed`` (``error`` says why; the checkpoint, if any, is kept), or
+    ``cancelled`` (asked to stop; what finished is kept, as when it fails)."""
+
+    segment_id: str
+    status: Status
+    text: str = ""
+    interrupt_ids: tuple[str, ...] = ()
+    error: str | None = None
+
+    def payload(self) -> dict[str, Any]:
+        return {
+            "segment_id": self.segment_id,
+            "status": self.status,
+            "text": self.text,
+            "interrupt_ids": list(self.interrupt_ids),
+            "error": self.error,
+        }
+
+    @classmethod
+    def from_payload(cls, payload: dict[str, Any]) -> SegmentOutcome:
+        return cls(
+            segment_id=payload["segment_id"],
+            status=payload["status"],
+            text=payload["text"],
+            interrupt_ids=tuple(payload["interrupt_ids"]),
+            error=payload["error"],
+        )
+
+
+def segment_id(checkpoint_id: str, checkpoint: bytes | None) -> str:
+    """The id of the segment that starts under ``checkpoint_id`` (``checkpoint`` None) or resumes ``checkpoint``."""
+    generation = "start" if checkpoint is None else hashlib.sha256(checkpoint).hexdigest()[:24]
+    return f"{checkpoint_id}@{generation}"
+
+
+async def request_id(request: SegmentRequest, store: CheckpointStore) -> str:
+    """The segment id of ``request``: a resume's reads the checkpoint's current generation from ``store``."""
+    if not request.resumes:
+        return segment_id(request.checkpoint_id, None)
+    data = await store.get(request.checkpoint_id)
+    if data is None:
+        raise CheckpointNotFoundError(f"checkpoint[{request.checkpoint_id}] not exist")
+    return segment_id(request.checkpoint_id, data)
+
+
+async def run_segment(
+    agents: Mapping[str, Agent],
+    store: CheckpointStore,
+    request: SegmentRequest,
+    *,
+    sid: str,
+    sink: EventSink | None = None,
+    resume_lease: float = 300.0,
+) -> SegmentOutcome:
+    """Run ``request`` with the agent it names among ``agents``, its checkpoint in ``store``; each event goes to
+    ``sink``. A run that fails ends ``failed`` with the reason (the Runner kept the checkpoint); an agent this
+    process does not serve raises ``UnknownAgentError``; one whose checkpoint another runner holds, before it ran
+    anything, raises ``ResumeConflictError`` (a retry may find it free). ``resume_lease`` is the Runner's lease ttl on
+    the checkpoint: how soon a segment whose process died can be run again elsewhere."""
+    agent = agents.get(request.agent)
+    if agent is None:
+        raise UnknownAgentError(
+            f"segment {sid}: expected an agent among {sorted(agents)}, got {request.agent!r}", segment_id=sid
+        )
+    runner = Runner(agent, checkpoint_store=store, resume_lease=resume_lease)
+    if request.resumes:
+        events = runner.resume(request.checkpoint_id, dict(request.targets))
+    else:
+        events = runner.run(list(request.messages), checkpoint_id=request.checkpoint_id)
+    text, error, started = "", None, False
+    interrupts: tuple[str, ...] = ()
+    try:
+        async for event in events:
+            started = True
+            if sink is not None:
+                await sink(event)
+            text = _answer(event, text)
+            action = event.action
+            if action is not None and isinstance(action.interrupted, InterruptInfo):
+                interrupts = tuple(c.id for c in action.interrupted.interrupt_contexts)
+            if event.error is not None:
+                error = f"{type(event.error).__name__}: {event.error}"
+    except ResumeConflictError as raised:
+        if not started:
+            raise  # held by another runner before anything ran here: the caller may try again
+        error = f"{type(raised).__name__}: {raised}"
+    except Exception as raised:  # a run that could not start (a taken id): an outcome, not a crash
+        error = f"{type(raised).__name__}: {raised}"
+    finally:
+        await events.aclose()
+    status: Status = "failed" if error else "interrupted" if interrupts else "completed"
+    return SegmentOutcome(segment_id=sid, status=status, text=text, interrupt_ids=interrupts, error=error)
+
+
+def _answer(event: AgentEvent, text: str) -> str:
+    """The run's answer so far: the last assistant message without tool calls."""
+    output = event.message_output
+    message = output.message if output is not None and not output.is_streaming else None
+    if message is not None and message.role == "assistant" and message.content and not message.tool_calls:
+        return message.content
+    return text

@@ -1,0 +1,117 @@
+"""A DBOS worker process for the distributed tests: a database of its own per test module (created, then dropped),
+the worker started once per module (``batonflow worker`` in a subprocess), and its log to look into."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+import uuid
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import psycopg
+import pytest
+
+ADMIN_DSN = os.environ.get("BATONFLOW_TEST_POSTGRES_DSN", "postgresql://postgres@127.0.0.1:5432/test")
+REDIS_URL = os.environ.get("BATONFLOW_TEST_REDIS_URL", "redis://127.0.0.1:6379/0")
+ROOT = Path(__file__).resolve().parents[2]
+
+
+@dataclass
+class Worker:
+    process: subprocess.Popen[bytes]
+    log: Path
+
+    def text(self) -> str:
+        return self.log.read_text(encoding="utf-8", errors="replace")
+
+    def wait_for(self, needle: str, within: float = 30.0) -> None:
+        deadline = time.monotonic() + within
+        while needle not in self.text():
+            if self.process.poll() is not None:
+                raise AssertionError(f"the worker exited ({self.process.returncode}):\n{self.text()[-3000:]}")
+            if time.monotonic() > deadline:
+                raise AssertionError(f"the worker did not log {needle!r} within {within} s:\n{self.text()[-3000:]}")
+            time.sleep(0.05)
+
+    def stop(self) -> int:
+        if self.process.poll() is None:
+            self.process.send_signal(signal.SIGTERM)
+            try:
+                self.process.wait(15)
+            except subprocess.TimeoutExpired:
+                self.process.kill()
+                self.process.wait(5)
+        return self.process.returncode
+
+
+@dataclass
+class Cluster:
+    database_url: str
+    store_path: Path
+    effects: Path
+    tmp: Path
+    postgres_store: bool = False  # checkpoints in the cluster's database (as on several machines), not a file
+
+    @property
+    def store_spec(self) -> str:
+        return f"postgres:{self.database_url}" if self.postgres_store else f"sqlite:{self.store_path}"
+
+    def start_worker(self, *extra: str, concurrency: int = 8, redis_url: str = REDIS_URL) -> Worker:
+        log = self.tmp / f"worker-{uuid.uuid4().hex[:6]}.log"
+        env = {
+            **os.environ,
+            "PYTHONPATH": os.pathsep.join([str(ROOT / "src"), str(ROOT)]),
+            "BATONFLOW_TEST_SIDE_EFFECTS": str(self.effects),
+        }
+        command = [
+            sys.executable,
+            "-m",
+            "batonflow",
+            "worker",
+            "tests.distributed.apps:agents",
+            "--database-url",
+            self.database_url,
+            "--store",
+            self.store_spec,
+            "--concurrency",
+            str(concurrency),
+            "--redis-url",
+            redis_url,
+            *extra,
+        ]
+        with log.open("wb") as out:
+            process = subprocess.Popen(command, cwd=ROOT, env=env, stdout=out, stderr=subprocess.STDOUT)
+        worker = Worker(process, log)
+        worker.wait_for("taking segments")
+        return worker
+
+    def effect_lines(self) -> list[str]:
+        return self.effects.read_text().splitlines() if self.effects.exists() else []
+
+
+@pytest.fixture(scope="module")
+def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
+    name = f"bf_dbos_{uuid.uuid4().hex[:12]}"
+    with psycopg.connect(ADMIN_DSN, autocommit=True) as admin:
+        admin.execute(f"CREATE DATABASE {name}")
+    base, _, _ = ADMIN_DSN.rpartition("/")
+    tmp = tmp_path_factory.mktemp("cluster")
+    try:
+        yield Cluster(f"{base}/{name}", tmp / "checkpoints.db", tmp / "effects", tmp)
+    finally:
+        with psycopg.connect(ADMIN_DSN, autocommit=True) as admin:
+            admin.execute(f"DROP DATABASE IF EXISTS {name} WITH (FORCE)")
+
+
+@pytest.fixture(scope="module")
+def worker(cluster: Cluster) -> Iterator[Worker]:
+    running = cluster.start_worker()
+    try:
+        yield running
+    finally:
+        running.stop()

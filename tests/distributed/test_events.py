@@ -1,0 +1,118 @@
+"""Live events across processes: the worker appends each event of a segment to the run's Redis Stream, this process
+reads them (and replays after a stream id), the stream is bounded and expires, and a cancel reaches the worker."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+import uuid
+
+import pytest
+
+from batonflow.distributed import DBOSBackend, EventRecord, RedisEventLog, SegmentRequest
+from batonflow.errors import UserError
+from batonflow.schema import Message, user
+from batonflow.store import SqliteCheckpointStore
+
+from .conftest import REDIS_URL, Cluster, Worker
+
+WAIT = 20.0
+
+
+async def _all(records: object) -> list[EventRecord]:
+    return [record async for record in records]  # type: ignore[attr-defined]
+
+
+def _backend(cluster: Cluster, log: RedisEventLog) -> DBOSBackend:
+    return DBOSBackend(SqliteCheckpointStore(cluster.store_path), database_url=cluster.database_url, events=log)
+
+
+async def test_a_segments_events_reach_another_process_and_replay_after_an_id(cluster: Cluster, worker: Worker) -> None:
+    log = RedisEventLog(REDIS_URL)
+    backend = _backend(cluster, log)
+    run = f"ev-{uuid.uuid4().hex[:8]}"
+    try:
+        sid = await backend.submit(SegmentRequest(agent="shipper", checkpoint_id=run, messages=(user("ship"),)))
+        records = await asyncio.wait_for(_all(backend.events(run)), WAIT)
+        replayed = await asyncio.wait_for(_all(backend.events(run, after=records[0].stream_id)), WAIT)
+        outcome = await asyncio.wait_for(backend.outcome(sid), WAIT)
+    finally:
+        await backend.close()
+    events, end = records[:-1], records[-1]
+    assert [r.kind for r in records] == ["event"] * len(events) + ["end"] and len(events) >= 2
+    assert all(r.segment_id == sid for r in records)
+    assert [r.seq for r in events] == sorted({r.seq for r in events})  # numbered, each once, in order
+    calls = events[0].data["message"]
+    assert isinstance(calls, Message) and calls.tool_calls[0].function.name == "ship"
+    assert events[-1].data["interrupts"] == list(outcome.interrupt_ids)
+    assert end.data["status"] == "interrupted" == outcome.status
+    assert replayed == records[1:]
+
+
+async def test_a_cancel_reaches_the_worker_running_the_segment(cluster: Cluster, worker: Worker) -> None:
+    log = RedisEventLog(REDIS_URL)
+    backend = _backend(cluster, log)
+    run = f"cancel-{uuid.uuid4().hex[:8]}"
+    try:
+        sid = await backend.submit(SegmentRequest(agent="waiter", checkpoint_id=run, messages=(user("wait"),)))
+        deadline = time.monotonic() + WAIT
+        while f"{worker.process.pid} waiting" not in cluster.effect_lines():
+            assert time.monotonic() < deadline, "the worker never started the segment"
+            await asyncio.sleep(0.02)
+        await backend.cancel(sid)
+        records = await asyncio.wait_for(_all(backend.events(run)), WAIT)
+    finally:
+        await backend.close()
+    assert records[-1].kind == "end" and records[-1].data["status"] == "cancelled"
+    assert f"{worker.process.pid} cancelled" in cluster.effect_lines()  # the model call in the worker was stopped
+
+
+async def test_a_stream_is_bounded_and_expires() -> None:
+    log = RedisEventLog(REDIS_URL, maxlen=5, ttl=30.0)
+    run = f"bound-{uuid.uuid4().hex[:8]}"
+    try:
+        for seq in range(1, 13):
+            await log.publish(run, "s@start", seq, "event", {"n": seq})
+        await log.publish(run, "s@start", 12, "end", {"status": "completed"})
+        redis = log._redis()
+        length = await redis.xlen(log.stream_key(run))
+        ttl = await redis.pttl(log.stream_key(run))
+        kept = await _all(log.read(run))
+    finally:
+        await log.close()
+    assert length == 5 and 0 < ttl <= 30_000
+    assert [r.seq for r in kept] == [9, 10, 11, 12, 12] and kept[-1].kind == "end"
+
+
+@pytest.mark.parametrize(
+    ("options", "message"),
+    [
+        ({"maxlen": 0}, r"maxlen: expected an int of 1 or more, got 0"),
+        ({"ttl": 0}, r"ttl: expected a number of seconds > 0, got 0"),
+        ({"max_connections": 0}, r"max_connections: expected an int of 1 or more, got 0"),
+    ],
+)
+def test_an_event_log_with_bad_bounds_says_what_was_expected(options: dict[str, object], message: str) -> None:
+    with pytest.raises(UserError, match=message):
+        RedisEventLog(REDIS_URL, **options)  # type: ignore[arg-type]
+
+
+async def test_reading_events_without_an_event_log_is_refused(cluster: Cluster) -> None:
+    backend = DBOSBackend(SqliteCheckpointStore(cluster.store_path), database_url=cluster.database_url)
+    try:
+        with pytest.raises(UserError, match=r"expected DBOSBackend\(\.\.\., events=RedisEventLog\(url\)\), got no"):
+            backend.events("run")
+    finally:
+        await backend.close()
+
+
+async def test_more_followers_than_connections_wait_for_one_rather_than_fail() -> None:
+    log = RedisEventLog(REDIS_URL, max_connections=3, ttl=30.0)
+    runs = [f"many-{uuid.uuid4().hex[:8]}" for _ in range(20)]
+    try:
+        for run in runs:
+            await log.publish(run, f"{run}@start", 1, "end", {"status": "completed"})
+        read = await asyncio.wait_for(asyncio.gather(*(_all(log.read(run)) for run in runs)), WAIT)
+    finally:
+        await log.close()
+    assert [records[-1].segment_id for records in read] == [f"{run}@start" for run in runs]

@@ -1,0 +1,127 @@
+"""The seam with its default backend: segments run in this process, a start interrupts, a resume finishes it, and
+the same segment submitted twice runs once."""
+
+from __future__ import annotations
+
+import asyncio
+
+import pytest
+
+from batonflow.distributed import DurableBackend, InProcessBackend, SegmentOutcome, SegmentRequest, segment_id
+from batonflow.errors import CheckpointNotFoundError, SegmentError, UnknownAgentError, UserError
+from batonflow.schema import user
+from batonflow.store import MemoryCheckpointStore
+
+from .apps import agents
+
+
+def _backend(events: list[object] | None = None) -> tuple[InProcessBackend, MemoryCheckpointStore]:
+    store = MemoryCheckpointStore()
+
+    async def sink(event: object) -> None:
+        if events is not None:
+            events.append(event)
+
+    return InProcessBackend(agents(), store, sink=sink), store
+
+
+async def test_a_start_interrupts_and_its_resume_finishes_the_run(tmp_path, monkeypatch) -> None:
+    effects = tmp_path / "effects"
+    monkeypatch.setenv("BATONFLOW_TEST_SIDE_EFFECTS", str(effects))
+    events: list[object] = []
+    backend, store = _backend(events)
+    assert isinstance(backend, DurableBackend)
+    start = await backend.submit(SegmentRequest(agent="shipper", checkpoint_id="c1", messages=(user("ship 7"),)))
+    first = await backend.outcome(start)
+    assert start == "c1@start"
+    assert first.status == "interrupted" and len(first.interrupt_ids) == 1
+    assert await store.get("c1") is not None
+    resume = await backend.submit(
+        SegmentRequest(agent="shipper", checkpoint_id="c1", targets={first.interrupt_ids[0]: "yes"})
+    )
+    second = await backend.outcome(resume)
+    assert second == SegmentOutcome(segment_id=resume, status="completed", text="order 7: shipped")
+    assert await store.get("c1") is None  # a resume that ran to its end deletes the checkpoint
+    assert effects.read_text().count("shipped 7") == 1
+    assert len(events) >= 4  # the sink saw both segments' events
+    await backend.close()
+
+
+async def test_the_same_segment_submitted_twice_runs_once(tmp_path, monkeypatch) -> None:
+    effects = tmp_path / "effects"
+    monkeypatch.setenv("BATONFLOW_TEST_SIDE_EFFECTS", str(effects))
+    backend, _ = _backend()
+    start = SegmentRequest(agent="shipper", checkpoint_id="c2", messages=(user("ship 7"),))
+    assert await backend.submit(start) == await backend.submit(start)
+    interrupt = (await backend.outcome("c2@start")).interrupt_ids[0]
+    resume = SegmentRequest(agent="shipper", checkpoint_id="c2", targets={interrupt: "yes"})
+    ids = await asyncio.gather(backend.submit(resume), backend.submit(resume))  # two concurrent resumes
+    assert ids[0] == ids[1] != "c2@start"
+    assert (await backend.outcome(ids[0])).status == "completed"
+    with pytest.raises(CheckpointNotFoundError):  # a third, after the run ended: nothing left to resume
+        await backend.submit(resume)
+    assert effects.read_text().count("shipped 7") == 1
+    await backend.close()
+
+
+async def test_a_segment_id_names_the_checkpoint_generation() -> None:
+    assert segment_id("c", None) == "c@start"
+    assert segment_id("c", b"one") == segment_id("c", b"one") != segment_id("c", b"two")
+    assert segment_id("c", b"one").startswith("c@") and len(segment_id("c", b"one")) == len("c@") + 24
+
+
+async def test_a_resume_of_no_checkpoint_is_refused_before_anything_runs() -> None:
+    backend, _ = _backend()
+    with pytest.raises(CheckpointNotFoundError, match=r"checkpoint\[gone\] not exist"):
+        await backend.submit(SegmentRequest(agent="shipper", checkpoint_id="gone"))
+
+
+async def test_an_unknown_agent_is_a_typed_error_naming_the_agents_served() -> None:
+    backend, _ = _backend()
+    sid = await backend.submit(SegmentRequest(agent="nobody", checkpoint_id="c3", messages=(user("hi"),)))
+    with pytest.raises(
+        UnknownAgentError, match=r"expected an agent among \['echo', 'shipper', 'stepper', 'waiter'\], got 'nobody'"
+    ):
+        await backend.outcome(sid)
+
+
+async def test_a_run_that_cannot_start_ends_failed_with_the_reason() -> None:
+    backend, store = _backend()
+    await store.set("c4", b"a pending run")
+    sid = await backend.submit(SegmentRequest(agent="echo", checkpoint_id="c4", messages=(user("hi"),)))
+    outcome = await backend.outcome(sid)
+    assert outcome.status == "failed" and outcome.error is not None
+    assert outcome.error.startswith("CheckpointExistsError: checkpoint[c4] holds a pending run")
+
+
+async def test_cancel_stops_a_segment_and_an_unknown_id_is_refused() -> None:
+    backend, _ = _backend()
+    sid = await backend.submit(SegmentRequest(agent="echo", checkpoint_id="c5", messages=(user("hi"),)))
+    await backend.cancel(sid)
+    with pytest.raises(asyncio.CancelledError):
+        await backend.outcome(sid)
+    with pytest.raises(SegmentError, match=r"expected the id of a segment submitted to this backend, got 'c9@start'"):
+        await backend.outcome("c9@start")
+
+
+@pytest.mark.parametrize(
+    ("fields", "message"),
+    [
+        ({"agent": "", "checkpoint_id": "c"}, r"SegmentRequest.agent: expected a non-empty agent name, got ''"),
+        ({"agent": "a", "checkpoint_id": "c", "messages": ("hi",)}, r"expected Messages, got \['str'\]"),
+        (
+            {"agent": "a", "checkpoint_id": "c", "messages": (user("hi"),), "targets": {"x": 1}},
+            r"expected messages \(a start\) or targets \(a resume\), got both",
+        ),
+    ],
+)
+def test_a_bad_request_says_what_was_expected(fields: dict[str, object], message: str) -> None:
+    with pytest.raises(UserError, match=message):
+        SegmentRequest(**fields)  # type: ignore[arg-type]
+
+
+def test_a_payload_of_the_wrong_shape_is_refused() -> None:
+    with pytest.raises(UserError, match=r"expected agent, checkpoint_id, messages and targets, got \['agent'\]"):
+        SegmentRequest.from_payload({"agent": "a"})
+    request = SegmentRequest(agent="a", checkpoint_id="c", messages=(user("hi"),))
+    assert SegmentRequest.from_payload(request.payload()) == request

@@ -1,0 +1,161 @@
+"""Stateless API processes over the DBOS backend: a run started through one app is followed through another (its
+events from the run's Redis Stream), a reconnect with ``Last-Event-ID`` replays what was missed, and a resume
+through either finishes the run on the worker."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import socket
+import subprocess
+import sys
+import time
+import uuid
+from collections.abc import AsyncIterator
+
+import httpx
+import pytest
+from fastapi import FastAPI
+from tests.server.conftest import asgi_client, parse_sse
+
+from batonflow.distributed import DBOSBackend, RedisEventLog
+from batonflow.errors import UserError
+from batonflow.server import create_app
+from batonflow.store import SqliteCheckpointStore
+
+from .apps import agents
+from .conftest import REDIS_URL, ROOT, Cluster, Worker
+
+
+def _app(cluster: Cluster) -> FastAPI:
+    store = SqliteCheckpointStore(cluster.store_path)
+    backend = DBOSBackend(store, database_url=cluster.database_url, events=RedisEventLog(REDIS_URL))
+    return create_app(agents(), checkpoint_store=store, backend=backend)
+
+
+@pytest.fixture
+async def clients(cluster: Cluster, worker: Worker) -> AsyncIterator[tuple[httpx.AsyncClient, httpx.AsyncClient]]:
+    one, two = _app(cluster), _app(cluster)
+    async with (
+        one.router.lifespan_context(one),
+        two.router.lifespan_context(two),
+        asgi_client(one, timeout=20) as a,
+        asgi_client(two, timeout=20) as b,
+    ):
+        yield a, b
+
+
+async def test_a_run_started_on_one_api_is_followed_and_resumed_on_another(clients, cluster: Cluster) -> None:
+    a, b = clients
+    checkpoint_id = f"api-{uuid.uuid4().hex[:8]}"
+    started = await a.post(
+        "/runs", json={"agent": "shipper", "input": "ship", "checkpoint_id": checkpoint_id, "detached": True}
+    )
+    assert started.status_code == 202
+    run_id = started.json()["run_id"]
+    assert run_id == f"{checkpoint_id}@start"
+
+    followed = parse_sse((await b.get(f"/runs/{run_id}/events")).text)
+    assert [f.event for f in followed][-2:] == ["interrupt", "end"]
+    assert followed[0].data["message"]["tool_calls"][0]["name"] == "ship"
+    end = followed[-1].data
+    assert end["status"] == "interrupted" and end["run_id"] == run_id
+    seqs = [f.data["seq"] for f in followed[:-1]]
+    assert seqs == sorted(set(seqs))
+
+    replayed = parse_sse((await a.get(f"/runs/{run_id}/events", headers={"Last-Event-ID": followed[0].id})).text)
+    assert [(f.id, f.event, f.data) for f in replayed] == [(f.id, f.event, f.data) for f in followed[1:]]
+
+    interrupt = end["interrupt_ids"][0]
+    resumed = await b.post(
+        f"/checkpoints/{checkpoint_id}/resume", json={"agent": "shipper", "targets": {interrupt: "yes"}}
+    )
+    assert resumed.status_code == 200, resumed.text
+    body = resumed.json()
+    assert body["status"] == "completed" and body["text"] == "order 7: shipped"
+    assert (await a.get(f"/runs/{body['run_id']}")).json()["status"] == "completed"
+    assert sum(line.endswith("shipped 7") for line in cluster.effect_lines()) >= 1
+
+
+async def test_two_concurrent_resumes_through_two_apis_run_one_segment(clients, cluster: Cluster) -> None:
+    a, b = clients
+    checkpoint_id = f"twice-{uuid.uuid4().hex[:8]}"
+    paused = await a.post("/runs", json={"agent": "shipper", "input": "ship", "checkpoint_id": checkpoint_id})
+    targets = {"agent": "shipper", "targets": {paused.json()["interrupts"][0]: "yes"}}
+    before = len(cluster.effect_lines())
+    answers = await asyncio.gather(
+        a.post(f"/checkpoints/{checkpoint_id}/resume", json=targets),
+        b.post(f"/checkpoints/{checkpoint_id}/resume", json=targets),
+    )
+    bodies = [answer.json() for answer in answers if answer.status_code == 200]
+    refused = [answer.json()["error"]["code"] for answer in answers if answer.status_code != 200]
+    # The second attached to the first (same run, same outcome) or, had the first already finished, was refused.
+    assert bodies and all(body == bodies[0] for body in bodies) and bodies[0]["status"] == "completed"
+    assert refused in ([], ["unknown_checkpoint"])
+    assert len(cluster.effect_lines()) == before + 1  # the tool ran once
+
+
+async def test_a_streamed_run_answers_with_its_events(clients) -> None:
+    a, _ = clients
+    answer = await a.post("/runs", json={"agent": "echo", "input": "hello", "stream": True})
+    frames = parse_sse(answer.text)
+    assert answer.headers["X-Run-Id"].endswith("@start")
+    assert frames[0].event == "message" and frames[0].data["message"]["content"] == "echo: hello"
+    assert frames[-1].event == "end" and frames[-1].data["status"] == "completed"
+
+
+async def test_a_bad_last_event_id_or_a_missing_checkpoint_is_a_4xx_that_says_why(clients) -> None:
+    a, _ = clients
+    bad = await a.get("/runs/x@start/events", headers={"Last-Event-ID": "7.2"})
+    assert bad.status_code == 400
+    assert bad.json()["error"]["message"] == "Last-Event-ID: expected a stream id such as '1733059200000-0', got '7.2'"
+    missing = await a.post("/checkpoints/nothing-here/resume", json={"agent": "shipper", "targets": {}})
+    assert missing.status_code == 404 and "checkpoint[nothing-here] not exist" in missing.json()["error"]["message"]
+    anonymous = await a.post("/checkpoints/nothing-here/resume", json={"targets": {}})
+    assert anonymous.status_code == 404 and "name its agent" in anonymous.json()["error"]["message"]
+
+
+def test_a_backend_without_events_is_refused() -> None:
+    with pytest.raises(UserError, match=r"backend: expected a LiveBackend .*, got object"):
+        create_app(agents(), backend=object())  # type: ignore[arg-type]
+
+
+def test_batonflow_serve_with_the_dbos_backend_runs_on_the_worker(cluster: Cluster, worker: Worker) -> None:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT / "src"), str(ROOT)])}
+    command = [
+        sys.executable,
+        "-m",
+        "batonflow",
+        "serve",
+        "tests.distributed.apps:agents",
+        "--port",
+        str(port),
+        "--store",
+        f"sqlite:{cluster.store_path}",
+        "--backend",
+        "dbos",
+        "--database-url",
+        cluster.database_url,
+        "--redis-url",
+        REDIS_URL,
+    ]
+    server = subprocess.Popen(command, cwd=ROOT, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    try:
+        base = f"http://127.0.0.1:{port}"
+        deadline = time.monotonic() + 30
+        while True:
+            try:
+                httpx.get(f"{base}/health", timeout=1).raise_for_status()
+                break
+            except httpx.HTTPError:
+                assert server.poll() is None and time.monotonic() < deadline, "batonflow serve did not come up"
+                time.sleep(0.05)
+        answer = httpx.post(f"{base}/runs", json={"agent": "echo", "input": "over http"}, timeout=20).json()
+    finally:
+        server.terminate()
+        server.wait(10)
+    assert answer["status"] == "completed" and answer["text"] == "echo: over http"
+    assert answer["run_id"].endswith("@start")
