@@ -170,7 +170,10 @@ def test_all_needs_the_servers_index_so_it_is_refused_with_agent(capsys: pytest.
         (["{m}:nothing", "--input", "x"], "expected {m} to have 'nothing', got no 'nothing'"),
         (["{m}:needs_an_argument", "--input", "x"], "expected a factory that takes no arguments"),
         (["{m}:graph_only", "--input", "x"], "run: expected a target with an agent, got graphs only"),
-        (["{m}:answer", "--input", "x", "--store", "redis:x"], "--store: expected 'memory' or 'sqlite:PATH'"),
+        (
+            ["{m}:answer", "--input", "x", "--store", "redis:x"],
+            "--store: expected 'memory', 'sqlite:PATH' or 'postgres:URL', got 'redis:x'",
+        ),
     ],
 )
 def test_bad_usage_exits_2_saying_what_was_expected(
