@@ -7,6 +7,7 @@ from fastapi import APIRouter, Depends, Header, Query, Request, Response
 from sse_starlette import EventSourceResponse
 
 from ..distributed import SegmentRequest
+from ..schema import Message
 from ..store import check_checkpoint_id, check_session_id
 from ._distributed import Distributed, is_segment_id
 from ._errors import ApiError, shown
@@ -79,7 +80,8 @@ async def _conversation_turn(body: RunRequest, session_id: str, server: Server) 
     )
 
 
-async def _lone_run(body: RunRequest, server: Server) -> RunRecord:
+def _prompt(body: RunRequest, server: Server) -> list[Message]:
+    """The messages a run without a session starts on: a prompt it must have, and no resume targets."""
     messages = server.messages(body.input)
     if not messages:
         raise ApiError(
@@ -91,6 +93,11 @@ async def _lone_run(body: RunRequest, server: Server) -> RunRecord:
         )
     if body.targets:
         raise _targets_without_resume()
+    return messages
+
+
+async def _lone_run(body: RunRequest, server: Server) -> RunRecord:
+    messages = _prompt(body, server)
     if body.checkpoint_id is None:
         checkpoint_id = f"ckpt-{uuid.uuid4().hex}"
     else:
@@ -119,17 +126,7 @@ async def _lone_run(body: RunRequest, server: Server) -> RunRecord:
 
 async def _distributed_run(body: RunRequest, distributed: Distributed, server: Server) -> Any:
     """A run without a session on the backend's workers: its segment enqueued, answered as a local run is."""
-    messages = server.messages(body.input)
-    if not messages:
-        raise ApiError(
-            422,
-            "empty_input",
-            "input: expected a prompt (a text or messages), got none",
-            expected="a non-empty input",
-            found=body.input,
-        )
-    if body.targets:
-        raise _targets_without_resume()
+    messages = _prompt(body, server)
     checkpoint_id = (
         f"ckpt-{uuid.uuid4().hex}"
         if body.checkpoint_id is None
