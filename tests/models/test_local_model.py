@@ -204,6 +204,23 @@ async def test_message_text_is_marked_safe_so_the_template_does_not_html_escape_
     assert rendered == "Use <tags> & 'quotes'.|Tom's <order> & \"gift\"|"
 
 
+async def test_tool_call_arguments_are_marked_safe_too(fake_llama: type[FakeLlama]) -> None:
+    import jinja2.sandbox
+
+    call = ToolCall(id="c1", function=FunctionCall(name="lookup_order", arguments='{"note": "Tom\'s <box> & co"}'))
+    conversation = [user("Where is it?"), assistant(tool_calls=[call]), tool_message("shipped", tool_call_id="c1")]
+
+    await LlamaCppChatModel(guided=False).generate(conversation, tools=[LOOKUP])
+
+    # The template's own line for earlier calls, rendered with autoescape on as llama-cpp-python renders it.
+    env = jinja2.sandbox.ImmutableSandboxedEnvironment(autoescape=jinja2.select_autoescape(["html", "xml"]))
+    template = env.from_string(
+        "{% for m in messages %}{% for c in m.tool_calls or [] %}{{ c.function.arguments }}|{% endfor %}{% endfor %}"
+    )
+    rendered = template.render(messages=fake_llama.instances[0].requests[0]["messages"])
+    assert rendered == '{"note": "Tom\'s <box> & co"}|'
+
+
 # -- guided tool use, the default of the default model ---------------------------------------------------------
 
 

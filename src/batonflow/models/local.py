@@ -267,23 +267,18 @@ def _adapt_to_chatml_function_calling(request: dict[str, Any]) -> None:
 
 
 def _mark_safe(request: dict[str, Any]) -> None:
-    """Keep the messages' text as written: the ``chatml-function-calling`` template renders with HTML autoescape
-    on, which would turn ``'`` into ``&#39;`` and ``<`` into ``&lt;`` in every message the model reads. Text marked
-    safe (``markupsafe.Markup``, a ``str``) is rendered as it is.
-
-    The arguments of earlier tool calls are left as the template renders them (``"`` as ``&#34;``). Measured on
-    SmolLM2 with the demo's router (``python -m benchmarks.local_routing``, 12 requests): escaped, 10 routed
-    right; unescaped, 8, with every complaint sent elsewhere (``benchmarks.local_agent``: 0 runs of 5 completed,
-    against 5 of 5). Reworked example routings did no better unescaped (the examples in the system prompt, as
-    rules, in one user message, more of them, other orders, the arguments compact, indented or empty: 4 to 8 of
-    12). Unescaped, the earlier calls read exactly as the JSON the forced call's grammar makes the model write,
-    and its choice follows them rather than the request.
-    """
+    """Keep the prompt as written: the ``chatml-function-calling`` template renders with HTML autoescape on, which
+    would turn ``'`` into ``&#39;``, ``<`` into ``&lt;`` and ``"`` into ``&#34;`` in every message and tool call
+    the model reads. Text marked safe (``markupsafe.Markup``, a ``str``) is rendered as it is."""
     from markupsafe import Markup  # installed with llama-cpp-python's jinja2
 
     for message in request["messages"]:
         if isinstance(message.get("content"), str):
             message["content"] = Markup(message["content"])
+        for call in message.get("tool_calls") or ():
+            function = call.get("function") or {}
+            if isinstance(function.get("arguments"), str):
+                function["arguments"] = Markup(function["arguments"])
 
 
 class LlamaCppEmbeddingModel:
