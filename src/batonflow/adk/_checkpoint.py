@@ -14,13 +14,13 @@ from typing import Any
 
 from ..errors import UserError
 from ..schema import Address, Message
-from ..store import DecodeLimits, decode, encode_async, register_type
+from ..store import DecodeLimits, encode_async, register_type
 from ..tools import InterruptSignal
 from ._context import RunContext, SessionEvent
 from ._interrupt import InterruptRecord, flatten
 from ._parts import HistoryChain
 
-__all__ = ["Checkpoint", "decode_checkpoint", "encode_checkpoint", "keeps_parts", "load_checkpoint"]
+__all__ = ["Checkpoint", "encode_checkpoint", "keeps_parts", "load_checkpoint"]
 
 
 @dataclass(slots=True, kw_only=True)
@@ -96,11 +96,6 @@ async def encode_checkpoint(
     return await chain.encode(checkpoint_id, head, events, write, limits)
 
 
-def decode_checkpoint(data: bytes, store: object = None) -> Checkpoint:
-    """The checkpoint in ``data``, read from ``store`` and decoded within its limits (one saved without parts)."""
-    return _checked(decode(data, limits=limits_of(store)))
-
-
 async def load_checkpoint(
     data: bytes, store: Any, checkpoint_id: str, part_events: int
 ) -> tuple[Checkpoint, HistoryChain]:
@@ -108,13 +103,9 @@ async def load_checkpoint(
     (for the next checkpoint of the run to refer to, cutting a part every ``part_events`` events)."""
     where = f"checkpoint[{checkpoint_id}]"
     value, chain = await HistoryChain.load(data, store.get, where, limits_of(store), part_events)
-    checkpoint = _checked(value)
+    if not isinstance(value, Checkpoint):
+        raise UserError(f"not a checkpoint: expected a Checkpoint, got {type(value).__name__}")
+    checkpoint = value
     if chain.events:
         checkpoint.events = [*chain.events, *checkpoint.events]
     return checkpoint, chain
-
-
-def _checked(value: Any) -> Checkpoint:
-    if not isinstance(value, Checkpoint):
-        raise UserError(f"not a checkpoint: expected a Checkpoint, got {type(value).__name__}")
-    return value

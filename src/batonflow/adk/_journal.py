@@ -55,8 +55,7 @@ def base_digest(data: bytes) -> str:
 
 def journal_chunk_id(checkpoint_id: str, n: int) -> str:
     """Where chunk ``n`` of ``checkpoint_id``'s journal is kept: a fixed-size id whatever the checkpoint id's size."""
-    digest = hashlib.blake2b(checkpoint_id.encode("utf-8"), digest_size=16).hexdigest()
-    return f"batonflow-journal:{digest}:{n}"
+    return f"batonflow-journal:{base_digest(checkpoint_id.encode('utf-8'))}:{n}"
 
 
 class Journal:

@@ -16,7 +16,6 @@ below a part starts a new chain.
 from __future__ import annotations
 
 import asyncio
-import hashlib
 import struct
 from collections import OrderedDict
 from collections.abc import Awaitable, Callable, Sequence
@@ -26,6 +25,7 @@ from typing import Any
 from ..errors import CodecError
 from ..store import DecodeLimits, SharedObjects, decode, encode, encode_async, register_type
 from ._context import SessionEvent
+from ._journal import base_digest
 
 __all__ = ["PART_EVENTS", "RECENT_EVENTS", "HistoryChain", "HistoryPart", "part_key"]
 
@@ -87,12 +87,7 @@ register_type(HistoryPart, name="HistoryPart")
 def part_key(checkpoint_id: str, digest: str) -> str:
     """Where a part of ``checkpoint_id``'s history is kept: named by the checkpoint and the part's digest, so that
     a part is never overwritten (a runner that lost its lease cannot spoil the parts of the one that has it)."""
-    owner = hashlib.blake2b(checkpoint_id.encode("utf-8"), digest_size=16).hexdigest()
-    return f"batonflow-history:{owner}:{digest}"
-
-
-def _digest(data: bytes) -> str:
-    return hashlib.blake2b(data, digest_size=16).hexdigest()
+    return f"batonflow-history:{base_digest(checkpoint_id.encode('utf-8'))}:{digest}"
 
 
 class HistoryChain:
@@ -133,7 +128,7 @@ class HistoryChain:
         tail = history[len(self.events) :]
         if len(tail) >= self.part_events:
             data = await encode_async(tail, what="history part", limits=limits, shared=self.shared)
-            digest = _digest(data)
+            digest = base_digest(data)
             part = HistoryPart(
                 key=part_key(checkpoint_id, digest), events=len(tail), objects=len(self.shared), digest=digest
             )
@@ -179,7 +174,7 @@ class HistoryChain:
             what = f"{where}'s history part {n} of {len(parts)} ({part.key})"
             if part_data is None:
                 raise CodecError(f"cannot decode {what}: expected it in the store, found nothing there")
-            if _digest(part_data) != part.digest:
+            if base_digest(part_data) != part.digest:
                 raise CodecError(f"cannot decode {what}: its bytes do not match the digest the checkpoint recorded")
             first = len(chain.shared)
             recent = _recent.get(part.key)

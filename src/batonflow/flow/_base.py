@@ -11,7 +11,7 @@ one-element list. What a node builds (a model, a repository) is cached per node,
 from __future__ import annotations
 
 import sys
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TextIO
@@ -62,8 +62,6 @@ class FlowSettings:
     base_dir: Path | None = None
     http_timeout: float = 30.0
     shared: dict[str, Any] = field(default_factory=dict)
-    closers: list[Callable[[], Awaitable[Any]]] = field(default_factory=list)
-    """What the engine's ``aclose`` calls: the MCP connections and Redis clients the nodes opened."""
 
     @property
     def console_in(self) -> TextIO:

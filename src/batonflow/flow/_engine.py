@@ -7,7 +7,6 @@ component, a chat model, an embedding model or a tool provider is added with ``r
 
 from __future__ import annotations
 
-import contextlib
 import os
 from collections.abc import Iterable
 from pathlib import Path
@@ -73,14 +72,6 @@ def _register(engine: FlowEngine, settings: FlowSettings) -> None:
     """The twelve components on ``engine``, sharing ``settings``; ``engine.aclose`` closes what their nodes open."""
     for cls in _CLASSES:
         engine.register(cls.name, cls(settings))
-
-    async def close_nodes() -> None:
-        closers, settings.closers[:] = list(settings.closers), []
-        for close in reversed(closers):
-            with contextlib.suppress(Exception):
-                await close()
-
-    engine.add_closer(close_nodes)
 
 
 def _install(engine: FlowEngine) -> None:

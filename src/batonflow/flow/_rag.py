@@ -128,5 +128,5 @@ class RedisRepositoryComponent(_RepositoryComponent):
         client = redis.asyncio.Redis(
             host=host, port=int(port), db=db, username=config.get("user"), password=config.get("password")
         )
-        self.settings.closers.append(client.aclose)
+        self.settings.engine.add_closer(client.aclose)
         return RedisRepository(embedding_model, client, key_prefix=prefix)

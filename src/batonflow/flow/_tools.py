@@ -126,7 +126,7 @@ async def _mcp_tools(name: str, config: Any, node: Node, settings: FlowSettings)
             provider = MCPToolProvider.stdio(options.pop("command"), options.pop("args"), **options)
         else:
             provider = MCPToolProvider.http(options.pop("url"), **options)
-        settings.closers.append(provider.close)
+        settings.engine.add_closer(provider.close)
         return list(await provider.tools())
     except Exception as error:
         raise FlowComponentError(
