@@ -12,6 +12,7 @@ from typing import Any
 __all__ = [
     "BackendUnavailableError",
     "BatonflowError",
+    "BranchFailedError",
     "CheckpointExistsError",
     "CheckpointNotFoundError",
     "CodecError",
@@ -58,6 +59,15 @@ class StreamClosedError(UserError):
 
 class RunError(BatonflowError):
     """Something went wrong during a run."""
+
+
+class BranchFailedError(RunError):
+    """A parallel branch that ran elsewhere failed there, or could not be run: the exception itself cannot travel,
+    so ``kind`` is its class name and the message says what happened."""
+
+    def __init__(self, message: str, *, kind: str = "") -> None:
+        super().__init__(message)
+        self.kind = kind
 
 
 class ModelError(RunError):

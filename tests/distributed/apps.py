@@ -9,7 +9,7 @@ from __future__ import annotations
 import asyncio
 import os
 
-from batonflow import ChatModelAgent, Message, ToolContext, tool
+from batonflow import ChatModelAgent, Message, ParallelAgent, SequentialAgent, ToolContext, tool
 from batonflow.schema import assistant
 from batonflow.testing import FunctionModel, tool_calls
 from batonflow.tools import ToolInfo
@@ -67,7 +67,7 @@ def waiter() -> ChatModelAgent:
 
 
 def agents() -> dict[str, ChatModelAgent]:
-    return {"shipper": shipper(), "echo": echo(), "waiter": waiter(), "stepper": stepper()}
+    return {"shipper": shipper(), "echo": echo(), "waiter": waiter(), "stepper": stepper(), "survey": survey()}
 
 
 STEPS = 6
@@ -121,3 +121,36 @@ def stepper() -> ChatModelAgent:
     return ChatModelAgent(
         name="stepper", description="A long job of steps.", model=FunctionModel(_steps), tools=[begin, step]
     )
+
+
+@tool
+async def visit(city: str) -> str:
+    """Visit a city (half a second), noting which process went there.
+
+    Args:
+        city: the city
+    """
+    _note(f"visited {city}")
+    await asyncio.sleep(0.5)
+    return f"{city} visited by {os.getpid()}"
+
+
+def _visitor(city: str) -> ChatModelAgent:
+    def answer(messages: list[Message], tools: list[ToolInfo]) -> Message:
+        result = next((m for m in reversed(messages) if m.role == "tool"), None)
+        return tool_calls(("visit", {"city": city})) if result is None else assistant(result.content)
+
+    return ChatModelAgent(name=city, description=f"Visits {city}.", model=FunctionModel(answer), tools=[visit])
+
+
+def _tally(messages: list[Message], tools: list[ToolInfo]) -> Message:
+    visited = [m for m in messages if m.role == "user" and "said:" in m.content and "visited by" in m.content]
+    return assistant(f"{len(visited)} cities visited")
+
+
+def survey() -> SequentialAgent:
+    """Four cities visited at once, each branch on the worker pool, then a tally of what the branches said."""
+    cities = [_visitor(c) for c in ("oslo", "lima", "pune", "kobe")]
+    fan = ParallelAgent(name="cities", sub_agents=cities, distribute=True)
+    tally = ChatModelAgent(name="tally", description="Counts.", model=FunctionModel(_tally))
+    return SequentialAgent(name="survey", sub_agents=[fan, tally])

@@ -28,6 +28,13 @@ from ._events import break_loop_action as break_loop_action
 from ._events import event_from_message as event_from_message
 from ._events import exit_action as exit_action
 from ._events import transfer_action as transfer_action
+from ._fanout import Branch as Branch
+from ._fanout import BranchDispatcher as BranchDispatcher
+from ._fanout import BranchEvent as BranchEvent
+from ._fanout import BranchResult as BranchResult
+from ._fanout import current_dispatcher as current_dispatcher
+from ._fanout import dispatching as dispatching
+from ._fanout import run_branch as run_branch
 from ._flow import FlowAgent as FlowAgent
 from ._flow import agent_with_options as agent_with_options
 from ._flow import set_sub_agents as set_sub_agents
@@ -82,6 +89,10 @@ __all__ = [
     "AgentMiddleware",
     "AgentOutput",
     "AgentTool",
+    "Branch",
+    "BranchDispatcher",
+    "BranchEvent",
+    "BranchResult",
     "BreakLoopAction",
     "ChatModelAgent",
     "ChatModelAgentResumeData",
@@ -117,7 +128,9 @@ __all__ = [
     "break_loop_action",
     "collect_events",
     "composite_interrupt",
+    "current_dispatcher",
     "default_history_rewriter",
+    "dispatching",
     "event_from_message",
     "exit_action",
     "fence_message",
@@ -132,6 +145,7 @@ __all__ = [
     "plan_execute_replan",
     "render_instruction",
     "rewrite_message",
+    "run_branch",
     "set_language",
     "set_sub_agents",
     "stateful_interrupt",

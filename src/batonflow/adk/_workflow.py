@@ -19,6 +19,7 @@ from ..tools import InterruptSignal
 from ._agent import Agent
 from ._context import RunContext, SessionEvent
 from ._events import AgentEvent, AgentInput
+from ._fanout import BranchDispatcher, branch_of, current_dispatcher, dispatched
 from ._flow import FlowAgent, agent_with_options
 from ._interrupt import ResumeInfo, interrupted_action
 
@@ -257,9 +258,21 @@ def _mark_break(event: AgentEvent, iteration: int) -> bool:
 
 class ParallelAgent(WorkflowAgent):
     """Runs its sub-agents at the same time. Each sees the history from before the fork plus its own events;
-    their events reach the caller as they come and join the session by time when all are done."""
+    their events reach the caller as they come and join the session by time when all are done.
+
+    ``distribute=True`` runs each branch on the worker pool of the run, when it has one (a segment on
+    ``DBOSWorker``): a branch's events then reach the caller when that branch ends. Without a pool the branches
+    run here, as they do by default."""
 
     kind = "Parallel"
+
+    def __init__(
+        self, *, name: str, description: str = "", sub_agents: Sequence[Agent], distribute: bool = False
+    ) -> None:
+        if not isinstance(distribute, bool):
+            raise UserError(f"ParallelAgent '{name}': distribute: expected True or False, got {distribute!r}")
+        super().__init__(name=name, description=description, sub_agents=sub_agents)
+        self.distribute = distribute
 
     async def _run(self, ctx: RunContext, info: ResumeInfo | None) -> AsyncIterator[AgentEvent]:
         if not self.sub_agents:
@@ -280,7 +293,13 @@ class ParallelAgent(WorkflowAgent):
             session.events = list(state.lanes.get(i, []))
             contexts[i] = replace(ctx, session=session)
         resuming = ResumeInfo(enable_streaming=ctx.enable_streaming) if info is not None else None
-        streams = [Stream.from_async_iter(self._branch(i, contexts[i], resuming)) for i in branches]
+        dispatcher = current_dispatcher() if self.distribute else None
+        if dispatcher is None:
+            streams = [Stream.from_async_iter(self._branch(i, contexts[i], resuming)) for i in branches]
+        else:
+            streams = [
+                Stream.from_async_iter(self._elsewhere(dispatcher, i, contexts[i], info is not None)) for i in branches
+            ]
         signals: list[InterruptSignal] = []
         async with aclosing(Stream.merge(streams)) as merged:
             async for event in merged:
@@ -299,7 +318,18 @@ class ParallelAgent(WorkflowAgent):
         joined = sorted((e for lane in lanes.values() for e in lane), key=lambda e: e.ts)
         ctx.session.events.extend(joined)
 
-    async def _branch(self, index: int, ctx: RunContext, resuming: ResumeInfo | None) -> AsyncIterator[AgentEvent]:
+    async def _elsewhere(
+        self, dispatcher: BranchDispatcher, index: int, ctx: RunContext, resuming: bool
+    ) -> AsyncGenerator[AgentEvent, None]:
+        """Branch ``index`` run by ``dispatcher``: its events, once it has ended."""
+        branch = await branch_of(ctx, index, self.sub_agents[index].name, resuming)
+        async with aclosing(dispatched(dispatcher, ctx, branch)) as source:
+            async for event in source:
+                yield event
+
+    async def _branch(
+        self, index: int, ctx: RunContext, resuming: ResumeInfo | None
+    ) -> AsyncGenerator[AgentEvent, None]:
         sub = self.sub_agents[index]
         assert ctx.root_input is not None
         events = sub.resume(resuming, ctx) if resuming is not None else sub.run(ctx.root_input, ctx)

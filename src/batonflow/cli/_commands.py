@@ -217,6 +217,10 @@ def worker(
         str, typer.Option(envvar="BATONFLOW_DATABASE_URL", help="the PostgreSQL URL of the DBOS system database")
     ],
     concurrency: Annotated[int, typer.Option(min=1, help="segments this worker runs at once")] = 100,
+    branch_concurrency: Annotated[
+        int | None,
+        typer.Option(min=1, help="branches of distributed parallel agents it runs at once (--concurrency if omitted)"),
+    ] = None,
     store: Store = "memory",
     app_version: Annotated[
         str | None, typer.Option(help="the application version it runs (batonflow's pinned one when omitted)")
@@ -239,6 +243,7 @@ def worker(
         database_url=database_url,
         store=store,
         concurrency=concurrency,
+        branch_concurrency=branch_concurrency,
         app_version=app_version,
         connect_within=connect_within,
         redis_url=redis_url,

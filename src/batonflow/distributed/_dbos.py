@@ -7,6 +7,10 @@ run them (``DBOSWorker``, ``batonflow worker``). Needs the ``dbos`` extra.
 - **A pinned application version** (``APP_VERSION``: batonflow's release and codec version). Segments are
   enqueued with it and DBOS hands a segment only to a worker of its version; a worker that sees segments of
   another version waiting says so in its log (and, should one reach it, refuses it with ``VersionMismatchError``).
+- **Branches on the pool**: a ``ParallelAgent(distribute=True)`` in a segment enqueues each branch as a workflow of
+  its own on a second queue (so that segments waiting for their branches never hold the slots the branches need),
+  named by the segment and the branch's address, so a segment re-run after a crash attaches to its branches
+  instead of running them again.
 - **A paused run holds no process**: an interrupt ends the workflow with the checkpoint saved; its resume is a new
   segment, of the checkpoint's new generation.
 """
@@ -28,11 +32,13 @@ from sqlalchemy.engine import make_url
 from sqlalchemy.exc import OperationalError
 
 from .. import __version__
-from ..adk import Agent, AgentEvent
+from ..adk import Agent, AgentEvent, Branch, BranchResult, dispatching, run_branch
 from ..errors import (
     BackendUnavailableError,
+    BranchFailedError,
     ResumeConflictError,
     SegmentFailedError,
+    UnknownAgentError,
     UserError,
     VersionMismatchError,
 )
@@ -48,6 +54,8 @@ APP_VERSION = f"batonflow-{__version__}-codec{CODEC_VERSION}"
 
 QUEUE = "batonflow-segments"
 WORKFLOW = "batonflow.segment"
+BRANCH_QUEUE = "batonflow-branches"
+BRANCH_WORKFLOW = "batonflow.branch"
 POLL = 0.1  # seconds between a worker's looks at the queue: measured 49-103 ms to start at 0.1, 503 ms at 1.0
 RESULT_POLL = 0.05
 
@@ -159,6 +167,7 @@ class DBOSWorker:
         *,
         database_url: str,
         concurrency: int = 100,
+        branch_concurrency: int | None = None,
         app_version: str = APP_VERSION,
         executor_id: str | None = None,
         connect_within: float = 30.0,
@@ -167,6 +176,9 @@ class DBOSWorker:
     ) -> None:
         if type(concurrency) is not int or concurrency < 1:
             raise UserError(f"concurrency: expected an int of 1 or more, got {concurrency!r}")
+        if branch_concurrency is not None and (type(branch_concurrency) is not int or branch_concurrency < 1):
+            raise UserError(f"branch_concurrency: expected an int of 1 or more, got {branch_concurrency!r}")
+        self.branch_concurrency = concurrency if branch_concurrency is None else branch_concurrency
         if isinstance(connect_within, bool) or not isinstance(connect_within, int | float) or connect_within < 0:
             raise UserError(f"connect_within: expected a number of seconds >= 0, got {connect_within!r}")
         self.connect_within = float(connect_within)
@@ -184,6 +196,7 @@ class DBOSWorker:
         self._stop = threading.Event()
         self._warned: set[str] = set()
         self._unpublished: set[str] = set()
+        self._client: DBOSClient | None = None
 
     def launch(self) -> None:
         """Start taking segments (DBOS's threads and loop run them); returns at once."""
@@ -199,6 +212,12 @@ class DBOSWorker:
         # The queue's settings live in the database, shared by its workers: the last one launched sets them.
         DBOS.register_queue(
             QUEUE, worker_concurrency=self.concurrency, polling_interval_sec=POLL, on_conflict="always_update"
+        )
+        DBOS.register_queue(
+            BRANCH_QUEUE,
+            worker_concurrency=self.branch_concurrency,
+            polling_interval_sec=POLL,
+            on_conflict="always_update",
         )
 
     def _connect(self) -> None:
@@ -236,7 +255,9 @@ class DBOSWorker:
     def run(self) -> None:
         """Launch, then work until ``stop`` (SIGTERM, Ctrl-C), saying which waiting segments it refuses."""
         self.launch()
-        sweeper = Sweeper(self.database_url, self.executor_id, self.app_version, ttl=self.lease_ttl, queue=QUEUE)
+        sweeper = Sweeper(
+            self.database_url, self.executor_id, self.app_version, ttl=self.lease_ttl, queues=(QUEUE, BRANCH_QUEUE)
+        )
         sweeper.beat()
         _log.info("worker %s: taking segments", self.executor_id)
         try:
@@ -261,13 +282,26 @@ class DBOSWorker:
 
     def shutdown(self) -> None:
         global _worker
+        client, self._client = self._client, None
+        if client is not None:
+            client.destroy()
         DBOS.destroy(destroy_registry=False)
         _worker = None
+
+    def client(self) -> DBOSClient:
+        """The worker's client of its own queue: how a segment enqueues its branches (made on first use)."""
+        if self._client is None:
+            self._client = DBOSClient(system_database_url=self.database_url, serializer=CodecSerializer())
+        return self._client
 
     def refuse_foreign(self) -> list[tuple[str, str]]:
         """The segments waiting on the queue under another application version (never dequeued here), each logged
         once with the reason: a worker of that version must run them, or the run be started again."""
-        waiting = DBOS.list_workflows(status="ENQUEUED", queue_name=QUEUE, load_input=False, load_output=False)
+        waiting = [
+            w
+            for queue in (QUEUE, BRANCH_QUEUE)
+            for w in DBOS.list_workflows(status="ENQUEUED", queue_name=queue, load_input=False, load_output=False)
+        ]
         foreign = [(w.workflow_id, w.app_version or "") for w in waiting if w.app_version != self.app_version]
         for workflow_id, version in foreign:
             if workflow_id not in self._warned:
@@ -281,7 +315,7 @@ class DBOSWorker:
                 )
         return foreign
 
-    async def run_request(self, payload: Any, version: str, sid: str) -> dict[str, Any]:
+    def check_version(self, version: str, sid: str) -> None:
         if version != self.app_version:
             raise VersionMismatchError(
                 f"segment {sid}: refused: expected application version {self.app_version!r} (this worker's), got "
@@ -290,6 +324,9 @@ class DBOSWorker:
                 expected=self.app_version,
                 found=version,
             )
+
+    async def run_request(self, payload: Any, version: str, sid: str) -> dict[str, Any]:
+        self.check_version(version, sid)
         request = SegmentRequest.from_payload(payload)
         log = self.events
         if log is None:
@@ -332,16 +369,86 @@ class DBOSWorker:
         within ``lease_ttl``), for twice that at most."""
         deadline = time.monotonic() + 2 * self.lease_ttl
         delay = 0.05
+        branches = PoolBranches(self, sid, request.agent)
         while True:
             try:
-                return await run_segment(
-                    self.agents, self.store, request, sid=sid, sink=sink, resume_lease=self.lease_ttl
-                )
+                with dispatching(branches):  # the segment's distributed parallel agents send their branches to the pool
+                    return await run_segment(
+                        self.agents, self.store, request, sid=sid, sink=sink, resume_lease=self.lease_ttl
+                    )
             except ResumeConflictError as conflict:
                 if time.monotonic() + delay > deadline:
                     return SegmentOutcome(segment_id=sid, status="failed", error=f"ResumeConflictError: {conflict}")
                 await asyncio.sleep(delay)
                 delay = min(delay * 2, 0.5)
+
+    async def run_branch(self, branch: Branch, agent: str, version: str, bid: str) -> BranchResult:
+        """A branch a segment enqueued: run with the segment's agent ``agent``, cancelled through the event log
+        like a segment."""
+        self.check_version(version, bid)
+        root = self.agents.get(agent)
+        if root is None:
+            raise UnknownAgentError(
+                f"branch {bid}: expected an agent among {sorted(self.agents)}, got {agent!r}", segment_id=bid
+            )
+        # The task starts with a copy of this context: a distributed parallel agent inside goes to the pool too.
+        with dispatching(PoolBranches(self, bid, agent)):
+            task = asyncio.ensure_future(run_branch(root, branch))
+        watcher = asyncio.ensure_future(self.events.watch_cancel(bid, task)) if self.events is not None else None
+        try:
+            return await task
+        finally:
+            if watcher is not None:
+                watcher.cancel()
+
+
+class PoolBranches:
+    """The branch dispatcher of one segment on a worker: each branch becomes a workflow on the branch queue, named
+    by the segment, the branch's address and how many times the segment has run that branch before. A segment that
+    runs again after a crash asks for the same names, and gets the branches that ran (or still run), not new
+    runs."""
+
+    def __init__(self, worker: DBOSWorker, sid: str, agent: str) -> None:
+        self.worker = worker
+        self.sid = sid
+        self.agent = agent
+        self._seen: dict[str, int] = {}
+
+    async def run_branch(self, branch: Branch) -> BranchResult:
+        where = branch.where
+        self._seen[where] = count = self._seen.get(where, 0) + 1
+        bid = f"{self.sid}/{where}#{count}"
+        worker, client = self.worker, self.worker.client()
+        options = EnqueueOptions(
+            workflow_name=BRANCH_WORKFLOW,
+            queue_name=BRANCH_QUEUE,
+            workflow_id=bid,
+            app_version=worker.app_version,
+            workflow_id_reuse_policy="return-existing",
+        )
+        try:
+            handle: WorkflowHandleAsync[BranchResult] = await client.enqueue_async(
+                options, branch, self.agent, worker.app_version
+            )
+            result = await handle.get_result(polling_interval_sec=RESULT_POLL)
+        except asyncio.CancelledError:
+            await asyncio.shield(self._cancel(bid))
+            raise
+        except SegmentFailedError as error:
+            raise BranchFailedError(f"branch {bid} failed: {error}", kind=error.kind) from None
+        if not isinstance(result, BranchResult):
+            raise BranchFailedError(f"branch {bid}: expected a BranchResult, got {type(result).__name__}")
+        return result
+
+    async def _cancel(self, bid: str) -> None:
+        """Stop a branch whose segment stopped waiting for it (cancelled, or its worker stopping)."""
+        events = self.worker.events
+        try:
+            if events is not None:
+                await events.request_cancel(bid)
+            await self.worker.client().cancel_workflow_async(bid)
+        except Exception:
+            _log.warning("branch %s: could not be cancelled", bid, exc_info=True)
 
 
 _worker: DBOSWorker | None = None
@@ -355,6 +462,16 @@ async def _segment(payload: dict[str, Any], version: str) -> dict[str, Any]:
     if worker is None:
         raise UserError(f"segment {sid}: expected a DBOSWorker in this process, got none")
     return await worker.run_request(payload, version, sid)
+
+
+@DBOS.workflow(name=BRANCH_WORKFLOW, max_recovery_attempts=None)
+async def _branch(branch: Branch, agent: str, version: str) -> BranchResult:
+    """One branch of a distributed parallel agent, on the worker that dequeued it."""
+    worker = _worker
+    bid = DBOS.workflow_id or ""
+    if worker is None:
+        raise UserError(f"branch {bid}: expected a DBOSWorker in this process, got none")
+    return await worker.run_branch(branch, agent, version, bid)
 
 
 def _check_version(version: str) -> None:

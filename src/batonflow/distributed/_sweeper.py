@@ -40,12 +40,14 @@ _CLAIM_DEAD = "DELETE FROM batonflow_workers WHERE expires_at < now() AND execut
 class Sweeper:
     """One worker's heartbeat and sweep, over its own connection to the DBOS database at ``database_url``."""
 
-    def __init__(self, database_url: str, executor_id: str, app_version: str, *, ttl: float, queue: str) -> None:
+    def __init__(
+        self, database_url: str, executor_id: str, app_version: str, *, ttl: float, queues: tuple[str, ...]
+    ) -> None:
         self.database_url = database_url
         self.executor_id = executor_id
         self.app_version = app_version
         self.ttl = ttl
-        self.queue = queue
+        self.queues = queues
         self._conn: psycopg.Connection[tuple[object, ...]] | None = None
 
     def _db(self) -> psycopg.Connection[tuple[object, ...]]:
@@ -63,11 +65,15 @@ class Sweeper:
         dead = [str(row[0]) for row in self._db().execute(_CLAIM_DEAD, (self.executor_id,))]
         moved: list[str] = []
         for executor in dead:
-            pending = DBOS.list_workflows(
-                status="PENDING", executor_id=executor, queue_name=self.queue, load_input=False, load_output=False
-            )
+            pending = [
+                workflow
+                for queue in self.queues
+                for workflow in DBOS.list_workflows(
+                    status="PENDING", executor_id=executor, queue_name=queue, load_input=False, load_output=False
+                )
+            ]
             for workflow in pending:
-                DBOS.resume_workflow(workflow.workflow_id, queue_name=self.queue)
+                DBOS.resume_workflow(workflow.workflow_id, queue_name=workflow.queue_name)
                 moved.append(workflow.workflow_id)
             if pending:
                 _log.warning(
