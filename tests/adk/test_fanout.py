@@ -204,12 +204,14 @@ async def test_a_branch_is_refused_when_the_worker_finds_another_agent_there() -
     team = _team(distribute=True)
     dispatcher = CodecDispatcher(team)
     await _run(team, dispatcher)
-    branch = dispatcher.branches[0]
+    branch = next(b for b in dispatcher.branches if b.index == 0)
     other = _team(distribute=True)
     wrong_name = Branch(**{**_fields(branch), "name": "paris"})
-    with pytest.raises(UserError, match=r"expected branch \d of 'fan' to be 'paris', got the sub-agents"):
+    with pytest.raises(
+        UserError, match=r"expected branch 0 of 'fan' to be 'paris', got the agents \['oslo', 'lima', 'pune', 'kobe'\]"
+    ):
         await run_branch(other, wrong_name)
-    with pytest.raises(UserError, match="expected a parallel agent below 'elsewhere', got another root"):
+    with pytest.raises(UserError, match="expected a host of branches below 'elsewhere', got another root"):
         await run_branch(ChatModelAgent(name="elsewhere", description="x", model=FunctionModel(_echo)), branch)
     lost = Branch(**{**_fields(branch), "address": (*branch.address[:1], branch.address[0].__class__("agent", "x"))})
     with pytest.raises(UserError, match="expected a sub-agent 'x' of 'weather', got none"):
@@ -217,7 +219,7 @@ async def test_a_branch_is_refused_when_the_worker_finds_another_agent_there() -
     summary = Branch(
         **{**_fields(branch), "address": (*branch.address[:1], branch.address[0].__class__("agent", "summary"))}
     )
-    with pytest.raises(UserError, match="expected a ParallelAgent there, got ChatModelAgent"):
+    with pytest.raises(UserError, match="expected a ParallelAgent or a graph agent there, got ChatModelAgent"):
         await run_branch(other, summary)
 
 

@@ -10,6 +10,7 @@ import asyncio
 import os
 
 from batonflow import ChatModelAgent, Message, ParallelAgent, SequentialAgent, ToolContext, tool
+from batonflow.graph import GraphAgent, GraphSpec
 from batonflow.schema import assistant
 from batonflow.testing import FunctionModel, tool_calls
 from batonflow.tools import ToolInfo
@@ -67,7 +68,14 @@ def waiter() -> ChatModelAgent:
 
 
 def agents() -> dict[str, ChatModelAgent]:
-    return {"shipper": shipper(), "echo": echo(), "waiter": waiter(), "stepper": stepper(), "survey": survey()}
+    return {
+        "shipper": shipper(),
+        "echo": echo(),
+        "waiter": waiter(),
+        "stepper": stepper(),
+        "survey": survey(),
+        "atlas": atlas(),
+    }
 
 
 STEPS = 6
@@ -154,3 +162,18 @@ def survey() -> SequentialAgent:
     fan = ParallelAgent(name="cities", sub_agents=cities, distribute=True)
     tally = ChatModelAgent(name="tally", description="Counts.", model=FunctionModel(_tally))
     return SequentialAgent(name="survey", sub_agents=[fan, tally])
+
+
+def atlas() -> GraphAgent:
+    """The same four visits as agent nodes of a graph's parallel gateway, each on the pool (meta ``distribute``)."""
+    spec = GraphSpec("atlas")
+    spec.add_start("s").link_add("fork")
+    fork = spec.add_parallel("fork")
+    for city in ("oslo", "lima", "pune", "kobe"):
+        fork.link_add(city)
+        spec.add_activity(city, task=_visitor(city), meta={"output": city, "distribute": True}).link_add("join")
+    spec.add_parallel("join").link_add("tally")
+    tally = ChatModelAgent(name="tally", description="Counts.", model=FunctionModel(_tally))
+    spec.add_activity("tally", task=tally, meta={"output": "summary"}).link_add("e")
+    spec.add_end("e")
+    return GraphAgent(spec.build())

@@ -7,6 +7,7 @@ import asyncio
 import uuid
 
 import psycopg
+import pytest
 
 from batonflow.distributed import DBOSBackend, SegmentRequest
 from batonflow.schema import user
@@ -15,13 +16,19 @@ from batonflow.store import SqliteCheckpointStore
 from .conftest import Cluster
 
 
-async def test_a_four_branch_fan_out_lands_on_both_workers(cluster: Cluster) -> None:
+@pytest.mark.parametrize(
+    ("agent", "host"),
+    [("survey", "agent:survey;agent:cities;agent:{city}"), ("atlas", "agent:atlas;agent:{city};agent:{city}")],
+    ids=["parallel-agent", "graph-nodes"],
+)
+async def test_a_four_branch_fan_out_lands_on_both_workers(cluster: Cluster, agent: str, host: str) -> None:
     # Two branches at a time each: four branches cannot all land on one worker.
     workers = [cluster.start_worker(concurrency=2), cluster.start_worker(concurrency=2)]
     backend = DBOSBackend(SqliteCheckpointStore(cluster.store_path), database_url=cluster.database_url)
-    checkpoint_id = f"survey-{uuid.uuid4().hex[:8]}"
+    checkpoint_id = f"{agent}-{uuid.uuid4().hex[:8]}"
+    before = len(cluster.effect_lines())
     try:
-        sid = await backend.submit(SegmentRequest(agent="survey", checkpoint_id=checkpoint_id, messages=(user("go"),)))
+        sid = await backend.submit(SegmentRequest(agent=agent, checkpoint_id=checkpoint_id, messages=(user("go"),)))
         outcome = await asyncio.wait_for(backend.outcome(sid), 30)
     finally:
         await backend.close()
@@ -29,7 +36,7 @@ async def test_a_four_branch_fan_out_lands_on_both_workers(cluster: Cluster) -> 
             worker.stop()
     assert outcome.status == "completed", outcome
     assert outcome.text == "4 cities visited"  # the tally saw all four branches' answers after the join
-    visits = [line.split() for line in cluster.effect_lines() if " visited " in line]
+    visits = [line.split() for line in cluster.effect_lines()[before:] if " visited " in line]
     assert sorted(city for _, _, city in visits) == ["kobe", "lima", "oslo", "pune"]  # each branch ran once
     assert {int(pid) for pid, _, _ in visits} == {w.process.pid for w in workers}
     with psycopg.connect(cluster.database_url) as db:
@@ -38,7 +45,7 @@ async def test_a_four_branch_fan_out_lands_on_both_workers(cluster: Cluster) -> 
             (f"{sid}/%",),
         ).fetchall()
     assert sorted(r[0] for r in rows) == sorted(
-        f"{sid}/agent:survey;agent:cities;agent:{city}#1" for city in ("kobe", "lima", "oslo", "pune")
+        f"{sid}/{host.format(city=city)}#1" for city in ("kobe", "lima", "oslo", "pune")
     )
     assert {(r[1], r[2]) for r in rows} == {("batonflow-branches", "SUCCESS")}
 

@@ -80,7 +80,8 @@ async def test_an_unknown_agent_is_a_typed_error_naming_the_agents_served() -> N
     backend, _ = _backend()
     sid = await backend.submit(SegmentRequest(agent="nobody", checkpoint_id="c3", messages=(user("hi"),)))
     with pytest.raises(
-        UnknownAgentError, match=r"expected an agent among \['echo', 'shipper', 'stepper', 'survey', 'waiter'\], got 'nobody'"
+        UnknownAgentError,
+        match=r"expected an agent among \['echo', 'shipper', 'stepper', 'survey', 'waiter'\], got 'nobody'",
     ):
         await backend.outcome(sid)
 

@@ -31,8 +31,12 @@ from ._events import transfer_action as transfer_action
 from ._fanout import Branch as Branch
 from ._fanout import BranchDispatcher as BranchDispatcher
 from ._fanout import BranchEvent as BranchEvent
+from ._fanout import BranchHost as BranchHost
 from ._fanout import BranchResult as BranchResult
+from ._fanout import branch_of as branch_of
+from ._fanout import check_branch as check_branch
 from ._fanout import current_dispatcher as current_dispatcher
+from ._fanout import dispatch as dispatch
 from ._fanout import dispatching as dispatching
 from ._fanout import run_branch as run_branch
 from ._flow import FlowAgent as FlowAgent
@@ -92,6 +96,7 @@ __all__ = [
     "Branch",
     "BranchDispatcher",
     "BranchEvent",
+    "BranchHost",
     "BranchResult",
     "BreakLoopAction",
     "ChatModelAgent",
@@ -125,11 +130,14 @@ __all__ = [
     "TransferToAgentAction",
     "TransferToAgentTool",
     "agent_with_options",
+    "branch_of",
     "break_loop_action",
+    "check_branch",
     "collect_events",
     "composite_interrupt",
     "current_dispatcher",
     "default_history_rewriter",
+    "dispatch",
     "dispatching",
     "event_from_message",
     "exit_action",

@@ -1,8 +1,9 @@
-"""Parallel branches that run elsewhere: a ``ParallelAgent(distribute=True)`` hands each branch to the run's
-``BranchDispatcher`` (a worker pool's), which runs it on any worker and sends back what it did.
+"""Branches that run elsewhere: a ``ParallelAgent(distribute=True)`` hands each branch, and a graph agent each agent
+node marked ``distribute: true``, to the run's ``BranchDispatcher`` (a worker pool's), which runs it on any worker
+and sends back what it did.
 
-A branch travels as a ``Branch``: where its parallel agent sits (its address, found again from the segment's
-agent on the worker that takes it), and the part of the run it needs — the history before the fork, its own lane,
+A branch travels as a ``Branch``: where its host sits (the parallel or graph agent's address, found again from the
+segment's agent on the worker that takes it), which of its branches it is, and the part of the run it needs — the history before the fork, its own lane,
 the session values, the interrupts being resumed. It comes back as a ``BranchResult``: its events (whole messages;
 an interrupt as its saved records), its lane, and the session values it set. Both are codec values, so any backend
 can carry them without pickle.
@@ -13,11 +14,11 @@ tasks: ``distribute`` asks for the pool when there is one, and changes nothing o
 
 from __future__ import annotations
 
-from collections.abc import AsyncGenerator, Iterator
-from contextlib import aclosing, contextmanager
+from collections.abc import AsyncGenerator, AsyncIterator, Iterator
+from contextlib import contextmanager
 from contextvars import ContextVar
 from dataclasses import dataclass, field, replace
-from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
+from typing import Any, Protocol, runtime_checkable
 
 from ..errors import BranchFailedError, UserError
 from ..schema import Address, Message, RunStep, format_address
@@ -26,31 +27,37 @@ from ..tools import InterruptSignal
 from ._agent import Agent
 from ._context import RunContext, RunSession, SessionEvent
 from ._events import AgentAction, AgentEvent, AgentInput, event_from_message
-from ._interrupt import InterruptRecord, ResumeInfo, ResumePoints, flatten, interrupted_action
-
-if TYPE_CHECKING:
-    from ._workflow import ParallelAgent
+from ._interrupt import InterruptRecord, ResumePoints, flatten, interrupted_action
 
 __all__ = [
     "Branch",
     "BranchDispatcher",
     "BranchEvent",
+    "BranchHost",
     "BranchResult",
+    "branch_of",
+    "check_branch",
     "current_dispatcher",
+    "dispatch",
     "dispatching",
+    "find_host",
     "run_branch",
 ]
 
 
 @dataclass(slots=True, kw_only=True)
 class Branch:
-    """One branch of a distributed ``ParallelAgent``, as it travels to the worker that runs it."""
+    """One branch of a host (a distributed ``ParallelAgent``, a graph agent), as it travels to the worker that runs
+    it."""
 
     address: Address
-    """The parallel agent's address: found again, from the segment's agent, through sub-agents."""
-    index: int
+    """The host's address: found again, from the segment's agent, through sub-agents."""
     name: str
-    """The branch's agent (checked against the parallel agent found on the worker)."""
+    """The branch's agent (checked against the host found on the worker)."""
+    index: int = -1
+    """A parallel agent's branch: its place among the sub-agents."""
+    step: str = ""
+    """A graph agent's branch: the agent node's step in the run path."""
     run_id: str
     run_path: tuple[RunStep, ...]
     root_messages: list[Message]
@@ -68,7 +75,8 @@ class Branch:
     @property
     def where(self) -> str:
         """The branch's address, for ids and messages."""
-        return f"{format_address(self.address)};agent:{self.name}"
+        step = f";agent:{self.step}" if self.step else ""
+        return f"{format_address(self.address)}{step};agent:{self.name}"
 
 
 @dataclass(slots=True, kw_only=True)
@@ -106,7 +114,7 @@ class BranchEvent:
         )
 
     def event(self) -> AgentEvent:
-        """The event again, on the side that dispatched the branch."""
+        """The event again, on the side that dispatch the branch."""
         if self.message is not None:
             event = event_from_message(self.message, role=self.role, tool_name=self.tool_name)  # type: ignore[arg-type]
         else:
@@ -138,6 +146,16 @@ for _cls in (Branch, BranchEvent, BranchResult):
 
 
 @runtime_checkable
+class BranchHost(Protocol):
+    """An agent whose branches can run elsewhere: what a worker runs a ``Branch`` with, on a context made from
+    what the branch carries."""
+
+    name: str
+
+    def branch_events(self, branch: Branch, ctx: RunContext) -> AsyncIterator[AgentEvent]: ...
+
+
+@runtime_checkable
 class BranchDispatcher(Protocol):
     """Runs branches somewhere else and waits for them: what a worker pool gives the runs of its segments."""
 
@@ -163,9 +181,9 @@ def dispatching(dispatcher: BranchDispatcher | None) -> Iterator[None]:
         _dispatcher.reset(token)
 
 
-async def branch_of(ctx: RunContext, index: int, name: str, resuming: bool) -> Branch:
-    """The branch ``index`` (agent ``name``) of the parallel agent whose context is ``ctx`` (its fork for the branch),
-    ready to travel: streamed messages of the history joined first."""
+async def branch_of(ctx: RunContext, *, name: str, resuming: bool, index: int = -1, step: str = "") -> Branch:
+    """A branch (agent ``name``) of the host whose context is ``ctx`` (a parallel agent's fork for the branch, a
+    graph agent's own), ready to travel: streamed messages of the history joined first."""
     session = ctx.session
     for recorded in (*session.committed, *session.events):
         await recorded.get_message()
@@ -175,8 +193,9 @@ async def branch_of(ctx: RunContext, index: int, name: str, resuming: bool) -> B
     ids = {r.id for r in records or ()}
     return Branch(
         address=ctx.address,
-        index=index,
         name=name,
+        index=index,
+        step=step,
         run_id=ctx.run_id,
         run_path=ctx.run_path,
         root_messages=list(ctx.root_input.messages) if ctx.root_input is not None else [],
@@ -191,15 +210,9 @@ async def branch_of(ctx: RunContext, index: int, name: str, resuming: bool) -> B
 
 
 async def run_branch(root: Agent, branch: Branch) -> BranchResult:
-    """Run ``branch`` here: find its parallel agent from ``root`` (the segment's agent), run the branch on a context
-    made from what it carries, and gather what it did."""
-    parallel = find_parallel(root, branch.address)
-    if not 0 <= branch.index < len(parallel.sub_agents) or parallel.sub_agents[branch.index].name != branch.name:
-        names = [s.name for s in parallel.sub_agents]
-        raise UserError(
-            f"branch {branch.where}: expected branch {branch.index} of '{parallel.name}' to be {branch.name!r}, got "
-            f"the sub-agents {names} (do the workers run another version of the agents?)"
-        )
+    """Run ``branch`` here: find its host from ``root`` (the segment's agent), run the branch on a context made from
+    what it carries, and gather what it did."""
+    host = find_host(root, branch.address)
     session = RunSession(
         values=dict(branch.values),
         committed=list(branch.committed),
@@ -218,49 +231,52 @@ async def run_branch(root: Agent, branch: Branch) -> BranchResult:
         trace=None,
     )
     events: list[BranchEvent] = []
-    async with aclosing(parallel._branch(branch.index, ctx, ResumeInfo() if resuming else None)) as source:
+    source = host.branch_events(branch, ctx)
+    try:
         async for event in source:
             events.append(await BranchEvent.of(event))
-    for recorded in session.events:
+    finally:
+        close = getattr(source, "aclose", None)
+        if close is not None:
+            await close()
+    added = session.events[len(branch.lane) :]
+    for recorded in added:
         await recorded.get_message()
     changed = {k: v for k, v in session.values.items() if k not in branch.values or branch.values[k] != v}
     visits = {a: n for a, n in session.visits.items() if branch.visits.get(a) != n}
-    return BranchResult(events=events, lane=session.events, values=changed, visits=visits)
+    return BranchResult(events=events, lane=added, values=changed, visits=visits)
 
 
-async def dispatched(dispatcher: BranchDispatcher, ctx: RunContext, branch: Branch) -> AsyncGenerator[AgentEvent, None]:
-    """The events of ``branch`` run by ``dispatcher``, once it has ended; its lane, values and visits are then
-    ``ctx``'s (the branch's fork). A branch that could not be run is one error event."""
+async def dispatch(dispatcher: BranchDispatcher, ctx: RunContext, branch: Branch) -> AsyncGenerator[AgentEvent, None]:
+    """The events of ``branch`` run by ``dispatcher``, once it has ended; the events it recorded, the values it set
+    and the loops it started are then ``ctx``'s too. A branch that could not be run is one error event."""
     try:
         result = await dispatcher.run_branch(branch)
     except Exception as error:  # the pool's failure is the branch's: the parallel agent reports it
         yield AgentEvent(
             agent_name=branch.name,
-            run_path=(*branch.run_path, RunStep(branch.name)),
+            run_path=(*branch.run_path, *((RunStep(branch.step),) if branch.step else ()), RunStep(branch.name)),
             error=error if isinstance(error, BranchFailedError) else _failed(branch, error),
         )
         return
     session = ctx.session
-    session.events[:] = result.lane
+    session.events.extend(result.lane)
     session.values.update(result.values)
     session.visits.update(result.visits)
     for travelled in result.events:
         yield travelled.event()
 
 
-def find_parallel(root: Agent, address: Address) -> ParallelAgent:
-    """The ``ParallelAgent`` at ``address`` below ``root``, found through sub-agents (workflow agents' and
-    transfer targets')."""
-    from ._workflow import ParallelAgent
-
+def find_host(root: Agent, address: Address) -> BranchHost:
+    """The host at ``address`` below ``root``, found through sub-agents (workflow agents' and transfer targets')."""
     where = format_address(address)
     if not address or address[0].kind != "agent" or address[0].id != root.name:
-        raise UserError(f"branch of {where}: expected a parallel agent below {root.name!r}, got another root")
+        raise UserError(f"branch of {where}: expected a host of branches below {root.name!r}, got another root")
     agent: Any = root
     for segment in address[1:]:
         if segment.kind != "agent":
             raise UserError(
-                f"branch of {where}: expected a parallel agent reached through sub-agents, got one inside a "
+                f"branch of {where}: expected a host of branches reached through sub-agents, got one inside a "
                 f"{segment.kind} ({segment.id!r}); run it with distribute=False"
             )
         found = next((sub for sub in _subs(agent) if sub.name == segment.id), None)
@@ -268,9 +284,21 @@ def find_parallel(root: Agent, address: Address) -> ParallelAgent:
             raise UserError(f"branch of {where}: expected a sub-agent {segment.id!r} of {agent.name!r}, got none")
         agent = found
     inner = _unwrap(agent)
-    if not isinstance(inner, ParallelAgent):
-        raise UserError(f"branch of {where}: expected a ParallelAgent there, got {type(inner).__name__}")
+    if not isinstance(inner, BranchHost):
+        raise UserError(
+            f"branch of {where}: expected a ParallelAgent or a graph agent there, got {type(inner).__name__}"
+        )
     return inner
+
+
+def check_branch(host: BranchHost, branch: Branch, names: list[str], found: str | None) -> None:
+    """Refuse a branch whose agent is not the one the host has there (``found``; ``names`` are the host's)."""
+    if found != branch.name:
+        at = f"branch {branch.index}" if branch.step == "" else f"node {branch.step!r}"
+        raise UserError(
+            f"branch {branch.where}: expected {at} of '{host.name}' to be {branch.name!r}, got the agents {names} "
+            "(do the workers run another version of the agents?)"
+        )
 
 
 def _unwrap(agent: Any) -> Any:

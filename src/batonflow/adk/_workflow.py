@@ -19,7 +19,7 @@ from ..tools import InterruptSignal
 from ._agent import Agent
 from ._context import RunContext, SessionEvent
 from ._events import AgentEvent, AgentInput
-from ._fanout import BranchDispatcher, branch_of, current_dispatcher, dispatched
+from ._fanout import Branch, BranchDispatcher, branch_of, check_branch, current_dispatcher, dispatch
 from ._flow import FlowAgent, agent_with_options
 from ._interrupt import ResumeInfo, interrupted_action
 
@@ -322,10 +322,16 @@ class ParallelAgent(WorkflowAgent):
         self, dispatcher: BranchDispatcher, index: int, ctx: RunContext, resuming: bool
     ) -> AsyncGenerator[AgentEvent, None]:
         """Branch ``index`` run by ``dispatcher``: its events, once it has ended."""
-        branch = await branch_of(ctx, index, self.sub_agents[index].name, resuming)
-        async with aclosing(dispatched(dispatcher, ctx, branch)) as source:
+        branch = await branch_of(ctx, name=self.sub_agents[index].name, resuming=resuming, index=index)
+        async with aclosing(dispatch(dispatcher, ctx, branch)) as source:
             async for event in source:
                 yield event
+
+    def branch_events(self, branch: Branch, ctx: RunContext) -> AsyncGenerator[AgentEvent, None]:
+        """Run the branch a dispatcher sent here (``BranchHost``)."""
+        names = [s.name for s in self.sub_agents]
+        check_branch(self, branch, names, names[branch.index] if 0 <= branch.index < len(names) else None)
+        return self._branch(branch.index, ctx, ResumeInfo() if branch.resume_records is not None else None)
 
     async def _branch(
         self, index: int, ctx: RunContext, resuming: ResumeInfo | None

@@ -26,14 +26,19 @@ from ..adk import (
     Agent,
     AgentEvent,
     AgentInput,
+    Branch,
     FlowAgent,
     ResumeInfo,
     RunContext,
     agent_with_options,
+    branch_of,
+    check_branch,
     composite_interrupt,
+    current_dispatcher,
+    dispatch,
     event_from_message,
 )
-from ..errors import ResumeError
+from ..errors import ResumeError, UserError
 from ..schema import RunStep, assistant, user
 from ..store import register_type
 from ..trace import NodeEnd, NodeStart
@@ -41,7 +46,7 @@ from ._context import FlowContext
 from ._engine import FlowEngine
 from ._errors import FlowRunError, GraphError
 from ._exchanger import FlowInterceptor
-from ._graph import Graph, Node
+from ._graph import ComponentRef, Graph, Node
 
 __all__ = ["AgentTask", "GraphAgent", "GraphState"]
 
@@ -107,12 +112,15 @@ class AgentTask:
         # A node of a sub-graph is named with its graph, so that equal node ids of two graphs stay apart.
         step = node.id if node.graph.id == run.graph_id else f"{node.graph.id}/{node.id}"
         node_ctx = run.ctx.child(step)
-        flow = agent_with_options(self.agent)
-        if step in run.resume_nodes:
-            run.resume_nodes.discard(step)
-            events = flow.resume(ResumeInfo(enable_streaming=node_ctx.enable_streaming), node_ctx)
+        resuming = step in run.resume_nodes
+        run.resume_nodes.discard(step)
+        dispatcher = current_dispatcher() if _distributed(node) else None
+        events: AsyncIterator[AgentEvent]
+        if dispatcher is not None:  # on the worker pool: the agent's events come back when it is done
+            branch = await branch_of(run.ctx, name=self.agent.name, resuming=resuming, step=step)
+            events = dispatch(dispatcher, run.ctx, branch)
         else:
-            events = flow.run(node_ctx.root_input or AgentInput(messages=[]), node_ctx)
+            events = node_events(self.agent, node_ctx, resuming)
         own_path = (*node_ctx.run_path, RunStep(self.agent.name))
         last: AgentEvent | None = None
         async with aclosing(events) as source:  # type: ignore[type-var]
@@ -156,6 +164,24 @@ class AgentTask:
                 if _is_answer(event):
                     answer = await _text_of(event, None)
         return answer
+
+
+def node_events(agent: Agent, node_ctx: RunContext, resuming: bool) -> AsyncIterator[AgentEvent]:
+    """The events of an agent node's agent, started or resumed on the node's context."""
+    flow = agent_with_options(agent)
+    if resuming:
+        return flow.resume(ResumeInfo(enable_streaming=node_ctx.enable_streaming), node_ctx)
+    return flow.run(node_ctx.root_input or AgentInput(messages=[]), node_ctx)
+
+
+def _distributed(node: Node) -> bool:
+    """Whether the node asks for its agent to run on the worker pool (meta ``distribute``)."""
+    value = node.meta.get("distribute", False)
+    if not isinstance(value, bool):
+        raise GraphError(
+            f"graph '{node.graph.id}', node '{node.id}', meta 'distribute': expected true or false, got {value!r}"
+        )
+    return value
 
 
 def _is_answer(event: AgentEvent) -> bool:
@@ -221,6 +247,8 @@ class GraphAgent:
     ) -> None:
         if not isinstance(graph, Graph):
             raise GraphError(f"GraphAgent expects a Graph, got {type(graph).__name__}")
+        for node in graph.nodes.values():
+            _distributed(node)  # a bad meta 'distribute' is refused here, not when the node runs
         self.graph = graph
         self.engine = engine if engine is not None else FlowEngine()
         self.name = name if name is not None else graph.id
@@ -283,6 +311,25 @@ class GraphAgent:
         answer = context.get(self.output_key)
         if answer is not None and answer != given and (not run.answers or run.answers[-1] != str(answer)):
             yield event_from_message(assistant(str(answer)))
+
+    def branch_events(self, branch: Branch, ctx: RunContext) -> AsyncIterator[AgentEvent]:
+        """Run the agent node a dispatcher sent here (``BranchHost``): ``branch.step`` names the node, as in the run
+        path (``node`` of this graph, ``graph/node`` of a sub-graph)."""
+        graph_id, _, node_id = branch.step.rpartition("/")
+        graph = self.graph if not graph_id else self.engine.get_graph(graph_id)
+        node = graph.nodes.get(node_id) if graph is not None else None
+        agents = {n.id: n._target.agent for n in self.graph.nodes.values() if isinstance(n._target, AgentTask)}
+        task = node._target if node is not None else None
+        if isinstance(task, ComponentRef):
+            task = self.engine.get_component(task.name)
+        agent = task.agent if isinstance(task, AgentTask) else task if isinstance(task, Agent) else None
+        if agent is None:
+            raise UserError(
+                f"branch {branch.where}: expected an agent node {branch.step!r} in graph '{self.graph.id}', got "
+                f"{'no such node' if node is None else 'a node whose task is not an agent'}"
+            )
+        check_branch(self, branch, sorted(a.name for a in agents.values()), agent.name)
+        return node_events(agent, ctx.child(branch.step), branch.resume_records is not None)
 
     async def _eval(self, run: _AgentRun, context: FlowContext) -> None:
         _RUN.set(run)  # this task's own copy: agent nodes of this run find it, nested graph agents set theirs
