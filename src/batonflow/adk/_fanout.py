@@ -81,7 +81,8 @@ class Branch:
 
 @dataclass(slots=True, kw_only=True)
 class BranchEvent:
-    """An event of a branch, as it travels back: its message whole, its interrupt as saved records."""
+    """An event of a branch, as it travels back: its message whole, its interrupt as saved records, its error as
+    text (an exception cannot travel). An event's ``customized_output`` stays where it was made."""
 
     agent_name: str
     run_path: tuple[RunStep, ...]
