@@ -81,7 +81,7 @@ async def test_an_unknown_agent_is_a_typed_error_naming_the_agents_served() -> N
     sid = await backend.submit(SegmentRequest(agent="nobody", checkpoint_id="c3", messages=(user("hi"),)))
     with pytest.raises(
         UnknownAgentError,
-        match=r"expected an agent among \['echo', 'shipper', 'stepper', 'survey', 'waiter'\], got 'nobody'",
+        match=r"expected an agent among \['atlas', 'echo', 'shipper', 'stepper', 'survey', 'waiter'\], got 'nobody'",
     ):
         await backend.outcome(sid)
 
