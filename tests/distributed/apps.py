@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import os
+from typing import Any
 
 from batonflow import ChatModelAgent, Message, ParallelAgent, SequentialAgent, ToolContext, tool
 from batonflow.graph import GraphAgent, GraphSpec
@@ -67,7 +68,7 @@ def waiter() -> ChatModelAgent:
     return ChatModelAgent(name="waiter", description="Waits for ever.", model=FunctionModel(_waits))
 
 
-def agents() -> dict[str, ChatModelAgent]:
+def agents() -> dict[str, Any]:
     return {
         "shipper": shipper(),
         "echo": echo(),
@@ -75,6 +76,7 @@ def agents() -> dict[str, ChatModelAgent]:
         "stepper": stepper(),
         "survey": survey(),
         "atlas": atlas(),
+        "greeter": greeter(),
     }
 
 
@@ -177,3 +179,18 @@ def atlas() -> GraphAgent:
     spec.add_activity("tally", task=tally, meta={"output": "summary"}).link_add("e")
     spec.add_end("e")
     return GraphAgent(spec.build())
+
+
+@tool
+def greet(ctx: ToolContext) -> str:
+    """Greet the user by the name in the session values."""
+    return f"hello {ctx.session_values.get('name')}"
+
+
+def _greets(messages: list[Message], tools: list[ToolInfo]) -> Message:
+    result = next((m for m in reversed(messages) if m.role == "tool"), None)
+    return tool_calls(("greet", {})) if result is None else assistant(result.content)
+
+
+def greeter() -> ChatModelAgent:
+    return ChatModelAgent(name="greeter", description="Greets.", model=FunctionModel(_greets), tools=[greet])

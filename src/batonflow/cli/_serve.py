@@ -14,7 +14,7 @@ from fastapi import FastAPI
 from ..distributed import LiveBackend
 from ..errors import UserError
 from ..server import create_app
-from ..store import CheckpointStore
+from ..store import CheckpointStore, SessionStore
 from ._target import load_target, open_stores
 
 __all__ = ["app_from_env", "make_app", "serve"]
@@ -51,12 +51,16 @@ def make_app(
         checkpoint_store=checkpoints,
         session_store=sessions,
         auth_token=token,
-        backend=_backend(backend, checkpoints, database_url, redis_url),
+        backend=_backend(backend, checkpoints, sessions, database_url, redis_url),
     )
 
 
 def _backend(
-    kind: str, checkpoints: CheckpointStore, database_url: str | None, redis_url: str | None
+    kind: str,
+    checkpoints: CheckpointStore,
+    sessions: SessionStore,
+    database_url: str | None,
+    redis_url: str | None,
 ) -> LiveBackend | None:
     """The backend ``--backend`` names: ``local`` (runs in this process) or ``dbos`` (on the workers)."""
     if kind == "local":
@@ -68,7 +72,9 @@ def _backend(
         raise UserError(f"--backend dbos: expected {' and '.join(missing)}, got none")
     from ..distributed import DBOSBackend, RedisEventLog
 
-    backend: LiveBackend = DBOSBackend(checkpoints, database_url=database_url, events=RedisEventLog(redis_url))
+    backend: LiveBackend = DBOSBackend(
+        checkpoints, database_url=database_url, events=RedisEventLog(redis_url), sessions=sessions
+    )
     return backend
 
 

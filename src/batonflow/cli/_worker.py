@@ -27,7 +27,7 @@ def work(
 ) -> None:
     """Run a worker for the agents of ``target`` until it is told to stop."""
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(levelname)s %(message)s")
-    checkpoints, _ = open_stores(store)
+    checkpoints, sessions = open_stores(store)
     agents, _ = load_target(target)
     extra = {} if app_version is None else {"app_version": app_version}
     worker = DBOSWorker(
@@ -38,6 +38,7 @@ def work(
         branch_concurrency=branch_concurrency,
         connect_within=connect_within,
         lease_ttl=lease_ttl,
+        session_store=sessions,
         events=None if redis_url is None else RedisEventLog(redis_url),
         **extra,
     )

@@ -14,7 +14,7 @@ from typing import Protocol, runtime_checkable
 
 from ..adk import Agent
 from ..errors import SegmentError
-from ..store import CheckpointStore
+from ..store import CheckpointStore, SessionStore
 from ._events import EventRecord
 from ._segment import EventSink, SegmentOutcome, SegmentRequest, request_id, run_segment
 
@@ -57,22 +57,27 @@ class LiveBackend(DurableBackend, Protocol):
 
 class InProcessBackend:
     """Segments run here, each as an asyncio task of this event loop: no queue, no other process. ``sink`` gets
-    every event of every segment (None: nobody listens live)."""
+    every event of every segment (None: nobody listens live); conversations' turns run on ``sessions``."""
 
     def __init__(
-        self, agents: Mapping[str, Agent], checkpoint_store: CheckpointStore, *, sink: EventSink | None = None
+        self,
+        agents: Mapping[str, Agent],
+        checkpoint_store: CheckpointStore,
+        *,
+        sink: EventSink | None = None,
+        sessions: SessionStore | None = None,
     ) -> None:
         self.agents = dict(agents)
         self.store = checkpoint_store
         self.sink = sink
+        self.sessions = sessions
         self._tasks: dict[str, asyncio.Task[SegmentOutcome]] = {}
 
     async def submit(self, request: SegmentRequest) -> str:
-        sid = await request_id(request, self.store)
+        sid = await request_id(request, self.store, self.sessions)
         if sid not in self._tasks:  # a second submit of the same segment attaches to the first
-            self._tasks[sid] = asyncio.create_task(
-                run_segment(self.agents, self.store, request, sid=sid, sink=self.sink), name=f"batonflow {sid}"
-            )
+            segment = run_segment(self.agents, self.store, request, sid=sid, sink=self.sink, sessions=self.sessions)
+            self._tasks[sid] = asyncio.create_task(segment, name=f"batonflow {sid}")
         return sid
 
     async def outcome(self, segment_id: str) -> SegmentOutcome:

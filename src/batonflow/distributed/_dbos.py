@@ -42,7 +42,7 @@ from ..errors import (
     UserError,
     VersionMismatchError,
 )
-from ..store import CODEC_VERSION, CheckpointStore, decode_json, encode_json
+from ..store import CODEC_VERSION, CheckpointStore, SessionStore, decode_json, encode_json
 from ._events import EventRecord, Kind, RedisEventLog, event_record
 from ._segment import EventSink, SegmentOutcome, SegmentRequest, request_id, run_segment
 from ._sweeper import Sweeper
@@ -91,7 +91,7 @@ class CodecSerializer(Serializer):
 class DBOSBackend:
     """The API side: enqueues segments for the workers of ``database_url`` (the DBOS system database) and reads
     their outcomes; runs no agent code. ``checkpoint_store`` is the workers' store (a resume's generation is read
-    from it). With ``events`` (the workers' Redis), ``events`` reads a run's live stream and ``cancel`` reaches the
+    from it), ``sessions`` their session store (where a conversation's turn stands is read from it). With ``events`` (the workers' Redis), ``events`` reads a run's live stream and ``cancel`` reaches the
     worker running the segment."""
 
     def __init__(
@@ -101,15 +101,17 @@ class DBOSBackend:
         database_url: str,
         app_version: str = APP_VERSION,
         events: RedisEventLog | None = None,
+        sessions: SessionStore | None = None,
     ) -> None:
         _check_version(app_version)
         self.store = checkpoint_store
+        self.sessions = sessions
         self.event_log = events
         self.app_version = app_version
         self._client = DBOSClient(system_database_url=database_url, serializer=CodecSerializer())
 
     async def submit(self, request: SegmentRequest) -> str:
-        sid = await request_id(request, self.store)
+        sid = await request_id(request, self.store, self.sessions)
         options = EnqueueOptions(
             workflow_name=WORKFLOW,
             queue_name=QUEUE,
@@ -173,6 +175,7 @@ class DBOSWorker:
         connect_within: float = 30.0,
         events: RedisEventLog | None = None,
         lease_ttl: float = 10.0,
+        session_store: SessionStore | None = None,
     ) -> None:
         if type(concurrency) is not int or concurrency < 1:
             raise UserError(f"concurrency: expected an int of 1 or more, got {concurrency!r}")
@@ -188,6 +191,7 @@ class DBOSWorker:
         _check_version(app_version)
         self.agents = dict(agents)
         self.store = checkpoint_store
+        self.sessions = session_store
         self.events = events
         self.database_url = database_url
         self.concurrency = concurrency
@@ -331,7 +335,7 @@ class DBOSWorker:
         log = self.events
         if log is None:
             return (await self._run_segment(request, sid, None)).payload()
-        run, last = request.checkpoint_id, 0
+        run, last = request.run_key, 0
 
         async def publish(event: AgentEvent) -> None:
             nonlocal last
@@ -374,7 +378,13 @@ class DBOSWorker:
             try:
                 with dispatching(branches):  # the segment's distributed parallel agents send their branches to the pool
                     return await run_segment(
-                        self.agents, self.store, request, sid=sid, sink=sink, resume_lease=self.lease_ttl
+                        self.agents,
+                        self.store,
+                        request,
+                        sid=sid,
+                        sink=sink,
+                        resume_lease=self.lease_ttl,
+                        sessions=self.sessions,
                     )
             except ResumeConflictError as conflict:
                 if time.monotonic() + delay > deadline:

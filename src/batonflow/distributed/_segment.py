@@ -6,6 +6,10 @@ A segment is named by its checkpoint id and its *generation*: ``start`` for a ru
 of the checkpoint bytes it resumes. Two requests for the same segment get the same id, so a backend can attach the
 second to the first (or refuse it) instead of running it twice; a resume after the checkpoint changed is a new
 generation, hence a new segment.
+
+A conversation's turn is a segment too, named by its session id and ``turn-`` plus a digest of where the
+conversation stands (its last message and pending run) and of what the turn brings (its input, or the resume
+targets of its pending run): the same turn asked twice before it ran is one turn, and every later turn is a new one.
 """
 
 from __future__ import annotations
@@ -19,7 +23,7 @@ from ..adk import Agent, AgentEvent, InterruptInfo
 from ..agents import Runner
 from ..errors import CheckpointNotFoundError, ResumeConflictError, UnknownAgentError, UserError
 from ..schema import Message
-from ..store import CheckpointStore, check_checkpoint_id
+from ..store import CheckpointStore, SessionStore, check_checkpoint_id, check_session_id, encode_json
 
 __all__ = ["EventSink", "SegmentOutcome", "SegmentRequest", "run_segment", "segment_id"]
 
@@ -31,27 +35,47 @@ EventSink = Callable[[AgentEvent], Awaitable[None]]
 @dataclass(frozen=True, slots=True, kw_only=True)
 class SegmentRequest:
     """One segment to run: a start of ``agent`` on ``messages`` under ``checkpoint_id``, or (no messages) a resume of
-    the checkpoint with ``targets``."""
+    the checkpoint with ``targets``. With ``session_id`` instead of a checkpoint id, a turn of that conversation on
+    ``messages``, or (no messages) the resume of its pending run with ``targets``. ``session_values`` are the run's
+    (as ``Runner.run`` takes them)."""
 
     agent: str
-    checkpoint_id: str
+    checkpoint_id: str = ""
     messages: tuple[Message, ...] = ()
     targets: Mapping[str, Any] = field(default_factory=dict)
+    session_id: str | None = None
+    session_values: Mapping[str, Any] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         if not isinstance(self.agent, str) or not self.agent:
             raise UserError(f"SegmentRequest.agent: expected a non-empty agent name, got {self.agent!r}")
-        check_checkpoint_id(self.checkpoint_id)
+        if self.session_id is None:
+            check_checkpoint_id(self.checkpoint_id)
+        elif self.checkpoint_id:
+            raise UserError(
+                "SegmentRequest: expected a checkpoint_id (a run) or a session_id (a conversation's turn), got both"
+            )
+        else:
+            check_session_id(self.session_id)
         if not all(isinstance(m, Message) for m in self.messages):
             raise UserError(
                 f"SegmentRequest.messages: expected Messages, got {[type(m).__name__ for m in self.messages]}"
             )
         if self.messages and self.targets:
             raise UserError("SegmentRequest: expected messages (a start) or targets (a resume), got both")
+        if not isinstance(self.session_values, Mapping):
+            raise UserError(
+                f"SegmentRequest.session_values: expected a mapping, got {type(self.session_values).__name__}"
+            )
 
     @property
     def resumes(self) -> bool:
         return not self.messages
+
+    @property
+    def run_key(self) -> str:
+        """What names the run across its segments: its checkpoint id, or a conversation's session id."""
+        return self.checkpoint_id if self.session_id is None else self.session_id
 
     def payload(self) -> dict[str, Any]:
         """The request as a value the codec can write (what a queue carries)."""
@@ -60,19 +84,30 @@ class SegmentRequest:
             "checkpoint_id": self.checkpoint_id,
             "messages": list(self.messages),
             "targets": dict(self.targets),
+            "session_id": self.session_id,
+            "session_values": dict(self.session_values),
         }
 
     @classmethod
     def from_payload(cls, payload: Any) -> SegmentRequest:
-        if not isinstance(payload, dict) or set(payload) != {"agent", "checkpoint_id", "messages", "targets"}:
+        if not isinstance(payload, dict) or not set(payload) >= _KEYS or not set(payload) <= _KEYS | _OPTIONAL:
             shape = sorted(payload) if isinstance(payload, dict) else type(payload).__name__
-            raise UserError(f"segment payload: expected agent, checkpoint_id, messages and targets, got {shape}")
+            raise UserError(
+                "segment payload: expected agent, checkpoint_id, messages and targets (and session_id, "
+                f"session_values), got {shape}"
+            )
         return cls(
             agent=payload["agent"],
             checkpoint_id=payload["checkpoint_id"],
             messages=tuple(payload["messages"]),
             targets=payload["targets"],
+            session_id=payload.get("session_id"),
+            session_values=payload.get("session_values") or {},
         )
+
+
+_KEYS = {"agent", "checkpoint_id", "messages", "targets"}
+_OPTIONAL = {"session_id", "session_values"}
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -113,14 +148,41 @@ def segment_id(checkpoint_id: str, checkpoint: bytes | None) -> str:
     return f"{checkpoint_id}@{generation}"
 
 
-async def request_id(request: SegmentRequest, store: CheckpointStore) -> str:
-    """The segment id of ``request``: a resume's reads the checkpoint's current generation from ``store``."""
+async def request_id(request: SegmentRequest, store: CheckpointStore, sessions: SessionStore | None = None) -> str:
+    """The segment id of ``request``: a resume's reads the checkpoint's current generation from ``store``, a
+    conversation turn's where the conversation stands from ``sessions``."""
+    if request.session_id is not None:
+        return await turn_id(request, _sessions(sessions, request.session_id))
     if not request.resumes:
         return segment_id(request.checkpoint_id, None)
     data = await store.get(request.checkpoint_id)
     if data is None:
         raise CheckpointNotFoundError(f"checkpoint[{request.checkpoint_id}] not exist")
     return segment_id(request.checkpoint_id, data)
+
+
+async def turn_id(request: SegmentRequest, sessions: SessionStore) -> str:
+    """The segment id of a conversation's turn: its session id, and a digest of the conversation's last message
+    and pending run and of the turn's input or resume targets."""
+    assert request.session_id is not None
+    data = await sessions.get(request.session_id, last=1)
+    state = data.state if data is not None else None
+    snapshot = state.snapshot if state is not None else None
+    where = {
+        "last": data.messages[-1:] if data is not None else [],
+        "pending": bool(state and state.pending),
+        "snapshot": hashlib.sha256(snapshot).hexdigest() if snapshot is not None else None,
+        "messages": list(request.messages),
+        "targets": dict(request.targets),
+    }
+    digest = hashlib.sha256(encode_json(where, what="conversation turn").encode()).hexdigest()[:24]
+    return f"{request.session_id}@turn-{digest}"
+
+
+def _sessions(sessions: SessionStore | None, session_id: str) -> SessionStore:
+    if sessions is None:
+        raise UserError(f"session {session_id!r}: a conversation's turn needs the session store, got none")
+    return sessions
 
 
 async def run_segment(
@@ -131,22 +193,35 @@ async def run_segment(
     sid: str,
     sink: EventSink | None = None,
     resume_lease: float = 300.0,
+    sessions: SessionStore | None = None,
 ) -> SegmentOutcome:
     """Run ``request`` with the agent it names among ``agents``, its checkpoint in ``store``; each event goes to
     ``sink``. A run that fails ends ``failed`` with the reason (the Runner kept the checkpoint); an agent this
     process does not serve raises ``UnknownAgentError``; one whose checkpoint another runner holds, before it ran
     anything, raises ``ResumeConflictError`` (a retry may find it free). ``resume_lease`` is the Runner's lease ttl on
-    the checkpoint: how soon a segment whose process died can be run again elsewhere."""
+    the checkpoint (or conversation): how soon a segment whose process died can be run again elsewhere. A
+    conversation's turn runs on ``sessions``."""
     agent = agents.get(request.agent)
     if agent is None:
         raise UnknownAgentError(
             f"segment {sid}: expected an agent among {sorted(agents)}, got {request.agent!r}", segment_id=sid
         )
-    runner = Runner(agent, checkpoint_store=store, resume_lease=resume_lease)
-    if request.resumes:
-        events = runner.resume(request.checkpoint_id, dict(request.targets))
+    if request.session_id is not None:
+        runner = Runner(agent, session_store=_sessions(sessions, request.session_id), resume_lease=resume_lease)
+        events = runner.run(
+            list(request.messages),
+            session_id=request.session_id,
+            session_values=dict(request.session_values),
+            targets=dict(request.targets),
+        )
     else:
-        events = runner.run(list(request.messages), checkpoint_id=request.checkpoint_id)
+        runner = Runner(agent, checkpoint_store=store, resume_lease=resume_lease)
+        if request.resumes:
+            events = runner.resume(request.checkpoint_id, dict(request.targets))
+        else:
+            events = runner.run(
+                list(request.messages), checkpoint_id=request.checkpoint_id, session_values=dict(request.session_values)
+            )
     text, error, started = "", None, False
     interrupts: tuple[str, ...] = ()
     try:

@@ -90,11 +90,11 @@ class Distributed:
                     found=shown(last_event_id),
                 )
             after = last_event_id.strip()
-        checkpoint_id = sid.rpartition("@")[0]
+        run = sid.rpartition("@")[0]  # the run's checkpoint id, or a conversation's session id
 
         async def frames() -> AsyncIterator[bytes]:
             try:
-                async for record in _segment_records(self.backend, checkpoint_id, sid, after):
+                async for record in _segment_records(self.backend, run, sid, after):
                     yield _sent(record).encode()
             except Exception as error:  # the event log is down: say so, and where the outcome can still be read
                 message = (
@@ -142,9 +142,12 @@ def _sent(record: EventRecord) -> ServerSentEvent:
 
 
 def _summary(sid: str, outcome: SegmentOutcome) -> dict[str, Any]:
+    key, _, generation = sid.rpartition("@")
+    turn = generation.startswith("turn-")  # a conversation's: its key is the session id
     return {
         "run_id": sid,
-        "checkpoint_id": sid.rpartition("@")[0],
+        "checkpoint_id": None if turn else key,
+        "session_id": key if turn else None,
         "status": outcome.status,
         "text": outcome.text,
         "interrupts": list(outcome.interrupt_ids),

@@ -34,7 +34,7 @@ async def list_agents(server: Srv) -> dict[str, Any]:
 async def start_run(body: RunRequest, server: Srv, request: Request) -> Any:
     """Start a run: the result as JSON, the events as SSE (``stream``), or 202 and the run id (``detached``)."""
     server.agent(body.agent)
-    if server.distributed is not None and body.session_id is None:
+    if server.distributed is not None:
         return await _distributed_run(body, server.distributed, server)
     if body.session_id is not None:
         record = await _conversation_turn(body, body.session_id, server)
@@ -51,7 +51,9 @@ async def _answered(record: RunRecord, stream: bool, detached: bool, server: Ser
     return result(record)
 
 
-async def _conversation_turn(body: RunRequest, session_id: str, server: Server) -> RunRecord:
+async def _turn(body: RunRequest, session_id: str, server: Server) -> tuple[str, list[Message], dict[str, Any]]:
+    """A conversation turn's session id, input and resume targets, once they fit together (and the session has a
+    pending run, for a turn without input)."""
     session_id = checked(check_session_id, session_id, "session_id")
     messages = server.messages(body.input)
     targets = body.targets
@@ -63,11 +65,16 @@ async def _conversation_turn(body: RunRequest, session_id: str, server: Server) 
             expected="no checkpoint_id",
             found=shown(body.checkpoint_id),
         )
-    server.busy(session_id)
     if not messages:
         targets = await pending_session(server, session_id, targets or {})
     elif targets:
         raise _targets_without_resume()
+    return session_id, messages, dict(targets or {})
+
+
+async def _conversation_turn(body: RunRequest, session_id: str, server: Server) -> RunRecord:
+    server.busy(checked(check_session_id, session_id, "session_id"))
+    session_id, messages, targets = await _turn(body, session_id, server)
     return server.start(
         body.agent,
         lambda r: r.run(messages, session_id=session_id, session_values=body.session_values, targets=targets),
@@ -125,16 +132,31 @@ async def _lone_run(body: RunRequest, server: Server) -> RunRecord:
 
 
 async def _distributed_run(body: RunRequest, distributed: Distributed, server: Server) -> Any:
-    """A run without a session on the backend's workers: its segment enqueued, answered as a local run is."""
-    messages = _prompt(body, server)
-    checkpoint_id = (
-        f"ckpt-{uuid.uuid4().hex}"
-        if body.checkpoint_id is None
-        else checked(check_checkpoint_id, body.checkpoint_id, "checkpoint_id")
-    )
-    sid = await distributed.start(
-        SegmentRequest(agent=body.agent, checkpoint_id=checkpoint_id, messages=tuple(messages))
-    )
+    """A run on the backend's workers, a conversation's turn included: its segment enqueued, answered as a local
+    run is."""
+    if body.session_id is not None:
+        session_id, messages, targets = await _turn(body, body.session_id, server)
+        segment = SegmentRequest(
+            agent=body.agent,
+            session_id=session_id,
+            messages=tuple(messages),
+            targets=targets,
+            session_values=body.session_values or {},
+        )
+    else:
+        messages = _prompt(body, server)
+        checkpoint_id = (
+            f"ckpt-{uuid.uuid4().hex}"
+            if body.checkpoint_id is None
+            else checked(check_checkpoint_id, body.checkpoint_id, "checkpoint_id")
+        )
+        segment = SegmentRequest(
+            agent=body.agent,
+            checkpoint_id=checkpoint_id,
+            messages=tuple(messages),
+            session_values=body.session_values or {},
+        )
+    sid = await distributed.start(segment)
     return await distributed.answer(sid, stream=body.stream, detached=body.detached)
 
 
