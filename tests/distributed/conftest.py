@@ -61,7 +61,9 @@ class Cluster:
     def store_spec(self) -> str:
         return f"postgres:{self.database_url}" if self.postgres_store else f"sqlite:{self.store_path}"
 
-    def start_worker(self, *extra: str, concurrency: int = 8, redis_url: str = REDIS_URL) -> Worker:
+    def start_worker(
+        self, *extra: str, concurrency: int = 8, branch_concurrency: int | None = None, redis_url: str = REDIS_URL
+    ) -> Worker:
         log = self.tmp / f"worker-{uuid.uuid4().hex[:6]}.log"
         env = {
             **os.environ,
@@ -82,6 +84,7 @@ class Cluster:
             str(concurrency),
             "--redis-url",
             redis_url,
+            *(("--branch-concurrency", str(branch_concurrency)) if branch_concurrency is not None else ()),
             *extra,
         ]
         with log.open("wb") as out:

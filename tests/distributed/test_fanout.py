@@ -79,3 +79,20 @@ async def test_a_fan_out_survives_the_sigkill_of_the_worker_running_its_segment(
     on_survivor = [city for pid, _, city in visits[:4] if int(pid) == survivor.process.pid]
     assert all(sum(1 for _, _, c in visits if c == city) == 1 for city in on_survivor), visits
     assert sorted({city for _, _, city in visits}) == ["kobe", "lima", "oslo", "pune"]
+
+
+def test_a_worker_with_another_concurrency_says_it_changes_every_workers_limit(cluster: Cluster) -> None:
+    first = cluster.start_worker(concurrency=2, branch_concurrency=2)
+    try:
+        second = cluster.start_worker(concurrency=3, branch_concurrency=2)
+        second.stop()
+    finally:
+        first.stop()
+    assert (
+        "queue batonflow-segments: every worker of this database now runs up to 3 of its workflows at once, not 2"
+        in (second.text())
+    )
+    assert "queue batonflow-branches" not in second.text()  # unchanged: nothing to say
+    with psycopg.connect(cluster.database_url) as db:
+        row = db.execute("SELECT worker_concurrency FROM dbos.queues WHERE name = 'batonflow-segments'").fetchone()
+    assert row == (3,)

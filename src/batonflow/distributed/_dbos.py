@@ -213,16 +213,23 @@ class DBOSWorker:
         except BaseException:
             _worker = None
             raise
-        # The queue's settings live in the database, shared by its workers: the last one launched sets them.
-        DBOS.register_queue(
-            QUEUE, worker_concurrency=self.concurrency, polling_interval_sec=POLL, on_conflict="always_update"
-        )
-        DBOS.register_queue(
-            BRANCH_QUEUE,
-            worker_concurrency=self.branch_concurrency,
-            polling_interval_sec=POLL,
-            on_conflict="always_update",
-        )
+        for queue, limit in ((QUEUE, self.concurrency), (BRANCH_QUEUE, self.branch_concurrency)):
+            self._register(queue, limit)
+
+    def _register(self, queue: str, limit: int) -> None:
+        """Set the queue's per-worker limit. DBOS keeps it in the database, where every worker reads it again at
+        each poll: the last worker launched sets it for all, so say so when that changes what the others run."""
+        before = DBOS.retrieve_queue(queue)
+        was = before.worker_concurrency if before is not None else None
+        if before is not None and was != limit:
+            _log.warning(
+                "queue %s: every worker of this database now runs up to %d of its workflows at once, not %s (DBOS "
+                "keeps the limit in the database: start all workers with the same --concurrency)",
+                queue,
+                limit,
+                was,
+            )
+        DBOS.register_queue(queue, worker_concurrency=limit, polling_interval_sec=POLL, on_conflict="always_update")
 
     def _connect(self) -> None:
         """Launch DBOS, retrying with backoff while the database cannot be reached (nothing is claimed until it is);
