@@ -1,7 +1,8 @@
 """Agents the distributed tests run (importable as ``tests.distributed.apps`` by ``batonflow worker``).
 
 ``shipper`` asks a human before it ships an order, then ships it: each shipment appends a line to the file named
-by ``BATONFLOW_TEST_SIDE_EFFECTS`` (when set), so a test can count how often the side effect happened.
+by ``BATONFLOW_TEST_SIDE_EFFECTS`` (when set), so a test can count how often the side effect happened. ``stepper``
+asks whether to begin, then does six steps; ``starter`` does them at once, in its first segment.
 """
 
 from __future__ import annotations
@@ -67,7 +68,7 @@ def waiter() -> ChatModelAgent:
 
 
 def agents() -> dict[str, ChatModelAgent]:
-    return {"shipper": shipper(), "echo": echo(), "waiter": waiter(), "stepper": stepper()}
+    return {"shipper": shipper(), "echo": echo(), "waiter": waiter(), "stepper": stepper(), "starter": starter()}
 
 
 STEPS = 6
@@ -120,4 +121,17 @@ def _steps(messages: list[Message], tools: list[ToolInfo]) -> Message:
 def stepper() -> ChatModelAgent:
     return ChatModelAgent(
         name="stepper", description="A long job of steps.", model=FunctionModel(_steps), tools=[begin, step]
+    )
+
+
+def _starts(messages: list[Message], tools: list[ToolInfo]) -> Message:
+    done = sum(1 for m in messages if m.role == "tool")
+    return tool_calls(("step", {"n": done + 1})) if done < STEPS else assistant(f"{done} steps done")
+
+
+def starter() -> ChatModelAgent:
+    """The long job of ``stepper`` without asking first: its steps run in the run's first segment, before any
+    checkpoint is saved."""
+    return ChatModelAgent(
+        name="starter", description="A long job, at once.", model=FunctionModel(_starts), tools=[step]
     )

@@ -92,7 +92,9 @@ async def test_a_segment_for_an_unknown_agent_fails_saying_which_agents_the_work
     finally:
         await backend.close()
     assert caught.value.kind == "UnknownAgentError" and caught.value.segment_id == f"{_id('w3')}@start"
-    assert "expected an agent among ['echo', 'shipper', 'stepper', 'waiter'], got 'nobody'" in str(caught.value)
+    assert "expected an agent among ['echo', 'shipper', 'starter', 'stepper', 'waiter'], got 'nobody'" in str(
+        caught.value
+    )
 
 
 async def test_a_segment_of_another_application_version_is_left_for_its_workers(

@@ -80,7 +80,8 @@ async def test_an_unknown_agent_is_a_typed_error_naming_the_agents_served() -> N
     backend, _ = _backend()
     sid = await backend.submit(SegmentRequest(agent="nobody", checkpoint_id="c3", messages=(user("hi"),)))
     with pytest.raises(
-        UnknownAgentError, match=r"expected an agent among \['echo', 'shipper', 'stepper', 'waiter'\], got 'nobody'"
+        UnknownAgentError,
+        match=r"expected an agent among \['echo', 'shipper', 'starter', 'stepper', 'waiter'\], got 'nobody'",
     ):
         await backend.outcome(sid)
 
@@ -113,6 +114,10 @@ async def test_cancel_stops_a_segment_and_an_unknown_id_is_refused() -> None:
             {"agent": "a", "checkpoint_id": "c", "messages": (user("hi"),), "targets": {"x": 1}},
             r"expected messages \(a start\) or targets \(a resume\), got both",
         ),
+        (
+            {"agent": "a", "checkpoint_id": "c", "run_id": "ABC"},
+            r"SegmentRequest.run_id: expected 32 lowercase hex digits, got 'ABC'",
+        ),
     ],
 )
 def test_a_bad_request_says_what_was_expected(fields: dict[str, object], message: str) -> None:
@@ -121,7 +126,21 @@ def test_a_bad_request_says_what_was_expected(fields: dict[str, object], message
 
 
 def test_a_payload_of_the_wrong_shape_is_refused() -> None:
-    with pytest.raises(UserError, match=r"expected agent, checkpoint_id, messages and targets, got \['agent'\]"):
+    expected = r"expected agent, checkpoint_id, messages and targets \(and run_id\), got"
+    with pytest.raises(UserError, match=rf"{expected} \['agent'\]"):
         SegmentRequest.from_payload({"agent": "a"})
     request = SegmentRequest(agent="a", checkpoint_id="c", messages=(user("hi"),))
     assert SegmentRequest.from_payload(request.payload()) == request
+    with pytest.raises(
+        UserError, match=rf"{expected} \['agent', 'checkpoint_id', 'messages', 'run_id', 'runid', 'targets'\]"
+    ):
+        SegmentRequest.from_payload({**request.payload(), "runid": "x"})
+
+
+def test_a_start_keeps_its_run_id_through_the_queue_and_an_old_payload_gets_a_fresh_one() -> None:
+    request = SegmentRequest(agent="a", checkpoint_id="c", messages=(user("hi"),))
+    again = SegmentRequest(agent="a", checkpoint_id="c", messages=(user("hi"),))
+    assert len(request.run_id) == 32 and request.run_id != again.run_id  # one per request
+    assert SegmentRequest.from_payload(request.payload()).run_id == request.run_id  # the same on every retry
+    old = {k: v for k, v in request.payload().items() if k != "run_id"}
+    assert len(SegmentRequest.from_payload(old).run_id) == 32

@@ -123,3 +123,50 @@ async def test_a_paused_run_is_resumed_by_a_fresh_worker_after_its_workers_exite
         await store.close()
     assert paused.status == "interrupted" and done.status == "completed" and done.text == "order 7: shipped"
     assert f"{fresh.process.pid} shipped 7" in cluster.effect_lines()
+
+
+async def test_a_start_segment_killed_before_its_first_checkpoint_runs_again_on_the_other_worker(
+    cluster: Cluster,
+) -> None:
+    workers = [cluster.start_worker("--lease-ttl", LEASE), cluster.start_worker("--lease-ttl", LEASE)]
+    app = _app(cluster)
+    checkpoint_id = f"start-{uuid.uuid4().hex[:8]}"
+    before = len(cluster.effect_lines())
+    try:
+        async with app.router.lifespan_context(app), asgi_client(app, timeout=30) as client:
+            started = await client.post(
+                "/runs", json={"agent": "starter", "input": "go", "checkpoint_id": checkpoint_id, "detached": True}
+            )
+            run_id = started.json()["run_id"]
+            assert run_id == f"{checkpoint_id}@start"
+            following = asyncio.ensure_future(client.get(f"/runs/{run_id}/events"))
+
+            def mine() -> list[str]:
+                return cluster.effect_lines()[before:]
+
+            await _until(lambda: any(line.endswith("effect 3") for line in mine()), 20, "no step 3")
+            victim_pid = int(next(line for line in mine() if line.endswith("effect 3")).split()[0])
+            victim = next(w for w in workers if w.process.pid == victim_pid)
+            survivor = next(w for w in workers if w is not victim)
+            os.kill(victim_pid, signal.SIGKILL)  # no checkpoint yet: the run's first segment is all it has done
+            victim.process.wait(5)
+            frames = parse_sse((await asyncio.wait_for(following, 30)).text)
+            summary = (await client.get(f"/runs/{run_id}")).json()
+    finally:
+        for worker in workers:
+            worker.stop()
+        await app.state.batonflow.checkpoints.close()
+    lines = mine()
+    assert summary["status"] == "completed" and summary["text"] == f"{STEPS} steps done", (summary, lines)
+    assert frames[-1].event == "end" and frames[-1].data["status"] == "completed"
+
+    def attempts(pid: int) -> list[int]:
+        return [int(line.rsplit(" ", 1)[1]) for line in lines if line.startswith(f"{pid} attempt ")]
+
+    # No journal before a run's first checkpoint: the survivor ran the start again from its first step ...
+    assert attempts(victim_pid)[:3] == [1, 2, 3] and attempts(survivor.process.pid) == list(range(1, STEPS + 1))
+    # ... with the same run id, so the same idempotency keys: the steps keyed by them took effect once.
+    for n in range(1, STEPS + 1):
+        assert sum(line.endswith(f" effect {n}") for line in lines) == 1, (n, lines)
+    seqs = sorted({f.data["seq"] for f in frames[:-1]})
+    assert seqs == list(range(seqs[0], seqs[-1] + 1))

@@ -11,6 +11,8 @@ generation, hence a new segment.
 from __future__ import annotations
 
 import hashlib
+import os
+import re
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal
@@ -31,12 +33,18 @@ EventSink = Callable[[AgentEvent], Awaitable[None]]
 @dataclass(frozen=True, slots=True, kw_only=True)
 class SegmentRequest:
     """One segment to run: a start of ``agent`` on ``messages`` under ``checkpoint_id``, or (no messages) a resume of
-    the checkpoint with ``targets``."""
+    the checkpoint with ``targets``.
+
+    ``run_id`` is a start's run id (``Runner.run(run_id=...)``), made with the request and carried with it, so that
+    a start cut off before its first checkpoint (its worker died) runs again with the same idempotency keys: a
+    tool that keys its side effect by ``ToolContext.idempotency_key`` makes it once. A resume's run id is its
+    checkpoint's."""
 
     agent: str
     checkpoint_id: str
     messages: tuple[Message, ...] = ()
     targets: Mapping[str, Any] = field(default_factory=dict)
+    run_id: str = field(default_factory=lambda: os.urandom(16).hex())
 
     def __post_init__(self) -> None:
         if not isinstance(self.agent, str) or not self.agent:
@@ -48,6 +56,8 @@ class SegmentRequest:
             )
         if self.messages and self.targets:
             raise UserError("SegmentRequest: expected messages (a start) or targets (a resume), got both")
+        if not isinstance(self.run_id, str) or _RUN_ID.fullmatch(self.run_id) is None:
+            raise UserError(f"SegmentRequest.run_id: expected 32 lowercase hex digits, got {self.run_id!r:.60}")
 
     @property
     def resumes(self) -> bool:
@@ -60,19 +70,30 @@ class SegmentRequest:
             "checkpoint_id": self.checkpoint_id,
             "messages": list(self.messages),
             "targets": dict(self.targets),
+            "run_id": self.run_id,
         }
 
     @classmethod
     def from_payload(cls, payload: Any) -> SegmentRequest:
-        if not isinstance(payload, dict) or set(payload) != {"agent", "checkpoint_id", "messages", "targets"}:
+        """The request ``payload`` wrote; one written without a run id (by an earlier release) gets a fresh one."""
+        keys = set(payload) if isinstance(payload, dict) else set()
+        if not isinstance(payload, dict) or not _PAYLOAD <= keys <= _PAYLOAD | {"run_id"}:
             shape = sorted(payload) if isinstance(payload, dict) else type(payload).__name__
-            raise UserError(f"segment payload: expected agent, checkpoint_id, messages and targets, got {shape}")
+            raise UserError(
+                f"segment payload: expected agent, checkpoint_id, messages and targets (and run_id), got {shape}"
+            )
+        extra = {"run_id": payload["run_id"]} if "run_id" in payload else {}
         return cls(
             agent=payload["agent"],
             checkpoint_id=payload["checkpoint_id"],
             messages=tuple(payload["messages"]),
             targets=payload["targets"],
+            **extra,
         )
+
+
+_PAYLOAD = {"agent", "checkpoint_id", "messages", "targets"}
+_RUN_ID = re.compile(r"[0-9a-f]{32}")
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -146,7 +167,7 @@ async def run_segment(
     if request.resumes:
         events = runner.resume(request.checkpoint_id, dict(request.targets))
     else:
-        events = runner.run(list(request.messages), checkpoint_id=request.checkpoint_id)
+        events = runner.run(list(request.messages), checkpoint_id=request.checkpoint_id, run_id=request.run_id)
     text, error, started = "", None, False
     interrupts: tuple[str, ...] = ()
     try:
