@@ -9,7 +9,9 @@ import os
 import signal
 import time
 import uuid
+from typing import Any
 
+import httpx
 import pytest
 from fastapi import FastAPI
 from tests.server.conftest import asgi_client, parse_sse
@@ -43,6 +45,17 @@ async def _until(check, within: float, what: str) -> None:  # type: ignore[no-un
     while not check():
         assert time.monotonic() < deadline, what
         await asyncio.sleep(0.02)
+
+
+async def _ended(client: httpx.AsyncClient, run_id: str, within: float = 10.0) -> dict[str, Any]:
+    """The run's summary once it says it ended. The worker sends a segment's ``end`` record before DBOS has marked
+    the segment done, so a ``GET /runs/{id}`` right after the stream's end may still say ``running``."""
+    deadline = time.monotonic() + within
+    while True:
+        summary: dict[str, Any] = (await client.get(f"/runs/{run_id}")).json()
+        if summary["status"] != "running" or time.monotonic() > deadline:
+            return summary
+        await asyncio.sleep(0.05)
 
 
 async def test_a_sigkilled_workers_run_is_continued_by_the_other_worker(cluster: Cluster) -> None:
@@ -79,7 +92,7 @@ async def test_a_sigkilled_workers_run_is_continued_by_the_other_worker(cluster:
             )
             recovery = time.monotonic() - killed_at
             frames = parse_sse((await asyncio.wait_for(following, 30)).text)
-            summary = (await a.get(f"/runs/{run_id}")).json()
+            summary = await _ended(a, run_id)
     finally:
         for worker in workers:
             worker.stop()
@@ -151,7 +164,7 @@ async def test_a_start_segment_killed_before_its_first_checkpoint_runs_again_on_
             os.kill(victim_pid, signal.SIGKILL)  # no checkpoint yet: the run's first segment is all it has done
             victim.process.wait(5)
             frames = parse_sse((await asyncio.wait_for(following, 30)).text)
-            summary = (await client.get(f"/runs/{run_id}")).json()
+            summary = await _ended(client, run_id)
     finally:
         for worker in workers:
             worker.stop()

@@ -208,5 +208,5 @@ async def test_a_run_being_resumed_is_not_listed_as_waiting(clients) -> None:
     assert (await b.get(f"/runs/{run_id}")).json()["status"] == "running"  # six steps of 0.3 s: still going
     assert checkpoint_id not in [c["checkpoint_id"] for c in (await b.get("/checkpoints")).json()["checkpoints"]]
     assert (await b.get(f"/checkpoints/{checkpoint_id}")).status_code == 404
-    await b.get(f"/runs/{run_id}/events")  # to its end
-    assert (await a.get(f"/runs/{run_id}")).json()["status"] == "completed"
+    frames = parse_sse((await b.get(f"/runs/{run_id}/events")).text)  # to its end
+    assert frames[-1].event == "end" and frames[-1].data["status"] == "completed"
