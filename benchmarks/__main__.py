@@ -3,11 +3,14 @@
 Each framework runs in its own subprocesses (one per round of W1–W4 and W6, a fresh one for W5), one framework at
 a time, so that no framework's imports, caches or garbage slow another down. The table gives, per workload, the
 fastest peer of this run and batonflow's time divided by that peer's; the targets are 1/30 for W1, W2 and W4 and
-0.1 for the other rows. Two sections follow: batonflow's own growth curve (``benchmarks.growth``), what one
-interrupt + resume and one conversation turn cost at turn 10, 100, 1,000 and 2,000; and the graph engines
+0.1 for the other rows. Sections of batonflow's own figures follow: its growth curve (``benchmarks.growth``), what
+one interrupt + resume and one conversation turn cost at turn 10, 100, 1,000 and 2,000; the graph engines
 (``benchmarks.graph``), batonflow's ``FlowEngine`` beside LangGraph's ``StateGraph`` on a 100-node chain and a
-10-way fan-out and join, per run, per node visit and per superstep; and teams (``benchmarks.team``), µs per
-supervisor turn of a ``TeamAgent`` beside a LangGraph supervisor graph.
+10-way fan-out and join, per run, per node visit and per superstep; teams (``benchmarks.team``), µs per
+supervisor turn of a ``TeamAgent`` beside a LangGraph supervisor graph; serving (``benchmarks.serve``), many
+concurrent SSE runs against one server process; and scale-out (``benchmarks.scale``), 400 concurrent runs on two
+``batonflow worker`` processes over PostgreSQL and Redis beside the same runs in-process (skipped, saying why, when
+PostgreSQL or Redis does not answer on loopback).
 """
 
 from __future__ import annotations
@@ -111,7 +114,7 @@ def collect(
 
 
 def run_probe(module: str, label: str, quick: bool) -> dict[str, Any]:
-    """``benchmarks.<module> --json`` (the growth curve, the graph engines) in its own subprocess; a failure becomes
+    """``benchmarks.<module> --json`` (one of ``PROBES``) in its own subprocess; a failure becomes
     a "failed" report, as for the frameworks."""
     command = [sys.executable, "-m", f"benchmarks.{module}", "--json", *(["--quick"] if quick else [])]
     cwd = Path(__file__).resolve().parent.parent
@@ -128,6 +131,31 @@ def run_probe(module: str, label: str, quick: bool) -> dict[str, Any]:
         return {"status": "failed", "detail": tail[0]}
     print(f" ok ({time.monotonic() - started:.0f} s)", file=sys.stderr)
     return {"status": "ok", "results": json.loads(done.stdout.strip().splitlines()[-1])}
+
+
+PROBES = [
+    ("growth", "growth curve", "batonflow's growth curve (python -m benchmarks.growth)"),
+    (
+        "graph",
+        "graph engines",
+        "Graph engines: batonflow's FlowEngine and LangGraph's StateGraph (python -m benchmarks.graph)",
+    ),
+    ("team", "teams", "Teams: batonflow's TeamAgent and a LangGraph supervisor graph (python -m benchmarks.team)"),
+    ("serve", "serving", "Serving: concurrent SSE runs against one server process (python -m benchmarks.serve)"),
+    ("scale", "scale-out", "Scale-out: runs on a pool of workers, DBOS beside in-process (python -m benchmarks.scale)"),
+]
+"""The probes that follow the table, batonflow's own figures: (module, label while it runs, section title). Each
+module has ``--json``, ``--quick`` and ``render(results) -> list[str]``."""
+
+
+def section(module: str, report: dict[str, Any]) -> list[str]:
+    """The lines of a probe's section: its figures rendered by ``benchmarks.<module>.render``, or why there are
+    none (it failed; a probe may also render that it skipped, as scale-out does without PostgreSQL)."""
+    if report["status"] != "ok":
+        return [f"failed: {report['detail']}"]
+    render = importlib.import_module(f"benchmarks.{module}").render  # here: the parent imports no framework up front
+    lines: list[str] = render(report["results"])
+    return lines
 
 
 def _best(results: list[dict[str, Any]]) -> dict[str, Any]:
@@ -237,9 +265,7 @@ def main() -> None:
     print(f"batonflow benchmarks ({mode}), one framework at a time:", file=sys.stderr)
     load_before = os.getloadavg()[0]
     reports = collect(modules, workloads, quick=args.quick, concurrency=concurrency, rounds=1 if args.quick else 2)
-    growth = run_probe("growth", "growth curve", args.quick) if SUBJECT in modules else None
-    graphs = run_probe("graph", "graph engines", args.quick) if SUBJECT in modules else None
-    teams = run_probe("team", "teams", args.quick) if SUBJECT in modules else None
+    probes = {module: run_probe(module, label, args.quick) for module, label, _ in PROBES} if SUBJECT in modules else {}
     versions = ", ".join(f"{r['name']} {r.get('version', r['status'])}" for r in reports.values())
     # Other work on the machine inflates every figure, and not evenly: the load average tells how quiet it was, and
     # the CPU-time table (this process's own time) is the steadier one when it was not.
@@ -254,25 +280,8 @@ def main() -> None:
         summary = verdict(ratios[clock])
         text += ["", f"{title}:", render_text(header, rows), *summary]
         markdown += ["", f"## {title}", "", render_markdown(header, rows), "", *summary]
-    if growth is not None:
-        from .growth import render as render_growth  # here: the parent process imports no framework up front
-
-        title = "batonflow's growth curve (python -m benchmarks.growth)"
-        lines = render_growth(growth["results"]) if growth["status"] == "ok" else [f"failed: {growth['detail']}"]
-        text += ["", f"{title}:", "", *lines]
-        markdown += ["", f"## {title}", "", *lines]
-    if graphs is not None:
-        from .graph import render as render_graphs
-
-        title = "Graph engines: batonflow's FlowEngine and LangGraph's StateGraph (python -m benchmarks.graph)"
-        lines = render_graphs(graphs["results"]) if graphs["status"] == "ok" else [f"failed: {graphs['detail']}"]
-        text += ["", f"{title}:", "", *lines]
-        markdown += ["", f"## {title}", "", *lines]
-    if teams is not None:
-        from .team import render as render_teams
-
-        title = "Teams: batonflow's TeamAgent and a LangGraph supervisor graph (python -m benchmarks.team)"
-        lines = render_teams(teams["results"]) if teams["status"] == "ok" else [f"failed: {teams['detail']}"]
+    for module, _, title in PROBES if probes else ():
+        lines = section(module, probes[module])
         text += ["", f"{title}:", "", *lines]
         markdown += ["", f"## {title}", "", *lines]
     text += ["", *notes] if notes else []
@@ -291,9 +300,7 @@ def main() -> None:
         "targets": {"W1": HEADLINE, "W2": HEADLINE, "W4": HEADLINE, "other": TARGET},
         "ratios": ratios,
         "frameworks": reports,
-        "growth": growth,
-        "graphs": graphs,
-        "teams": teams,
+        **{module: probes.get(module) for module, _, _ in PROBES},
     }
     (RESULTS / f"{mode}.json").write_text(json.dumps(payload, indent=2) + "\n")
     (RESULTS / f"{mode}.md").write_text("\n".join(markdown) + "\n")

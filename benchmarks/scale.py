@@ -1,5 +1,5 @@
 """Many concurrent runs on a pool of workers: ``python -m benchmarks.scale [--runs 400] [--workers 2]
-[--concurrency 200] [--json]``.
+[--concurrency 200] [--quick] [--json]``.
 
 Makes a PostgreSQL database of its own (dropped at the end), starts ``--workers`` ``batonflow worker`` processes
 on it (live events on Redis), and submits ``--runs`` runs at once through ``DBOSBackend``, each read from its Redis
@@ -7,7 +7,8 @@ Stream to its ``end``. The agent is a scripted loop of ``STEPS`` tool calls of `
 as model and tool calls are). Prints, beside the same runs through ``InProcessBackend`` in this process: how many
 completed, p50 and p99 time to the first event (from submit), runs per second over the wall time, and how the runs
 split across the workers. Needs PostgreSQL and Redis on loopback (``BATONFLOW_BENCH_POSTGRES``,
-``BATONFLOW_BENCH_REDIS``).
+``BATONFLOW_BENCH_REDIS``) and the ``dbos``, ``postgres`` and ``redis`` extras: when one is missing it measures
+nothing and says so (``skipped``), exiting 0, so that ``python -m benchmarks`` goes on without it.
 """
 
 from __future__ import annotations
@@ -24,6 +25,7 @@ import time
 import uuid
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit
 
 ADMIN = os.environ.get("BATONFLOW_BENCH_POSTGRES", "postgresql://postgres@127.0.0.1:5432/test")
 REDIS = os.environ.get("BATONFLOW_BENCH_REDIS", "redis://127.0.0.1:6379/0")
@@ -60,17 +62,17 @@ def _percentile(values: list[float], q: float) -> float:
     return ordered[min(len(ordered) - 1, int(q * len(ordered)))]
 
 
-def _figures(first: list[float], wall: float, completed: int) -> dict[str, float]:
+def _figures(first: list[float], wall: float, completed: int) -> dict[str, float | None]:
     return {
         "completed": completed,
-        "first_event_p50_ms": round(statistics.median(first) * 1000, 1),
-        "first_event_p99_ms": round(_percentile(first, 0.99) * 1000, 1),
+        "first_event_p50_ms": round(statistics.median(first) * 1000, 1) if first else None,
+        "first_event_p99_ms": round(_percentile(first, 0.99) * 1000, 1) if first else None,
         "runs_per_s": round(completed / wall, 1),
         "wall_s": round(wall, 2),
     }
 
 
-async def in_process(runs: int) -> dict[str, float]:
+async def in_process(runs: int) -> dict[str, float | None]:
     """The same runs as segments of ``InProcessBackend``, in this process: the floor the pool is measured against."""
     from batonflow.distributed import InProcessBackend, SegmentRequest
     from batonflow.schema import user
@@ -104,7 +106,7 @@ async def in_process(runs: int) -> dict[str, float]:
     return _figures(first, wall, sum(done))
 
 
-async def distributed(runs: int, database_url: str, store_path: str) -> tuple[dict[str, float], dict[str, int]]:
+async def distributed(runs: int, database_url: str, store_path: str) -> tuple[dict[str, float | None], dict[str, int]]:
     import psycopg
 
     from batonflow.distributed import DBOSBackend, RedisEventLog, SegmentRequest
@@ -164,52 +166,126 @@ def _worker(database_url: str, store_path: str, concurrency: int, log: Path) -> 
         return subprocess.Popen(command, cwd=ROOT, env=env, stdout=out, stderr=subprocess.STDOUT)
 
 
-def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m benchmarks.scale")
-    parser.add_argument("--runs", type=int, default=400)
-    parser.add_argument("--workers", type=int, default=2)
-    parser.add_argument("--concurrency", type=int, default=200, help="segments per worker at once")
-    parser.add_argument("--json", action="store_true")
-    args = parser.parse_args(argv)
+def _where(url: str) -> str:
+    """``url`` without its credentials: host, port and database (what a skip names)."""
+    parts = urlsplit(url)
+    host = parts.hostname or "localhost"
+    port = f":{parts.port}" if parts.port else ""
+    return f"{host}{port}{parts.path}"
 
+
+def unavailable() -> str | None:
+    """Why the pool cannot be measured here (an extra not installed, PostgreSQL or Redis not answering), or None."""
+    try:
+        import dbos  # noqa: F401
+        import psycopg
+        import redis
+    except ImportError as error:
+        return f"{error.name} is not installed (pip install 'batonflow[dbos,postgres,redis]')"
+    try:
+        psycopg.connect(ADMIN, connect_timeout=3).close()
+    except psycopg.Error as error:
+        reason = str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
+        return f"no PostgreSQL at {_where(ADMIN)} ({reason})"
+    try:
+        client = redis.Redis.from_url(REDIS, socket_connect_timeout=3, socket_timeout=3)
+        try:
+            client.ping()
+        finally:
+            client.close()
+    except redis.RedisError as error:
+        return f"no Redis at {_where(REDIS)} ({error})"
+    return None
+
+
+def measure(runs: int, workers: int, concurrency: int) -> dict[str, Any]:
+    """The runs through both backends: the figures of each, how the pool's runs split across its workers (by
+    executor id) and the workers' process ids."""
     import psycopg
 
     name = f"bf_scale_{uuid.uuid4().hex[:10]}"
     with psycopg.connect(ADMIN, autocommit=True) as admin:
         admin.execute(f"CREATE DATABASE {name}")
     database_url = f"{ADMIN.rpartition('/')[0]}/{name}"
-    workers: list[subprocess.Popen[bytes]] = []
+    processes: list[subprocess.Popen[bytes]] = []
     try:
         with tempfile.TemporaryDirectory() as tmp:
             store_path = str(Path(tmp) / "checkpoints.db")
-            logs = [Path(tmp) / f"worker-{i}.log" for i in range(args.workers)]
-            workers = [_worker(database_url, store_path, args.concurrency, log) for log in logs]
-            deadline = time.monotonic() + 60
+            logs = [Path(tmp) / f"worker-{i}.log" for i in range(workers)]
+            processes = [_worker(database_url, store_path, concurrency, log) for log in logs]
+            started = time.monotonic()
             while not all("taking segments" in log.read_text(errors="replace") for log in logs):
-                if time.monotonic() > deadline or any(w.poll() is not None for w in workers):
+                if time.monotonic() > started + 60 or any(w.poll() is not None for w in processes):
                     raise SystemExit("benchmarks.scale: a worker did not start:\n" + logs[0].read_text()[-2000:])
                 time.sleep(0.1)
-            local = asyncio.run(in_process(args.runs))
-            remote, split = asyncio.run(distributed(args.runs, database_url, store_path))
+            startup = time.monotonic() - started
+            local = asyncio.run(in_process(runs))
+            remote, split = asyncio.run(distributed(runs, database_url, store_path))
     finally:
-        for worker in workers:
-            worker.terminate()
-        for worker in workers:
-            worker.wait(20)
+        for process in processes:
+            process.terminate()
+        for process in processes:
+            process.wait(20)
         with psycopg.connect(ADMIN, autocommit=True) as admin:
             admin.execute(f"DROP DATABASE IF EXISTS {name} WITH (FORCE)")
-    result = {"runs": args.runs, "workers": args.workers, "in_process": local, "dbos": remote, "split": split}
-    if args.json:
-        print(json.dumps(result))
+    return {
+        "runs": runs,
+        "workers": workers,
+        "concurrency": concurrency,
+        "worker_pids": [p.pid for p in processes],
+        "worker_startup_s": round(startup, 2),
+        "in_process": local,
+        "dbos": remote,
+        "split": split,
+    }
+
+
+def render(result: dict[str, Any]) -> list[str]:
+    """A Markdown table: each backend's completed runs, p50 and p99 time to the first event, runs/s and wall time,
+    and how the pool's runs split across its workers; or why nothing was measured."""
+    if "skipped" in result:
+        return [f"skipped: {result['skipped']}"]
+    runs, workers = result["runs"], result["workers"]
+    lines = [
+        f"{runs} concurrent runs of {STEPS} tool steps ({STEP_S * 1000:g} ms each), on {workers} workers of "
+        f"{result['concurrency']} segments each (DBOS, live events on Redis) and in-process:",
+        "",
+        "| backend | completed | p50 first event (ms) | p99 first event (ms) | runs/s | wall (s) |",
+        "|---|---:|---:|---:|---:|---:|",
+    ]
+    for label, row in (("in-process", result["in_process"]), (f"dbos, {workers} workers", result["dbos"])):
+        lines.append(
+            f"| {label} | {row['completed']} of {runs} | {row['first_event_p50_ms']} | {row['first_event_p99_ms']} "
+            f"| {row['runs_per_s']} | {row['wall_s']} |"
+        )
+    split = sorted(result["split"].values(), reverse=True)
+    return [
+        *lines,
+        "",
+        f"Runs per worker: {', '.join(map(str, split))} ({len(split)} of {workers} workers took runs); the workers "
+        f"started in {result['worker_startup_s']} s.",
+    ]
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m benchmarks.scale", description=__doc__.splitlines()[0])
+    parser.add_argument("--runs", type=int, help="concurrent runs (default 400; --quick 100)")
+    parser.add_argument("--workers", type=int, default=2)
+    parser.add_argument("--concurrency", type=int, default=200, help="segments per worker at once")
+    parser.add_argument("--quick", action="store_true", help="a smoke run: 100 runs unless --runs says otherwise")
+    parser.add_argument("--json", action="store_true", help="print the figures as one JSON object")
+    args = parser.parse_args(argv)
+    runs = args.runs if args.runs is not None else 100 if args.quick else 400
+    if runs < 1 or args.workers < 1 or args.concurrency < 1:
+        parser.error(
+            f"expected --runs, --workers and --concurrency of 1 or more, got {runs}, {args.workers}, {args.concurrency}"
+        )
+    why = unavailable()
+    if why is not None:
+        result: dict[str, Any] = {"runs": runs, "workers": args.workers, "skipped": why}
     else:
-        print(f"{args.runs} runs of {STEPS} tool steps ({STEP_S * 1000:g} ms each)")
-        print(f"{'backend':<12} {'completed':>9} {'p50 first':>10} {'p99 first':>10} {'runs/s':>8} {'wall s':>7}")
-        for label, row in (("in-process", local), (f"dbos x{args.workers}", remote)):
-            print(
-                f"{label:<12} {row['completed']:>9} {row['first_event_p50_ms']:>8} ms {row['first_event_p99_ms']:>7} ms"
-                f" {row['runs_per_s']:>8} {row['wall_s']:>7}"
-            )
-        print("split across workers:", sorted(split.values(), reverse=True))
+        result = measure(runs, args.workers, args.concurrency)
+    print(json.dumps(result) if args.json else "\n".join(render(result)))
     return 0
 
 

@@ -1,5 +1,5 @@
 """Many concurrent SSE runs against one server process: ``python -m benchmarks.serve [--runs 1000] [--words 20]
-[--disconnects 100] [--json]``.
+[--disconnects 100] [--quick] [--json]``.
 
 Starts ``batonflow.server.create_app`` on uvicorn in a process of its own on loopback, serving an agent on a scripted
 model (``FunctionModel``: an answer of ``--words`` words, streamed a word per delta) and one whose model never
@@ -141,17 +141,35 @@ def _free_port() -> int:
         return int(s.getsockname()[1])
 
 
+def render(figures: dict[str, Any]) -> list[str]:
+    """A Markdown table of the figures: completed streamed runs, time to first event, wall time, the server's peak
+    RSS, and the hung-up runs it left going."""
+    return [
+        f"{figures['runs']} concurrent streamed runs (one server process, a connection per client), then "
+        f"{figures['disconnects']} clients that hang up after the first event:",
+        "",
+        "| completed | p50 first event (ms) | p99 first event (ms) | wall (s) | server peak RSS (MB) | left behind |",
+        "|---:|---:|---:|---:|---:|---:|",
+        f"| {figures['completed']} of {figures['runs']} | {figures['first_event_p50_ms']} | "
+        f"{figures['first_event_p99_ms']} | {figures['wall_s']} | {figures['peak_rss_mb']} | "
+        f"{figures['left_behind']} of {figures['disconnects']} |",
+    ]
+
+
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(prog="python -m benchmarks.serve", description=__doc__.split("\n\n")[0])
-    parser.add_argument("--runs", type=int, default=1000)
+    parser.add_argument("--runs", type=int, help="concurrent streamed runs (default 1000; --quick 200)")
     parser.add_argument("--words", type=int, default=20)
-    parser.add_argument("--disconnects", type=int, default=100)
+    parser.add_argument("--disconnects", type=int, help="clients that hang up (default 100; --quick 20)")
+    parser.add_argument("--quick", action="store_true", help="a smoke run: fewer runs and disconnects")
     parser.add_argument("--json", action="store_true", help="print one JSON line")
     parser.add_argument("--server", type=int, metavar="PORT", help=argparse.SUPPRESS)  # the server process
     args = parser.parse_args(argv)
     if args.server:
         serve(args.server, args.words)
         return
+    runs = args.runs if args.runs is not None else 200 if args.quick else 1000
+    disconnects = args.disconnects if args.disconnects is not None else 20 if args.quick else 100
     _raise_file_limit()
     port = _free_port()
     command = [sys.executable, "-m", "benchmarks.serve", "--server", str(port), "--words", str(args.words)]
@@ -166,17 +184,11 @@ def main(argv: list[str] | None = None) -> None:
                 if server.poll() is not None or time.monotonic() > deadline:
                     raise SystemExit("the server did not start") from None
                 time.sleep(0.05)
-        figures = asyncio.run(measure(port, server.pid, args.runs, args.disconnects))
+        figures = asyncio.run(measure(port, server.pid, runs, disconnects))
     finally:
         server.send_signal(signal.SIGINT)
         server.wait(30)
-    if args.json:
-        print(json.dumps(figures))
-        return
-    print(f"{figures['completed']} of {figures['runs']} concurrent SSE runs completed in {figures['wall_s']} s")
-    print(f"time to first event: p50 {figures['first_event_p50_ms']} ms, p99 {figures['first_event_p99_ms']} ms")
-    print(f"server peak RSS: {figures['peak_rss_mb']} MB")
-    print(f"{figures['disconnects']} clients hung up mid-stream: {figures['left_behind']} runs left behind")
+    print(json.dumps(figures) if args.json else "\n".join(render(figures)))
 
 
 if __name__ == "__main__":

@@ -23,7 +23,7 @@ from batonflow.errors import (
     ResumeConflictError,
     UserError,
 )
-from batonflow.schema import Message, assistant
+from batonflow.schema import Message, assistant, user
 from batonflow.store import MemoryCheckpointStore, MemorySessionStore
 from batonflow.testing import ScriptedModel, tool_calls
 from batonflow.tools import ToolContext, tool
@@ -207,6 +207,39 @@ async def test_the_idempotency_key_is_the_same_for_a_call_and_its_resume_and_dif
     )
     await collect_events(Runner(LoopAgent(name="loop", sub_agents=[inner], max_iterations=2)).query("go"))
     assert len(keys) == 2 and keys[0] != keys[1]
+
+
+async def test_a_start_run_again_with_its_run_id_gives_its_tools_the_same_idempotency_keys() -> None:
+    keys: list[str] = []
+
+    @tool(threaded=False)
+    def lookup(ctx: ToolContext) -> str:
+        """Look an order up."""
+        keys.append(ctx.idempotency_key)
+        return "30 EUR"
+
+    def runner() -> Runner:
+        model = ScriptedModel([tool_calls(("lookup", {})), assistant("30 EUR")])
+        return Runner(ChatModelAgent(name="s", model=model, tools=[lookup]), checkpoint_store=MemoryCheckpointStore())
+
+    run_id = "0123456789abcdef" * 2
+    await collect_events(runner().query("go"))  # a random run id
+    for _ in range(2):  # a start cut off before its first checkpoint, then run again by whoever took it over
+        await collect_events(runner().run([user("go")], checkpoint_id="c", run_id=run_id))
+    assert keys[1] == keys[2] != keys[0] and keys[1].startswith(f"{run_id}-") and len(keys[1]) == 65
+
+
+@pytest.mark.parametrize("bad", ["ABCDEF" * 5 + "AB", "0" * 31, 17])
+def test_a_run_id_that_is_not_32_hex_digits_is_refused(bad: object) -> None:
+    runner = Runner(ChatModelAgent(name="s", model=ScriptedModel([assistant("hi")])))
+    with pytest.raises(
+        UserError, match=r"run_id: expected 32 lowercase hex digits \(such as os.urandom\(16\).hex\(\)\), got"
+    ):
+        runner.run([user("go")], run_id=bad)  # type: ignore[arg-type]
+    with pytest.raises(UserError, match=r"session 's': expected no run_id with a session_id"):
+        ConversationRunner(runner.agent, session_store=MemorySessionStore()).run(
+            [user("go")], session_id="s", run_id="0" * 32
+        )
 
 
 async def test_a_long_resume_renews_its_lease_so_a_second_resumer_is_still_refused() -> None:

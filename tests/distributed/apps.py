@@ -1,7 +1,8 @@
 """Agents the distributed tests run (importable as ``tests.distributed.apps`` by ``batonflow worker``).
 
 ``shipper`` asks a human before it ships an order, then ships it: each shipment appends a line to the file named
-by ``BATONFLOW_TEST_SIDE_EFFECTS`` (when set), so a test can count how often the side effect happened.
+by ``BATONFLOW_TEST_SIDE_EFFECTS`` (when set), so a test can count how often the side effect happened. ``stepper``
+asks whether to begin, then does six steps; ``starter`` does them at once, in its first segment.
 """
 
 from __future__ import annotations
@@ -74,6 +75,7 @@ def agents() -> dict[str, Any]:
         "echo": echo(),
         "waiter": waiter(),
         "stepper": stepper(),
+        "starter": starter(),
         "survey": survey(),
         "atlas": atlas(),
         "greeter": greeter(),
@@ -194,3 +196,16 @@ def _greets(messages: list[Message], tools: list[ToolInfo]) -> Message:
 
 def greeter() -> ChatModelAgent:
     return ChatModelAgent(name="greeter", description="Greets.", model=FunctionModel(_greets), tools=[greet])
+
+
+def _starts(messages: list[Message], tools: list[ToolInfo]) -> Message:
+    done = sum(1 for m in messages if m.role == "tool")
+    return tool_calls(("step", {"n": done + 1})) if done < STEPS else assistant(f"{done} steps done")
+
+
+def starter() -> ChatModelAgent:
+    """The long job of ``stepper`` without asking first: its steps run in the run's first segment, before any
+    checkpoint is saved."""
+    return ChatModelAgent(
+        name="starter", description="A long job, at once.", model=FunctionModel(_starts), tools=[step]
+    )

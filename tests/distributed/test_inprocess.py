@@ -115,6 +115,10 @@ async def test_cancel_stops_a_segment_and_an_unknown_id_is_refused() -> None:
             {"agent": "a", "checkpoint_id": "c", "messages": (user("hi"),), "targets": {"x": 1}},
             r"expected messages \(a start\) or targets \(a resume\), got both",
         ),
+        (
+            {"agent": "a", "checkpoint_id": "c", "run_id": "ABC"},
+            r"SegmentRequest.run_id: expected 32 lowercase hex digits, got 'ABC'",
+        ),
     ],
 )
 def test_a_bad_request_says_what_was_expected(fields: dict[str, object], message: str) -> None:
@@ -123,13 +127,27 @@ def test_a_bad_request_says_what_was_expected(fields: dict[str, object], message
 
 
 def test_a_payload_of_the_wrong_shape_is_refused() -> None:
-    expected = "expected agent, checkpoint_id, messages and targets (and session_id, session_values), got "
+    expected = "expected agent, checkpoint_id, messages and targets (and session_id, session_values, run_id), got "
     with pytest.raises(UserError, match=re.escape(f"{expected}['agent']")):
         SegmentRequest.from_payload({"agent": "a"})
     extra = {"agent": "a", "checkpoint_id": "c", "messages": [], "targets": {}, "surprise": 1}
     with pytest.raises(UserError, match=re.escape(f"{expected}['agent', 'checkpoint_id', 'messages', 'surprise'")):
         SegmentRequest.from_payload(extra)
     older = {"agent": "a", "checkpoint_id": "c", "messages": [user("hi")], "targets": {}}  # before conversations
-    assert SegmentRequest.from_payload(older) == SegmentRequest(agent="a", checkpoint_id="c", messages=(user("hi"),))
+    read = SegmentRequest.from_payload(older)
+    assert (read.agent, read.checkpoint_id, read.messages, read.session_id) == ("a", "c", (user("hi"),), None)
     request = SegmentRequest(agent="a", checkpoint_id="c", messages=(user("hi"),))
     assert SegmentRequest.from_payload(request.payload()) == request
+    with pytest.raises(
+        UserError, match=re.escape(f"{expected}['agent', 'checkpoint_id', 'messages', 'run_id', 'runid'")
+    ):
+        SegmentRequest.from_payload({**request.payload(), "runid": "x"})
+
+
+def test_a_start_keeps_its_run_id_through_the_queue_and_an_old_payload_gets_a_fresh_one() -> None:
+    request = SegmentRequest(agent="a", checkpoint_id="c", messages=(user("hi"),))
+    again = SegmentRequest(agent="a", checkpoint_id="c", messages=(user("hi"),))
+    assert len(request.run_id) == 32 and request.run_id != again.run_id  # one per request
+    assert SegmentRequest.from_payload(request.payload()).run_id == request.run_id  # the same on every retry
+    old = {k: v for k, v in request.payload().items() if k != "run_id"}
+    assert len(SegmentRequest.from_payload(old).run_id) == 32

@@ -9,7 +9,9 @@ import os
 import signal
 import time
 import uuid
+from typing import Any
 
+import httpx
 import pytest
 from fastapi import FastAPI
 from tests.server.conftest import asgi_client, parse_sse
@@ -43,6 +45,17 @@ async def _until(check, within: float, what: str) -> None:  # type: ignore[no-un
     while not check():
         assert time.monotonic() < deadline, what
         await asyncio.sleep(0.02)
+
+
+async def _ended(client: httpx.AsyncClient, run_id: str, within: float = 10.0) -> dict[str, Any]:
+    """The run's summary once it says it ended. The worker sends a segment's ``end`` record before DBOS has marked
+    the segment done, so a ``GET /runs/{id}`` right after the stream's end may still say ``running``."""
+    deadline = time.monotonic() + within
+    while True:
+        summary: dict[str, Any] = (await client.get(f"/runs/{run_id}")).json()
+        if summary["status"] != "running" or time.monotonic() > deadline:
+            return summary
+        await asyncio.sleep(0.05)
 
 
 async def test_a_sigkilled_workers_run_is_continued_by_the_other_worker(cluster: Cluster) -> None:
@@ -79,7 +92,7 @@ async def test_a_sigkilled_workers_run_is_continued_by_the_other_worker(cluster:
             )
             recovery = time.monotonic() - killed_at
             frames = parse_sse((await asyncio.wait_for(following, 30)).text)
-            summary = (await a.get(f"/runs/{run_id}")).json()
+            summary = await _ended(a, run_id)
     finally:
         for worker in workers:
             worker.stop()
@@ -123,3 +136,50 @@ async def test_a_paused_run_is_resumed_by_a_fresh_worker_after_its_workers_exite
         await store.close()
     assert paused.status == "interrupted" and done.status == "completed" and done.text == "order 7: shipped"
     assert f"{fresh.process.pid} shipped 7" in cluster.effect_lines()
+
+
+async def test_a_start_segment_killed_before_its_first_checkpoint_runs_again_on_the_other_worker(
+    cluster: Cluster,
+) -> None:
+    workers = [cluster.start_worker("--lease-ttl", LEASE), cluster.start_worker("--lease-ttl", LEASE)]
+    app = _app(cluster)
+    checkpoint_id = f"start-{uuid.uuid4().hex[:8]}"
+    before = len(cluster.effect_lines())
+    try:
+        async with app.router.lifespan_context(app), asgi_client(app, timeout=30) as client:
+            started = await client.post(
+                "/runs", json={"agent": "starter", "input": "go", "checkpoint_id": checkpoint_id, "detached": True}
+            )
+            run_id = started.json()["run_id"]
+            assert run_id == f"{checkpoint_id}@start"
+            following = asyncio.ensure_future(client.get(f"/runs/{run_id}/events"))
+
+            def mine() -> list[str]:
+                return cluster.effect_lines()[before:]
+
+            await _until(lambda: any(line.endswith("effect 3") for line in mine()), 20, "no step 3")
+            victim_pid = int(next(line for line in mine() if line.endswith("effect 3")).split()[0])
+            victim = next(w for w in workers if w.process.pid == victim_pid)
+            survivor = next(w for w in workers if w is not victim)
+            os.kill(victim_pid, signal.SIGKILL)  # no checkpoint yet: the run's first segment is all it has done
+            victim.process.wait(5)
+            frames = parse_sse((await asyncio.wait_for(following, 30)).text)
+            summary = await _ended(client, run_id)
+    finally:
+        for worker in workers:
+            worker.stop()
+        await app.state.batonflow.checkpoints.close()
+    lines = mine()
+    assert summary["status"] == "completed" and summary["text"] == f"{STEPS} steps done", (summary, lines)
+    assert frames[-1].event == "end" and frames[-1].data["status"] == "completed"
+
+    def attempts(pid: int) -> list[int]:
+        return [int(line.rsplit(" ", 1)[1]) for line in lines if line.startswith(f"{pid} attempt ")]
+
+    # No journal before a run's first checkpoint: the survivor ran the start again from its first step ...
+    assert attempts(victim_pid)[:3] == [1, 2, 3] and attempts(survivor.process.pid) == list(range(1, STEPS + 1))
+    # ... with the same run id, so the same idempotency keys: the steps keyed by them took effect once.
+    for n in range(1, STEPS + 1):
+        assert sum(line.endswith(f" effect {n}") for line in lines) == 1, (n, lines)
+    seqs = sorted({f.data["seq"] for f in frames[:-1]})
+    assert seqs == list(range(seqs[0], seqs[-1] + 1))

@@ -159,3 +159,54 @@ def test_batonflow_serve_with_the_dbos_backend_runs_on_the_worker(cluster: Clust
         server.wait(10)
     assert answer["status"] == "completed" and answer["text"] == "echo: over http"
     assert answer["run_id"].endswith("@start")
+
+
+async def test_get_checkpoints_lists_a_run_paused_on_a_worker_with_its_interrupt_ids(clients, cluster: Cluster) -> None:
+    a, b = clients
+    checkpoint_id = f"listed-{uuid.uuid4().hex[:8]}"
+    paused = (await a.post("/runs", json={"agent": "shipper", "input": "ship", "checkpoint_id": checkpoint_id})).json()
+    assert paused["status"] == "interrupted"
+
+    listed = (await b.get("/checkpoints")).json()["checkpoints"]  # the other API: it never ran the run
+    mine = [c for c in listed if c["checkpoint_id"] == checkpoint_id]
+    assert len(mine) == 1
+    entry = mine[0]
+    assert (entry["agent"], entry["run_id"], entry["session_id"]) == ("shipper", f"{checkpoint_id}@start", None)
+    assert entry["interrupts"] == [{"id": paused["interrupts"][0]}] and entry["created"] > 0
+    assert (await a.get(f"/checkpoints/{checkpoint_id}")).json() == entry
+
+    # What the listing gives is enough to resume: the interrupt id, and the agent (the resume need not name it).
+    resumed = await b.post(
+        f"/checkpoints/{checkpoint_id}/resume", json={"targets": {entry["interrupts"][0]["id"]: "yes"}}
+    )
+    assert resumed.status_code == 200, resumed.text
+    assert resumed.json()["status"] == "completed" and resumed.json()["text"] == "order 7: shipped"
+
+    after = (await a.get("/checkpoints")).json()["checkpoints"]
+    assert [c for c in after if c["checkpoint_id"] == checkpoint_id] == []  # completed: no longer waiting
+    gone = await b.get(f"/checkpoints/{checkpoint_id}")
+    assert gone.status_code == 404
+    assert gone.json()["error"]["message"] == (
+        f"checkpoint: expected a pending checkpoint, got {checkpoint_id!r}: no run of this server left it pending, "
+        "and none waits on the workers"
+    )
+    anonymous = await b.post(f"/checkpoints/{checkpoint_id}/resume", json={"targets": {}})
+    assert anonymous.status_code == 404 and "none waits on the workers" in anonymous.json()["error"]["message"]
+    bad = await b.get("/checkpoints/a%00b")
+    assert bad.status_code == 422 and "must not contain NUL characters" in bad.json()["error"]["message"]
+
+
+async def test_a_run_being_resumed_is_not_listed_as_waiting(clients) -> None:
+    a, b = clients
+    checkpoint_id = f"resuming-{uuid.uuid4().hex[:8]}"
+    paused = (await a.post("/runs", json={"agent": "stepper", "input": "go", "checkpoint_id": checkpoint_id})).json()
+    assert [c["checkpoint_id"] for c in (await b.get("/checkpoints")).json()["checkpoints"]].count(checkpoint_id) == 1
+    resumed = await a.post(
+        f"/checkpoints/{checkpoint_id}/resume", json={"targets": {paused["interrupts"][0]: "yes"}, "detached": True}
+    )
+    run_id = resumed.json()["run_id"]
+    assert (await b.get(f"/runs/{run_id}")).json()["status"] == "running"  # six steps of 0.3 s: still going
+    assert checkpoint_id not in [c["checkpoint_id"] for c in (await b.get("/checkpoints")).json()["checkpoints"]]
+    assert (await b.get(f"/checkpoints/{checkpoint_id}")).status_code == 404
+    frames = parse_sse((await b.get(f"/runs/{run_id}/events")).text)  # to its end
+    assert frames[-1].event == "end" and frames[-1].data["status"] == "completed"

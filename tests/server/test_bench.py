@@ -8,10 +8,12 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 ROOT = Path(__file__).resolve().parents[2]
 
 
-def test_the_serving_benchmark_completes_its_runs_and_leaves_no_run_behind() -> None:
+def test_the_serving_benchmark_completes_its_runs_and_leaves_no_run_behind(monkeypatch: pytest.MonkeyPatch) -> None:
     env = {**os.environ, "PYTHONPATH": f"{ROOT / 'src'}{os.pathsep}{ROOT}"}
     result = subprocess.run(
         [sys.executable, "-m", "benchmarks.serve", "--runs", "8", "--disconnects", "4", "--words", "5", "--json"],
@@ -28,3 +30,9 @@ def test_the_serving_benchmark_completes_its_runs_and_leaves_no_run_behind() -> 
     assert (figures["disconnects"], figures["left_behind"]) == (4, 0)
     assert 0 < figures["first_event_p50_ms"] <= figures["first_event_p99_ms"]
     assert figures["peak_rss_mb"] > 0
+
+    monkeypatch.syspath_prepend(str(ROOT))  # the checkout's benchmarks package, for its renderer
+    from benchmarks.serve import render
+
+    table = "\n".join(render(figures))
+    assert "8 concurrent streamed runs" in table and "| 8 of 8 |" in table and "| 0 of 4 |" in table

@@ -9,6 +9,7 @@ this one.
 from __future__ import annotations
 
 import os
+import re
 import uuid
 from collections import deque
 from collections.abc import AsyncGenerator, AsyncIterator, Callable, Mapping, Sequence
@@ -86,6 +87,7 @@ class Runner:
         session_values: Mapping[str, Any] | None = None,
         checkpoint_id: str | None = None,
         checkpoint_store: CheckpointStore | None = None,
+        run_id: str | None = None,
     ) -> Stream[AgentEvent]:
         """The events of one run on ``messages``; read them with ``async for``, close the stream to stop early.
 
@@ -93,8 +95,13 @@ class Runner:
         when None) before the caller sees the interrupt. The id must be free: a run refuses to start, raising
         ``CheckpointExistsError``, when the store holds a pending run under it, and ``ResumeConflictError`` while
         another runner runs or resumes under it; saving would overwrite that run.
+
+        ``run_id`` (32 lowercase hex digits; a fresh random one when None) is what the run's
+        ``ToolContext.idempotency_key``s are made of. A run cut off before it saved anything has no journal, so
+        starting it again runs its finished tools again: given the first attempt's ``run_id``, they run with the
+        same keys, so that a side effect keyed by them happens once. Give it to a retry of the same run only.
         """
-        return self._started(messages, session_values, checkpoint_id, checkpoint_store)
+        return self._started(messages, session_values, checkpoint_id, checkpoint_store, run_id=_run_id(run_id))
 
     def _started(
         self,
@@ -103,10 +110,11 @@ class Runner:
         checkpoint_id: str | None,
         checkpoint_store: CheckpointStore | None,
         capture: Capture | None = None,
+        run_id: str | None = None,
     ) -> Stream[AgentEvent]:
         store = self._store(checkpoint_store, checkpoint_id)
         return Stream.from_async_iter(
-            self._run(messages, session_values, store, checkpoint_id, self.callbacks, capture)
+            self._run(messages, session_values, store, checkpoint_id, self.callbacks, capture, run_id)
         )
 
     def _store(self, store: CheckpointStore | None, checkpoint_id: str | None) -> CheckpointStore | None:
@@ -128,13 +136,14 @@ class Runner:
         checkpoint_id: str | None,
         callbacks: Sequence[TraceCallback],
         capture: Capture | None = None,
+        run_id: str | None = None,
     ) -> AsyncIterator[AgentEvent]:
         values = {**self.session_values, **(session_values or {})}
         ctx = RunContext(
             session=RunSession(values=values),
             enable_streaming=self.enable_streaming,
             skip_transfer_messages=self.skip_transfer_messages,
-            run_id=os.urandom(16).hex(),
+            run_id=os.urandom(16).hex() if run_id is None else run_id,
         )
         trace = _traced(ctx, self.agent.name, callbacks, capture)
         input = AgentInput(messages=list(messages), enable_streaming=self.enable_streaming)
@@ -455,6 +464,18 @@ def _traced(
     if capture is not None:
         capture.trace = trace
     return trace
+
+
+_RUN_ID = re.compile(r"[0-9a-f]{32}")
+
+
+def _run_id(run_id: str | None) -> str | None:
+    """``run_id`` if it can be a run's id: 32 lowercase hex digits, as the Runner makes them (so that idempotency keys
+    keep their length)."""
+    if run_id is not None and (not isinstance(run_id, str) or _RUN_ID.fullmatch(run_id) is None):
+        shown = repr(run_id[:40] if isinstance(run_id, str) else run_id)[:60]  # not the repr of a megabyte
+        raise UserError(f"run_id: expected 32 lowercase hex digits (such as os.urandom(16).hex()), got {shown}")
+    return run_id
 
 
 def _check_tree(root: FlowAgent) -> None:

@@ -84,8 +84,10 @@ class Runner(_Runner):
         checkpoint_store: CheckpointStore | None = None,
         session_id: str | None = None,
         targets: Mapping[str, Any] | None = None,
+        run_id: str | None = None,
     ) -> Stream[AgentEvent]:
-        """The events of one run on ``messages``, as for ``batonflow.adk.Runner.run``.
+        """The events of one run on ``messages``, as for ``batonflow.adk.Runner.run`` (``run_id`` too, without a
+        session).
 
         With ``session_id`` the run continues that conversation of the ``session_store`` (see the module
         docstring); with no messages it resumes the conversation's pending run, ``targets`` as for ``resume``.
@@ -96,6 +98,12 @@ class Runner(_Runner):
                 session_values=session_values,
                 checkpoint_id=checkpoint_id,
                 checkpoint_store=checkpoint_store,
+                run_id=run_id,
+            )
+        if run_id is not None:
+            raise UserError(
+                f"session {session_id!r}: expected no run_id with a session_id (a conversation's runs are its own), "
+                "got one"
             )
         return self._conversation(session_id, list(messages), session_values, checkpoint_id, checkpoint_store, targets)
 

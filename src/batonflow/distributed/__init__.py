@@ -10,6 +10,7 @@ from typing import Any
 from ._backend import DurableBackend as DurableBackend
 from ._backend import InProcessBackend as InProcessBackend
 from ._backend import LiveBackend as LiveBackend
+from ._backend import PausedRun as PausedRun
 from ._events import EventRecord as EventRecord
 from ._events import RedisEventLog as RedisEventLog
 from ._events import event_record as event_record
@@ -29,6 +30,7 @@ __all__ = [
     "EventSink",
     "InProcessBackend",
     "LiveBackend",
+    "PausedRun",
     "RedisEventLog",
     "SegmentOutcome",
     "SegmentRequest",

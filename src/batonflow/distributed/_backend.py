@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import AsyncIterator, Mapping
+from dataclasses import dataclass
 from typing import Protocol, runtime_checkable
 
 from ..adk import Agent
@@ -18,7 +19,7 @@ from ..store import CheckpointStore, SessionStore
 from ._events import EventRecord
 from ._segment import EventSink, SegmentOutcome, SegmentRequest, request_id, run_segment
 
-__all__ = ["DurableBackend", "InProcessBackend", "LiveBackend"]
+__all__ = ["DurableBackend", "InProcessBackend", "LiveBackend", "PausedRun"]
 
 
 @runtime_checkable
@@ -53,6 +54,24 @@ class LiveBackend(DurableBackend, Protocol):
     async def status(self, segment_id: str) -> str:
         """The engine's status of the segment (``ENQUEUED``, ``PENDING``, ``SUCCESS``, ``ERROR``, ``CANCELLED``)."""
         ...
+
+    async def paused(self, checkpoint_id: str | None = None) -> list[PausedRun]:
+        """The runs paused on the workers (the last segment of each ended interrupted, and none resumes it yet),
+        newest first; those of ``checkpoint_id`` only when given."""
+        ...
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class PausedRun:
+    """A run waiting for an answer with no process holding it: its checkpoint (in the shared store), the agent
+    that runs it, the segment that paused it and when (seconds since the epoch), and the interrupt ids a resume
+    answers."""
+
+    checkpoint_id: str
+    agent: str
+    segment_id: str
+    interrupt_ids: tuple[str, ...]
+    paused_at: float
 
 
 class InProcessBackend:

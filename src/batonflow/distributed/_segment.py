@@ -15,6 +15,8 @@ targets of its pending run): the same turn asked twice before it ran is one turn
 from __future__ import annotations
 
 import hashlib
+import os
+import re
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal
@@ -37,7 +39,12 @@ class SegmentRequest:
     """One segment to run: a start of ``agent`` on ``messages`` under ``checkpoint_id``, or (no messages) a resume of
     the checkpoint with ``targets``. With ``session_id`` instead of a checkpoint id, a turn of that conversation on
     ``messages``, or (no messages) the resume of its pending run with ``targets``. ``session_values`` are the run's
-    (as ``Runner.run`` takes them)."""
+    (as ``Runner.run`` takes them).
+
+    ``run_id`` is a start's run id (``Runner.run(run_id=...)``), made with the request and carried with it, so that
+    a start cut off before its first checkpoint (its worker died) runs again with the same idempotency keys: a
+    tool that keys its side effect by ``ToolContext.idempotency_key`` makes it once. A resume's run id is its
+    checkpoint's; a conversation's turn has its own on each run."""
 
     agent: str
     checkpoint_id: str = ""
@@ -45,6 +52,7 @@ class SegmentRequest:
     targets: Mapping[str, Any] = field(default_factory=dict)
     session_id: str | None = None
     session_values: Mapping[str, Any] = field(default_factory=dict)
+    run_id: str = field(default_factory=lambda: os.urandom(16).hex())
 
     def __post_init__(self) -> None:
         if not isinstance(self.agent, str) or not self.agent:
@@ -67,6 +75,8 @@ class SegmentRequest:
             raise UserError(
                 f"SegmentRequest.session_values: expected a mapping, got {type(self.session_values).__name__}"
             )
+        if not isinstance(self.run_id, str) or _RUN_ID.fullmatch(self.run_id) is None:
+            raise UserError(f"SegmentRequest.run_id: expected 32 lowercase hex digits, got {self.run_id!r:.60}")
 
     @property
     def resumes(self) -> bool:
@@ -86,16 +96,20 @@ class SegmentRequest:
             "targets": dict(self.targets),
             "session_id": self.session_id,
             "session_values": dict(self.session_values),
+            "run_id": self.run_id,
         }
 
     @classmethod
     def from_payload(cls, payload: Any) -> SegmentRequest:
-        if not isinstance(payload, dict) or not set(payload) >= _KEYS or not set(payload) <= _KEYS | _OPTIONAL:
+        """The request ``payload`` wrote; one written without a run id (by an earlier release) gets a fresh one."""
+        keys = set(payload) if isinstance(payload, dict) else set()
+        if not isinstance(payload, dict) or not _KEYS <= keys <= _KEYS | _OPTIONAL:
             shape = sorted(payload) if isinstance(payload, dict) else type(payload).__name__
             raise UserError(
                 "segment payload: expected agent, checkpoint_id, messages and targets (and session_id, "
-                f"session_values), got {shape}"
+                f"session_values, run_id), got {shape}"
             )
+        extra = {"run_id": payload["run_id"]} if "run_id" in payload else {}
         return cls(
             agent=payload["agent"],
             checkpoint_id=payload["checkpoint_id"],
@@ -103,11 +117,13 @@ class SegmentRequest:
             targets=payload["targets"],
             session_id=payload.get("session_id"),
             session_values=payload.get("session_values") or {},
+            **extra,
         )
 
 
 _KEYS = {"agent", "checkpoint_id", "messages", "targets"}
-_OPTIONAL = {"session_id", "session_values"}
+_OPTIONAL = {"session_id", "session_values", "run_id"}
+_RUN_ID = re.compile(r"[0-9a-f]{32}")
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -220,7 +236,10 @@ async def run_segment(
             events = runner.resume(request.checkpoint_id, dict(request.targets))
         else:
             events = runner.run(
-                list(request.messages), checkpoint_id=request.checkpoint_id, session_values=dict(request.session_values)
+                list(request.messages),
+                checkpoint_id=request.checkpoint_id,
+                session_values=dict(request.session_values),
+                run_id=request.run_id,
             )
     text, error, started = "", None, False
     interrupts: tuple[str, ...] = ()

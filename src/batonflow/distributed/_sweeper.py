@@ -7,8 +7,10 @@ the rows that have lapsed — the delete is the claim, so one sweeper takes each
 pending segments back on the queue (``DBOS.resume_workflow``), where any worker dequeues them.
 
 A segment re-run this way resumes from its checkpoint and journal (the Runner's guarantees): the steps that
-finished are replayed, not run again; the one in flight runs again. A worker wrongly thought dead (a long pause)
-finds its lease on the checkpoint taken and stops before its next tool batch.
+finished are replayed, not run again; the one in flight runs again. A run's first segment cut off before its first
+checkpoint has neither: it starts again, its finished tools run again, with the same idempotency keys (its run id
+is in the segment's request). A worker wrongly thought dead (a long pause) finds its lease on the checkpoint taken
+and stops before its next tool batch.
 """
 
 from __future__ import annotations

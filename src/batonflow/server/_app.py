@@ -71,7 +71,9 @@ def create_app(
 
     With ``backend`` (a ``batonflow.distributed.LiveBackend``, such as ``DBOSBackend`` with an event log), runs
     without a session and checkpoint resumes run on its workers, not here: their run id is their segment id, and
-    any API process of the same backend serves their events (``GET /runs/{id}/events``, ``Last-Event-ID``).
+    any API process of the same backend serves their events (``GET /runs/{id}/events``, ``Last-Event-ID``), and
+    ``GET /checkpoints`` lists the runs paused on its workers too (the backend knows them, whichever API started
+    them).
     """
     limits = _checked(limits, auth_token, backend)
     engine, graphs = load_flows(flows, flow_engine)
@@ -146,7 +148,8 @@ def _version() -> str:
 def _checked(limits: ServerLimits | None, auth_token: str | None, backend: object) -> ServerLimits:
     if backend is not None and not isinstance(backend, LiveBackend):
         raise UserError(
-            f"backend: expected a LiveBackend (submit, outcome, cancel, events, status), got {type(backend).__qualname__}"
+            f"backend: expected a LiveBackend (submit, outcome, cancel, events, status, paused), got "
+            f"{type(backend).__qualname__}"
         )
     limits = ServerLimits() if limits is None else limits
     if not isinstance(limits, ServerLimits):

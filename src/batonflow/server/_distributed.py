@@ -18,7 +18,7 @@ from typing import Any
 from fastapi.responses import JSONResponse
 from sse_starlette import EventSourceResponse, ServerSentEvent
 
-from ..distributed import EventRecord, LiveBackend, SegmentOutcome, SegmentRequest
+from ..distributed import EventRecord, LiveBackend, PausedRun, SegmentOutcome, SegmentRequest
 from ..errors import CheckpointNotFoundError, SegmentFailedError
 from ..schema import Message
 from ._errors import ApiError, shown
@@ -66,6 +66,12 @@ class Distributed:
         if status in ("SUCCESS", "ERROR"):
             return _summary(sid, await self._outcome(sid))
         return {"run_id": sid, "status": "cancelled" if status == "CANCELLED" else "running"}
+
+    async def paused(self, checkpoint_id: str | None = None) -> list[dict[str, Any]]:
+        """The runs paused on the workers (all, or those of ``checkpoint_id``), as ``GET /checkpoints`` lists a
+        checkpoint: its run id is the segment that paused it, its interrupts carry their ids (what a resume
+        answers; what each asked is in the run's events)."""
+        return [_paused(run) for run in await self.backend.paused(checkpoint_id)]
 
     async def cancel(self, sid: str) -> dict[str, Any]:
         await self.backend.cancel(sid)
@@ -139,6 +145,17 @@ def _sent(record: EventRecord) -> ServerSentEvent:
             "error": data.get("error"),
         }
     return ServerSentEvent(data=json.dumps(body, ensure_ascii=False), event=event, id=record.stream_id)
+
+
+def _paused(run: PausedRun) -> dict[str, Any]:
+    return {
+        "checkpoint_id": run.checkpoint_id,
+        "agent": run.agent,
+        "session_id": None,
+        "run_id": run.segment_id,
+        "created": run.paused_at,
+        "interrupts": [{"id": i} for i in run.interrupt_ids],
+    }
 
 
 def _summary(sid: str, outcome: SegmentOutcome) -> dict[str, Any]:

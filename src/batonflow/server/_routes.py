@@ -192,12 +192,23 @@ async def cancel_run(run_id: str, server: Srv) -> dict[str, Any]:
 
 
 async def list_checkpoints(server: Srv) -> dict[str, Any]:
-    """The checkpoints this server's runs left waiting, with their interrupts (the ids to resume by)."""
-    return {"checkpoints": [p.json() for p in server.runs.pending.values()]}
+    """The checkpoints this server's runs left waiting, and with a backend the runs paused on its workers, with
+    their interrupts (the ids to resume by)."""
+    listed = [p.json() for p in server.runs.pending.values()]
+    if server.distributed is not None:
+        listed += [p for p in await server.distributed.paused() if p["checkpoint_id"] not in server.runs.pending]
+    return {"checkpoints": listed}
 
 
 async def get_checkpoint(checkpoint_id: str, server: Srv) -> dict[str, Any]:
     """One pending checkpoint and its interrupts."""
+    entry = server.runs.pending.get(checkpoint_id)
+    if entry is None and server.distributed is not None:
+        checkpoint_id = checked(check_checkpoint_id, checkpoint_id, "checkpoint_id")
+        found = await server.distributed.paused(checkpoint_id)
+        if found:
+            return found[0]
+        raise _no_checkpoint(checkpoint_id, "no run of this server left it pending, and none waits on the workers")
     return _pending(server, checkpoint_id).json()
 
 
@@ -206,10 +217,14 @@ async def resume_checkpoint(checkpoint_id: str, body: ResumeRequest, server: Srv
     checkpoint_id = checked(check_checkpoint_id, checkpoint_id, "checkpoint_id")
     entry = server.runs.pending.get(checkpoint_id)
     if server.distributed is not None and (entry is None or entry.session_id is None):
-        if body.agent is None:
-            raise _no_checkpoint(checkpoint_id, "name its agent to resume it on the workers")
-        server.agent(body.agent)
-        segment = SegmentRequest(agent=body.agent, checkpoint_id=checkpoint_id, targets=body.targets)
+        agent = body.agent
+        if agent is None:  # the agent of the run paused on the workers
+            found = await server.distributed.paused(checkpoint_id)
+            if not found:
+                raise _no_checkpoint(checkpoint_id, "none waits on the workers; name its agent to resume it there")
+            agent = found[0]["agent"]
+        server.agent(agent)
+        segment = SegmentRequest(agent=agent, checkpoint_id=checkpoint_id, targets=body.targets)
         sid = await server.distributed.start(segment)
         return await server.distributed.answer(sid, stream=body.stream, detached=body.detached)
     server.busy(checkpoint_id)
