@@ -8,7 +8,15 @@ import re
 
 import pytest
 
-from batonflow.distributed import DurableBackend, InProcessBackend, SegmentOutcome, SegmentRequest, segment_id
+from batonflow.adk import PendingCheckpoint, read_pending
+from batonflow.distributed import (
+    DurableBackend,
+    InProcessBackend,
+    SegmentOutcome,
+    SegmentRequest,
+    run_segment,
+    segment_id,
+)
 from batonflow.errors import CheckpointNotFoundError, SegmentError, UnknownAgentError, UserError
 from batonflow.schema import user
 from batonflow.store import MemoryCheckpointStore
@@ -151,3 +159,19 @@ def test_a_start_keeps_its_run_id_through_the_queue_and_an_old_payload_gets_a_fr
     assert SegmentRequest.from_payload(request.payload()).run_id == request.run_id  # the same on every retry
     old = {k: v for k, v in request.payload().items() if k != "run_id"}
     assert len(SegmentRequest.from_payload(old).run_id) == 32
+
+
+async def test_a_start_run_again_after_it_saved_its_checkpoint_reports_its_pause() -> None:
+    """Its worker died between saving the checkpoint and recording the outcome: the start runs again, finds the
+    checkpoint its own earlier run saved (the same run id), and reports the pause instead of failing on it."""
+    store = MemoryCheckpointStore()
+    start = SegmentRequest(agent="shipper", checkpoint_id="c9", messages=(user("ship 7"),))
+    first = await run_segment(agents(), store, start, sid="c9@start")
+    again = await run_segment(agents(), store, start, sid="c9@start")
+    assert first.status == again.status == "interrupted" and again.interrupt_ids == first.interrupt_ids
+    other = SegmentRequest(agent="shipper", checkpoint_id="c9", messages=(user("ship 7"),))  # another run's start
+    refused = await run_segment(agents(), store, other, sid="c9@start")
+    assert refused.status == "failed" and refused.error is not None
+    assert refused.error.startswith("CheckpointExistsError: checkpoint[c9] holds a pending run")
+    assert await read_pending(store, "c9") == PendingCheckpoint(run_id=start.run_id, interrupt_ids=first.interrupt_ids)
+    assert await read_pending(store, "nothing-here") is None

@@ -13,6 +13,8 @@ from ._builtin import get_language as get_language
 from ._builtin import parse_tool_argument as parse_tool_argument
 from ._builtin import set_language as set_language
 from ._chatmodel import ChatModelAgent as ChatModelAgent
+from ._checkpoint import PendingCheckpoint as PendingCheckpoint
+from ._checkpoint import read_pending as read_pending
 from ._context import RunContext as RunContext
 from ._context import RunSession as RunSession
 from ._context import SessionEvent as SessionEvent
@@ -115,6 +117,7 @@ __all__ = [
     "ModelAgent",
     "ModelRetryConfig",
     "ParallelAgent",
+    "PendingCheckpoint",
     "ReactState",
     "ResumableAgent",
     "ResumeInfo",
@@ -151,6 +154,7 @@ __all__ = [
     "pair_tool_calls",
     "parse_tool_argument",
     "plan_execute_replan",
+    "read_pending",
     "render_instruction",
     "rewrite_message",
     "run_branch",

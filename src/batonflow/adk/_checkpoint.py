@@ -20,7 +20,7 @@ from ._context import RunContext, SessionEvent
 from ._interrupt import InterruptRecord, flatten
 from ._parts import HistoryChain
 
-__all__ = ["Checkpoint", "encode_checkpoint", "keeps_parts", "load_checkpoint"]
+__all__ = ["Checkpoint", "PendingCheckpoint", "encode_checkpoint", "keeps_parts", "load_checkpoint", "read_pending"]
 
 
 @dataclass(slots=True, kw_only=True)
@@ -109,3 +109,23 @@ async def load_checkpoint(
     if chain.events:
         checkpoint.events = [*chain.events, *checkpoint.events]
     return checkpoint, chain
+
+
+@dataclass(frozen=True, slots=True)
+class PendingCheckpoint:
+    """What a pending checkpoint says of its run: the run's id, and the ids of the interrupts that wait for an
+    answer (the root causes, in the order the run reported them)."""
+
+    run_id: str
+    interrupt_ids: tuple[str, ...]
+
+
+async def read_pending(store: Any, checkpoint_id: str) -> PendingCheckpoint | None:
+    """The pending run ``store`` holds under ``checkpoint_id``, None when it holds none."""
+    data = await store.get(checkpoint_id)
+    if data is None:
+        return None
+    checkpoint, _ = await load_checkpoint(data, store, checkpoint_id, 0)
+    parents = {record.parent_id for record in checkpoint.interrupts}
+    roots = tuple(record.id for record in checkpoint.interrupts if record.id not in parents)
+    return PendingCheckpoint(run_id=checkpoint.run_id, interrupt_ids=roots)

@@ -21,9 +21,16 @@ from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from ..adk import Agent, AgentEvent, InterruptInfo
+from ..adk import Agent, AgentEvent, InterruptInfo, PendingCheckpoint, read_pending
 from ..agents import Runner
-from ..errors import CheckpointNotFoundError, ResumeConflictError, UnknownAgentError, UserError
+from ..errors import (
+    CheckpointExistsError,
+    CheckpointNotFoundError,
+    CodecError,
+    ResumeConflictError,
+    UnknownAgentError,
+    UserError,
+)
 from ..schema import Message
 from ..store import CheckpointStore, SessionStore, check_checkpoint_id, check_session_id, encode_json
 
@@ -258,12 +265,29 @@ async def run_segment(
         if not started:
             raise  # held by another runner before anything ran here: the caller may try again
         error = f"{type(raised).__name__}: {raised}"
+    except CheckpointExistsError as raised:
+        saved = await _saved_by_this_start(store, request)
+        if saved is None:
+            error = f"{type(raised).__name__}: {raised}"
+        else:  # this start ran before, and its process died after saving the checkpoint: it paused there
+            interrupts = saved.interrupt_ids
     except Exception as raised:  # a run that could not start (a taken id): an outcome, not a crash
         error = f"{type(raised).__name__}: {raised}"
     finally:
         await events.aclose()
     status: Status = "failed" if error else "interrupted" if interrupts else "completed"
     return SegmentOutcome(segment_id=sid, status=status, text=text, interrupt_ids=interrupts, error=error)
+
+
+async def _saved_by_this_start(store: CheckpointStore, request: SegmentRequest) -> PendingCheckpoint | None:
+    """The pending checkpoint an earlier run of this very start saved (the same run id), if that is what took it."""
+    if request.resumes or request.session_id is not None:
+        return None
+    try:
+        saved = await read_pending(store, request.checkpoint_id)
+    except CodecError:  # not a checkpoint this release can read: not this start's
+        return None
+    return saved if saved is not None and saved.run_id == request.run_id and saved.interrupt_ids else None
 
 
 def _answer(event: AgentEvent, text: str) -> str:
