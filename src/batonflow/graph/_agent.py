@@ -6,7 +6,8 @@ does) with the run path ``[<graph agent>, <node id>, <agent>, …]``; its events
 final answer lands in the flow variable its node's meta ``output`` names (default ``message``). An interrupt of the
 agent (a HITL question, a tool approval) stops the flow at that node; the graph agent's own interrupt saves the flow
 context, so that ``Runner.resume`` replays the graph to the node and resumes the agent there: finished nodes and
-tools do not run again.
+tools do not run again. On parallel branches the other agents run to their end first, and the context's journal
+keeps them from running again; several that interrupt at once all resume.
 
 Outside a ``GraphAgent`` (a plain ``engine.eval``), an agent node runs alone on the variable its meta ``input``
 names (default ``message``); it cannot be interrupted there.

@@ -1,9 +1,9 @@
 """``FlowContext``: a flow's variables, trace, event bus and stop/interrupt switches, and its JSON snapshot.
 
-The trace keeps the last node visited per graph; an engine given a context with a recorded node replays the graph
-up to it (see the engine), which is how a stopped flow resumes, in this process or another (``to_json`` /
-``FlowContext.from_json``, through the checkpoint codec, so that the same types travel and corrupt data is a
-``CodecError``).
+The trace keeps the last node visited per graph, and how each visit of the last run ended; an engine given a
+context with a recorded node replays the graph up to it (see the engine), which is how a stopped flow resumes, in
+this process or another (``to_json`` / ``FlowContext.from_json``, through the checkpoint codec, so that the same
+types travel and corrupt data is a ``CodecError``).
 """
 
 from __future__ import annotations
@@ -25,9 +25,17 @@ if TYPE_CHECKING:
     from ._exchanger import Branch, Exchanger
     from ._graph import Graph, Node
 
-__all__ = ["FlowContext", "FlowTrace", "NodeRecord"]
+__all__ = ["DONE", "ENDED", "FANNED", "FINISHED", "OUTCOMES", "PENDING", "FlowContext", "FlowTrace", "NodeRecord"]
 
 register_type(NodeType, name="FlowNodeType")
+
+# How a visit ended, one letter per visit in the journal a trace keeps of the last run (see the engine).
+PENDING = "p"  # cut short: stopped by its own branch, by the steps limit, an error, a sub-graph that did not end
+DONE = "d"  # its task finished (a join arrival was counted) and its branch went on, or would have but for a stop
+ENDED = "e"  # its task finished and ``interrupt()`` ended its branch there
+FANNED = "f"  # a parallel gateway whose branches then ran concurrently
+OUTCOMES = frozenset((PENDING, DONE, ENDED, FANNED))
+FINISHED = frozenset((DONE, ENDED, FANNED))
 
 # The run and branch the running code belongs to: each parallel branch is an asyncio task with its own value, so
 # that interrupt() ends that branch only, and a context used by two runs at once stops only its own.
@@ -53,15 +61,27 @@ register_type(NodeRecord, name="FlowNodeRecord")
 
 
 class FlowTrace:
-    """The last ``NodeRecord`` of each graph a context has run; the first graph recorded is the root."""
+    """The last ``NodeRecord`` of each graph a context has run (the first graph recorded is the root), and the
+    engine's journal of how the last run's visits ended: per graph and node, one letter per visit, which is how a
+    resumed run knows the branches of a parallel gateway that finished before the run stopped."""
 
     def __init__(self) -> None:
         self.enabled = True
         self._root: str | None = None
         self._last: dict[str, NodeRecord] = {}
+        self._visits: dict[str, dict[str, str]] = {}
 
     def record(self, graph: Graph, node: Node | None) -> None:
-        """Remember ``node`` as ``graph``'s last; ``None`` forgets it, so that the next run starts afresh."""
+        """Remember ``node`` as ``graph``'s last, where the next run resumes; ``None`` forgets it, so that the next
+        run starts afresh. Either way the journal of the graph's last run is forgotten: the next run replays to
+        the node recorded here as the original does, without it."""
+        if not self.enabled:
+            return
+        self._visits.pop(graph.id, None)
+        self._note(graph, node)
+
+    def _note(self, graph: Graph, node: Node | None) -> None:
+        """The engine's record of a visit: as ``record``, the journal kept."""
         if not self.enabled:
             return
         if self._root is None:
@@ -113,6 +133,7 @@ class FlowTrace:
     def clear(self) -> None:
         self._root = None
         self._last.clear()
+        self._visits.clear()
 
 
 @dataclass(frozen=True, slots=True)
@@ -122,6 +143,7 @@ class _ContextSnapshot:
     data: dict[str, Any]
     root_graph_id: str | None = None
     records: list[NodeRecord] = field(default_factory=list)
+    visits: dict[str, dict[str, str]] = field(default_factory=dict)
 
 
 register_type(_ContextSnapshot, name="FlowContext")
@@ -225,6 +247,7 @@ class FlowContext:
         self._stopped = True
         current = CURRENT.get()
         if current is not None and current[0].context is self:
+            current[1].stopped = True  # this branch's node waits; another branch's running task can still finish
             current[0].stop()
 
     def interrupt(self) -> None:
@@ -255,8 +278,14 @@ class FlowContext:
     def to_json(self) -> str:
         """The context as JSON text: variables, stopped flag and trace. A variable the codec cannot write (a
         function, an open file, an unregistered class) is a ``CodecError`` naming it, not left out."""
+        trace = self._trace
         snapshot = _ContextSnapshot(
-            self.instance_id, self._stopped, dict(self._data), self._trace._root, list(self._trace._last.values())
+            self.instance_id,
+            self._stopped,
+            dict(self._data),
+            trace._root,
+            list(trace._last.values()),
+            {graph_id: dict(nodes) for graph_id, nodes in trace._visits.items()},
         )
         try:
             return encode_json(snapshot, what="flow context")
@@ -279,10 +308,24 @@ class FlowContext:
         context._stopped = snapshot.stopped
         context._trace._root = snapshot.root_graph_id
         context._trace._last = {record.graph_id: record for record in snapshot.records}
+        context._trace._visits = _checked_visits(snapshot.visits)
         return context
 
     def __repr__(self) -> str:
         return f"FlowContext({self.instance_id!r}, {len(self._data)} variables, last={self.last_node_id!r})"
+
+
+def _checked_visits(visits: dict[str, dict[str, str]]) -> dict[str, dict[str, str]]:
+    for graph_id, nodes in visits.items():
+        for node_id, outcomes in nodes.items():
+            strange = sorted(set(outcomes) - OUTCOMES)
+            if strange:
+                raise CodecError(
+                    f"cannot decode flow context: the visits of node {node_id!r} in graph {graph_id!r} are letters "
+                    f"of {''.join(sorted(OUTCOMES))}, found {''.join(strange)!r}",
+                    path=f"$.visits.{graph_id}.{node_id}",
+                )
+    return visits
 
 
 def _variable_at(path: str | None) -> str | None:

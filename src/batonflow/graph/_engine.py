@@ -6,6 +6,15 @@ run once passed); then act by node type. Replaying ("reverting") is how a contex
 walk starts at the start node with tasks and hooks skipped and conditions evaluated, until it reaches the recorded
 node, whose task runs again.
 
+The original walks a parallel gateway's branches one after the other, so that when a node stops the run no later
+branch has run; here they run concurrently, and a branch may have finished a node after (in the walk's order) the
+one that stopped, or before it while another branch was recorded last. So the context also keeps a journal of how
+each visit of the run ended (``Journal``, per graph and node, counted). When the saved run fanned a parallel
+gateway out, reverting ends at that gateway instead of at the recorded node, and from there the walk follows the
+journal: a visit the saved run finished is replayed (task and hooks skipped, joins counted, links followed; one
+that ``interrupt()`` ended ends its branch again), every other visit runs. A graph whose runs never fan out resumes
+exactly as the original's.
+
 Where the original recurses into the last link of a node, this engine loops instead (the walk does nothing after
 it), so that a long chain or a cycle through an exclusive gateway does not grow the stack; the order of every
 task, hook and condition is the same. A parallel gateway runs its branches as tasks of one ``asyncio.TaskGroup``:
@@ -25,9 +34,9 @@ from typing import Self
 
 from ..adk import Agent
 from ..errors import BatonflowError
-from ._context import CURRENT, FlowContext
+from ._context import CURRENT, DONE, ENDED, FANNED, FINISHED, FlowContext
 from ._errors import ComponentError, FlowRunError, GraphError, VisitLimitError
-from ._exchanger import Branch, Exchanger, FlowInterceptor, FlowInvocation, maybe_await
+from ._exchanger import Branch, Exchanger, FlowInterceptor, FlowInvocation, Journal, Visit, maybe_await
 from ._expr import Expression
 from ._graph import ComponentRef, Condition, Graph, GraphRef, Node
 from ._loop import Peekable, loop_items
@@ -164,9 +173,15 @@ class FlowEngine:
             context = FlowContext()
         if type(steps) is not int:
             raise GraphError(f"steps must be an int (-1 for no limit), got {steps!r}")
-        ex = Exchanger(graph, context, steps, self._ranked(interceptors), self.max_visits, [0], {})
+        trace = context.trace
+        journal = Journal(dict(trace._visits))
+        ex = Exchanger(graph, context, steps, self._ranked(interceptors), self.max_visits, [0], {}, journal)
         context._stopped = False  # as the original: every eval starts unstopped
-        await self._run_graph(ex)
+        try:
+            await self._run_graph(ex)
+        finally:
+            if trace.enabled:
+                trace._visits = journal.merged()
         return context
 
     def _ranked(self, extra: Iterable[FlowInterceptor | tuple[FlowInterceptor, int]]) -> tuple[FlowInterceptor, ...]:
@@ -183,7 +198,12 @@ class FlowEngine:
         branch = Branch()
         token = CURRENT.set((ex, branch))
         try:
-            start = ex.context.trace.last_node(ex.graph)
+            trace = ex.context.trace
+            if trace.last_record(ex.graph.id) is None:
+                ex.journal.forget(ex.graph.id)  # a fresh run
+            elif ex.reverting:
+                ex.marked = ex.journal.fanned(ex.graph.id)
+            start = trace.last_node(ex.graph)
             await FlowInvocation(self, ex, branch, start).invoke()
         finally:
             CURRENT.reset(token)
@@ -196,11 +216,18 @@ class FlowEngine:
             if branch.interrupted:
                 branch.interrupted = False
                 return
+            visit = ex.journal.begin(ex.graph.id, node.id)
+            saved = visit.saved
+            resumed = ex.reverting and ((saved == FANNED) if ex.marked else (node is start))
+            if resumed:  # where the saved run is picked up: its fanned-out gateway, else its last node
+                ex.reverting = False
+                ex.following = ex.marked
             if ex.reverting:
-                if node is start:
-                    ex.reverting = False
-            else:
-                ex.context.trace.record(ex.graph, node)
+                visit.replay_as(saved or DONE, ends=False)
+            elif ex.following and saved is not None and saved in FINISHED:
+                visit.replay_as(saved, ends=saved == ENDED)
+            elif not resumed:
+                ex.context.trace._note(ex.graph, node)
             if ex.steps < 0:
                 key = (ex.graph.id, node.id)
                 visits = ex.visits.get(key, 0) + 1
@@ -213,20 +240,20 @@ class FlowEngine:
                         node_id=node.id,
                         visits=visits,
                     )
-            elif not ex.reverting and not ex.next_step():
+            elif not visit.replay and not ex.next_step():
                 ex.stop()
                 return
-            node = await self._visit(ex, branch, node, start)
+            node = await self._visit(ex, branch, node, start, visit)
 
-    async def _visit(self, ex: Exchanger, branch: Branch, node: Node, start: Node) -> Node | None:
+    async def _visit(self, ex: Exchanger, branch: Branch, node: Node, start: Node, visit: Visit) -> Node | None:
         """Act on ``node`` by its type; returns the node the branch goes on to (its last link's), if any."""
         kind = node.type
         if kind is NodeType.ACTIVITY:
-            if not await self._task(ex, branch, node):
+            if not await self._task(ex, branch, node, visit):
                 return None
             return await self._free_out(ex, branch, node, start)
         if kind is NodeType.EXCLUSIVE:
-            if not await self._task(ex, branch, node):
+            if not await self._task(ex, branch, node, visit):
                 return None
             default = None
             for link in node.links:
@@ -236,22 +263,23 @@ class FlowEngine:
                     return link.next_node
             return None if default is None else default.next_node
         if kind is NodeType.START or kind is NodeType.END:
-            if not await self._hooks(ex, branch, node, start=True) or not await self._hooks(
-                ex, branch, node, start=False
-            ):
+            if not await self._task(ex, branch, node, visit, hooks_only=True):
                 return None
             return await self._free_out(ex, branch, node, start) if kind is NodeType.START else None
         if kind is NodeType.PARALLEL:
             arrived = ex.counts.get(node.id, 0) + 1
             ex.counts[node.id] = arrived
             if len(node.prev_links) > arrived:
+                visit.finish(DONE)
                 return None  # a join waits for every inbound branch; the last one goes on
-            if not await self._task(ex, branch, node):
+            if not await self._task(ex, branch, node, visit):
                 return None
             ex.counts[node.id] = 0
             following = node.next_nodes
             if len(following) < 2:
                 return following[0] if following else None
+            if not ex.reverting:
+                visit.fanned()
             await self._fan_out(ex, following, start)
             return None
         if kind is NodeType.INCLUSIVE:
@@ -260,10 +288,11 @@ class FlowEngine:
                 arrived = ex.counts.get(node.id, 0) + 1
                 ex.counts[node.id] = arrived
                 if forks[-1] > arrived:
+                    visit.finish(DONE)
                     return None
                 forks.pop()
                 ex.counts[node.id] = 0
-            if not await self._task(ex, branch, node):
+            if not await self._task(ex, branch, node, visit):
                 return None
             taken = [
                 link for link in node.links if await self._test(ex, link._condition, node, f"link to {link.next_id!r}")
@@ -274,20 +303,21 @@ class FlowEngine:
             for link in taken[:-1]:
                 await self._walk(ex, branch, link.next_node, start)
             return taken[-1].next_node
-        return await self._loop(ex, branch, node, start)
+        return await self._loop(ex, branch, node, start, visit)
 
-    async def _loop(self, ex: Exchanger, branch: Branch, node: Node, start: Node) -> Node | None:
+    async def _loop(self, ex: Exchanger, branch: Branch, node: Node, start: Node, visit: Visit) -> Node | None:
         iterators = ex.stack("loop")
         item_key = node.meta.get("$for")
         if not item_key:  # the join: waits until the loop it closes has walked its last item
             if iterators:
                 if iterators[-1].has_next():
+                    visit.finish(DONE)
                     return None
                 iterators.pop()
-            if not await self._task(ex, branch, node):
+            if not await self._task(ex, branch, node, visit):
                 return None
             return await self._free_out(ex, branch, node, start)
-        if not await self._task(ex, branch, node):
+        if not await self._task(ex, branch, node, visit):
             return None
         items = Peekable(loop_items(node.meta.get("$in"), ex.context._data, graph_id=ex.graph.id, node_id=node.id))
         iterators.append(items)
@@ -334,34 +364,39 @@ class FlowEngine:
         if first is not None:
             raise first
 
-    async def _hooks(self, ex: Exchanger, branch: Branch, node: Node, *, start: bool) -> bool:
-        if ex.reverting:
-            return True
+    async def _hooks(self, ex: Exchanger, node: Node, *, start: bool) -> None:
         for interceptor in ex.interceptors:
             hook = interceptor.on_node_start if start else interceptor.on_node_end
             await maybe_await(hook(ex.context, node))
-        return _goes_on(ex, branch)
 
-    async def _task(self, ex: Exchanger, branch: Branch, node: Node) -> bool:
-        """The node's hooks and (when its ``when`` holds) task; whether the branch goes on."""
-        if ex.reverting:
-            return True
-        if not await self._hooks(ex, branch, node, start=True):
-            return False
-        if node._target is not None and (
-            node._condition is None or await self._test(ex, node._condition, node, "when")
-        ):
-            await self._run_task(ex, branch, node)
+    async def _task(self, ex: Exchanger, branch: Branch, node: Node, visit: Visit, *, hooks_only: bool = False) -> bool:
+        """The node's hooks and (when its ``when`` holds, unless ``hooks_only``) task, or nothing for a replayed
+        visit; whether the branch goes on. The visit is journaled as its task ended."""
+        if visit.replay:
+            return not visit.ends
+        await self._hooks(ex, node, start=True)
         if not _goes_on(ex, branch):
             return False
-        return await self._hooks(ex, branch, node, start=False)
+        finished = True
+        if (
+            not hooks_only
+            and node._target is not None
+            and (node._condition is None or await self._test(ex, node._condition, node, "when"))
+        ):
+            finished = await self._run_task(ex, branch, node)
+        visit.settle(branch, finished)
+        if not _goes_on(ex, branch):
+            return False
+        await self._hooks(ex, node, start=False)
+        visit.settle(branch, finished)  # an end hook that stops the run leaves the visit to run again
+        return _goes_on(ex, branch)
 
-    async def _run_task(self, ex: Exchanger, branch: Branch, node: Node) -> None:
+    async def _run_task(self, ex: Exchanger, branch: Branch, node: Node) -> bool:
+        """Run the node's task; whether it finished (a sub-graph that did not reach its end did not)."""
         target = node._target
         try:
             if isinstance(target, GraphRef):
-                await self._run_subgraph(ex, branch, target.graph_id, node)
-                return
+                return await self._run_subgraph(ex, branch, target.graph_id, node)
             if isinstance(target, ComponentRef):
                 target = self._component(target.name, node, "task")
             run = getattr(target, "run", None)
@@ -370,6 +405,7 @@ class FlowEngine:
             else:
                 assert callable(target)
                 await maybe_await(target(ex.context, node))
+            return True
         except BatonflowError:
             raise
         except Exception as exc:
@@ -377,7 +413,7 @@ class FlowEngine:
                 f"the task failed: {type(exc).__name__}: {exc}", graph_id=ex.graph.id, node_id=node.id
             ) from exc
 
-    async def _run_subgraph(self, ex: Exchanger, branch: Branch, graph_id: str, node: Node) -> None:
+    async def _run_subgraph(self, ex: Exchanger, branch: Branch, graph_id: str, node: Node) -> bool:
         graph = self._graphs.get(graph_id)
         if graph is None:
             raise GraphError(
@@ -388,8 +424,11 @@ class FlowEngine:
             )
         ex.prev_step()  # the sub-graph's first node takes the step this node took
         await self._run_graph(ex.copy(graph))
-        if not ex.is_stopped and not ex.context.trace.is_end(graph.id):
+        if ex.context.trace.is_end(graph.id):
+            return True
+        if not ex.is_stopped:
             branch.interrupted = True  # an unfinished sub-graph holds the branch that called it
+        return False
 
     async def _test(self, ex: Exchanger, condition: Condition | None, node: Node, where: str) -> bool:
         if condition is None:

@@ -1,18 +1,26 @@
-"""The state of one run of a graph (``Exchanger``, with a ``Branch`` per concurrent branch), and the interceptor
-chain around it (``FlowInterceptor``, ``FlowInvocation``)."""
+"""The state of one run of a graph (``Exchanger``, with a ``Branch`` per concurrent branch, and the ``Journal`` of
+its visits), and the interceptor chain around it (``FlowInterceptor``, ``FlowInvocation``)."""
 
 from __future__ import annotations
 
 import inspect
 from typing import TYPE_CHECKING, Any
 
-from ._context import FlowContext
+from ._context import DONE, ENDED, FANNED, PENDING, FlowContext
 
 if TYPE_CHECKING:
     from ._engine import FlowEngine
     from ._graph import Graph, Node
 
-__all__ = ["Branch", "Exchanger", "FlowInterceptor", "FlowInvocation", "maybe_await"]
+__all__ = [
+    "Branch",
+    "Exchanger",
+    "FlowInterceptor",
+    "FlowInvocation",
+    "Journal",
+    "Visit",
+    "maybe_await",
+]
 
 
 class FlowInterceptor:
@@ -33,12 +41,85 @@ class FlowInterceptor:
 
 
 class Branch:
-    """One branch of a run: ``interrupt()`` ends it and no other."""
+    """One branch of a run: ``interrupt()`` ends it and no other; ``stopped`` says that code of this branch called
+    ``stop()``, which tells a visit that stopped the run from one that finished while another branch stopped it."""
 
-    __slots__ = ("interrupted",)
+    __slots__ = ("interrupted", "stopped")
 
     def __init__(self) -> None:
         self.interrupted = False
+        self.stopped = False
+
+
+class Visit:
+    """One visit of a node in a run: ``replay`` when its task and hooks are skipped (``ends``: and its branch ends
+    there, as it did when the visit was made), ``saved`` how the same visit of the saved run ended, if it made one."""
+
+    __slots__ = ("_entries", "_index", "ends", "replay", "saved")
+
+    def __init__(self, entries: list[str], index: int, saved: str | None) -> None:
+        self._entries = entries
+        self._index = index
+        self.saved = saved
+        self.replay = False
+        self.ends = False
+
+    def replay_as(self, outcome: str, *, ends: bool) -> None:
+        """Skip the visit's task and hooks; it is journaled as ``outcome``, the way it ended before."""
+        self.replay = True
+        self.ends = ends
+        self._entries[self._index] = outcome
+
+    def finish(self, outcome: str) -> None:
+        """Journal how a live visit ended (a replayed one keeps the outcome it had)."""
+        if not self.replay:
+            self._entries[self._index] = outcome
+
+    def fanned(self) -> None:
+        """The visit's parallel gateway runs its branches concurrently (replayed or not)."""
+        self._entries[self._index] = FANNED
+
+    def settle(self, branch: Branch, finished: bool) -> None:
+        """Journal the visit by what its task did: done, or ended by ``interrupt()``, unless it was cut short."""
+        if not finished or branch.stopped:
+            self.finish(PENDING)
+        else:
+            self.finish(ENDED if branch.interrupted else DONE)
+
+
+class Journal:
+    """The visits of one run, per graph and node in the order made, next to those of the run the context saved
+    before (``saved``): the n-th visit of a node in a resumed run is the n-th visit of the saved run. ``merged``
+    is what the context keeps: this run's visits, then those of the saved run this run did not get to."""
+
+    __slots__ = ("made", "saved")
+
+    def __init__(self, saved: dict[str, dict[str, str]]) -> None:
+        self.saved = saved
+        self.made: dict[str, dict[str, list[str]]] = {}
+
+    def forget(self, graph_id: str) -> None:
+        """A run of ``graph_id`` that starts afresh: the visits saved for it are past."""
+        self.saved.pop(graph_id, None)
+
+    def fanned(self, graph_id: str) -> bool:
+        """Whether the saved run of ``graph_id`` ran a parallel gateway's branches concurrently."""
+        return any(FANNED in outcomes for outcomes in self.saved.get(graph_id, {}).values())
+
+    def begin(self, graph_id: str, node_id: str) -> Visit:
+        entries = self.made.setdefault(graph_id, {}).setdefault(node_id, [])
+        index = len(entries)
+        before = self.saved.get(graph_id, {}).get(node_id, "")
+        entries.append(PENDING)
+        return Visit(entries, index, before[index] if index < len(before) else None)
+
+    def merged(self) -> dict[str, dict[str, str]]:
+        result = {graph_id: dict(nodes) for graph_id, nodes in self.saved.items()}
+        for graph_id, nodes in self.made.items():
+            graph = result.setdefault(graph_id, {})
+            for node_id, entries in nodes.items():
+                graph[node_id] = "".join(entries) + graph.get(node_id, "")[len(entries) :]
+        return result
 
 
 class Exchanger:
@@ -48,8 +129,11 @@ class Exchanger:
     __slots__ = (
         "context",
         "counts",
+        "following",
         "graph",
         "interceptors",
+        "journal",
+        "marked",
         "max_visits",
         "reverting",
         "stacks",
@@ -68,6 +152,7 @@ class Exchanger:
         max_visits: int,
         stepped: list[int],
         visits: dict[tuple[str, str], int],
+        journal: Journal,
     ) -> None:
         self.graph = graph
         self.context = context
@@ -76,13 +161,23 @@ class Exchanger:
         self.max_visits = max_visits
         self.stepped = stepped  # one cell, shared with sub-graph runs
         self.visits = visits
+        self.journal = journal  # shared with sub-graph runs
         self.counts: dict[str, int] = {}
         self.stacks: dict[str, list[Any]] = {}
         self.stopped = False
-        self.reverting = True
+        self.reverting = True  # replaying the way to where the saved run stopped
+        self.marked = False  # the saved run fanned out: reverting ends at that parallel gateway, not the last node
+        self.following = False  # past that gateway: visits the saved run finished are replayed, the others run
 
     def copy(self, graph: Graph) -> Exchanger:
-        return Exchanger(graph, self.context, self.steps, self.interceptors, self.max_visits, self.stepped, self.visits)
+        """The run of a sub-graph: a node that runs again while following the journal runs its sub-graph by the
+        journal too (its own last node may name a visit that finished)."""
+        sub = Exchanger(
+            graph, self.context, self.steps, self.interceptors, self.max_visits, self.stepped, self.visits, self.journal
+        )
+        if self.following:
+            sub.reverting, sub.following = False, True
+        return sub
 
     @property
     def is_stopped(self) -> bool:
