@@ -199,10 +199,7 @@ class FlowEngine:
         token = CURRENT.set((ex, branch))
         try:
             trace = ex.context.trace
-            if trace.last_record(ex.graph.id) is None:
-                ex.journal.forget(ex.graph.id)  # a fresh run
-            elif ex.reverting:
-                ex.marked = ex.journal.fanned(ex.graph.id)
+            ex.open_journal(fresh=trace.last_record(ex.graph.id) is None)
             start = trace.last_node(ex.graph)
             await FlowInvocation(self, ex, branch, start).invoke()
         finally:
@@ -216,7 +213,7 @@ class FlowEngine:
             if branch.interrupted:
                 branch.interrupted = False
                 return
-            visit = ex.journal.begin(ex.graph.id, node.id)
+            visit = ex.begin(node.id)
             saved = visit.saved
             resumed = ex.reverting and ((saved == FANNED) if ex.marked else (node is start))
             if resumed:  # where the saved run is picked up: its fanned-out gateway, else its last node
@@ -374,9 +371,10 @@ class FlowEngine:
         visit; whether the branch goes on. The visit is journaled as its task ended."""
         if visit.replay:
             return not visit.ends
-        await self._hooks(ex, node, start=True)
-        if not _goes_on(ex, branch):
-            return False
+        if ex.interceptors:
+            await self._hooks(ex, node, start=True)
+            if not _goes_on(ex, branch):
+                return False
         finished = True
         if (
             not hooks_only
@@ -387,9 +385,11 @@ class FlowEngine:
         visit.settle(branch, finished)
         if not _goes_on(ex, branch):
             return False
-        await self._hooks(ex, node, start=False)
-        visit.settle(branch, finished)  # an end hook that stops the run leaves the visit to run again
-        return _goes_on(ex, branch)
+        if ex.interceptors:
+            await self._hooks(ex, node, start=False)
+            visit.settle(branch, finished)  # an end hook that stops the run leaves the visit to run again
+            return _goes_on(ex, branch)
+        return True
 
     async def _run_task(self, ex: Exchanger, branch: Branch, node: Node) -> bool:
         """Run the node's task; whether it finished (a sub-graph that did not reach its end did not)."""

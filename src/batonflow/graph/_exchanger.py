@@ -12,15 +12,7 @@ if TYPE_CHECKING:
     from ._engine import FlowEngine
     from ._graph import Graph, Node
 
-__all__ = [
-    "Branch",
-    "Exchanger",
-    "FlowInterceptor",
-    "FlowInvocation",
-    "Journal",
-    "Visit",
-    "maybe_await",
-]
+__all__ = ["Branch", "Exchanger", "FlowInterceptor", "FlowInvocation", "Journal", "Visit", "maybe_await"]
 
 
 class FlowInterceptor:
@@ -81,10 +73,9 @@ class Visit:
 
     def settle(self, branch: Branch, finished: bool) -> None:
         """Journal the visit by what its task did: done, or ended by ``interrupt()``, unless it was cut short."""
-        if not finished or branch.stopped:
-            self.finish(PENDING)
-        else:
-            self.finish(ENDED if branch.interrupted else DONE)
+        if not self.replay:
+            cut = not finished or branch.stopped
+            self._entries[self._index] = PENDING if cut else ENDED if branch.interrupted else DONE
 
 
 class Journal:
@@ -98,20 +89,12 @@ class Journal:
         self.saved = saved
         self.made: dict[str, dict[str, list[str]]] = {}
 
-    def forget(self, graph_id: str) -> None:
-        """A run of ``graph_id`` that starts afresh: the visits saved for it are past."""
-        self.saved.pop(graph_id, None)
-
-    def fanned(self, graph_id: str) -> bool:
-        """Whether the saved run of ``graph_id`` ran a parallel gateway's branches concurrently."""
-        return any(FANNED in outcomes for outcomes in self.saved.get(graph_id, {}).values())
-
-    def begin(self, graph_id: str, node_id: str) -> Visit:
-        entries = self.made.setdefault(graph_id, {}).setdefault(node_id, [])
-        index = len(entries)
-        before = self.saved.get(graph_id, {}).get(node_id, "")
-        entries.append(PENDING)
-        return Visit(entries, index, before[index] if index < len(before) else None)
+    def of(self, graph_id: str, *, fresh: bool) -> tuple[dict[str, list[str]], dict[str, str]]:
+        """This run's visits of ``graph_id`` and the saved run's, by node; for a run that starts afresh the saved
+        ones are past, and forgotten."""
+        if fresh:
+            self.saved.pop(graph_id, None)
+        return self.made.setdefault(graph_id, {}), self.saved.get(graph_id, {})
 
     def merged(self) -> dict[str, dict[str, str]]:
         result = {graph_id: dict(nodes) for graph_id, nodes in self.saved.items()}
@@ -133,9 +116,11 @@ class Exchanger:
         "graph",
         "interceptors",
         "journal",
+        "made",
         "marked",
         "max_visits",
         "reverting",
+        "saved",
         "stacks",
         "stepped",
         "steps",
@@ -162,6 +147,8 @@ class Exchanger:
         self.stepped = stepped  # one cell, shared with sub-graph runs
         self.visits = visits
         self.journal = journal  # shared with sub-graph runs
+        self.made: dict[str, list[str]] = {}  # this graph's part of the journal (``open_journal``)
+        self.saved: dict[str, str] = {}
         self.counts: dict[str, int] = {}
         self.stacks: dict[str, list[Any]] = {}
         self.stopped = False
@@ -178,6 +165,23 @@ class Exchanger:
         if self.following:
             sub.reverting, sub.following = False, True
         return sub
+
+    def open_journal(self, *, fresh: bool) -> None:
+        """Take this graph's part of the journal, as a run of it starts (``fresh``: not a resumed one). A resumed
+        run whose saved run fanned out is ``marked``: it picks up at that gateway."""
+        self.made, self.saved = self.journal.of(self.graph.id, fresh=fresh)
+        if self.reverting and not fresh:
+            self.marked = any(FANNED in outcomes for outcomes in self.saved.values())
+
+    def begin(self, node_id: str) -> Visit:
+        """Journal a visit of ``node_id``, cut short until it says otherwise."""
+        entries = self.made.get(node_id)
+        if entries is None:
+            entries = self.made[node_id] = []
+        index = len(entries)
+        entries.append(PENDING)
+        before = self.saved.get(node_id)
+        return Visit(entries, index, before[index] if before is not None and index < len(before) else None)
 
     @property
     def is_stopped(self) -> bool:
