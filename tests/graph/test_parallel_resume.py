@@ -14,8 +14,9 @@ import pytest
 
 from batonflow import ChatModelAgent, Runner, SqliteCheckpointStore, ToolContext, tool
 from batonflow.errors import CodecError
-from batonflow.graph import FlowContext, FlowEngine, Graph, GraphAgent, GraphSpec, Node
+from batonflow.graph import FlowContext, FlowEngine, FlowInterceptor, Graph, GraphAgent, GraphSpec, Node
 from batonflow.schema import Message, assistant
+from batonflow.store import MemoryCheckpointStore
 from batonflow.testing import FunctionModel, tool_calls
 
 CITIES = ("oslo", "lima", "pune")
@@ -152,8 +153,6 @@ async def test_a_branch_that_asks_twice_resumes_twice_without_the_others() -> No
     spec.add_activity("asker", task=asking_agent, meta={"output": "a"}).link_add("join")
     spec.add_parallel("join").link_add("e")
     spec.add_end("e")
-    from batonflow.store import MemoryCheckpointStore
-
     runner = Runner(GraphAgent(spec.build()), checkpoint_store=MemoryCheckpointStore())
     first = await runner.call("go", checkpoint_id="t")
     second = await runner.call_resume("t", targets=dict.fromkeys(first.interrupt_ids, "yes"))
@@ -162,6 +161,7 @@ async def test_a_branch_that_asks_twice_resumes_twice_without_the_others() -> No
     assert third.interrupt_ids == [] and third.text == "asker is sunny"
     assert runs["model:quiet"] == 1  # neither resume ran the branch that had finished in the first run
     assert runs["model:asker"] == 3
+    assert seen_questions == [1, 1, 2, 2]  # each question asked, then read with its answer on the resume
 
 
 # -- plain eval: stop() and interrupt() in concurrent branches ----------------------------------------------------
@@ -225,8 +225,6 @@ async def test_a_resumed_eval_runs_only_the_branch_that_stopped(waiting: str) ->
 
 
 async def test_hooks_of_replayed_visits_do_not_run() -> None:
-    from batonflow.graph import FlowInterceptor
-
     started: list[str] = []
 
     class Starts(FlowInterceptor):
