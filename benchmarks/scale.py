@@ -1,9 +1,9 @@
 """Many concurrent runs on a pool of workers: ``python -m benchmarks.scale [--runs 400] [--workers 2]
-[--concurrency 200] [--quick] [--json]``.
+[--concurrency 200] [--events redis|postgres] [--quick] [--json]``.
 
 Makes a PostgreSQL database of its own (dropped at the end), starts ``--workers`` ``batonflow worker`` processes
-on it (live events on Redis), and submits ``--runs`` runs at once through ``DBOSBackend``, each read from its Redis
-Stream to its ``end``. The agent is a scripted loop of ``STEPS`` tool calls of ``STEP_S`` seconds each (I/O-bound,
+on it (live events on Redis, or with ``--events postgres`` in that database), and submits ``--runs`` runs at once
+through ``DBOSBackend``, each read from its run's event log to its ``end``. The agent is a scripted loop of ``STEPS`` tool calls of ``STEP_S`` seconds each (I/O-bound,
 as model and tool calls are). Prints, beside the same runs through ``InProcessBackend`` in this process: how many
 completed, p50 and p99 time to the first event (from submit), runs per second over the wall time, and how the runs
 split across the workers. Needs PostgreSQL and Redis on loopback (``BATONFLOW_BENCH_POSTGRES``,
@@ -106,15 +106,18 @@ async def in_process(runs: int) -> dict[str, float | None]:
     return _figures(first, wall, sum(done))
 
 
-async def distributed(runs: int, database_url: str, store_path: str) -> tuple[dict[str, float | None], dict[str, int]]:
+async def distributed(
+    runs: int, database_url: str, store_path: str, events_url: str
+) -> tuple[dict[str, float | None], dict[str, int]]:
     import psycopg
 
-    from batonflow.distributed import DBOSBackend, RedisEventLog, SegmentRequest
+    from batonflow.distributed import DBOSBackend, SegmentRequest, event_log_at
     from batonflow.schema import user
     from batonflow.store import SqliteCheckpointStore
 
     tag = uuid.uuid4().hex[:8]
-    backend = DBOSBackend(SqliteCheckpointStore(store_path), database_url=database_url, events=RedisEventLog(REDIS))
+    events = event_log_at(events_url)
+    backend = DBOSBackend(SqliteCheckpointStore(store_path), database_url=database_url, events=events)
     first: list[float] = []
     begin = time.perf_counter()
 
@@ -145,7 +148,9 @@ async def distributed(runs: int, database_url: str, store_path: str) -> tuple[di
     return _figures(first, wall, sum(done)), split
 
 
-def _worker(database_url: str, store_path: str, concurrency: int, log: Path) -> subprocess.Popen[bytes]:
+def _worker(
+    database_url: str, store_path: str, concurrency: int, events_url: str, log: Path
+) -> subprocess.Popen[bytes]:
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT / "src"), str(ROOT)])}
     command = [
         sys.executable,
@@ -159,8 +164,8 @@ def _worker(database_url: str, store_path: str, concurrency: int, log: Path) -> 
         f"sqlite:{store_path}",
         "--concurrency",
         str(concurrency),
-        "--redis-url",
-        REDIS,
+        "--events-url",
+        events_url,
     ]
     with log.open("wb") as out:
         return subprocess.Popen(command, cwd=ROOT, env=env, stdout=out, stderr=subprocess.STDOUT)
@@ -174,8 +179,9 @@ def _where(url: str) -> str:
     return f"{host}{port}{parts.path}"
 
 
-def unavailable() -> str | None:
-    """Why the pool cannot be measured here (an extra not installed, PostgreSQL or Redis not answering), or None."""
+def unavailable(events: str = "redis") -> str | None:
+    """Why the pool cannot be measured here (an extra not installed, PostgreSQL or, for ``events`` on Redis, Redis
+    not answering), or None."""
     try:
         import dbos  # noqa: F401
         import psycopg
@@ -187,6 +193,8 @@ def unavailable() -> str | None:
     except psycopg.Error as error:
         reason = str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
         return f"no PostgreSQL at {_where(ADMIN)} ({reason})"
+    if events != "redis":
+        return None
     try:
         client = redis.Redis.from_url(REDIS, socket_connect_timeout=3, socket_timeout=3)
         try:
@@ -198,21 +206,22 @@ def unavailable() -> str | None:
     return None
 
 
-def measure(runs: int, workers: int, concurrency: int) -> dict[str, Any]:
-    """The runs through both backends: the figures of each, how the pool's runs split across its workers (by
-    executor id) and the workers' process ids."""
+def measure(runs: int, workers: int, concurrency: int, events: str = "redis") -> dict[str, Any]:
+    """The runs through both backends, live events on ``events`` (``redis`` or ``postgres``): the figures of each,
+    how the pool's runs split across its workers (by executor id) and the workers' process ids."""
     import psycopg
 
     name = f"bf_scale_{uuid.uuid4().hex[:10]}"
     with psycopg.connect(ADMIN, autocommit=True) as admin:
         admin.execute(f"CREATE DATABASE {name}")
     database_url = f"{ADMIN.rpartition('/')[0]}/{name}"
+    events_url = REDIS if events == "redis" else database_url
     processes: list[subprocess.Popen[bytes]] = []
     try:
         with tempfile.TemporaryDirectory() as tmp:
             store_path = str(Path(tmp) / "checkpoints.db")
             logs = [Path(tmp) / f"worker-{i}.log" for i in range(workers)]
-            processes = [_worker(database_url, store_path, concurrency, log) for log in logs]
+            processes = [_worker(database_url, store_path, concurrency, events_url, log) for log in logs]
             started = time.monotonic()
             while not all("taking segments" in log.read_text(errors="replace") for log in logs):
                 if time.monotonic() > started + 60 or any(w.poll() is not None for w in processes):
@@ -220,7 +229,7 @@ def measure(runs: int, workers: int, concurrency: int) -> dict[str, Any]:
                 time.sleep(0.1)
             startup = time.monotonic() - started
             local = asyncio.run(in_process(runs))
-            remote, split = asyncio.run(distributed(runs, database_url, store_path))
+            remote, split = asyncio.run(distributed(runs, database_url, store_path, events_url))
     finally:
         for process in processes:
             process.terminate()
@@ -232,6 +241,7 @@ def measure(runs: int, workers: int, concurrency: int) -> dict[str, Any]:
         "runs": runs,
         "workers": workers,
         "concurrency": concurrency,
+        "events": events,
         "worker_pids": [p.pid for p in processes],
         "worker_startup_s": round(startup, 2),
         "in_process": local,
@@ -248,7 +258,8 @@ def render(result: dict[str, Any]) -> list[str]:
     runs, workers = result["runs"], result["workers"]
     lines = [
         f"{runs} concurrent runs of {STEPS} tool steps ({STEP_S * 1000:g} ms each), on {workers} workers of "
-        f"{result['concurrency']} segments each (DBOS, live events on Redis) and in-process:",
+        f"{result['concurrency']} segments each (DBOS, live events on {_LOGS[result.get('events', 'redis')]}) and "
+        "in-process:",
         "",
         "| backend | completed | p50 first event (ms) | p99 first event (ms) | runs/s | wall (s) |",
         "|---|---:|---:|---:|---:|---:|",
@@ -267,11 +278,15 @@ def render(result: dict[str, Any]) -> list[str]:
     ]
 
 
+_LOGS = {"redis": "Redis", "postgres": "PostgreSQL"}
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m benchmarks.scale", description=__doc__.splitlines()[0])
     parser.add_argument("--runs", type=int, help="concurrent runs (default 400; --quick 100)")
     parser.add_argument("--workers", type=int, default=2)
     parser.add_argument("--concurrency", type=int, default=200, help="segments per worker at once")
+    parser.add_argument("--events", choices=("redis", "postgres"), default="redis", help="where live events go")
     parser.add_argument("--quick", action="store_true", help="a smoke run: 100 runs unless --runs says otherwise")
     parser.add_argument("--json", action="store_true", help="print the figures as one JSON object")
     args = parser.parse_args(argv)
@@ -280,11 +295,11 @@ def main(argv: list[str] | None = None) -> int:
         parser.error(
             f"expected --runs, --workers and --concurrency of 1 or more, got {runs}, {args.workers}, {args.concurrency}"
         )
-    why = unavailable()
+    why = unavailable(args.events)
     if why is not None:
-        result: dict[str, Any] = {"runs": runs, "workers": args.workers, "skipped": why}
+        result: dict[str, Any] = {"runs": runs, "workers": args.workers, "events": args.events, "skipped": why}
     else:
-        result = measure(runs, args.workers, args.concurrency)
+        result = measure(runs, args.workers, args.concurrency, args.events)
     print(json.dumps(result) if args.json else "\n".join(render(result)))
     return 0
 

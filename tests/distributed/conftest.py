@@ -62,14 +62,22 @@ class Cluster:
         return f"postgres:{self.database_url}" if self.postgres_store else f"sqlite:{self.store_path}"
 
     def start_worker(
-        self, *extra: str, concurrency: int = 8, branch_concurrency: int | None = None, redis_url: str = REDIS_URL
+        self,
+        *extra: str,
+        concurrency: int = 8,
+        branch_concurrency: int | None = None,
+        redis_url: str = REDIS_URL,
+        events_url: str | None = None,
     ) -> Worker:
+        """A ``batonflow worker`` of the cluster, its live events in Redis, or at ``events_url`` when given."""
         log = self.tmp / f"worker-{uuid.uuid4().hex[:6]}.log"
         env = {
             **os.environ,
             "PYTHONPATH": os.pathsep.join([str(ROOT / "src"), str(ROOT)]),
             "BATONFLOW_TEST_SIDE_EFFECTS": str(self.effects),
         }
+        env.pop("BATONFLOW_REDIS_URL", None)  # the option below says where events go
+        env.pop("BATONFLOW_EVENTS_URL", None)
         command = [
             sys.executable,
             "-m",
@@ -82,8 +90,7 @@ class Cluster:
             self.store_spec,
             "--concurrency",
             str(concurrency),
-            "--redis-url",
-            redis_url,
+            *(["--redis-url", redis_url] if events_url is None else ["--events-url", events_url]),
             *(("--branch-concurrency", str(branch_concurrency)) if branch_concurrency is not None else ()),
             *extra,
         ]

@@ -1,7 +1,8 @@
 """``python -m benchmarks.scale`` at the size it is meant for: 400 concurrent runs on 2 worker processes, beside the
 same runs in-process. Every run completes on both backends, both workers took runs, and the figures add up. The
 figures themselves are written to ``build/bench/scale.md`` (and ``.json``), printed, and quoted in any failure.
-A PostgreSQL that does not answer makes the benchmark say it skipped, not fail."""
+A PostgreSQL that does not answer makes the benchmark say it skipped, not fail; with ``--events postgres`` it needs no
+Redis."""
 
 from __future__ import annotations
 
@@ -92,6 +93,16 @@ def test_make_bench_renders_the_figures_in_its_scale_out_section(measured: tuple
     counts = ", ".join(map(str, sorted(figures["split"].values(), reverse=True)))
     assert f"Runs per worker: {counts} (2 of 2 workers took runs)" in table
     assert section("scale", {"status": "failed", "detail": "exit code 1"}) == ["failed: exit code 1"]
+
+
+def test_with_postgresql_events_the_benchmark_needs_no_redis(benchmarks_importable: None) -> None:
+    from benchmarks.scale import render
+
+    nowhere = "redis://127.0.0.1:1/0"  # nothing listens there
+    figures, _ = _scale("--runs", "6", "--events", "postgres", env={"BATONFLOW_BENCH_REDIS": nowhere})
+    assert "skipped" not in figures and figures["events"] == "postgres"
+    assert figures["dbos"]["completed"] == 6 and sum(figures["split"].values()) == 6
+    assert "(DBOS, live events on PostgreSQL)" in "\n".join(render(figures))
 
 
 def test_without_postgresql_the_benchmark_says_it_skipped(benchmarks_importable: None) -> None:

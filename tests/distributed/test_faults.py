@@ -55,8 +55,22 @@ async def test_with_redis_down_the_run_completes_and_sse_says_why_it_has_no_even
     ("options", "message"),
     [
         (["--backend", "ray"], "--backend: expected 'local' or 'dbos', got 'ray'"),
-        (["--backend", "dbos"], "--backend dbos: expected --database-url and --redis-url, got none"),
-        (["--backend", "dbos", "--database-url", "postgresql://x/y"], "--backend dbos: expected --redis-url, got none"),
+        (
+            ["--backend", "dbos"],
+            "--backend dbos: expected --database-url and --events-url (or --redis-url), got none",
+        ),
+        (
+            ["--backend", "dbos", "--database-url", "postgresql://x/y"],
+            "--backend dbos: expected --events-url (or --redis-url), got none",
+        ),
+        (
+            ["--backend", "dbos", "--database-url", "postgresql://x/y", "--events-url", "http://x/y"],
+            "events URL: expected redis://… or postgresql://…, got one of scheme 'http'",
+        ),
+        (
+            ["--backend", "dbos", "--events-url", "postgresql://x/y", "--redis-url", "redis://x:1/0"],
+            "--events-url: expected it or --redis-url, got both (BATONFLOW_REDIS_URL may have set --redis-url)",
+        ),
         (
             ["--backend", "dbos", "--reload"],
             "--reload: expected --backend local (a development server), got --backend dbos",
@@ -68,5 +82,6 @@ def test_serve_refuses_a_backend_it_cannot_make(
 ) -> None:
     monkeypatch.delenv("BATONFLOW_DATABASE_URL", raising=False)
     monkeypatch.delenv("BATONFLOW_REDIS_URL", raising=False)
+    monkeypatch.delenv("BATONFLOW_EVENTS_URL", raising=False)
     assert main(["serve", "tests.distributed.apps:agents", *options]) == 1
     assert capsys.readouterr().err.strip() == f"batonflow: {message}"

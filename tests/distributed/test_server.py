@@ -108,7 +108,8 @@ async def test_a_bad_last_event_id_or_a_missing_checkpoint_is_a_4xx_that_says_wh
     a, _ = clients
     bad = await a.get("/runs/x@start/events", headers={"Last-Event-ID": "7.2"})
     assert bad.status_code == 400
-    assert bad.json()["error"]["message"] == "Last-Event-ID: expected a stream id such as '1733059200000-0', got '7.2'"
+    message = "Last-Event-ID: expected a record id such as '1733059200000-0' or '42-0', got '7.2'"
+    assert bad.json()["error"]["message"] == message
     missing = await a.post("/checkpoints/nothing-here/resume", json={"agent": "shipper", "targets": {}})
     assert missing.status_code == 404 and "checkpoint[nothing-here] not exist" in missing.json()["error"]["message"]
     anonymous = await a.post("/checkpoints/nothing-here/resume", json={"targets": {}})

@@ -191,6 +191,13 @@ def serve(
     redis_url: Annotated[
         str | None, typer.Option(envvar="BATONFLOW_REDIS_URL", help="with --backend dbos: where runs' events are")
     ] = None,
+    events_url: Annotated[
+        str | None,
+        typer.Option(
+            envvar="BATONFLOW_EVENTS_URL",
+            help="with --backend dbos: where runs' events are, redis://… or postgresql://… (instead of --redis-url)",
+        ),
+    ] = None,
 ) -> None:
     """Serve the agents over HTTP: the API, SSE streams and the OpenAI-compatible endpoint (uvicorn)."""
     from ._serve import serve as run_server
@@ -205,6 +212,7 @@ def serve(
         backend=backend,
         database_url=database_url,
         redis_url=redis_url,
+        events_url=events_url,
     )
 
 
@@ -231,6 +239,13 @@ def worker(
     redis_url: Annotated[
         str | None, typer.Option(envvar="BATONFLOW_REDIS_URL", help="where runs' live events go (a Redis URL)")
     ] = None,
+    events_url: Annotated[
+        str | None,
+        typer.Option(
+            envvar="BATONFLOW_EVENTS_URL",
+            help="where runs' live events go, redis://… or postgresql://… (instead of --redis-url)",
+        ),
+    ] = None,
     lease_ttl: Annotated[
         float, typer.Option(min=0.1, help="seconds after which a silent worker counts as dead and its segments move")
     ] = 10.0,
@@ -247,6 +262,7 @@ def worker(
         app_version=app_version,
         connect_within=connect_within,
         redis_url=redis_url,
+        events_url=events_url,
         lease_ttl=lease_ttl,
     )
 

@@ -15,7 +15,7 @@ from ..distributed import LiveBackend
 from ..errors import UserError
 from ..server import create_app
 from ..store import CheckpointStore, SessionStore
-from ._target import load_target, open_stores
+from ._target import chosen_events_url, load_target, open_stores
 
 __all__ = ["app_from_env", "make_app", "serve"]
 
@@ -42,6 +42,7 @@ def make_app(
     backend: str = "local",
     database_url: str | None = None,
     redis_url: str | None = None,
+    events_url: str | None = None,
 ) -> FastAPI:
     checkpoints, sessions = open_stores(store)
     agents, flows = load_target(target)
@@ -51,7 +52,7 @@ def make_app(
         checkpoint_store=checkpoints,
         session_store=sessions,
         auth_token=token,
-        backend=_backend(backend, checkpoints, sessions, database_url, redis_url),
+        backend=_backend(backend, checkpoints, sessions, database_url, events_url=events_url, redis_url=redis_url),
     )
 
 
@@ -60,6 +61,8 @@ def _backend(
     checkpoints: CheckpointStore,
     sessions: SessionStore,
     database_url: str | None,
+    *,
+    events_url: str | None,
     redis_url: str | None,
 ) -> LiveBackend | None:
     """The backend ``--backend`` names: ``local`` (runs in this process) or ``dbos`` (on the workers)."""
@@ -67,13 +70,15 @@ def _backend(
         return None
     if kind != "dbos":
         raise UserError(f"--backend: expected 'local' or 'dbos', got {kind!r}")
-    if not database_url or not redis_url:
-        missing = [name for name, value in (("--database-url", database_url), ("--redis-url", redis_url)) if not value]
+    events_url = chosen_events_url(events_url, redis_url)
+    if not database_url or not events_url:
+        wanted = (("--database-url", database_url), ("--events-url (or --redis-url)", events_url))
+        missing = [name for name, value in wanted if not value]
         raise UserError(f"--backend dbos: expected {' and '.join(missing)}, got none")
-    from ..distributed import DBOSBackend, RedisEventLog
+    from ..distributed import DBOSBackend, event_log_at
 
     backend: LiveBackend = DBOSBackend(
-        checkpoints, database_url=database_url, events=RedisEventLog(redis_url), sessions=sessions
+        checkpoints, database_url=database_url, events=event_log_at(events_url), sessions=sessions
     )
     return backend
 
@@ -95,6 +100,7 @@ def serve(
     backend: str = "local",
     database_url: str | None = None,
     redis_url: str | None = None,
+    events_url: str | None = None,
 ) -> None:
     """Serve the target on uvicorn; with ``browse``, open the dev UI in a browser once the server listens."""
     import uvicorn
@@ -102,7 +108,7 @@ def serve(
     if reload and backend != "local":
         raise UserError(f"--reload: expected --backend local (a development server), got --backend {backend}")
     app = make_app(
-        target, store, token, backend=backend, database_url=database_url, redis_url=redis_url
+        target, store, token, backend=backend, database_url=database_url, redis_url=redis_url, events_url=events_url
     )  # made here first, so that a bad target fails before uvicorn starts
     if browse:
         threading.Thread(target=_browse, args=(f"http://{host}:{port}/ui/",), daemon=True).start()

@@ -24,7 +24,7 @@ from ..store import (
     SqliteSessionStore,
 )
 
-__all__ = ["load_target", "open_stores"]
+__all__ = ["chosen_events_url", "load_target", "open_stores"]
 
 
 def _is_agent(value: Any) -> bool:
@@ -88,3 +88,13 @@ def open_stores(spec: str) -> tuple[CheckpointStore, SessionStore]:
     if kind == "postgres" and path:
         return PostgresCheckpointStore(path), PostgresSessionStore(path)
     raise UserError(f"--store: expected 'memory', 'sqlite:PATH' or 'postgres:URL', got {spec!r}")
+
+
+def chosen_events_url(events: str | None, redis: str | None) -> str | None:
+    """Where runs' live events are: ``--events-url`` (``redis://…`` or ``postgresql://…``) or ``--redis-url``, the
+    older spelling of a Redis one; never both."""
+    if events and redis:
+        raise UserError(
+            "--events-url: expected it or --redis-url, got both (BATONFLOW_REDIS_URL may have set --redis-url)"
+        )
+    return events or redis or None

@@ -7,8 +7,8 @@ import logging
 import signal
 from types import FrameType
 
-from ..distributed import DBOSWorker, RedisEventLog
-from ._target import load_target, open_stores
+from ..distributed import DBOSWorker, event_log_at
+from ._target import chosen_events_url, load_target, open_stores
 
 __all__ = ["work"]
 
@@ -24,9 +24,11 @@ def work(
     connect_within: float,
     redis_url: str | None = None,
     lease_ttl: float = 10.0,
+    events_url: str | None = None,
 ) -> None:
     """Run a worker for the agents of ``target`` until it is told to stop."""
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(levelname)s %(message)s")
+    where = chosen_events_url(events_url, redis_url)
     checkpoints, sessions = open_stores(store)
     agents, _ = load_target(target)
     extra = {} if app_version is None else {"app_version": app_version}
@@ -39,7 +41,7 @@ def work(
         connect_within=connect_within,
         lease_ttl=lease_ttl,
         session_store=sessions,
-        events=None if redis_url is None else RedisEventLog(redis_url),
+        events=None if where is None else event_log_at(where),
         **extra,
     )
 

@@ -2,7 +2,8 @@
 (load the checkpoint, run until an interrupt or the end, save), and its backends. ``InProcessBackend`` runs
 segments in this process (the default, today's behaviour); ``DBOSBackend`` enqueues them on PostgreSQL for
 ``DBOSWorker`` processes (``batonflow worker``) to run, through DBOS Transact (the ``dbos`` extra), their live
-events on a Redis Stream per run (``RedisEventLog``, the ``redis`` extra).
+events in an ``EventLog``: a Redis Stream per run (``RedisEventLog``, the ``redis`` extra) or, without Redis,
+PostgreSQL tables woken by LISTEN/NOTIFY (``PostgresEventLog``).
 """
 
 from typing import Any
@@ -11,9 +12,12 @@ from ._backend import DurableBackend as DurableBackend
 from ._backend import InProcessBackend as InProcessBackend
 from ._backend import LiveBackend as LiveBackend
 from ._backend import PausedRun as PausedRun
+from ._events import EventLog as EventLog
 from ._events import EventRecord as EventRecord
 from ._events import RedisEventLog as RedisEventLog
+from ._events import event_log_at as event_log_at
 from ._events import event_record as event_record
+from ._pgevents import PostgresEventLog as PostgresEventLog
 from ._segment import EventSink as EventSink
 from ._segment import SegmentOutcome as SegmentOutcome
 from ._segment import SegmentRequest as SegmentRequest
@@ -26,14 +30,17 @@ __all__ = [
     "DBOSBackend",
     "DBOSWorker",
     "DurableBackend",
+    "EventLog",
     "EventRecord",
     "EventSink",
     "InProcessBackend",
     "LiveBackend",
     "PausedRun",
+    "PostgresEventLog",
     "RedisEventLog",
     "SegmentOutcome",
     "SegmentRequest",
+    "event_log_at",
     "event_record",
     "run_segment",
     "segment_id",

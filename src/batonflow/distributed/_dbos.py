@@ -44,7 +44,7 @@ from ..errors import (
 )
 from ..store import CODEC_VERSION, CheckpointStore, SessionStore, decode_json, encode_json
 from ._backend import PausedRun
-from ._events import EventRecord, Kind, RedisEventLog, event_record
+from ._events import EventLog, EventRecord, Kind, event_record
 from ._segment import EventSink, SegmentOutcome, SegmentRequest, request_id, run_segment, segment_id
 from ._sweeper import Sweeper
 
@@ -93,7 +93,7 @@ class CodecSerializer(Serializer):
 class DBOSBackend:
     """The API side: enqueues segments for the workers of ``database_url`` (the DBOS system database) and reads
     their outcomes; runs no agent code. ``checkpoint_store`` is the workers' store (a resume's generation is read
-    from it), ``sessions`` their session store (where a conversation's turn stands is read from it). With ``events`` (the workers' Redis), ``events`` reads a run's live stream and ``cancel`` reaches the
+    from it), ``sessions`` their session store (where a conversation's turn stands is read from it). With ``events`` (the workers' event log), ``events`` reads a run's live stream and ``cancel`` reaches the
     worker running the segment."""
 
     def __init__(
@@ -102,7 +102,7 @@ class DBOSBackend:
         *,
         database_url: str,
         app_version: str = APP_VERSION,
-        events: RedisEventLog | None = None,
+        events: EventLog | None = None,
         sessions: SessionStore | None = None,
     ) -> None:
         _check_version(app_version)
@@ -187,7 +187,7 @@ class DBOSBackend:
     def events(self, checkpoint_id: str, after: str = "0-0") -> AsyncIterator[EventRecord]:
         """The live records of the run under ``checkpoint_id`` after stream id ``after``, up to its next ``end``."""
         if self.event_log is None:
-            raise UserError("events: expected DBOSBackend(..., events=RedisEventLog(url)), got no event log")
+            raise UserError("events: expected DBOSBackend(events=RedisEventLog(…) or PostgresEventLog(…)), got none")
         return self.event_log.read(checkpoint_id, after)
 
     async def cancel(self, segment_id: str) -> None:
@@ -221,7 +221,7 @@ class DBOSWorker:
         app_version: str = APP_VERSION,
         executor_id: str | None = None,
         connect_within: float = 30.0,
-        events: RedisEventLog | None = None,
+        events: EventLog | None = None,
         lease_ttl: float = 10.0,
         session_store: SessionStore | None = None,
     ) -> None:
@@ -411,11 +411,9 @@ class DBOSWorker:
         await self._publish(log, run, sid, last, "end", outcome.payload())
         return outcome.payload()
 
-    async def _publish(
-        self, log: RedisEventLog, run: str, sid: str, seq: int, kind: Kind, data: dict[str, Any]
-    ) -> None:
+    async def _publish(self, log: EventLog, run: str, sid: str, seq: int, kind: Kind, data: dict[str, Any]) -> None:
         """Append to the run's live stream, best effort: the run's record is its checkpoint and outcome, so a
-        Redis that is down costs live events (logged once per segment), never the run."""
+        log that is down costs live events (logged once per segment), never the run."""
         try:
             await log.publish(run, sid, seq, kind, data)
         except Exception as error:

@@ -1,5 +1,7 @@
-"""Live events across processes: the worker running a segment appends each event to a Redis Stream per run, and
-any API process reads it from there — from the start, or after the last stream id a client saw.
+"""Live events across processes: the worker running a segment appends each event to its run's event log, and any
+API process reads it from there — from the start, or after the last record id a client saw. ``EventLog`` is what
+DBOSBackend, DBOSWorker and the server need of one; ``RedisEventLog`` keeps it on a Redis Stream per run (this
+module), ``PostgresEventLog`` in PostgreSQL tables, for deployments without Redis (``_pgevents``).
 
 - One stream per run (``batonflow:events:<checkpoint id>``): all its segments, in order, each closed by an ``end``
   record that carries the segment's outcome.
@@ -16,27 +18,69 @@ from __future__ import annotations
 import asyncio
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Any, Literal, Protocol, runtime_checkable
 
 from ..adk import AgentEvent, InterruptInfo
 from ..errors import UserError
 from ..store import decode_json, encode_json
 
-__all__ = ["EventRecord", "RedisEventLog", "event_record"]
+__all__ = ["EventLog", "EventRecord", "RedisEventLog", "event_log_at", "event_record"]
 
 Kind = Literal["event", "end"]
 
 
 @dataclass(frozen=True, slots=True)
 class EventRecord:
-    """One entry of a run's stream: ``stream_id`` (Redis's, what ``Last-Event-ID`` names), the event's ``seq``,
-    ``kind`` (``event``, or ``end`` with the segment's outcome), and ``data``."""
+    """One entry of a run's stream: ``stream_id`` (the log's record id, ``<n>-<m>``, what ``Last-Event-ID`` names),
+    the event's ``seq``, ``kind`` (``event``, or ``end`` with the segment's outcome), and ``data``."""
 
     stream_id: str
     seq: int
     kind: Kind
     segment_id: str
     data: dict[str, Any]
+
+
+@runtime_checkable
+class EventLog(Protocol):
+    """Where runs' live records and cancel flags travel between processes. Record ids are ``<n>-<m>`` (digits), in
+    the order of the records: ``read`` after one gives what came later."""
+
+    async def publish(self, run: str, segment_id: str, seq: int, kind: Kind, data: dict[str, Any]) -> str:
+        """Append a record to ``run``'s records; its id."""
+        ...
+
+    def read(self, run: str, after: str = "0-0") -> AsyncIterator[EventRecord]:
+        """``run``'s records after record id ``after``, then the new ones as they come, up to and with the next
+        ``end`` record."""
+        ...
+
+    async def request_cancel(self, segment_id: str) -> None: ...
+
+    async def cancel_requested(self, segment_id: str) -> bool: ...
+
+    async def watch_cancel(self, segment_id: str, task: asyncio.Task[Any]) -> None:
+        """Cancel ``task`` once a cancel of ``segment_id`` is requested (runs until cancelled itself)."""
+        ...
+
+    async def close(self) -> None: ...
+
+
+def event_log_at(url: str) -> EventLog:
+    """The event log at ``url``, by its scheme: ``redis://`` (or ``rediss://``, ``unix://``) a ``RedisEventLog``,
+    ``postgresql://`` (or ``postgres://``) a ``PostgresEventLog``, each with its default bounds."""
+    if not isinstance(url, str):
+        raise UserError(f"events URL: expected a string, got {type(url).__name__}")
+    scheme, sep, _ = url.partition("://")
+    kind = scheme.partition("+")[0] if sep else ""
+    if kind in ("redis", "rediss", "unix"):
+        return RedisEventLog(url)
+    if kind in ("postgresql", "postgres"):
+        from ._pgevents import PostgresEventLog
+
+        return PostgresEventLog(url)
+    found = f"one of scheme {scheme!r}" if sep else "no scheme"  # not the URL: it may hold a password
+    raise UserError(f"events URL: expected redis://… or postgresql://…, got {found}")
 
 
 def event_record(event: AgentEvent) -> dict[str, Any]:

@@ -91,8 +91,8 @@ class Distributed:
                 raise ApiError(
                     400,
                     "invalid_event_id",
-                    f"Last-Event-ID: expected a stream id such as '1733059200000-0', got {shown(last_event_id)}",
-                    expected="<milliseconds>-<n>, digits only",
+                    f"Last-Event-ID: expected a record id such as '1733059200000-0' or '42-0', got {shown(last_event_id)}",
+                    expected="<digits>-<digits>: a Redis stream id or a PostgreSQL record id",
                     found=shown(last_event_id),
                 )
             after = last_event_id.strip()
