@@ -35,7 +35,6 @@ from .. import __version__
 from ..adk import Agent, AgentEvent, Branch, BranchResult, dispatching, run_branch
 from ..errors import (
     BackendUnavailableError,
-    BranchFailedError,
     ResumeConflictError,
     SegmentFailedError,
     UnknownAgentError,
@@ -44,6 +43,7 @@ from ..errors import (
 )
 from ..store import CODEC_VERSION, CheckpointStore, SessionStore, decode_json, encode_json
 from ._backend import PausedRun
+from ._branches import BRANCH_QUEUE, BRANCH_WORKFLOW, PoolBranches
 from ._events import EventLog, EventRecord, Kind, event_record
 from ._segment import EventSink, SegmentOutcome, SegmentRequest, request_id, run_segment, segment_id
 from ._sweeper import Sweeper
@@ -55,8 +55,6 @@ APP_VERSION = f"batonflow-{__version__}-codec{CODEC_VERSION}"
 
 QUEUE = "batonflow-segments"
 WORKFLOW = "batonflow.segment"
-BRANCH_QUEUE = "batonflow-branches"
-BRANCH_WORKFLOW = "batonflow.branch"
 POLL = 0.1  # seconds between a worker's looks at the queue: measured 49-103 ms to start at 0.1, 503 ms at 1.0
 RESULT_POLL = 0.05
 PAUSED_SCAN = 1000  # the ended segments ``DBOSBackend.paused`` looks through, newest first
@@ -463,55 +461,6 @@ class DBOSWorker:
         finally:
             if watcher is not None:
                 watcher.cancel()
-
-
-class PoolBranches:
-    """The branch dispatcher of one segment on a worker: each branch becomes a workflow on the branch queue, named
-    by the segment, the branch's address and how many times the segment has run that branch before. A segment that
-    runs again after a crash asks for the same names, and gets the branches that ran (or still run), not new
-    runs."""
-
-    def __init__(self, worker: DBOSWorker, sid: str, agent: str) -> None:
-        self.worker = worker
-        self.sid = sid
-        self.agent = agent
-        self._seen: dict[str, int] = {}
-
-    async def run_branch(self, branch: Branch) -> BranchResult:
-        where = branch.where
-        self._seen[where] = count = self._seen.get(where, 0) + 1
-        bid = f"{self.sid}/{where}#{count}"
-        worker, client = self.worker, self.worker.client()
-        options = EnqueueOptions(
-            workflow_name=BRANCH_WORKFLOW,
-            queue_name=BRANCH_QUEUE,
-            workflow_id=bid,
-            app_version=worker.app_version,
-            workflow_id_reuse_policy="return-existing",
-        )
-        try:
-            handle: WorkflowHandleAsync[BranchResult] = await client.enqueue_async(
-                options, branch, self.agent, worker.app_version
-            )
-            result = await handle.get_result(polling_interval_sec=RESULT_POLL)
-        except asyncio.CancelledError:
-            await asyncio.shield(self._cancel(bid))
-            raise
-        except SegmentFailedError as error:
-            raise BranchFailedError(f"branch {bid} failed: {error}", kind=error.kind) from None
-        if not isinstance(result, BranchResult):
-            raise BranchFailedError(f"branch {bid}: expected a BranchResult, got {type(result).__name__}")
-        return result
-
-    async def _cancel(self, bid: str) -> None:
-        """Stop a branch whose segment stopped waiting for it (cancelled, or its worker stopping)."""
-        events = self.worker.events
-        try:
-            if events is not None:
-                await events.request_cancel(bid)
-            await self.worker.client().cancel_workflow_async(bid)
-        except Exception:
-            _log.warning("branch %s: could not be cancelled", bid, exc_info=True)
 
 
 _worker: DBOSWorker | None = None

@@ -31,7 +31,7 @@ from ..errors import (
     UnknownAgentError,
     UserError,
 )
-from ..schema import Message
+from ..schema import Message, Stream
 from ..store import CheckpointStore, SessionStore, check_checkpoint_id, check_session_id, encode_json
 
 __all__ = ["EventSink", "SegmentOutcome", "SegmentRequest", "run_segment", "segment_id"]
@@ -229,25 +229,7 @@ async def run_segment(
         raise UnknownAgentError(
             f"segment {sid}: expected an agent among {sorted(agents)}, got {request.agent!r}", segment_id=sid
         )
-    if request.session_id is not None:
-        runner = Runner(agent, session_store=_sessions(sessions, request.session_id), resume_lease=resume_lease)
-        events = runner.run(
-            list(request.messages),
-            session_id=request.session_id,
-            session_values=dict(request.session_values),
-            targets=dict(request.targets),
-        )
-    else:
-        runner = Runner(agent, checkpoint_store=store, resume_lease=resume_lease)
-        if request.resumes:
-            events = runner.resume(request.checkpoint_id, dict(request.targets))
-        else:
-            events = runner.run(
-                list(request.messages),
-                checkpoint_id=request.checkpoint_id,
-                session_values=dict(request.session_values),
-                run_id=request.run_id,
-            )
+    events = _events(agent, store, request, sessions, resume_lease)
     text, error, started = "", None, False
     interrupts: tuple[str, ...] = ()
     try:
@@ -277,6 +259,33 @@ async def run_segment(
         await events.aclose()
     status: Status = "failed" if error else "interrupted" if interrupts else "completed"
     return SegmentOutcome(segment_id=sid, status=status, text=text, interrupt_ids=interrupts, error=error)
+
+
+def _events(
+    agent: Agent,
+    store: CheckpointStore,
+    request: SegmentRequest,
+    sessions: SessionStore | None,
+    resume_lease: float,
+) -> Stream[AgentEvent]:
+    """The events of the run ``request`` asks for: a conversation's turn, a checkpoint's resume, or a start."""
+    if request.session_id is not None:
+        runner = Runner(agent, session_store=_sessions(sessions, request.session_id), resume_lease=resume_lease)
+        return runner.run(
+            list(request.messages),
+            session_id=request.session_id,
+            session_values=dict(request.session_values),
+            targets=dict(request.targets),
+        )
+    runner = Runner(agent, checkpoint_store=store, resume_lease=resume_lease)
+    if request.resumes:
+        return runner.resume(request.checkpoint_id, dict(request.targets))
+    return runner.run(
+        list(request.messages),
+        checkpoint_id=request.checkpoint_id,
+        session_values=dict(request.session_values),
+        run_id=request.run_id,
+    )
 
 
 async def _saved_by_this_start(store: CheckpointStore, request: SegmentRequest) -> PendingCheckpoint | None:
