@@ -2,7 +2,9 @@
 (load the checkpoint, run until an interrupt or the end, save), and its backends. ``InProcessBackend`` runs
 segments in this process (the default, today's behaviour); ``DBOSBackend`` enqueues them on PostgreSQL for
 ``DBOSWorker`` processes (``batonflow worker``) to run, through DBOS Transact (the ``dbos`` extra), their live
-events on a Redis Stream per run (``RedisEventLog``, the ``redis`` extra).
+events on a Redis Stream per run (``RedisEventLog``, the ``redis`` extra). In step mode a worker keeps each
+finished model reply and tool result of a segment in a ``StepTable`` (``StepMode``; ``SegmentSteps`` is one
+segment's recorder).
 """
 
 from typing import Any
@@ -34,12 +36,16 @@ __all__ = [
     "RedisEventLog",
     "SegmentOutcome",
     "SegmentRequest",
+    "SegmentSteps",
+    "StepMode",
+    "StepTable",
     "event_record",
     "run_segment",
     "segment_id",
 ]
 
 _DBOS_NAMES = ("APP_VERSION", "CodecSerializer", "DBOSBackend", "DBOSWorker")
+_STEP_NAMES = ("SegmentSteps", "StepMode", "StepTable")
 
 
 def __getattr__(name: str) -> Any:
@@ -47,4 +53,8 @@ def __getattr__(name: str) -> Any:
         from . import _dbos
 
         return getattr(_dbos, name)
+    if name in _STEP_NAMES:  # imported on first use: psycopg is an extra
+        from . import _steps
+
+        return getattr(_steps, name)
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
