@@ -30,6 +30,7 @@ __all__ = [
     "RunError",
     "SegmentError",
     "SegmentFailedError",
+    "StepRecordError",
     "StoreError",
     "StreamClosedError",
     "ToolArgumentsError",
@@ -221,6 +222,15 @@ class CodecError(BatonflowError):
     def __init__(self, message: str, *, path: str | None = None) -> None:
         super().__init__(message)
         self.path = path
+
+
+class StepRecordError(RunError):
+    """A recorded step (a model reply or a tool result kept by a worker in step mode) cannot be used: it does not
+    decode, or it is not what the call at its key returns. ``key`` names the step."""
+
+    def __init__(self, message: str, *, key: str) -> None:
+        super().__init__(message)
+        self.key = key
 
 
 class StoreError(RunError):

@@ -79,6 +79,7 @@ def agents() -> dict[str, Any]:
         "survey": survey(),
         "atlas": atlas(),
         "greeter": greeter(),
+        "batcher": batcher(),
     }
 
 
@@ -208,4 +209,44 @@ def starter() -> ChatModelAgent:
     checkpoint is saved."""
     return ChatModelAgent(
         name="starter", description="A long job, at once.", model=FunctionModel(_starts), tools=[step]
+    )
+
+
+BATCH = {"fast": 0.05, "medium": 0.3, "slow": 2.5}
+"""The batcher's three tools and how long each takes (seconds)."""
+
+
+def _batch_tool(name: str):  # type: ignore[no-untyped-def]
+    async def run(tag: str) -> str:
+        _note(f"{tag} start {name}")
+        await asyncio.sleep(BATCH[name])
+        _note(f"{tag} done {name}")
+        return f"{name} done"
+
+    run.__name__ = name
+    run.__doc__ = f"""The {name} part of the job.
+
+    Args:
+        tag: the run's tag
+    """
+    return tool(run)
+
+
+def _batches(messages: list[Message], tools: list[ToolInfo]) -> Message:
+    """Asks for the three tools at once, then answers with their results; says each call in the side-effect file
+    (``<tag> model <results seen>``)."""
+    tag = messages[0].content
+    results = [m.content for m in messages if m.role == "tool"]
+    _note(f"{tag} model {len(results)}")
+    if not results:
+        return tool_calls(*((name, {"tag": tag}) for name in BATCH))
+    return assistant(", ".join(results))
+
+
+def batcher() -> ChatModelAgent:
+    return ChatModelAgent(
+        name="batcher",
+        description="Runs three tools in parallel.",
+        model=FunctionModel(_batches),
+        tools=[_batch_tool(name) for name in BATCH],
     )

@@ -249,6 +249,12 @@ def worker(
     lease_ttl: Annotated[
         float, typer.Option(min=0.1, help="seconds after which a silent worker counts as dead and its segments move")
     ] = 10.0,
+    step_mode: Annotated[
+        bool,
+        typer.Option(
+            help="record each model reply and tool result, so a re-run segment repeats only the call in flight"
+        ),
+    ] = False,
 ) -> None:
     """Run segments of the DBOS backend: a worker process for the agents (the dbos extra)."""
     from ._worker import work
@@ -264,6 +270,7 @@ def worker(
         redis_url=redis_url,
         events_url=events_url,
         lease_ttl=lease_ttl,
+        step_mode=step_mode,
     )
 
 

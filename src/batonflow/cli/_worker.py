@@ -25,6 +25,7 @@ def work(
     redis_url: str | None = None,
     lease_ttl: float = 10.0,
     events_url: str | None = None,
+    step_mode: bool = False,
 ) -> None:
     """Run a worker for the agents of ``target`` until it is told to stop."""
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(levelname)s %(message)s")
@@ -41,6 +42,7 @@ def work(
         connect_within=connect_within,
         lease_ttl=lease_ttl,
         session_store=sessions,
+        step_mode=step_mode,
         events=None if where is None else event_log_at(where),
         **extra,
     )
@@ -51,10 +53,11 @@ def work(
     signal.signal(signal.SIGTERM, stop)
     signal.signal(signal.SIGINT, stop)
     logging.getLogger("batonflow.distributed").info(
-        "worker %s: %d agents, concurrency %d, application version %s",
+        "worker %s: %d agents, concurrency %d, application version %s%s",
         worker.executor_id,
         len(agents),
         concurrency,
         worker.app_version,
+        ", step mode" if step_mode else "",
     )
     worker.run()

@@ -3,7 +3,8 @@
 segments in this process (the default, today's behaviour); ``DBOSBackend`` enqueues them on PostgreSQL for
 ``DBOSWorker`` processes (``batonflow worker``) to run, through DBOS Transact (the ``dbos`` extra), their live
 events in an ``EventLog``: a Redis Stream per run (``RedisEventLog``, the ``redis`` extra) or, without Redis,
-PostgreSQL tables woken by LISTEN/NOTIFY (``PostgresEventLog``).
+PostgreSQL tables woken by LISTEN/NOTIFY (``PostgresEventLog``). In step mode a worker keeps each finished model
+reply and tool result of a segment in a ``StepTable`` (``StepMode``; ``SegmentSteps`` is one segment's recorder).
 """
 
 from typing import Any
@@ -40,6 +41,9 @@ __all__ = [
     "RedisEventLog",
     "SegmentOutcome",
     "SegmentRequest",
+    "SegmentSteps",
+    "StepMode",
+    "StepTable",
     "event_log_at",
     "event_record",
     "run_segment",
@@ -47,6 +51,7 @@ __all__ = [
 ]
 
 _DBOS_NAMES = ("APP_VERSION", "CodecSerializer", "DBOSBackend", "DBOSWorker")
+_STEP_NAMES = ("SegmentSteps", "StepMode", "StepTable")
 
 
 def __getattr__(name: str) -> Any:
@@ -54,4 +59,8 @@ def __getattr__(name: str) -> Any:
         from . import _dbos
 
         return getattr(_dbos, name)
+    if name in _STEP_NAMES:  # imported on first use: psycopg is an extra
+        from . import _steps
+
+        return getattr(_steps, name)
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -46,6 +46,7 @@ from ._backend import PausedRun
 from ._branches import BRANCH_QUEUE, BRANCH_WORKFLOW, PoolBranches
 from ._events import EventLog, EventRecord, Kind, event_record
 from ._segment import EventSink, SegmentOutcome, SegmentRequest, request_id, run_segment, segment_id
+from ._steps import StepMode
 from ._sweeper import Sweeper
 
 __all__ = ["APP_VERSION", "CodecSerializer", "DBOSBackend", "DBOSWorker"]
@@ -206,7 +207,8 @@ class DBOSWorker:
     agents it serves and their checkpoint store. DBOS is one per process, so is a worker.
 
     ``lease_ttl`` bounds how long a dead worker's segments wait: its heartbeat, and its Runner's lease on each
-    checkpoint, lapse after it; then a live worker's sweep puts the segments back on the queue."""
+    checkpoint, lapse after it; then a live worker's sweep puts the segments back on the queue. With ``step_mode``
+    (``StepMode``), a segment re-run after a crash runs again only the calls that were in flight."""
 
     def __init__(
         self,
@@ -222,6 +224,7 @@ class DBOSWorker:
         events: EventLog | None = None,
         lease_ttl: float = 10.0,
         session_store: SessionStore | None = None,
+        step_mode: bool = False,
     ) -> None:
         if type(concurrency) is not int or concurrency < 1:
             raise UserError(f"concurrency: expected an int of 1 or more, got {concurrency!r}")
@@ -247,6 +250,7 @@ class DBOSWorker:
         self._warned: set[str] = set()
         self._unpublished: set[str] = set()
         self._client: DBOSClient | None = None
+        self.steps = StepMode(database_url, step_mode)
 
     def launch(self) -> None:
         """Start taking segments (DBOS's threads and loop run them); returns at once."""
@@ -427,7 +431,7 @@ class DBOSWorker:
         branches = PoolBranches(self, sid, request.agent)
         while True:
             try:
-                with dispatching(branches):  # the segment's distributed parallel agents send their branches to the pool
+                with dispatching(branches), self.steps.recording(sid):  # branches to the pool, calls recorded
                     return await run_segment(
                         self.agents,
                         self.store,

@@ -6,6 +6,7 @@
 - ``ModelStep``: the one place that calls a ``ChatModel`` (traced, counted, retried).
 - ``run_loop``: model step → route → tool step; ``ModelAgent``: an agent built on it.
 - ``AgentMiddleware`` and ``ToolBatch``: the hooks around the loop.
+- ``StepRecorder`` and ``recording_steps``: where a durable worker keeps each finished model reply and tool result.
 """
 
 from ._agent import ChatModelAgentResumeData as ChatModelAgentResumeData
@@ -41,6 +42,10 @@ from ._policy import last_call_to as last_call_to
 from ._state import ChatModelAgentState as ChatModelAgentState
 from ._state import ReactState as ReactState
 from ._state import ToolResult as ToolResult
+from ._steps import StepRecorder as StepRecorder
+from ._steps import Steps as Steps
+from ._steps import current_steps as current_steps
+from ._steps import recording_steps as recording_steps
 
 __all__ = [
     "MAX_MODEL_RETRIES",
@@ -68,12 +73,16 @@ __all__ = [
     "Retry",
     "Routed",
     "StateHook",
+    "StepRecorder",
+    "Steps",
     "StreamedReply",
     "ToolBatch",
     "ToolCallHandler",
     "ToolResult",
+    "current_steps",
     "is_empty_answer",
     "last_call_to",
+    "recording_steps",
     "render_instruction",
     "run_loop",
 ]

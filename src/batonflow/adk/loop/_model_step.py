@@ -21,10 +21,12 @@ from typing import TYPE_CHECKING, TypeAlias
 
 from ...errors import StreamClosedError
 from ...models import ChatModel, ModelSettings, ToolChoice, is_retryable_error
-from ...schema import Message, MessageStream, Stream, Tap, concat_messages
+from ...schema import Address, Message, MessageStream, Stream, Tap, concat_messages
 from ...tools import ToolInfo
 from .._context import RunContext
 from .._events import AgentEvent, event_from_message
+from .._journal import Journal
+from ._steps import Steps, current_steps
 
 if TYPE_CHECKING:
     from ...trace import OpenReason
@@ -105,17 +107,34 @@ class ModelStep:
     async def generate(self, messages: Sequence[Message], tools: Sequence[ToolInfo] | None, ctx: RunContext) -> Message:
         """The model's answer; with ``retry_empty`` the last empty answer when every attempt gave one.
 
-        In a resume, an answer an earlier attempt of the resume recorded comes from its journal instead."""
+        In a resume, an answer an earlier attempt of the resume recorded comes from its journal instead; under a
+        step recorder (``recording_steps``), one it holds comes from it, and a new one is recorded."""
         journal = ctx.journal
-        if journal is None:
+        steps = current_steps()
+        if journal is None and steps is None:
             return await self._generate(messages, tools, ctx)
-        key = journal.model_key(ctx.address)
-        recorded = journal.recorded(key)
+        address = ctx.address
+        key = journal.model_key(address) if journal is not None else ""
+        recorded = journal.recorded(key) if journal is not None else None
         if isinstance(recorded, Message):
-            journal.model_done(ctx.address, key, recorded, replayed=True)
+            assert journal is not None
+            journal.model_done(address, key, recorded, replayed=True)
+            if steps is not None:
+                steps.model_done(address)
             return recorded
-        message = await self._generate(messages, tools, ctx)
-        journal.model_done(ctx.address, key, message, replayed=False)
+        if steps is None:
+            message = await self._generate(messages, tools, ctx)
+        else:
+            step = steps.model_key(address)
+            kept = await steps.recalled_reply(step)
+            if kept is None:
+                message = await self._generate(messages, tools, ctx)
+                await steps.record(step, message)
+            else:
+                message = kept
+            steps.model_done(address)
+        if journal is not None:
+            journal.model_done(address, key, message, replayed=False)
         return message
 
     async def _generate(
@@ -159,21 +178,31 @@ class ModelStep:
         so that an answer that ends empty is retried (``retry_empty``) without the caller having seen any of it;
         None when every attempt was empty. ``on_end`` gets the whole message as soon as the model's stream ends,
         whichever reader pulled its last chunk. ``show`` converts the chunks the caller sees (not the agent's copy).
-        In a resume, an answer an earlier attempt of the resume recorded comes from its journal, as one chunk.
+        In a resume, an answer an earlier attempt of the resume recorded comes from its journal, as one chunk; under a
+        step recorder, one it holds comes from it, as one chunk too, and a new one is recorded once joined.
         """
         journal = ctx.journal
-        if journal is None:
+        steps = current_steps()
+        if journal is None and steps is None:
             return await self._stream(messages, tools, ctx, hold_back, on_end, show)
-        key = journal.model_key(ctx.address)
-        recorded = journal.recorded(key)
+        address = ctx.address
+        key = journal.model_key(address) if journal is not None else ""
+        recorded = journal.recorded(key) if journal is not None else None
+        replayed = isinstance(recorded, Message)
+        step = ""
+        if not replayed and steps is not None:
+            step = steps.model_key(address)
+            recorded = await steps.recalled_reply(step)
         if isinstance(recorded, Message):
-            journal.model_done(ctx.address, key, recorded, replayed=True)
+            if journal is not None:
+                journal.model_done(address, key, recorded, replayed=replayed)
+            if steps is not None:
+                steps.model_done(address)
             caller, whole = Stream.from_async_iter(_resumed([recorded], Stream.from_list([]), on_end)).tap()
             return StreamedReply(caller, whole, show=show)
         reply = await self._stream(messages, tools, ctx, hold_back, on_end, show)
         if reply is not None:
-            address = ctx.address
-            reply._record = lambda message: journal.model_done(address, key, message, replayed=False)
+            reply._record = _recorder(journal, steps, address, key, step)
         return reply
 
     async def _stream(
@@ -284,7 +313,8 @@ class StreamedReply:
         self._whole = whole
         self._reason = reason
         self._close = close
-        self._record: Callable[[Message], None] | None = None  # a resume's journal takes the whole message
+        # A resume's journal, or a step recorder, takes the whole message.
+        self._record: Callable[[Message], Awaitable[None]] | None = None
         self._joined: asyncio.Future[Message] = asyncio.get_running_loop().create_future()
         variant = self.event.output.message_output  # type: ignore[union-attr]
         variant._joined = self._joined  # type: ignore[union-attr]
@@ -301,7 +331,7 @@ class StreamedReply:
             raise
         self._joined.set_result(message)
         if self._record is not None:
-            self._record(message)
+            await self._record(message)
         if self._reason is not None:
             await self._reason.end(message)
         return message
@@ -315,6 +345,21 @@ class StreamedReply:
                 await self._close()
             else:
                 await self._whole.reader_closed()
+
+
+def _recorder(
+    journal: Journal | None, steps: Steps | None, address: Address, key: str, step: str
+) -> Callable[[Message], Awaitable[None]]:
+    """What keeps a streamed answer, once joined: the journal, the step recorder, or both."""
+
+    async def record(message: Message) -> None:
+        if steps is not None:
+            await steps.record(step, message)
+            steps.model_done(address)
+        if journal is not None:
+            journal.model_done(address, key, message, replayed=False)
+
+    return record
 
 
 async def _traced(stream: MessageStream, reason: _Reason) -> AsyncIterator[Message]:

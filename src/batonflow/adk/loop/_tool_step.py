@@ -24,6 +24,7 @@ from ._middleware import ToolBatch
 from ._outcomes import Answer, Fail, Interrupt
 from ._policy import AgentSetup, LoopPolicy
 from ._state import ReactState, ToolResult
+from ._steps import Steps, current_steps
 
 __all__ = ["tool_step"]
 
@@ -62,9 +63,7 @@ async def tool_step(
     direct = policy.direct_call(calls, setup)
     trace = ctx.trace
     acting = await trace.action_start(todo) if trace is not None else None
-    inline = not setup.emits and (setup.sequential or len(todo) == 1)
-    # The common case runs the calls right here, free of tasks, queues and another generator.
-    source = _Inline(todo, setup, policy, ctx, state) if inline else _concurrent(todo, setup, policy, ctx, state)
+    source = _running(todo, setup, policy, ctx, state)
     async with aclosing(source) as outcomes:
         async for item in outcomes:
             if isinstance(item, AgentEvent):
@@ -95,6 +94,17 @@ async def tool_step(
         await journal.flush()  # saved before the model is asked again
     for concluded in await _conclude(state, setup, policy, ctx, calls, direct):
         yield concluded
+
+
+def _running(
+    todo: list[ToolCall], setup: AgentSetup, policy: LoopPolicy, ctx: RunContext, state: ReactState
+) -> _Inline | AsyncGenerator[_Done | AgentEvent, None]:
+    """The calls' outcomes as they come. The common case runs them right here, free of tasks, queues and another
+    generator."""
+    call_tool = _caller(ctx)
+    if not setup.emits and (setup.sequential or len(todo) == 1):
+        return _Inline(todo, setup, policy, ctx, state, call_tool)
+    return _concurrent(todo, setup, policy, ctx, state, call_tool)
 
 
 async def _conclude(
@@ -188,10 +198,16 @@ class _Inline:
     __slots__ = ("_args", "_call_tool", "_calls", "_stop")
 
     def __init__(
-        self, calls: list[ToolCall], setup: AgentSetup, policy: LoopPolicy, ctx: RunContext, state: ReactState
+        self,
+        calls: list[ToolCall],
+        setup: AgentSetup,
+        policy: LoopPolicy,
+        ctx: RunContext,
+        state: ReactState,
+        call_tool: CallTool,
     ) -> None:
         self._calls = iter(calls)
-        self._call_tool = _call_tool if ctx.trace is None else _traced_call_tool
+        self._call_tool = call_tool
         self._args = (setup, policy, ctx, state)
         self._stop = False
 
@@ -212,13 +228,17 @@ class _Inline:
 
 
 async def _concurrent(
-    calls: list[ToolCall], setup: AgentSetup, policy: LoopPolicy, ctx: RunContext, state: ReactState
+    calls: list[ToolCall],
+    setup: AgentSetup,
+    policy: LoopPolicy,
+    ctx: RunContext,
+    state: ReactState,
+    call_tool: CallTool,
 ) -> AsyncGenerator[_Done | AgentEvent, None]:
     """Each call's outcome as it completes, and the events tools send meanwhile (an agent tool's inner events):
     concurrently on a task group, or in order on one task when the agent runs tools sequentially."""
     if not calls:
         return
-    call_tool = _call_tool if ctx.trace is None else _traced_call_tool
     channel, writer = Stream.pipe()
     emit = writer.send if setup.emits else None
 
@@ -315,6 +335,36 @@ async def _traced_call_tool(
 ) -> tuple[Message, AgentAction | None]:
     assert ctx.trace is not None
     return await ctx.trace.tool_call(call, _call_tool(call, setup, policy, ctx, state, emit))
+
+
+def _caller(ctx: RunContext) -> CallTool:
+    """How this round calls a tool: traced or not, and under a step recorder, through its records."""
+    call_tool = _call_tool if ctx.trace is None else _traced_call_tool
+    steps = current_steps()
+    return call_tool if steps is None else _recorded(steps, call_tool)
+
+
+def _recorded(steps: Steps, call_tool: CallTool) -> CallTool:
+    """``call_tool`` through ``steps``: a call recorded as finished gives its record instead of running; one that
+    finishes now is recorded (an error the policy showed the model included; an interrupt or a raised error not)."""
+
+    async def call(
+        call: ToolCall,
+        setup: AgentSetup,
+        policy: LoopPolicy,
+        ctx: RunContext,
+        state: ReactState,
+        emit: Callable[[Any], object] | None,
+    ) -> tuple[Message, AgentAction | None]:
+        key = steps.tool_key(ctx.address, state.visit, state.turn, call.id)
+        kept = await steps.recalled_tool(key)
+        if kept is not None:
+            return kept.message, kept.action
+        result, action = await call_tool(call, setup, policy, ctx, state, emit)
+        await steps.record(key, ToolResult(message=result, action=action))
+        return result, action
+
+    return call
 
 
 _NO_RESULT = Message(role="tool")
