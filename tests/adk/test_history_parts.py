@@ -165,7 +165,8 @@ async def test_an_altered_part_is_refused() -> None:
     store = CountingStore()
     runner = await _stopped_twenty_times(store)
     key = next(k for k in store.held() if k.startswith("batonflow-history:"))
-    store._data[key] = store._data[key][:-1] + b"\x00"
+    held = store._data[key]
+    store._data[key] = held[:-1] + bytes([held[-1] ^ 0xFF])  # its last byte changed (a flip, never the same byte)
     with pytest.raises(CodecError, match="do not match the digest the checkpoint recorded"):
         await runner.call_resume("run")
 

@@ -9,12 +9,16 @@ import subprocess
 import sys
 import time
 import uuid
-from collections.abc import Iterator
+from collections.abc import AsyncIterator, Iterator
+from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
+import httpx
 import psycopg
 import pytest
+from fastapi import FastAPI
+from tests.server.conftest import asgi_client
 
 ADMIN_DSN = os.environ.get("BATONFLOW_TEST_POSTGRES_DSN", "postgresql://postgres@127.0.0.1:5432/test")
 REDIS_URL = os.environ.get("BATONFLOW_TEST_REDIS_URL", "redis://127.0.0.1:6379/0")
@@ -125,3 +129,37 @@ def worker(cluster: Cluster) -> Iterator[Worker]:
         yield running
     finally:
         running.stop()
+
+
+@asynccontextmanager
+async def two_apis(one: FastAPI, two: FastAPI) -> AsyncIterator[tuple[httpx.AsyncClient, httpx.AsyncClient]]:
+    """Clients of two API processes' apps (in this process, each with its own lifespan), as a load balancer's
+    clients reach two of them."""
+    async with (
+        one.router.lifespan_context(one),
+        two.router.lifespan_context(two),
+        asgi_client(one, timeout=20) as a,
+        asgi_client(two, timeout=20) as b,
+    ):
+        yield a, b
+
+
+def serve_command(cluster: Cluster, port: int, *events: str) -> list[str]:
+    """``batonflow serve`` of the test agents on the DBOS backend of ``cluster``, its live events at ``events``
+    (``--redis-url URL`` or ``--events-url URL``)."""
+    return [
+        sys.executable,
+        "-m",
+        "batonflow",
+        "serve",
+        "tests.distributed.apps:agents",
+        "--port",
+        str(port),
+        "--store",
+        f"sqlite:{cluster.store_path}",
+        "--backend",
+        "dbos",
+        "--database-url",
+        cluster.database_url,
+        *events,
+    ]

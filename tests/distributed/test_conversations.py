@@ -13,7 +13,7 @@ from collections.abc import AsyncIterator
 import httpx
 import pytest
 from fastapi import FastAPI
-from tests.server.conftest import asgi_client, parse_sse
+from tests.server.conftest import parse_sse
 
 from batonflow.distributed import DBOSBackend, InProcessBackend, RedisEventLog, SegmentRequest
 from batonflow.errors import UserError
@@ -22,7 +22,7 @@ from batonflow.server import create_app
 from batonflow.store import MemoryCheckpointStore, MemorySessionStore, SqliteCheckpointStore, SqliteSessionStore
 
 from .apps import agents
-from .conftest import REDIS_URL, Cluster, Worker
+from .conftest import REDIS_URL, Cluster, Worker, two_apis
 
 
 def _app(cluster: Cluster) -> FastAPI:
@@ -33,14 +33,8 @@ def _app(cluster: Cluster) -> FastAPI:
 
 @pytest.fixture
 async def clients(cluster: Cluster, worker: Worker) -> AsyncIterator[tuple[httpx.AsyncClient, httpx.AsyncClient]]:
-    one, two = _app(cluster), _app(cluster)
-    async with (
-        one.router.lifespan_context(one),
-        two.router.lifespan_context(two),
-        asgi_client(one, timeout=20) as a,
-        asgi_client(two, timeout=20) as b,
-    ):
-        yield a, b
+    async with two_apis(_app(cluster), _app(cluster)) as pair:
+        yield pair
 
 
 async def test_turns_through_two_api_processes_continue_one_conversation(clients, cluster: Cluster) -> None:

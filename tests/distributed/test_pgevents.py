@@ -10,7 +10,6 @@ import os
 import re
 import socket
 import subprocess
-import sys
 import time
 import uuid
 from collections.abc import AsyncIterator, Iterator
@@ -18,7 +17,7 @@ from collections.abc import AsyncIterator, Iterator
 import httpx
 import pytest
 from fastapi import FastAPI
-from tests.server.conftest import asgi_client, parse_sse
+from tests.server.conftest import parse_sse
 
 from batonflow.distributed import DBOSBackend, PostgresEventLog, SegmentRequest
 from batonflow.schema import user
@@ -26,7 +25,7 @@ from batonflow.server import create_app
 from batonflow.store import SqliteCheckpointStore
 
 from .apps import agents
-from .conftest import ROOT, Cluster, Worker
+from .conftest import ROOT, Cluster, Worker, serve_command, two_apis
 
 WAIT = 20.0
 
@@ -48,14 +47,8 @@ def _app(cluster: Cluster) -> FastAPI:
 
 @pytest.fixture
 async def clients(cluster: Cluster, pg_worker: Worker) -> AsyncIterator[tuple[httpx.AsyncClient, httpx.AsyncClient]]:
-    one, two = _app(cluster), _app(cluster)
-    async with (
-        one.router.lifespan_context(one),
-        two.router.lifespan_context(two),
-        asgi_client(one, timeout=20) as a,
-        asgi_client(two, timeout=20) as b,
-    ):
-        yield a, b
+    async with two_apis(_app(cluster), _app(cluster)) as pair:
+        yield pair
 
 
 async def test_a_run_is_followed_on_another_api_and_replayed_after_its_last_event_id(clients, cluster) -> None:
@@ -120,23 +113,7 @@ def test_batonflow_serve_streams_a_run_from_postgres_events(cluster: Cluster, pg
         port = probe.getsockname()[1]
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT / "src"), str(ROOT)])}
     env.pop("BATONFLOW_REDIS_URL", None)
-    command = [
-        sys.executable,
-        "-m",
-        "batonflow",
-        "serve",
-        "tests.distributed.apps:agents",
-        "--port",
-        str(port),
-        "--store",
-        f"sqlite:{cluster.store_path}",
-        "--backend",
-        "dbos",
-        "--database-url",
-        cluster.database_url,
-        "--events-url",
-        cluster.database_url,
-    ]
+    command = serve_command(cluster, port, "--events-url", cluster.database_url)
     server = subprocess.Popen(command, cwd=ROOT, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
     try:
         base = f"http://127.0.0.1:{port}"

@@ -8,7 +8,6 @@ import asyncio
 import os
 import socket
 import subprocess
-import sys
 import time
 import uuid
 from collections.abc import AsyncIterator
@@ -16,7 +15,7 @@ from collections.abc import AsyncIterator
 import httpx
 import pytest
 from fastapi import FastAPI
-from tests.server.conftest import asgi_client, parse_sse
+from tests.server.conftest import parse_sse
 
 from batonflow.distributed import DBOSBackend, RedisEventLog
 from batonflow.errors import UserError
@@ -24,7 +23,7 @@ from batonflow.server import create_app
 from batonflow.store import SqliteCheckpointStore
 
 from .apps import agents
-from .conftest import REDIS_URL, ROOT, Cluster, Worker
+from .conftest import REDIS_URL, ROOT, Cluster, Worker, serve_command, two_apis
 
 
 def _app(cluster: Cluster) -> FastAPI:
@@ -35,14 +34,8 @@ def _app(cluster: Cluster) -> FastAPI:
 
 @pytest.fixture
 async def clients(cluster: Cluster, worker: Worker) -> AsyncIterator[tuple[httpx.AsyncClient, httpx.AsyncClient]]:
-    one, two = _app(cluster), _app(cluster)
-    async with (
-        one.router.lifespan_context(one),
-        two.router.lifespan_context(two),
-        asgi_client(one, timeout=20) as a,
-        asgi_client(two, timeout=20) as b,
-    ):
-        yield a, b
+    async with two_apis(_app(cluster), _app(cluster)) as pair:
+        yield pair
 
 
 async def test_a_run_started_on_one_api_is_followed_and_resumed_on_another(clients, cluster: Cluster) -> None:
@@ -126,23 +119,7 @@ def test_batonflow_serve_with_the_dbos_backend_runs_on_the_worker(cluster: Clust
         probe.bind(("127.0.0.1", 0))
         port = probe.getsockname()[1]
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT / "src"), str(ROOT)])}
-    command = [
-        sys.executable,
-        "-m",
-        "batonflow",
-        "serve",
-        "tests.distributed.apps:agents",
-        "--port",
-        str(port),
-        "--store",
-        f"sqlite:{cluster.store_path}",
-        "--backend",
-        "dbos",
-        "--database-url",
-        cluster.database_url,
-        "--redis-url",
-        REDIS_URL,
-    ]
+    command = serve_command(cluster, port, "--redis-url", REDIS_URL)
     server = subprocess.Popen(command, cwd=ROOT, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
     try:
         base = f"http://127.0.0.1:{port}"
