@@ -96,6 +96,17 @@ async def test_an_end_stops_a_read_and_the_next_read_gives_the_next_segment(make
     assert [(r.segment_id, r.kind) for r in second] == [(f"{run}@g2", "event"), (f"{run}@g2", "end")]
 
 
+async def test_last_gives_a_runs_latest_record(make_log: MakeLog) -> None:
+    log = make_log()
+    run = _run()
+    assert await log.last(run) is None
+    await log.publish(run, f"{run}@start", 1, "event", {"n": 1})
+    end = await log.publish(run, f"{run}@start", 1, "end", {"status": "completed"})
+    last = await log.last(run)
+    assert last is not None and (last.stream_id, last.kind, last.segment_id) == (end, "end", f"{run}@start")
+    assert last.data == {"status": "completed"}
+
+
 async def test_a_waiting_reader_is_woken_by_a_publish_from_another_connection(make_log: MakeLog) -> None:
     reader, writer = make_log(), make_log()
     run = _run()

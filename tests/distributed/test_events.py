@@ -105,3 +105,24 @@ async def test_more_followers_than_connections_wait_for_one_rather_than_fail() -
     finally:
         await log.close()
     assert [records[-1].segment_id for records in read] == [f"{run}@start" for run in runs]
+
+
+async def test_a_segment_whose_end_record_is_out_is_done_before_dbos_says_so(cluster: Cluster, worker: Worker) -> None:
+    """A worker sends a segment's ``end`` just before DBOS records the outcome: the status goes by the record, so a
+    client that read the end and asks at once is not told the run still runs."""
+    log = RedisEventLog(REDIS_URL)
+    backend = _backend(cluster, log)
+    run = f"ended-{uuid.uuid4().hex[:8]}"
+    try:
+        sid = await backend.submit(SegmentRequest(agent="waiter", checkpoint_id=run, messages=(user("wait"),)))
+        deadline = time.monotonic() + WAIT
+        while await backend.status(sid) != "PENDING":
+            assert time.monotonic() < deadline, "the worker never started the segment"
+            await asyncio.sleep(0.02)
+        await log.publish(run, f"{run}@elsewhere", 1, "end", {"status": "completed"})  # another segment's end
+        assert await backend.status(sid) == "PENDING"
+        await log.publish(run, sid, 1, "end", {"status": "completed"})  # as the worker does, a moment early
+        assert await backend.status(sid) == "SUCCESS"
+    finally:
+        await backend.cancel(sid)
+        await backend.close()

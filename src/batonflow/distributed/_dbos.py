@@ -27,7 +27,7 @@ import uuid
 from collections.abc import AsyncIterator, Mapping
 from typing import Any
 
-from dbos import DBOS, DBOSClient, EnqueueOptions, Serializer, WorkflowHandleAsync
+from dbos import DBOS, DBOSClient, EnqueueOptions, WorkflowHandleAsync
 from sqlalchemy.engine import make_url
 from sqlalchemy.exc import OperationalError
 
@@ -41,11 +41,12 @@ from ..errors import (
     UserError,
     VersionMismatchError,
 )
-from ..store import CODEC_VERSION, CheckpointStore, SessionStore, decode_json, encode_json
+from ..store import CODEC_VERSION, CheckpointStore, SessionStore
 from ._backend import PausedRun
 from ._branches import BRANCH_QUEUE, BRANCH_WORKFLOW, PoolBranches
 from ._events import EventLog, EventRecord, Kind, event_record
 from ._segment import EventSink, SegmentOutcome, SegmentRequest, request_id, run_segment, segment_id
+from ._serializer import CodecSerializer
 from ._steps import StepMode
 from ._sweeper import Sweeper
 
@@ -63,37 +64,12 @@ PAUSED_SCAN = 1000  # the ended segments ``DBOSBackend.paused`` looks through, n
 _log = logging.getLogger("batonflow.distributed")
 
 
-class CodecSerializer(Serializer):
-    """DBOS's serializer on batonflow's codec: workflow inputs, outputs and errors as the codec's JSON, which can
-    build only registered classes. An error travels as its class name and message and comes back a
-    ``SegmentFailedError`` (an exception of another process cannot be rebuilt safely)."""
-
-    def serialize(self, data: Any) -> str:
-        if isinstance(data, BaseException):
-            tree: dict[str, Any] = {"error": type(data).__name__, "message": str(data)}
-        elif isinstance(data, dict) and set(data) == {"args", "kwargs"}:
-            tree = {"inputs": {"args": list(data["args"]), "kwargs": data["kwargs"]}}
-        else:
-            tree = {"value": data}
-        return encode_json(tree, what="DBOS value")
-
-    def deserialize(self, serialized_data: str) -> Any:
-        tree = decode_json(serialized_data, what="DBOS value")
-        if "error" in tree:
-            return SegmentFailedError(f"{tree['error']}: {tree['message']}", kind=tree["error"])
-        if "inputs" in tree:
-            return {"args": tuple(tree["inputs"]["args"]), "kwargs": tree["inputs"]["kwargs"]}
-        return tree["value"]
-
-    def name(self) -> str:
-        return "batonflow_codec"
-
-
 class DBOSBackend:
     """The API side: enqueues segments for the workers of ``database_url`` (the DBOS system database) and reads
     their outcomes; runs no agent code. ``checkpoint_store`` is the workers' store (a resume's generation is read
-    from it), ``sessions`` their session store (where a conversation's turn stands is read from it). With ``events`` (the workers' event log), ``events`` reads a run's live stream and ``cancel`` reaches the
-    worker running the segment."""
+    from it), ``sessions`` their session store (where a conversation's turn stands is read from it). With
+    ``events`` (the workers' event log), ``events`` reads a run's live stream and ``cancel`` reaches the worker
+    running the segment."""
 
     def __init__(
         self,
@@ -133,9 +109,25 @@ class DBOSBackend:
         return SegmentOutcome.from_payload(payload)
 
     async def status(self, segment_id: str) -> str:
-        """DBOS's status of the segment's workflow (``ENQUEUED``, ``PENDING``, ``SUCCESS``, ``ERROR``, …)."""
+        """DBOS's status of the segment's workflow (``ENQUEUED``, ``PENDING``, ``SUCCESS``, ``ERROR``, …). A worker
+        sends a segment's ``end`` record just before DBOS records the outcome: a segment whose ``end`` is its run's
+        latest record is ``SUCCESS`` already (``outcome`` waits the moment it takes DBOS)."""
         handle: WorkflowHandleAsync[dict[str, Any]] = await self._client.retrieve_workflow_async(segment_id)
-        return str((await handle.get_status()).status)
+        status = str((await handle.get_status()).status)
+        if status == "PENDING" and await self._ended(segment_id):
+            return "SUCCESS"
+        return status
+
+    async def _ended(self, segment_id: str) -> bool:
+        """Whether the run's latest live record is the end of ``segment_id`` (False without a log, or when it
+        cannot be read: then DBOS's word stands)."""
+        if self.event_log is None:
+            return False
+        try:
+            last = await self.event_log.last(segment_id.rpartition("@")[0])
+        except Exception:
+            return False
+        return last is not None and last.kind == "end" and last.segment_id == segment_id
 
     async def paused(self, checkpoint_id: str | None = None, *, scan: int = PAUSED_SCAN) -> list[PausedRun]:
         """The runs paused on the workers, newest first: each checkpoint whose latest ended segment was interrupted,

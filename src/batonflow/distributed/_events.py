@@ -55,6 +55,10 @@ class EventLog(Protocol):
         ``end`` record."""
         ...
 
+    async def last(self, run: str) -> EventRecord | None:
+        """``run``'s latest record, None when it has none (or they lapsed)."""
+        ...
+
     async def request_cancel(self, segment_id: str) -> None: ...
 
     async def cancel_requested(self, segment_id: str) -> bool: ...
@@ -165,6 +169,11 @@ class RedisEventLog:
                     yield record
                     if record.kind == "end":
                         return
+
+    async def last(self, run: str) -> EventRecord | None:
+        """``run``'s latest record, None when its stream is empty or gone."""
+        entries = await self._redis().xrevrange(self.stream_key(run), count=1)
+        return _record(*entries[0]) if entries else None
 
     async def request_cancel(self, segment_id: str) -> None:
         await self._redis().set(self._cancel_key(segment_id), b"1", px=int(self.ttl * 1000))

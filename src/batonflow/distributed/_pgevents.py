@@ -108,6 +108,13 @@ WHERE e.run = %s AND e.id > %s AND r.expires_at > now()
 ORDER BY e.id LIMIT %s
 """
 
+_LAST = """
+SELECT e.id, e.seq, e.kind, e.segment, e.data
+FROM {p}_events e JOIN {p}_event_runs r ON r.run = e.run
+WHERE e.run = %s AND r.expires_at > now()
+ORDER BY e.id DESC LIMIT 1
+"""
+
 _EXPIRE = """
 WITH gone AS (
     DELETE FROM {p}_event_runs WHERE run IN (
@@ -233,6 +240,12 @@ class PostgresEventLog:
                         return
                 if not rows:
                     await _nap(woken, wait)
+
+    async def last(self, run: str) -> EventRecord | None:
+        """``run``'s latest record, None when it has none (or they lapsed)."""
+        async with self._connection() as conn:
+            row = await (await conn.execute(self._sql["last"], (run,))).fetchone()
+        return None if row is None else _record(row)
 
     async def request_cancel(self, segment_id: str) -> None:
         """Flag ``segment_id`` cancelled (for ``ttl`` seconds) and tell the watchers."""
@@ -401,6 +414,7 @@ _STATEMENTS = {
     "claim": _CLAIM_RUN,
     "append": _APPEND,
     "read": _READ,
+    "last": _LAST,
     "expire": _EXPIRE,
     "request_cancel": _REQUEST_CANCEL,
     "cancel_requested": _CANCEL_REQUESTED,
