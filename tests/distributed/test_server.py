@@ -103,6 +103,9 @@ async def test_a_bad_last_event_id_or_a_missing_checkpoint_is_a_4xx_that_says_wh
     assert bad.status_code == 400
     message = "Last-Event-ID: expected a record id such as '1733059200000-0' or '42-0', got '7.2'"
     assert bad.json()["error"]["message"] == message
+    for too_big in ("9223372036854775808-0", "1-99999999999999999999"):  # past the logs' 63-bit record ids
+        refused = await a.get("/runs/x@start/events", headers={"Last-Event-ID": too_big})
+        assert (refused.status_code, refused.json()["error"]["code"]) == (400, "invalid_event_id"), too_big
     missing = await a.post("/checkpoints/nothing-here/resume", json={"agent": "shipper", "targets": {}})
     assert missing.status_code == 404 and "checkpoint[nothing-here] not exist" in missing.json()["error"]["message"]
     anonymous = await a.post("/checkpoints/nothing-here/resume", json={"targets": {}})

@@ -26,7 +26,13 @@ from ._wire import message_json
 
 __all__ = ["Distributed", "is_segment_id"]
 
-_STREAM_ID = re.compile(r"\d{1,20}-\d{1,20}")
+_STREAM_ID = re.compile(r"\d{1,19}-\d{1,19}")
+_ID_LIMIT = 2**63 - 1  # each part of a record id: PostgreSQL's bigint (Redis allows 2**64 - 1)
+
+
+def _record_id(text: str) -> bool:
+    """Whether ``text`` is a record id either event log can read after."""
+    return _STREAM_ID.fullmatch(text) is not None and all(int(part) <= _ID_LIMIT for part in text.split("-"))
 
 
 def is_segment_id(run_id: str) -> bool:
@@ -87,12 +93,12 @@ class Distributed:
         """The segment's frames, after ``last_event_id`` (a stream id) when given."""
         after = "0-0"
         if last_event_id is not None:
-            if _STREAM_ID.fullmatch(last_event_id.strip()) is None:
+            if not _record_id(last_event_id.strip()):
                 raise ApiError(
                     400,
                     "invalid_event_id",
                     f"Last-Event-ID: expected a record id such as '1733059200000-0' or '42-0', got {shown(last_event_id)}",
-                    expected="<digits>-<digits>: a Redis stream id or a PostgreSQL record id",
+                    expected="<digits>-<digits>, each at most 2**63 - 1: a Redis stream id or a PostgreSQL record id",
                     found=shown(last_event_id),
                 )
             after = last_event_id.strip()
