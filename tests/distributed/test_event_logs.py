@@ -493,3 +493,45 @@ def test_an_events_url_names_its_log_by_scheme(url: str, kind: type) -> None:
 def test_an_events_url_of_no_known_scheme_is_refused_without_its_password(url: object, message: str) -> None:
     with pytest.raises(UserError, match=message):
         event_log_at(url)  # type: ignore[arg-type]
+
+
+async def test_many_redis_followers_share_one_blocking_read() -> None:
+    """Fifty clients following fifty runs hold no connection while they wait: one read serves them all, so a log of
+    two connections still answers a command at once, and each follower gets its run's records, those published
+    after it began waiting included."""
+    name = f"bf-{uuid.uuid4().hex[:8]}"
+    log, writer = RedisEventLog(f"{REDIS_URL}?client_name={name}", max_connections=2), RedisEventLog(REDIS_URL)
+    runs = [_run() for _ in range(50)]
+    try:
+        for run in runs[:25]:  # some have a record already, read at once; the rest wait for their first
+            await writer.publish(run, f"{run}@start", 1, "event", {"n": 1})
+        followers = [asyncio.ensure_future(_all(log.read(run, block=30.0))) for run in runs]
+        await asyncio.sleep(0.5)  # all of them wait now
+        answered = await asyncio.wait_for(log.last(runs[0]), 2.0)  # a waiting follower would hold a connection
+        held = [c for c in await writer._redis().client_list() if c.get("name") == name]
+        for run in runs:
+            await writer.publish(run, f"{run}@start", 2, "end", {"status": "completed"})
+        read = await asyncio.wait_for(asyncio.gather(*followers), WAIT)
+    finally:
+        await log.close()
+        await writer.close()
+    assert answered is not None and answered.seq == 1
+    assert [[r.seq for r in records] for records in read] == [[1, 2]] * 25 + [[2]] * 25
+    assert len(held) <= 3, held  # the two of the pool, and the shared read's
+
+
+async def test_a_redis_follower_that_is_never_woken_looks_for_itself() -> None:
+    log = RedisEventLog(REDIS_URL)
+    run = _run()
+    try:
+        following = asyncio.ensure_future(_all(log.read(run, block=0.3)))
+        await asyncio.sleep(0.2)
+        followers = log._shared()
+        await followers.close()  # the shared read is gone: only the follower's own look can find the record
+        await log.publish(run, f"{run}@start", 1, "end", {"status": "completed"})
+        records = await asyncio.wait_for(following, WAIT)
+    finally:
+        await log.close()
+    assert [r.kind for r in records] == ["end"]
+    with pytest.raises(UserError, match="block: expected a number of seconds > 0, got 0"):
+        await anext(log.read(run, block=0))

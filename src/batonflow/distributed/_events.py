@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from typing import Any, Literal, Protocol, runtime_checkable
 
@@ -104,7 +105,8 @@ def event_record(event: AgentEvent) -> dict[str, Any]:
 
 
 class RedisEventLog:
-    """Runs' live streams and cancel flags in the Redis at ``url``, over at most ``max_connections`` connections."""
+    """Runs' live streams and cancel flags in the Redis at ``url``, over at most ``max_connections`` connections for
+    commands, and one more on which a single blocking read serves every follower of this log (``_Followers``)."""
 
     def __init__(
         self,
@@ -127,13 +129,14 @@ class RedisEventLog:
         self.ttl = ttl
         self.prefix = prefix
         self._client: Any = None
+        self._followers: _Followers | None = None
 
     def _redis(self) -> Any:
         if self._client is None:  # made on first use, in the loop that uses it (a worker's is DBOS's)
             from redis.asyncio import BlockingConnectionPool, Redis
 
-            # A follower holds a connection while it waits for its run's next event: past max_connections, the
-            # next one waits for a free connection rather than failing.
+            # Past max_connections a command waits for a free connection rather than failing; followers do not
+            # hold one while they wait (they share the followers' read).
             pool = BlockingConnectionPool.from_url(self.url, max_connections=self.max_connections, timeout=None)
             self._client = Redis(connection_pool=pool)
         return self._client
@@ -155,20 +158,42 @@ class RedisEventLog:
             stream_id, _ = await pipe.execute()
         return stream_id.decode() if isinstance(stream_id, bytes) else str(stream_id)
 
-    async def read(self, run: str, after: str = "0-0", *, block: float = 1.0) -> AsyncIterator[EventRecord]:
+    async def read(self, run: str, after: str = "0-0", *, block: float = 10.0) -> AsyncIterator[EventRecord]:
         """``run``'s records after stream id ``after``, then the new ones as they come, up to and with the next
-        ``end`` record (read again after it for the next segment's)."""
-        redis = self._redis()
+        ``end`` record (read again after it for the next segment's). What is there already is read at once; then the
+        follower waits on the log's one blocking read of every followed stream, and looks for itself after ``block``
+        seconds without a record (a safety net: the shared read wakes it first)."""
+        if isinstance(block, bool) or not isinstance(block, int | float) or block <= 0:
+            raise UserError(f"block: expected a number of seconds > 0, got {block!r}")
         key = self.stream_key(run)
         while True:
-            answer = await redis.xread({key: after}, block=max(1, int(block * 1000)), count=256)
-            for _, entries in answer or ():
-                for raw_id, fields in entries:
-                    record = _record(raw_id, fields)
-                    after = record.stream_id
-                    yield record
-                    if record.kind == "end":
+            answer = await self._redis().xread({key: after}, count=256)  # no BLOCK: what is there now
+            entries = [entry for _, found in answer or () for entry in found]
+            for raw_id, fields in entries:
+                record = _record(raw_id, fields)
+                after = record.stream_id
+                yield record
+                if record.kind == "end":
+                    return
+            if entries:
+                continue
+            async with self._shared().follow(key, after) as queue:
+                while True:
+                    try:
+                        item = await asyncio.wait_for(queue.get(), block)
+                    except TimeoutError:
+                        break  # look for itself
+                    if isinstance(item, BaseException):
+                        raise item
+                    after = item.stream_id
+                    yield item
+                    if item.kind == "end":
                         return
+
+    def _shared(self) -> _Followers:
+        if self._followers is None:
+            self._followers = _Followers(self.url)
+        return self._followers
 
     async def last(self, run: str) -> EventRecord | None:
         """``run``'s latest record, None when its stream is empty or gone."""
@@ -190,9 +215,93 @@ class RedisEventLog:
             await asyncio.sleep(every)
 
     async def close(self) -> None:
+        if self._followers is not None:
+            followers, self._followers = self._followers, None
+            await followers.close()
         if self._client is not None:
             client, self._client = self._client, None
             await client.aclose()
+
+
+class _Follower:
+    __slots__ = ("after", "queue")
+
+    def __init__(self, after: str) -> None:
+        self.after = _stream_number(after)
+        self.queue: asyncio.Queue[EventRecord | BaseException] = asyncio.Queue()
+
+
+class _Followers:
+    """One ``XREAD BLOCK`` over every stream this process follows, on a connection of its own, handing each new
+    record to the followers of its stream that have not seen it: a thousand clients following runs cost one
+    connection, not a thousand. A follower joins at the last id it read, so nothing published meanwhile is missed;
+    a Redis error reaches every follower, which raises it."""
+
+    WAIT_MS = 100
+    """How long one read waits: how soon a follower that joins is in the next read."""
+
+    def __init__(self, url: str) -> None:
+        self.url = url
+        self._streams: dict[str, list[_Follower]] = {}
+        self._task: asyncio.Task[None] | None = None
+        self._client: Any = None
+
+    @asynccontextmanager
+    async def follow(self, key: str, after: str) -> AsyncIterator[asyncio.Queue[EventRecord | BaseException]]:
+        follower = _Follower(after)
+        self._streams.setdefault(key, []).append(follower)
+        if self._task is None or self._task.done():
+            self._task = asyncio.ensure_future(self._read())
+        try:
+            yield follower.queue
+        finally:
+            followers = self._streams.get(key, [])
+            if follower in followers:
+                followers.remove(follower)
+            if not followers:
+                self._streams.pop(key, None)
+
+    async def _read(self) -> None:
+        if self._client is None:
+            from redis.asyncio import Redis
+
+            self._client = Redis.from_url(self.url, max_connections=1)
+        while self._streams:
+            streams = {key: _stream_id(min(f.after for f in fs)) for key, fs in self._streams.items() if fs}
+            try:
+                answer = await self._client.xread(streams, block=self.WAIT_MS, count=256)
+            except Exception as error:
+                for followers in self._streams.values():
+                    for follower in followers:
+                        follower.queue.put_nowait(error)
+                return
+            for raw_key, entries in answer or ():
+                key = raw_key.decode() if isinstance(raw_key, bytes) else str(raw_key)
+                for raw_id, fields in entries:
+                    record = _record(raw_id, fields)
+                    number = _stream_number(record.stream_id)
+                    for follower in self._streams.get(key, ()):
+                        if number > follower.after:
+                            follower.after = number
+                            follower.queue.put_nowait(record)
+
+    async def close(self) -> None:
+        task, self._task = self._task, None
+        if task is not None:
+            task.cancel()
+            await asyncio.gather(task, return_exceptions=True)
+        if self._client is not None:
+            client, self._client = self._client, None
+            await client.aclose()
+
+
+def _stream_number(stream_id: str) -> tuple[int, int]:
+    ms, _, n = stream_id.partition("-")
+    return int(ms), int(n or 0)
+
+
+def _stream_id(number: tuple[int, int]) -> str:
+    return f"{number[0]}-{number[1]}"
 
 
 def _record(raw_id: Any, fields: dict[bytes, bytes]) -> EventRecord:
