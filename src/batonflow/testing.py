@@ -16,13 +16,16 @@ from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequenc
 from dataclasses import dataclass, field
 from typing import Any, Self, TypeAlias
 
+from .adk import Agent, Branch, BranchResult, run_branch
 from .errors import UserError
 from .models import ModelSettings, ToolChoice, check_tool_choice
 from .schema import FunctionCall, Message, MessageStream, ResponseMeta, Stream, ToolCall, concat_messages
+from .store import decode_json, encode_json
 from .tools import ToolInfo
 
 __all__ = [
     "BlackholeProxy",
+    "CodecDispatcher",
     "FunctionModel",
     "ModelRequest",
     "PushModel",
@@ -392,3 +395,23 @@ class BlackholeProxy:
         finally:
             writer.close()
             self._writers.discard(writer)
+
+
+class CodecDispatcher:
+    """A ``BranchDispatcher`` that runs each branch here, from only what survives the codec, as a worker gets it:
+    test a ``ParallelAgent(distribute=True)`` or a graph's ``distribute: true`` nodes without a pool, with
+    ``dispatching(CodecDispatcher(agent))`` around the run (``agent`` is the run's agent). ``branches`` are the
+    branches it ran, as they travelled."""
+
+    def __init__(self, root: Agent) -> None:
+        self.root = root
+        self.branches: list[Branch] = []
+
+    async def run_branch(self, branch: Branch) -> BranchResult:
+        travelled = decode_json(encode_json(branch, what="branch"), what="branch")
+        self.branches.append(travelled)
+        result = await run_branch(self.root, travelled)
+        back = decode_json(encode_json(result, what="branch result"), what="branch result")
+        if not isinstance(back, BranchResult):
+            raise UserError(f"branch result: expected a BranchResult after the codec, got {type(back).__name__}")
+        return back

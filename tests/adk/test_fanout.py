@@ -23,25 +23,9 @@ from batonflow.adk import (
 )
 from batonflow.errors import BranchFailedError, UserError
 from batonflow.schema import Message, assistant, user
-from batonflow.store import MemoryCheckpointStore, decode_json, encode_json
-from batonflow.testing import FunctionModel, tool_calls
+from batonflow.store import MemoryCheckpointStore
+from batonflow.testing import CodecDispatcher, FunctionModel, tool_calls
 from batonflow.tools import ToolContext, ToolInfo, tool
-
-
-class CodecDispatcher:
-    """Runs each branch here, but only from what survives the codec, as a worker would get it."""
-
-    def __init__(self, root: Any) -> None:
-        self.root = root
-        self.branches: list[Branch] = []
-
-    async def run_branch(self, branch: Branch) -> BranchResult:
-        travelled = decode_json(encode_json(branch, what="branch"), what="branch")
-        self.branches.append(travelled)
-        result = await run_branch(self.root, travelled)
-        back = decode_json(encode_json(result, what="branch result"), what="branch result")
-        assert isinstance(back, BranchResult)
-        return back
 
 
 @tool

@@ -9,25 +9,12 @@ from typing import Any
 import pytest
 
 from batonflow import ChatModelAgent, Runner, ToolContext, tool
-from batonflow.adk import Branch, BranchResult, dispatching, run_branch
+from batonflow.adk import Branch, dispatching, run_branch
 from batonflow.graph import GraphAgent, GraphError, GraphSpec
 from batonflow.schema import Message, assistant
-from batonflow.store import MemoryCheckpointStore, decode_json, encode_json
-from batonflow.testing import FunctionModel, tool_calls
+from batonflow.store import MemoryCheckpointStore
+from batonflow.testing import CodecDispatcher, FunctionModel, tool_calls
 from batonflow.tools import ToolInfo
-
-
-class CodecDispatcher:
-    def __init__(self, root: Any) -> None:
-        self.root = root
-        self.branches: list[Branch] = []
-
-    async def run_branch(self, branch: Branch) -> BranchResult:
-        travelled = decode_json(encode_json(branch, what="branch"), what="branch")
-        self.branches.append(travelled)
-        back = decode_json(encode_json(await run_branch(self.root, travelled), what="result"), what="result")
-        assert isinstance(back, BranchResult)
-        return back
 
 
 @tool
