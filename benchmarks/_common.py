@@ -7,8 +7,13 @@ concurrent runs alike and no framework pays for rebuilding agents or models per 
 
 from __future__ import annotations
 
+import json
+import subprocess
+import sys
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
 
 __all__ = [
     "ANSWER",
@@ -143,3 +148,19 @@ def check_branches(answers: dict[str, str], tool_results: dict[str, str], inner_
     results = {call_id(b): inner_answer(b) for b in range(N_BRANCHES)}
     check(tool_results == results, "agent tools returned {}", tool_results)
     check(runs == [1] * N_BRANCHES, "inner agents ran {} times", runs)
+
+
+def side_in_subprocess(module: str, key: str, name: str, quick: bool) -> dict[str, Any]:
+    """``python -m benchmarks.<module> --side <key>`` in a subprocess of its own: the side's JSON report, or a
+    "failed" one (named ``name``) that says why."""
+    command = [sys.executable, "-m", f"benchmarks.{module}", "--side", key, *(["--quick"] if quick else [])]
+    cwd = Path(__file__).resolve().parent.parent
+    try:
+        done = subprocess.run(command, cwd=cwd, capture_output=True, text=True, timeout=600, check=False)
+    except subprocess.TimeoutExpired:
+        return {"name": name, "status": "failed", "detail": "timed out after 600 s"}
+    if done.returncode != 0:
+        tail = done.stderr.strip().splitlines()[-1:] or [f"exit code {done.returncode}"]
+        return {"name": name, "status": "failed", "detail": tail[0]}
+    report: dict[str, Any] = json.loads(done.stdout.strip().splitlines()[-1])
+    return report

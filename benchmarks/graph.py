@@ -23,14 +23,12 @@ this run. It is context for the engine's cost, with no target, like the growth c
 import argparse
 import asyncio
 import json
-import subprocess
 import sys
 from collections.abc import Callable
 from importlib.metadata import PackageNotFoundError, version
-from pathlib import Path
 from typing import Any
 
-from ._common import Run, check
+from ._common import Run, check, side_in_subprocess
 from ._worker import Plan, measure
 
 CHAIN = 100
@@ -165,27 +163,13 @@ def run_side(key: str, quick: bool) -> dict[str, Any]:
     return {"name": name, "status": "ok", "version": installed, "results": asyncio.run(timed())}
 
 
-def _side_in_subprocess(key: str, quick: bool) -> dict[str, Any]:
-    command = [sys.executable, "-m", "benchmarks.graph", "--side", key, *(["--quick"] if quick else [])]
-    cwd = Path(__file__).resolve().parent.parent
-    try:
-        done = subprocess.run(command, cwd=cwd, capture_output=True, text=True, timeout=600, check=False)
-    except subprocess.TimeoutExpired:
-        return {"name": SIDES[key][0], "status": "failed", "detail": "timed out after 600 s"}
-    if done.returncode != 0:
-        tail = done.stderr.strip().splitlines()[-1:] or [f"exit code {done.returncode}"]
-        return {"name": SIDES[key][0], "status": "failed", "detail": tail[0]}
-    report: dict[str, Any] = json.loads(done.stdout.strip().splitlines()[-1])
-    return report
-
-
 def collect(quick: bool) -> dict[str, dict[str, Any]]:
     """Every side in its own subprocess, in rounds; each graph keeps its round of lowest wall-clock median (and
     the lowest CPU median of all rounds)."""
     reports: dict[str, dict[str, Any]] = {}
     for _ in range(1 if quick else 2):
         for key in SIDES:
-            report = _side_in_subprocess(key, quick)
+            report = side_in_subprocess("graph", key, SIDES[key][0], quick)
             if key not in reports or report["status"] != "ok":
                 reports[key] = {**report, "rounds": [report.get("results")]}
             elif reports[key]["status"] == "ok":

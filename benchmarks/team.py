@@ -19,14 +19,12 @@ batonflow's time over LangGraph's in the same run, context with no target.
 import argparse
 import asyncio
 import json
-import subprocess
 import sys
 from collections.abc import Callable, Sequence
 from importlib.metadata import PackageNotFoundError, version
-from pathlib import Path
 from typing import Any
 
-from ._common import Run, check
+from ._common import Run, check, side_in_subprocess
 from ._worker import Plan, measure
 
 TURNS = 6
@@ -175,27 +173,13 @@ def run_side(key: str, quick: bool) -> dict[str, Any]:
     return {"name": name, "status": "ok", "version": installed, "results": result}
 
 
-def _side_in_subprocess(key: str, quick: bool) -> dict[str, Any]:
-    command = [sys.executable, "-m", "benchmarks.team", "--side", key, *(["--quick"] if quick else [])]
-    cwd = Path(__file__).resolve().parent.parent
-    try:
-        done = subprocess.run(command, cwd=cwd, capture_output=True, text=True, timeout=600, check=False)
-    except subprocess.TimeoutExpired:
-        return {"name": SIDES[key][0], "status": "failed", "detail": "timed out after 600 s"}
-    if done.returncode != 0:
-        tail = done.stderr.strip().splitlines()[-1:] or [f"exit code {done.returncode}"]
-        return {"name": SIDES[key][0], "status": "failed", "detail": tail[0]}
-    report: dict[str, Any] = json.loads(done.stdout.strip().splitlines()[-1])
-    return report
-
-
 def collect(quick: bool) -> dict[str, dict[str, Any]]:
     """Each side in its own subprocess, in rounds; each keeps its round of lowest wall-clock median (and the lowest
     CPU median of all rounds)."""
     reports: dict[str, dict[str, Any]] = {}
     for _ in range(1 if quick else 2):
         for key in SIDES:
-            report = _side_in_subprocess(key, quick)
+            report = side_in_subprocess("team", key, SIDES[key][0], quick)
             previous = reports.get(key)
             if previous is None or report["status"] != "ok":
                 reports[key] = report

@@ -33,6 +33,9 @@ app.add_typer(checkpoints, name="checkpoints")
 Url = Annotated[str, typer.Option(envvar="BATONFLOW_URL", help="the server's base URL")]
 Token = Annotated[str | None, typer.Option(envvar="BATONFLOW_TOKEN", help="the server's bearer token")]
 Store = Annotated[str, typer.Option(help="where checkpoints and sessions live: memory, sqlite:PATH or postgres:URL")]
+Target = Annotated[
+    str, typer.Argument(help="module:attr — an agent or a graph, a mapping or list of them, or a factory")
+]
 
 
 def _version(value: bool) -> None:
@@ -174,9 +177,7 @@ def _agent_run(ctx: typer.Context, target: str, name: str | None, store: str) ->
 
 @app.command()
 def serve(
-    target: Annotated[
-        str, typer.Argument(help="module:attr — an agent or a graph, a mapping or list of them, or a factory")
-    ],
+    target: Target,
     host: Annotated[str, typer.Option(help="the address to listen on")] = "127.0.0.1",
     port: Annotated[int, typer.Option(help="the port to listen on")] = 8000,
     reload: Annotated[bool, typer.Option(help="restart when the code changes (development)")] = False,
@@ -218,9 +219,7 @@ def serve(
 
 @app.command()
 def worker(
-    target: Annotated[
-        str, typer.Argument(help="module:attr — an agent or a graph, a mapping or list of them, or a factory")
-    ],
+    target: Target,
     database_url: Annotated[
         str, typer.Option(envvar="BATONFLOW_DATABASE_URL", help="the PostgreSQL URL of the DBOS system database")
     ],
@@ -276,9 +275,7 @@ def worker(
 
 @app.command()
 def web(
-    target: Annotated[
-        str, typer.Argument(help="module:attr — an agent or a graph, a mapping or list of them, or a factory")
-    ],
+    target: Target,
     host: Annotated[str, typer.Option(help="the address to listen on")] = "127.0.0.1",
     port: Annotated[int, typer.Option(help="the port to listen on")] = 8000,
     store: Store = "memory",

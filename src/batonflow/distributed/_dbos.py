@@ -44,6 +44,7 @@ from ..errors import (
 from ..store import CODEC_VERSION, CheckpointStore, SessionStore
 from ._backend import PausedRun
 from ._branches import BRANCH_QUEUE, BRANCH_WORKFLOW, PoolBranches
+from ._checks import count, seconds
 from ._events import EventLog, EventRecord, Kind, event_record
 from ._segment import EventSink, SegmentOutcome, SegmentRequest, request_id, run_segment, segment_id
 from ._serializer import CodecSerializer
@@ -218,17 +219,14 @@ class DBOSWorker:
         session_store: SessionStore | None = None,
         step_mode: bool = False,
     ) -> None:
-        if type(concurrency) is not int or concurrency < 1:
-            raise UserError(f"concurrency: expected an int of 1 or more, got {concurrency!r}")
-        if branch_concurrency is not None and (type(branch_concurrency) is not int or branch_concurrency < 1):
-            raise UserError(f"branch_concurrency: expected an int of 1 or more, got {branch_concurrency!r}")
-        self.branch_concurrency = concurrency if branch_concurrency is None else branch_concurrency
+        count("concurrency", concurrency)
+        self.branch_concurrency = (
+            concurrency if branch_concurrency is None else count("branch_concurrency", branch_concurrency)
+        )
         if isinstance(connect_within, bool) or not isinstance(connect_within, int | float) or connect_within < 0:
             raise UserError(f"connect_within: expected a number of seconds >= 0, got {connect_within!r}")
         self.connect_within = float(connect_within)
-        if isinstance(lease_ttl, bool) or not isinstance(lease_ttl, int | float) or lease_ttl <= 0:
-            raise UserError(f"lease_ttl: expected a number of seconds > 0, got {lease_ttl!r}")
-        self.lease_ttl = float(lease_ttl)
+        self.lease_ttl = seconds("lease_ttl", lease_ttl)
         _check_version(app_version)
         self.agents = dict(agents)
         self.store = checkpoint_store

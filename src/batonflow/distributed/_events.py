@@ -24,6 +24,7 @@ from typing import Any, Literal, Protocol, runtime_checkable
 from ..adk import AgentEvent, InterruptInfo
 from ..errors import UserError
 from ..store import decode_json, encode_json
+from ._checks import count, seconds
 
 __all__ = ["EventLog", "EventRecord", "RedisEventLog", "event_log_at", "event_record"]
 
@@ -117,16 +118,10 @@ class RedisEventLog:
         prefix: str = "batonflow",
         max_connections: int = 500,
     ) -> None:
-        if type(maxlen) is not int or maxlen < 1:
-            raise UserError(f"maxlen: expected an int of 1 or more, got {maxlen!r}")
-        if isinstance(ttl, bool) or not isinstance(ttl, int | float) or ttl <= 0:
-            raise UserError(f"ttl: expected a number of seconds > 0, got {ttl!r}")
-        if type(max_connections) is not int or max_connections < 1:
-            raise UserError(f"max_connections: expected an int of 1 or more, got {max_connections!r}")
-        self.max_connections = max_connections
+        self.max_connections = count("max_connections", max_connections)
         self.url = url
-        self.maxlen = maxlen
-        self.ttl = ttl
+        self.maxlen = count("maxlen", maxlen)
+        self.ttl = seconds("ttl", ttl)
         self.prefix = prefix
         self._client: Any = None
         self._followers: _Followers | None = None
@@ -163,8 +158,7 @@ class RedisEventLog:
         ``end`` record (read again after it for the next segment's). What is there already is read at once; then the
         follower waits on the log's one blocking read of every followed stream, and looks for itself after ``block``
         seconds without a record (a safety net: the shared read wakes it first)."""
-        if isinstance(block, bool) or not isinstance(block, int | float) or block <= 0:
-            raise UserError(f"block: expected a number of seconds > 0, got {block!r}")
+        wait = seconds("block", block)
         key = self.stream_key(run)
         while True:
             answer = await self._redis().xread({key: after}, count=256)  # no BLOCK: what is there now
@@ -180,7 +174,7 @@ class RedisEventLog:
             async with self._shared().follow(key, after) as queue:
                 while True:
                     try:
-                        item = await asyncio.wait_for(queue.get(), block)
+                        item = await asyncio.wait_for(queue.get(), wait)
                     except TimeoutError:
                         break  # look for itself
                     if isinstance(item, BaseException):

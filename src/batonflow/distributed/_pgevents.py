@@ -34,6 +34,7 @@ from typing import TYPE_CHECKING, Any, TypeAlias
 
 from ..errors import UserError
 from ..store import decode_json, encode_json
+from ._checks import count, seconds
 from ._events import EventRecord, Kind
 
 if TYPE_CHECKING:
@@ -158,11 +159,9 @@ class PostgresEventLog:
         connect_timeout: float = 10.0,
         expire_every: float = 60.0,
     ) -> None:
-        if type(maxlen) is not int or maxlen < 1:
-            raise UserError(f"maxlen: expected an int of 1 or more, got {maxlen!r}")
-        self.ttl = _seconds("ttl", ttl)
-        if type(max_connections) is not int or max_connections < 1:
-            raise UserError(f"max_connections: expected an int of 1 or more, got {max_connections!r}")
+        self.ttl = seconds("ttl", ttl)
+        count("maxlen", maxlen)
+        count("max_connections", max_connections)
         if not isinstance(prefix, str) or _PREFIX.fullmatch(prefix) is None:
             raise UserError(
                 f"prefix: expected lower-case letters, digits and '_' (a table name's start, 40 at most), "
@@ -172,8 +171,8 @@ class PostgresEventLog:
         self.maxlen = maxlen
         self.prefix = prefix
         self.max_connections = max_connections
-        self.connect_timeout = _seconds("connect_timeout", connect_timeout)
-        self.expire_every = _seconds("expire_every", expire_every)
+        self.connect_timeout = seconds("connect_timeout", connect_timeout)
+        self.expire_every = seconds("expire_every", expire_every)
         self.events_channel = f"{prefix}_events"
         self.cancels_channel = f"{prefix}_cancels"
         self._sql = {name: text.format(p=prefix) for name, text in _STATEMENTS.items()}
@@ -225,7 +224,7 @@ class PostgresEventLog:
         ``end`` record (read again after it for the next segment's). ``block``: the longest a follower waits for a
         notification before it looks again anyway."""
         last = _record_number(after)
-        wait = _seconds("block", block)
+        wait = seconds("block", block)
         async with self._waiting("events", run) as woken:
             while True:
                 await self._listening()
@@ -266,7 +265,7 @@ class PostgresEventLog:
     async def watch_cancel(self, segment_id: str, task: asyncio.Task[Any], *, every: float = 5.0) -> None:
         """Cancel ``task`` once a cancel of ``segment_id`` is requested (runs until cancelled itself): woken by the
         request's notification, and looking every ``every`` seconds in case one was lost."""
-        wait = _seconds("every", every)
+        wait = seconds("every", every)
         async with self._waiting("cancels", segment_id) as woken:
             while not task.done():
                 await self._listening()
@@ -444,12 +443,6 @@ def _libpq_url(url: object) -> str:
     if not sep or base not in ("postgresql", "postgres"):
         raise UserError(f"url: expected a PostgreSQL URL (postgresql://…), got one of scheme {scheme!r}")
     return f"{base}://{rest}"
-
-
-def _seconds(name: str, value: object) -> float:
-    if isinstance(value, bool) or not isinstance(value, int | float) or not value > 0:
-        raise UserError(f"{name}: expected a number of seconds > 0, got {value!r}")
-    return float(value)
 
 
 def _record_number(after: object) -> int:
