@@ -884,10 +884,11 @@ async def flow_evals_count_as_active_runs(tmp: Path) -> Outcome:
 # -- running ------------------------------------------------------------------------------------------------------
 
 
-async def run_one(item: Probe) -> Outcome:
+def run_one(item: Probe) -> Outcome:
+    """``item`` here, in a folder of its own and a new event loop."""
     with tempfile.TemporaryDirectory(prefix="hostile-") as folder:
         try:
-            return await item.run(Path(os.path.realpath(folder)))
+            return asyncio.run(item.run(Path(folder).resolve()))
         except Exception as error:  # the probe itself broke: that is no hold either
             return f"the probe failed: {type(error).__name__}: {str(error)[:160]}"
 
@@ -922,7 +923,7 @@ def run_all(group: str | None = None) -> list[tuple[Probe, Outcome]]:
     for item in PROBES:
         if group is not None and item.group != group:
             continue
-        outcome = isolated(item) if item.isolated else asyncio.run(run_one(item))
+        outcome = isolated(item) if item.isolated else run_one(item)
         results.append((item, outcome))
     return results
 
@@ -940,7 +941,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parser.parse_args(argv)
     if args.one is not None:
         item = next(p for p in PROBES if p.name == args.one)
-        print(json.dumps({"outcome": asyncio.run(run_one(item))}))
+        print(json.dumps({"outcome": run_one(item)}))
         return 0
     results = run_all(args.group)
     groups: dict[str, list[tuple[Probe, Outcome]]] = {}
