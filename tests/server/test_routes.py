@@ -16,7 +16,7 @@ from batonflow.server import create_app
 from . import apps
 from .conftest import asgi_client, serving
 
-IDS = ["a/b", "x?y", "[/]", "..", ".", "%2e%2e", "a/b/resume", "#frag", "sp ace"]
+IDS = ["a/b", "x?y", "[/]", "..", ".", ".hidden", "%2e%2e", "a/b/resume", "#frag", "sp ace"]
 
 
 def segment(value: str) -> str:
