@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import json
 import os
 import signal
 import socket
@@ -243,6 +244,83 @@ def test_checkpoints_list_show_and_resume_through_a_running_server(
     assert f'"id": "{interrupt}"' in shown
     assert resumed == "completed: order 42: refunded\n"
     assert again.startswith("batonflow: GET /checkpoints/c1: 404: checkpoint: expected a pending checkpoint, got 'c1'")
+
+
+HOSTILE_IDS = ["a/b", "x?y", "[/]", "..", "%2e%2e", "a/b/resume"]
+
+
+def _interrupted(url: str, **where: str) -> dict[str, object]:
+    body = {"agent": "refunds", "input": "x", **where}
+    answer: dict[str, object] = httpx.post(f"{url}/runs", json=body, headers={"Authorization": "Bearer t"}).json()
+    return answer
+
+
+def test_checkpoints_show_and_resume_send_any_id_as_one_path_segment(
+    server_url: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    options = ["--url", server_url, "--token", "t"]
+    for checkpoint_id in HOSTILE_IDS:
+        _interrupted(server_url, checkpoint_id=checkpoint_id)
+        assert main(["checkpoints", "show", checkpoint_id, *options]) == 0, checkpoint_id
+        assert f'"checkpoint_id": {json.dumps(checkpoint_id)}' in capsys.readouterr().out
+        assert main(["checkpoints", "resume", checkpoint_id, "--all", "yes", *options]) == 0, checkpoint_id
+        assert capsys.readouterr().out == "completed: order 42: refunded\n"
+
+
+def test_an_id_that_spells_another_endpoint_names_only_a_checkpoint(
+    server_url: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    options = ["--url", server_url, "--token", "t"]
+    _interrupted(server_url, session_id="victim")
+    run_id = _interrupted(server_url, checkpoint_id="mine")["run_id"]
+
+    assert main(["checkpoints", "show", "../sessions/victim", *options]) == 1
+    shown = capsys.readouterr()
+    cancel = f"../runs/{run_id}/cancel?"
+    assert main(["checkpoints", "resume", cancel, "--agent", "refunds", "--answer", "i=yes", *options]) == 1
+    resumed = capsys.readouterr()
+
+    assert shown.out == ""
+    assert shown.err.startswith(
+        "batonflow: GET /checkpoints/..%2Fsessions%2Fvictim: 404: checkpoint: expected a pending checkpoint, got "
+        "'../sessions/victim'"
+    )
+    assert resumed.out == ""
+    assert f"got '{cancel}': the checkpoint store holds no such checkpoint" in resumed.err
+    assert main(["checkpoints", "show", "", *options]) == 1
+    assert "a checkpoint id must be a non-empty string" in capsys.readouterr().err
+
+
+def test_checkpoints_reach_the_conversation_of_an_id_with_session(
+    server_url: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    options = ["--url", server_url, "--token", "t"]
+    _interrupted(server_url, checkpoint_id="both")
+    _interrupted(server_url, session_id="both")
+    assert main(["checkpoints", "show", "both", "--session", *options]) == 0
+    assert '"session_id": "both"' in capsys.readouterr().out
+    assert main(["checkpoints", "resume", "both", "--session", "--all", "no", *options]) == 0
+    assert capsys.readouterr().out == "completed: order 42: not refunded\n"
+    assert main(["checkpoints", "show", "both", *options]) == 0
+    assert '"session_id": null' in capsys.readouterr().out
+
+
+def test_checkpoints_list_prints_markup_and_control_characters_in_data_as_text(
+    server_url: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    _interrupted(server_url, checkpoint_id="[/]")
+    _interrupted(server_url, checkpoint_id="[bold]x\x1b[2J")
+    assert main(["checkpoints", "list", "--url", server_url, "--token", "t"]) == 0
+    listed = capsys.readouterr().out
+    assert "│ [/] " in listed
+    assert "│ [bold]x\\x1b[2J " in listed and "\x1b" not in listed
+
+
+def test_chat_prints_a_session_id_with_markup_as_it_is() -> None:
+    result = CliRunner().invoke(app, ["chat", "tests.server.apps:echo", "--session", "[/][red]s"], input="hi\n")
+    assert result.exit_code == 0, result.output
+    assert "session [/][red]s (Ctrl-C" in result.output
+    assert "echo› echo: hi" in result.output
 
 
 def test_checkpoints_against_no_server_says_where_it_looked(capsys: pytest.CaptureFixture[str]) -> None:

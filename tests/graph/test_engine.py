@@ -747,3 +747,24 @@ def test_spec_node_lookup_and_removal() -> None:
     node = spec.add_activity("a")
     assert spec.get_node("a") is node and spec.get_node("b") is None
     assert spec.remove_node("a") is node and spec.remove_node("a") is None
+
+
+async def test_a_long_run_of_tasks_that_never_await_lets_other_tasks_run_meanwhile() -> None:
+    from batonflow.graph._engine import YIELD_EVERY
+
+    seen: list[int] = []
+
+    def row(context: FlowContext, node: Node) -> None:
+        seen.append(context.get("i"))
+
+    spec = GraphSpec("rows")
+    spec.add_start("s").link_add("rows")
+    spec.add_loop("rows", meta={"$for": "i", "$in": f"0...{YIELD_EVERY * 10}"}).link_add("row")
+    spec.add_activity("row", task=row).link_add("rows_done")
+    spec.add_loop("rows_done").link_add("end")
+    spec.add_end("end")
+    other = asyncio.create_task(asyncio.sleep(0))
+    await FlowEngine().eval(spec.build())
+    # Without a yield the other task would not even have started before the run's last visit.
+    assert other.done()
+    assert seen == list(range(YIELD_EVERY * 10))

@@ -393,7 +393,7 @@ async def test_health_counts_the_runs_going() -> None:
         busy = (await client.get("/health")).json()
         model.release.set()
         await eventually(lambda: not run_tasks())
-    assert busy == {"status": "ok", "agents": 1, "flows": 0, "active_runs": 1}
+    assert busy == {"status": "ok", "agents": 1, "flows": 0, "active_runs": 1, "active_evals": 0}
     await asyncio.sleep(0)
 
 

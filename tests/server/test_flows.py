@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
+import asyncio
 from typing import Any
 
 import pytest
 
 from batonflow import UserError
 from batonflow.graph import FlowContext, FlowEngine, Graph, Node
-from batonflow.server import create_app
+from batonflow.server import ServerLimits, create_app
 
 from . import apps
 from .conftest import asgi_client
@@ -83,3 +84,63 @@ async def test_an_app_may_serve_flows_alone_but_not_nothing() -> None:
         create_app()
     with pytest.raises(UserError, match=r"flows: expected graphs \(batonflow.graph.Graph\), got str"):
         create_app(flows=["order.yml"])  # type: ignore[list-item]
+
+
+LONG = """
+id: long
+layout:
+  - {id: start, type: start}
+  - {id: rows, type: loop, meta: {"$for": i, "$in": "0...99999"}}
+  - {id: row, task: "@first"}
+  - {id: rows_done, type: loop}
+  - {id: end, type: end}
+"""
+
+
+async def test_a_long_eval_leaves_the_server_answering_and_counts_as_an_active_run() -> None:
+    started = asyncio.Event()
+    flows = FlowEngine()
+    flows.register("first", lambda context, node: started.set())
+    served = create_app([apps.echo()], flows=[Graph.from_yaml(LONG)], flow_engine=flows)
+    order: list[str] = []
+    async with asgi_client(served) as client:
+
+        async def evaluate() -> Any:
+            answer = await client.post("/flows/long/eval", json={})
+            order.append("eval")
+            return answer
+
+        running = asyncio.create_task(evaluate())
+        await asyncio.wait_for(started.wait(), 30)  # a guard against a hang, not a limit on time
+        health = (await client.get("/health")).json()
+        order.append("health")
+        ended = await asyncio.wait_for(running, 60)
+    assert order == ["health", "eval"]  # /health answered while the 99,999 items were walked
+    assert health["active_evals"] == 1
+    assert ended.json()["status"] == "completed" and ended.json()["variables"]["i"] == 99_998
+
+
+async def test_an_eval_past_max_active_runs_is_a_429_as_a_run_is() -> None:
+    entered, release = asyncio.Event(), asyncio.Event()
+    flows = FlowEngine()
+
+    async def wait(context: FlowContext, node: Node) -> None:
+        entered.set()
+        await release.wait()
+
+    flows.register("wait", wait)
+    slow = Graph.from_yaml("id: slow\nlayout: [{id: start, type: start}, {id: w, task: '@wait'}, {id: end, type: end}]")
+    served = create_app([apps.echo()], flows=[slow], flow_engine=flows, limits=ServerLimits(max_active_runs=1))
+    async with asgi_client(served) as client:
+        running = asyncio.create_task(client.post("/flows/slow/eval", json={}))
+        await asyncio.wait_for(entered.wait(), 30)  # a guard against a hang
+        second_eval = await client.post("/flows/slow/eval", json={})
+        run = await client.post("/runs", json={"agent": "echo", "input": "x"})
+        release.set()
+        first = await asyncio.wait_for(running, 30)
+        after = await client.post("/runs", json={"agent": "echo", "input": "x"})
+    for refused in (second_eval, run):
+        assert refused.status_code == 429 and refused.json()["error"]["code"] == "too_many_runs"
+        assert refused.headers["Retry-After"] == "1"
+    assert first.json()["status"] == "completed"
+    assert after.status_code == 200  # the place is given back when the eval ends

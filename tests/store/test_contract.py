@@ -493,6 +493,18 @@ async def test_ids_up_to_the_limit_in_any_script_are_kept_apart(store: Checkpoin
         assert await store.get(checkpoint_id) is None
 
 
+# Ids that mean something to a file system, a URL, SQL's LIKE, Redis's patterns or a terminal.
+DATA_IDS = ["..", "../x", "a/b", "x?y", "[/]", "%2e%2e", "%", "_", "*", "a:data:b", "'; --", ".hidden", "\x1b[2J"]
+
+
+async def test_ids_that_look_like_paths_queries_or_patterns_are_only_data(store: CheckpointStore) -> None:
+    for i, checkpoint_id in enumerate(DATA_IDS):
+        await store.set(checkpoint_id, f"data {i}".encode())
+    await store.delete("x")  # a pattern that would match others, were ids patterns
+    for i, checkpoint_id in enumerate(DATA_IDS):
+        assert await store.get(checkpoint_id) == f"data {i}".encode(), checkpoint_id
+
+
 # -- lifecycle -------------------------------------------------------------------------------------------------------
 
 

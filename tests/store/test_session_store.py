@@ -249,8 +249,7 @@ async def test_a_bad_session_id_is_a_user_error_on_every_operation(
 
 
 async def test_a_session_id_of_256_bytes_in_any_script_round_trips(store: SessionStore) -> None:
-    # The file store is stricter (200 bytes: its ids are file names).
-    ids = ["é" * 100, "会话 ✓ \U0001f600"] if isinstance(store, FileSessionStore) else ["x" * 256, "é" * 128]
+    ids = ["x" * 256, "é" * 128, "会话 ✓ \U0001f600"]
     for session_id in ids:
         await store.append_messages(session_id, turn(0))
         data = await store.get(session_id)
@@ -352,6 +351,16 @@ async def test_sessions_are_kept_apart_by_id(store: SessionStore) -> None:
     await store.delete("a")
     assert await store.get("a") is None
     assert await store.get("a:messages") is not None
+
+
+async def test_ids_that_look_like_paths_queries_or_patterns_are_only_data(store: SessionStore) -> None:
+    ids = ["..", "../x", "a/b", "x?y", "[/]", "%2e%2e", "%", "_", "*", "a:snapshot:b", "'; --", ".hidden", "\x1b[2J"]
+    for i, session_id in enumerate(ids):
+        await store.append_messages(session_id, turn(i))
+    await store.delete("x")
+    for i, session_id in enumerate(ids):
+        data = await store.get(session_id)
+        assert data is not None and data.messages == turn(i), session_id
 
 
 async def test_every_backend_is_a_session_store(store: SessionStore) -> None:
@@ -867,12 +876,44 @@ async def test_file_store_append_after_a_torn_last_line_keeps_the_damage_on_that
         assert data.messages == turn(1)
 
 
-@pytest.mark.parametrize("session_id", ["../escape", "a/b", "a\\b", ".hidden", "x" * 201, "é" * 101])
-async def test_file_store_refuses_ids_that_are_not_safe_file_names(tmp_path: Path, session_id: str) -> None:
-    async with FileSessionStore(tmp_path / "d") as store:
-        with pytest.raises(UserError, match="a file session store names its files after the session id"):
-            await store.append_messages(session_id, turn(0))
-    assert not (tmp_path / "d").exists()
+HOSTILE_IDS = ["..", "../escape", "a/b", "a\\b", ".hidden", "%2e%2e", "%2F", "x" * 256, "é" * 128, "\n\x1b[2J", "."]
+
+
+@pytest.mark.parametrize("session_id", HOSTILE_IDS)
+async def test_file_store_encodes_any_id_as_one_file_name_in_its_folder(tmp_path: Path, session_id: str) -> None:
+    folder = tmp_path / "d"
+    async with FileSessionStore(folder) as store:
+        await store.append_messages(session_id, turn(0))
+        await store.set_state(session_id, SessionState(attrs={"id": session_id}))
+        assert await store.claim(session_id, "w", 30)
+        assert await store.get(session_id) == SessionData(
+            messages=turn(0), state=SessionState(attrs={"id": session_id})
+        )
+        names = _names(folder)
+        await store.release(session_id, "w")
+        await store.delete(session_id)
+        assert await store.get(session_id) is None
+    assert [p for p in tmp_path.rglob("*") if p.is_file() and p.parent != folder] == []  # noqa: ASYNC240
+    assert len(names) == 4  # the lock, and the three files of the id
+    assert all(not n.startswith(".") and len(n.encode()) <= 255 for n in names if n != ".leases.lock")
+    assert _names(folder) == [".leases.lock"]
+
+
+async def test_file_store_keeps_ids_apart_that_encode_alike_in_part(tmp_path: Path) -> None:
+    # "%2F" is stored escaped, so it cannot meet "/"; two long ids are hashed apart.
+    ids = ["/", "%2F", "%252F", ".a", "%2Ea", "y" * 256, "y" * 255 + "z", "a"]
+    async with FileSessionStore(tmp_path) as store:
+        for i, session_id in enumerate(ids):
+            await store.append_messages(session_id, turn(i))
+        for i, session_id in enumerate(ids):
+            data = await store.get(session_id)
+            assert data is not None and data.messages == turn(i), session_id
+
+
+async def test_file_store_keeps_the_file_names_of_plain_ids(tmp_path: Path) -> None:
+    async with FileSessionStore(tmp_path) as store:
+        await store.append_messages("chat-1 a:b é", turn(0))
+    assert _names(tmp_path) == ["chat-1 a:b é.messages.ndjson"]
 
 
 async def test_file_store_failure_is_a_store_error_naming_the_directory(tmp_path: Path) -> None:

@@ -12,12 +12,11 @@ import uuid
 from dataclasses import dataclass
 
 from rich.console import Console
-from rich.text import Text
 
 from ..adk import Agent, Runner
 from ..schema import user
 from ..store import CheckpointStore
-from ._events import EventPrinter, info_text
+from ._events import EventPrinter, info_text, plain
 
 __all__ = ["ANSWERED", "FAILED", "WAITING", "AgentRun"]
 
@@ -48,11 +47,11 @@ class AgentRun:
             return FAILED
         if not stopped:
             return ANSWERED
-        self.console.print(Text(f"the run waits at checkpoint {checkpoint_id} for:", style="bold yellow"))
+        self.console.print(plain(f"the run waits at checkpoint {checkpoint_id} for:", "bold yellow"))
         for cause in stopped:
-            self.console.print(Text(f"  {cause.id}: {info_text(cause.info)}", style="yellow"))
+            self.console.print(plain(f"  {cause.id}: {info_text(cause.info)}", "yellow"))
         for line in self._how_to_resume(checkpoint_id, [cause.id for cause in stopped]):
-            self.console.print(Text(line, style="dim"))
+            self.console.print(plain(line, "dim"))
         return WAITING
 
     def _how_to_resume(self, checkpoint_id: str, ids: list[str]) -> list[str]:

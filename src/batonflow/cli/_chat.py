@@ -17,7 +17,6 @@ from contextlib import suppress
 from typing import Any
 
 from rich.console import Console
-from rich.text import Text
 
 from ..adk import Agent, InterruptCtx
 from ..agents import HITLDecision, HITLPending, Runner, Session
@@ -25,7 +24,7 @@ from ..errors import UserError
 from ..observe import ConsoleRenderer
 from ..schema import user
 from ..store import SessionStore
-from ._events import EventPrinter, info_text
+from ._events import EventPrinter, info_text, plain
 
 __all__ = ["Chat", "Lines", "pick"]
 
@@ -74,7 +73,7 @@ class Chat:
             loop.add_signal_handler(signal.SIGINT, self._interrupt, lines)
         try:
             while True:
-                self.console.print(Text("you> ", style="bold"), end="")
+                self.console.print(plain("you> ", "bold"), end="")
                 text = await lines.read()
                 if text is None or text.strip() in ("/exit", "/quit"):
                     self.console.print()
@@ -96,11 +95,11 @@ class Chat:
         self._turn = asyncio.create_task(self.turn(text, lines))
         await asyncio.wait([self._turn])
         if self._turn.cancelled():
-            self.console.print(Text("\n[cancelled: the message stays in the conversation]", style="dim"))
+            self.console.print(plain("\n[cancelled: the message stays in the conversation]", "dim"))
             await self._keep(text)
         elif self._turn.exception() is not None:
             error = self._turn.exception()
-            self.console.print(Text(f"error: {type(error).__name__}: {error}", style="bold red"))
+            self.console.print(plain(f"error: {type(error).__name__}: {error}", "bold red"))
         self._turn = None
 
     async def _keep(self, text: str) -> None:
@@ -128,14 +127,14 @@ class Chat:
             decisions = {}
             for task in cause.info.tasks:
                 call = ConsoleRenderer.format_call(task.tool_name, task.arguments)
-                self.console.print(Text(f"  approve {call}? [y/n] ", style="bold yellow"), end="")
+                self.console.print(plain(f"  approve {call}? [y/n] ", "bold yellow"), end="")
                 reply = await lines.read()
                 if reply is None:
                     return None
                 approved = reply.strip().lower() in ("y", "yes")
                 decisions[task.call_id] = HITLDecision(action="approve" if approved else "reject")
             return decisions
-        self.console.print(Text(f"  {info_text(cause.info)} > ", style="bold yellow"), end="")
+        self.console.print(plain(f"  {info_text(cause.info)} > ", "bold yellow"), end="")
         reply = await lines.read()
         return None if reply is None else _value(reply)
 

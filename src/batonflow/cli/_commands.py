@@ -296,6 +296,7 @@ def chat(
 ) -> int:
     """Chat with an agent tree on the terminal: streamed answers, tool calls, transfers, approvals inline."""
     from ._chat import Chat, pick
+    from ._events import plain
     from ._target import load_target, open_stores
 
     chosen = pick(load_target(target)[0], agent)
@@ -303,7 +304,7 @@ def chat(
     session_id = session or f"chat-{uuid.uuid4().hex[:12]}"
     console = Console(highlight=False, soft_wrap=True)
     console.print(
-        f"[dim]batonflow chat with {chosen.name}, session {session_id} (Ctrl-C cancels a run, Ctrl-D leaves)[/]"
+        plain(f"batonflow chat with {chosen.name}, session {session_id} (Ctrl-C cancels a run, Ctrl-D leaves)", "dim")
     )
 
     async def talk() -> int:
@@ -318,34 +319,53 @@ def chat(
     return 0
 
 
+CheckpointId = Annotated[str, typer.Argument(help="the checkpoint's id (any text: it is sent quoted)")]
+SessionFlag = Annotated[
+    bool,
+    typer.Option("--session", help="the conversation of this id waiting, not the checkpoint (both may be listed)"),
+]
+
+
 @checkpoints.command("list")
 def list_checkpoints(url: Url = "http://127.0.0.1:8000", token: Token = None) -> None:
     """The checkpoints the server's runs left waiting, with their interrupts."""
+    from ._events import plain
     from ._remote import Remote
 
     found = Remote(url, token).call("GET", "/checkpoints")["checkpoints"]
     table = Table("checkpoint", "agent", "session", "interrupts (id: info)")
     for entry in found:
         asked = "\n".join(f"{i['id']}: {json.dumps(i['info'], ensure_ascii=False)}" for i in entry["interrupts"])
-        table.add_row(entry["checkpoint_id"], entry["agent"], entry["session_id"] or "", asked)
+        # What the server sent is data: cells as Text, so that an id such as "[/]" is printed, not read as markup.
+        cells = (entry["checkpoint_id"], entry["agent"], entry["session_id"] or "", asked)
+        table.add_row(*(plain(str(cell)) for cell in cells))
     Console(highlight=False, width=200).print(table if found else "no pending checkpoints")
+
+
+def _checkpoint_path(checkpoint_id: str, session: bool, tail: str = "") -> str:
+    from ..store import check_checkpoint_id
+    from ._remote import segment
+
+    check_checkpoint_id(checkpoint_id)  # an empty id would name /checkpoints itself
+    return f"/checkpoints/{segment(checkpoint_id)}{tail}" + ("?session=true" if session else "")
 
 
 @checkpoints.command()
 def show(
-    checkpoint_id: Annotated[str, typer.Argument(help="the checkpoint's id")],
+    checkpoint_id: CheckpointId,
+    session: SessionFlag = False,
     url: Url = "http://127.0.0.1:8000",
     token: Token = None,
 ) -> None:
     """One pending checkpoint, as JSON."""
     from ._remote import Remote
 
-    typer.echo(json.dumps(Remote(url, token).call("GET", f"/checkpoints/{checkpoint_id}"), indent=2))
+    typer.echo(json.dumps(Remote(url, token).call("GET", _checkpoint_path(checkpoint_id, session)), indent=2))
 
 
 @checkpoints.command()
 def resume(
-    checkpoint_id: Annotated[str, typer.Argument(help="the checkpoint's id")],
+    checkpoint_id: CheckpointId,
     answer: Annotated[
         list[str] | None, typer.Option(help="INTERRUPT_ID=VALUE, once per interrupt (VALUE as JSON when it is)")
     ] = None,
@@ -354,6 +374,7 @@ def resume(
         str | None,
         typer.Option(help="the agent whose run it is, for a checkpoint the server did not make (batonflow run's)"),
     ] = None,
+    session: SessionFlag = False,
     url: Url = "http://127.0.0.1:8000",
     token: Token = None,
 ) -> None:
@@ -367,11 +388,11 @@ def resume(
         )
     body: dict[str, object]
     if agent is None:
-        pending = Remote(url, token).call("GET", f"/checkpoints/{checkpoint_id}")
+        pending = Remote(url, token).call("GET", _checkpoint_path(checkpoint_id, session))
         body = {"targets": parse_answers(answer or [], every, pending["interrupts"])}
     else:
         body = {"targets": parse_answers(answer or [], None, []), "agent": agent}
-    ended = Remote(url, token).call("POST", f"/checkpoints/{checkpoint_id}/resume", body)
+    ended = Remote(url, token).call("POST", _checkpoint_path(checkpoint_id, session, "/resume"), body)
     typer.echo(f"{ended['status']}: {ended['text']}" if ended["text"] else ended["status"])
     for interrupt in ended["interrupts"] if ended["status"] == "interrupted" else ():
         typer.echo(f"  waiting {interrupt['id']}: {json.dumps(interrupt['info'], ensure_ascii=False)}")

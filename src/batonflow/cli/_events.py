@@ -4,6 +4,7 @@ words streamed in a colour of its own, tool calls, results and transfers as they
 from __future__ import annotations
 
 import json
+import re
 import zlib
 from contextlib import aclosing
 from typing import Any
@@ -15,9 +16,19 @@ from ..adk import AgentEvent, InterruptCtx, InterruptInfo
 from ..observe import ConsoleRenderer
 from ..schema import Message, Stream
 
-__all__ = ["EventPrinter", "info_text"]
+__all__ = ["EventPrinter", "info_text", "plain"]
 
 _COLOURS = ("cyan", "magenta", "green", "yellow", "blue", "bright_red", "bright_cyan", "bright_magenta")
+
+
+_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
+
+
+def plain(text: str, style: str = "") -> Text:
+    """Data as Rich text: no markup read in it (``[/]`` prints as itself), and control characters but newline and
+    tab shown escaped (``\\x1b``), so that what a model, a tool or a server sent cannot restyle, move or clear the
+    terminal."""
+    return Text(_CONTROL.sub(lambda m: repr(m.group())[1:-1], text), style=style)
 
 
 class EventPrinter:
@@ -47,34 +58,34 @@ class EventPrinter:
             message = await self._streamed(event, colour)
             for call in message.tool_calls if message else ():
                 shown = ConsoleRenderer.format_call(call.function.name, call.function.arguments)
-                self.console.print(Text(f"  ⚙ {event.agent_name} calls {shown}", style="dim"))
+                self.console.print(plain(f"  ⚙ {event.agent_name} calls {shown}", "dim"))
         elif variant is not None and variant.role == "tool":
             if action is not None and action.transfer_to_agent is not None:
                 target = action.transfer_to_agent.dest_agent_name
-                self.console.print(Text(f"  ⇢ {event.agent_name} transfers to {target}", style=f"bold {colour}"))
+                self.console.print(plain(f"  ⇢ {event.agent_name} transfers to {target}", f"bold {colour}"))
             else:
                 try:
                     result = (await variant.get_message()).content  # a streaming tool's chunks, joined
                 except Exception:
                     result = "[stream failed]"  # the agent reports why in an error event
-                self.console.print(Text(f"  ← {variant.tool_name}: {_cut(result)}", style="dim"))
+                self.console.print(plain(f"  ← {variant.tool_name}: {_cut(result)}", "dim"))
         if action is not None and isinstance(action.interrupted, InterruptInfo):
             for cause in action.interrupted.interrupt_contexts:
-                self.console.print(Text(f"  ? {event.agent_name} waits: {info_text(cause.info)}", style="yellow"))
+                self.console.print(plain(f"  ? {event.agent_name} waits: {info_text(cause.info)}", "yellow"))
         if event.error is not None:
             self.errors.append(event.error)
-            self.console.print(Text(f"error: {type(event.error).__name__}: {event.error}", style="bold red"))
+            self.console.print(plain(f"error: {type(event.error).__name__}: {event.error}", "bold red"))
 
     async def _streamed(self, event: AgentEvent, colour: str) -> Message | None:
         """An assistant message, printed as its chunks come; the whole message, or None when its stream failed
         (the agent reads the same stream and reports the failure in an error event, printed next)."""
         variant = event.message_output
         assert variant is not None
-        head = Text(f"{event.agent_name}› ", style=f"bold {colour}")
+        head = plain(f"{event.agent_name}› ", f"bold {colour}")
         if not variant.is_streaming or variant.message_stream is None:
             message = variant.message
             if message is not None and message.content:
-                self.console.print(head + Text(message.content, style=colour))
+                self.console.print(head + plain(message.content, colour))
             return message
         printed = False
         try:
@@ -84,11 +95,11 @@ class EventPrinter:
                         if not printed:
                             self.console.print(head, end="")
                             printed = True
-                        self.console.print(Text(chunk.content, style=colour), end="")
+                        self.console.print(plain(chunk.content, colour), end="")
             message = await variant.get_message()
         except Exception:
             if printed:
-                self.console.print(Text(" [stream failed]", style="dim"))
+                self.console.print(plain(" [stream failed]", "dim"))
             return None
         if printed:
             self.console.print()

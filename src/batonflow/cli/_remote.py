@@ -5,12 +5,21 @@ from __future__ import annotations
 
 import json
 from typing import Any
+from urllib.parse import quote
 
 import httpx
 
 from ..errors import UserError
 
-__all__ = ["Remote", "parse_answers"]
+__all__ = ["Remote", "parse_answers", "segment"]
+
+
+def segment(value: str) -> str:
+    """``value`` as one segment of a URL path: every reserved character quoted (``/``, ``?``, ``#``, ``%``), and
+    ``.`` and ``..`` too, which URL parsers resolve away. An id is data: ``../runs/x/cancel?`` names a checkpoint,
+    never another endpoint."""
+    quoted = quote(value, safe="")
+    return quoted.replace(".", "%2E") if quoted in (".", "..") else quoted
 
 
 class Remote:

@@ -47,6 +47,9 @@ __all__ = ["DEFAULT_MAX_VISITS", "FlowEngine", "extend_engines"]
 DEFAULT_MAX_VISITS = 100_000
 """How often one run may visit one node when no ``steps`` limit is set, before it is taken for an endless cycle."""
 
+YIELD_EVERY = 64
+"""A run lets the event loop run other tasks once every this many node visits, whatever its tasks do."""
+
 _EXTENSIONS: list[Callable[[FlowEngine], None]] = []
 
 
@@ -240,6 +243,11 @@ class FlowEngine:
             elif not visit.replay and not ex.next_step():
                 ex.stop()
                 return
+            ex.ticks[0] += 1
+            if not ex.ticks[0] % YIELD_EVERY:
+                # Tasks that never await would keep the event loop to this run for as long as it walks (a server's
+                # other requests, /health included, waiting on a loop of 100,000 items): now and then, let go.
+                await asyncio.sleep(0)
             node = await self._visit(ex, branch, node, start, visit)
 
     async def _visit(self, ex: Exchanger, branch: Branch, node: Node, start: Node, visit: Visit) -> Node | None:

@@ -125,6 +125,7 @@ class Exchanger:
         "stepped",
         "steps",
         "stopped",
+        "ticks",
         "visits",
     )
 
@@ -145,6 +146,7 @@ class Exchanger:
         self.interceptors = interceptors
         self.max_visits = max_visits
         self.stepped = stepped  # one cell, shared with sub-graph runs
+        self.ticks = [0]  # the run's visits, counted to yield to the event loop now and then (shared likewise)
         self.visits = visits
         self.journal = journal  # shared with sub-graph runs
         self.made: dict[str, list[str]] = {}  # this graph's part of the journal (``open_journal``)
@@ -162,6 +164,7 @@ class Exchanger:
         sub = Exchanger(
             graph, self.context, self.steps, self.interceptors, self.max_visits, self.stepped, self.visits, self.journal
         )
+        sub.ticks = self.ticks
         if self.following:
             sub.reverting, sub.following = False, True
         return sub

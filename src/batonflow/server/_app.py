@@ -29,6 +29,7 @@ from ._limits import BodyLimit
 from ._openai import openai_routes
 from ._routes import routes
 from ._server import Server, ServerLimits, state
+from ._wire import JSONAnswer
 
 __all__ = ["create_app"]
 
@@ -36,7 +37,7 @@ __all__ = ["create_app"]
 _ERRORS: dict[int | str, dict[str, Any]] = {
     code: {"model": ErrorBody, "description": what}
     for code, what in [
-        (400, "malformed JSON, a bad Last-Event-ID"),
+        (400, "malformed JSON, a bad Last-Event-ID, text with a lone surrogate, values nested too deep"),
         (401, "a missing or wrong bearer token"),
         (404, "an unknown agent, run, checkpoint or session"),
         (409, "a checkpoint or session in a state that does not allow it"),
@@ -87,7 +88,13 @@ def create_app(
         None if backend is None else Distributed(backend, limits.heartbeat),
     )
 
-    app = FastAPI(title=title, version=_version(), lifespan=_lifespan(server, backend), responses=_ERRORS)
+    app = FastAPI(
+        title=title,
+        version=_version(),
+        lifespan=_lifespan(server, backend),
+        responses=_ERRORS,
+        default_response_class=JSONAnswer,
+    )
     app.state.batonflow = server
     install_handlers(app)
     app.add_middleware(BodyLimit, limit=limits.max_body_bytes)
@@ -136,6 +143,7 @@ async def health(server: Annotated[Server, Depends(state)]) -> dict[str, Any]:
         "agents": len(server.agents),
         "flows": len(server.flows),
         "active_runs": len(server.runs.active),
+        "active_evals": server.runs.evals,
     }
 
 

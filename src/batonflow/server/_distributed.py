@@ -15,14 +15,13 @@ import re
 from collections.abc import AsyncIterator
 from typing import Any
 
-from fastapi.responses import JSONResponse
 from sse_starlette import EventSourceResponse, ServerSentEvent
 
 from ..distributed import EventRecord, LiveBackend, PausedRun, SegmentOutcome, SegmentRequest
 from ..errors import CheckpointNotFoundError, SegmentFailedError
 from ..schema import Message
 from ._errors import ApiError, shown
-from ._wire import message_json
+from ._wire import JSONAnswer, json_text, message_json
 
 __all__ = ["Distributed", "is_segment_id"]
 
@@ -63,7 +62,7 @@ class Distributed:
             return self.sse(sid, None)
         if detached:
             headers = {"Location": f"/runs/{sid}", "X-Run-Id": sid}
-            return JSONResponse({"run_id": sid, "status": "running"}, status_code=202, headers=headers)
+            return JSONAnswer({"run_id": sid, "status": "running"}, status_code=202, headers=headers)
         return _summary(sid, await self._outcome(sid))
 
     async def summary(self, sid: str) -> dict[str, Any]:
@@ -150,7 +149,7 @@ def _sent(record: EventRecord) -> ServerSentEvent:
             "interrupts": data.get("interrupts", []),
             "error": data.get("error"),
         }
-    return ServerSentEvent(data=json.dumps(body, ensure_ascii=False), event=event, id=record.stream_id)
+    return ServerSentEvent(data=json_text(body), event=event, id=record.stream_id)
 
 
 def _paused(run: PausedRun) -> dict[str, Any]:

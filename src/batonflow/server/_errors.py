@@ -17,6 +17,8 @@ from fastapi.responses import JSONResponse
 from pydantic import BaseModel
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
+from ._wire import JSONAnswer
+
 __all__ = ["ApiError", "ErrorBody", "error_body", "install_handlers", "shown"]
 
 
@@ -61,7 +63,7 @@ def error_body(code: str, message: str, expected: Any = None, found: Any = None)
 def _api_error(_: Request, error: Exception) -> JSONResponse:
     assert isinstance(error, ApiError)
     body = error_body(error.code, error.message, error.expected, error.found)
-    return JSONResponse(body, status_code=error.status, headers=error.headers)
+    return JSONAnswer(body, status_code=error.status, headers=error.headers)
 
 
 async def _validation_error(request: Request, error: Exception) -> JSONResponse:
@@ -73,16 +75,26 @@ async def _validation_error(request: Request, error: Exception) -> JSONResponse:
         why = where.get("ctx", {}).get("error", "text that is not JSON")
         text = (await request.body())[:60].decode("utf-8", "replace")
         body = error_body("malformed_json", f"request body: expected JSON, got {why}", "a JSON document", shown(text))
-        return JSONResponse(body, status_code=400)
+        return JSONAnswer(body, status_code=400)
+    unicode = next((p for p in problems if p.get("type") == "string_unicode"), None)
+    if unicode is not None:  # a lone surrogate, which a constrained string cannot measure: as the API says it
+        where = _where(unicode)
+        message = f"{where}: expected Unicode text, got a lone surrogate"
+        body = error_body("invalid_text", message, "text without lone surrogates", shown(unicode.get("input")))
+        return JSONAnswer(body, status_code=400)
     lines = []
     found: dict[str, Any] = {}
     for problem in problems:
-        where = ".".join(str(part) for part in problem.get("loc", ()) if part != "body") or "body"
+        where = _where(problem)
         lines.append(f"{where}: {problem.get('msg', 'invalid')}")
         found[where] = shown(problem.get("input"))
     message = "request body: expected the endpoint's schema, got " + "; ".join(lines)
     body = error_body("invalid_request", message, "a body matching the endpoint's schema (see /openapi.json)", found)
-    return JSONResponse(body, status_code=422)
+    return JSONAnswer(body, status_code=422)
+
+
+def _where(problem: Any) -> str:
+    return ".".join(str(part) for part in problem.get("loc", ()) if part != "body") or "body"
 
 
 def _http_error(_: Request, error: Exception) -> JSONResponse:
@@ -91,7 +103,7 @@ def _http_error(_: Request, error: Exception) -> JSONResponse:
     codes = {404: "not_found", 405: "method_not_allowed"}
     code = codes.get(error.status_code, "http_error")
     body = error_body(code, str(error.detail), None, None)
-    return JSONResponse(body, status_code=error.status_code, headers=error.headers)
+    return JSONAnswer(body, status_code=error.status_code, headers=error.headers)
 
 
 def install_handlers(app: Any) -> None:

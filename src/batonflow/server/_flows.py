@@ -65,16 +65,19 @@ async def list_flows(server: Srv) -> dict[str, Any]:
 
 async def eval_flow(flow_id: str, body: EvalRequest, server: Srv) -> dict[str, Any]:
     """Run a flow on ``variables``: where it ended, whether it finished or was stopped, and its variables after.
-    A failure while it ran (a task that raised, a limit passed) is ``status: "failed"`` with the error."""
+    A failure while it ran (a task that raised, a limit passed) is ``status: "failed"`` with the error. An
+    evaluation takes a place among the server's active runs while it goes (``ServerLimits.max_active_runs``)."""
     graph = _graph(server, flow_id)
+    server.check(body, "variables")
     context = FlowContext(variables=body.variables)
     error: dict[str, Any] | None = None
-    try:
-        await server.engine.eval(graph, context, steps=body.steps)
-    except GraphError as problem:  # the graph cannot run as written: the request named it
-        raise ApiError(422, "invalid_flow", str(problem), expected="a flow that can run", found=graph.id) from None
-    except Exception as problem:
-        error = error_json(problem)
+    with server.runs.evaluating():
+        try:
+            await server.engine.eval(graph, context, steps=body.steps)
+        except GraphError as problem:  # the graph cannot run as written: the request named it
+            raise ApiError(422, "invalid_flow", str(problem), expected="a flow that can run", found=graph.id) from None
+        except Exception as problem:
+            error = error_json(problem)
     finished = context.trace.is_end(graph.id)
     return {
         "flow": graph.id,

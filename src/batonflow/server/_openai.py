@@ -22,6 +22,7 @@ from ._errors import ApiError, shown
 from ._models import InputMessage
 from ._runs import RunRecord
 from ._server import Server, finished, state
+from ._wire import json_text
 
 __all__ = ["openai_routes"]
 
@@ -100,6 +101,7 @@ async def list_models(server: Srv) -> dict[str, Any]:
 
 async def chat_completions(body: ChatCompletionRequest, server: Srv, request: Request) -> Any:
     """Run the agent named by ``model`` on ``messages``; OpenAI's answer, or its stream of chunks."""
+    server.check(body)
     if body.model not in server.agents:
         raise ApiError(
             404,
@@ -157,7 +159,7 @@ async def _chunks(record: RunRecord, completion_id: str, created: int) -> AsyncI
             "choices": [{"index": 0, "delta": delta, "finish_reason": reason}],
             **extra,
         }
-        return ServerSentEvent(data=json.dumps(body, ensure_ascii=False))
+        return ServerSentEvent(data=json_text(body))
 
     yield chunk({"role": "assistant", "content": ""})
     roles: dict[int, str] = {}

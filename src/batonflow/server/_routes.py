@@ -33,6 +33,7 @@ async def list_agents(server: Srv) -> dict[str, Any]:
 
 async def start_run(body: RunRequest, server: Srv, request: Request) -> Any:
     """Start a run: the result as JSON, the events as SSE (``stream``), or 202 and the run id (``detached``)."""
+    server.check(body, "session_values", "targets")
     server.agent(body.agent)
     if server.distributed is not None:
         return await _distributed_run(body, server.distributed, server)
@@ -73,7 +74,7 @@ async def _turn(body: RunRequest, session_id: str, server: Server) -> tuple[str,
 
 
 async def _conversation_turn(body: RunRequest, session_id: str, server: Server) -> RunRecord:
-    server.busy(checked(check_session_id, session_id, "session_id"))
+    server.busy("session", checked(check_session_id, session_id, "session_id"))
     session_id, messages, targets = await _turn(body, session_id, server)
     return server.start(
         body.agent,
@@ -109,7 +110,7 @@ async def _lone_run(body: RunRequest, server: Server) -> RunRecord:
         checkpoint_id = f"ckpt-{uuid.uuid4().hex}"
     else:
         checkpoint_id = checked(check_checkpoint_id, body.checkpoint_id, "checkpoint_id")
-        server.busy(checkpoint_id)
+        server.busy("checkpoint", checkpoint_id)
         if checkpoint_id in server.runs.pending or await server.checkpoints.get(checkpoint_id) is not None:
             raise ApiError(
                 409,
@@ -193,33 +194,60 @@ async def cancel_run(run_id: str, server: Srv) -> dict[str, Any]:
 
 async def list_checkpoints(server: Srv) -> dict[str, Any]:
     """The checkpoints this server's runs left waiting, and with a backend the runs paused on its workers, with
-    their interrupts (the ids to resume by)."""
+    their interrupts (the ids to resume by); then the conversations waiting (``session_id`` set), which may share
+    an id with a checkpoint."""
     listed = [p.json() for p in server.runs.pending.values()]
     if server.distributed is not None:
         listed += [p for p in await server.distributed.paused() if p["checkpoint_id"] not in server.runs.pending]
+    listed += [p.json() for p in server.runs.pending_sessions.values()]
     return {"checkpoints": listed}
 
 
-async def get_checkpoint(checkpoint_id: str, server: Srv) -> dict[str, Any]:
-    """One pending checkpoint and its interrupts."""
-    entry = server.runs.pending.get(checkpoint_id)
-    if entry is None and server.distributed is not None:
+Session = Annotated[
+    bool,
+    Query(description="the conversation of this id waiting, not the checkpoint (for a conversation listed with it)"),
+]
+
+
+async def get_checkpoint(checkpoint_id: str, server: Srv, session: Session = False) -> dict[str, Any]:
+    """One pending checkpoint and its interrupts (with ``session``, or when no checkpoint has the id, the pending
+    conversation of that id)."""
+    entry = None if session else server.runs.pending.get(checkpoint_id)
+    if entry is None and not session and server.distributed is not None:
         checkpoint_id = checked(check_checkpoint_id, checkpoint_id, "checkpoint_id")
         found = await server.distributed.paused(checkpoint_id)
         if found:
             return found[0]
-        raise _no_checkpoint(checkpoint_id, "no run of this server left it pending, and none waits on the workers")
-    return _pending(server, checkpoint_id).json()
+    entry = entry or server.runs.pending_sessions.get(checkpoint_id)
+    if entry is None:
+        why = "no run of this server left it pending"
+        if session:
+            why = "no conversation of this id waits on this server"
+        elif server.distributed is not None:
+            why += ", and none waits on the workers"
+        raise _no_checkpoint(checkpoint_id, why)
+    return entry.json()
 
 
-async def resume_checkpoint(checkpoint_id: str, body: ResumeRequest, server: Srv, request: Request) -> Any:
-    """Resume a pending checkpoint with ``targets``, answered as ``POST /runs`` answers."""
+async def resume_checkpoint(
+    checkpoint_id: str, body: ResumeRequest, server: Srv, request: Request, session: Session = False
+) -> Any:
+    """Resume a pending checkpoint with ``targets``, answered as ``POST /runs`` answers (with ``session``, or when
+    no checkpoint of the id waits and no agent is named, the pending conversation of that id)."""
+    server.check(body, "targets")
     checkpoint_id = checked(check_checkpoint_id, checkpoint_id, "checkpoint_id")
+    conversation = server.runs.pending_sessions.get(checkpoint_id)
+    if session:
+        if conversation is None:
+            raise _no_checkpoint(checkpoint_id, "no conversation of this id waits on this server")
+        return await _resume_conversation(conversation, body, server, request)
     entry = server.runs.pending.get(checkpoint_id)
-    if server.distributed is not None and (entry is None or entry.session_id is None):
+    if server.distributed is not None:
         agent = body.agent
         if agent is None:  # the agent of the run paused on the workers
             found = await server.distributed.paused(checkpoint_id)
+            if not found and conversation is not None:
+                return await _resume_conversation(conversation, body, server, request)
             if not found:
                 raise _no_checkpoint(checkpoint_id, "none waits on the workers; name its agent to resume it there")
             agent = found[0]["agent"]
@@ -227,32 +255,37 @@ async def resume_checkpoint(checkpoint_id: str, body: ResumeRequest, server: Srv
         segment = SegmentRequest(agent=agent, checkpoint_id=checkpoint_id, targets=body.targets)
         sid = await server.distributed.start(segment)
         return await server.distributed.answer(sid, stream=body.stream, detached=body.detached)
-    server.busy(checkpoint_id)
-    if entry is not None and entry.session_id is not None:
-        session_id = entry.session_id
-        targets = await pending_session(server, session_id, body.targets)
-        record = server.start(
-            entry.agent,
-            lambda r: r.run([], session_id=session_id, targets=targets),
-            stream=body.stream,
-            trace=body.trace,
-            detached=body.detached,
-            checkpoint_id=None,
-            session_id=session_id,
-            resumed=True,
-        )
-    else:
-        agent, targets = await _resumable(server, checkpoint_id, entry, body)
-        record = server.start(
-            agent,
-            lambda r: r.resume(checkpoint_id, targets),
-            stream=body.stream,
-            trace=body.trace,
-            detached=body.detached,
-            checkpoint_id=checkpoint_id,
-            session_id=None,
-            resumed=True,
-        )
+    if entry is None and body.agent is None and conversation is not None:
+        return await _resume_conversation(conversation, body, server, request)
+    server.busy("checkpoint", checkpoint_id)
+    agent, targets = await _resumable(server, checkpoint_id, entry, body)
+    record = server.start(
+        agent,
+        lambda r: r.resume(checkpoint_id, targets),
+        stream=body.stream,
+        trace=body.trace,
+        detached=body.detached,
+        checkpoint_id=checkpoint_id,
+        session_id=None,
+        resumed=True,
+    )
+    return await _answered(record, body.stream, body.detached, server, request)
+
+
+async def _resume_conversation(entry: Pending, body: ResumeRequest, server: Server, request: Request) -> Any:
+    session_id = entry.checkpoint_id
+    server.busy("session", session_id)
+    targets = await pending_session(server, session_id, body.targets)
+    record = server.start(
+        entry.agent,
+        lambda r: r.run([], session_id=session_id, targets=targets),
+        stream=body.stream,
+        trace=body.trace,
+        detached=body.detached,
+        checkpoint_id=None,
+        session_id=session_id,
+        resumed=True,
+    )
     return await _answered(record, body.stream, body.detached, server, request)
 
 
@@ -297,20 +330,13 @@ async def get_session(
 async def delete_session(session_id: str, server: Srv) -> Response:
     """Forget a conversation: its messages, attributes and pending run."""
     session_id = checked(check_session_id, session_id, "session_id")
-    server.busy(session_id)
+    server.busy("session", session_id)
     if await server.sessions.get(session_id, last=1) is None:
         raise _no_session(session_id)
     await server.sessions.delete(session_id)
     server.runs.sessions.pop(session_id, None)
-    server.runs.pending.pop(session_id, None)
+    server.runs.pending_sessions.pop(session_id, None)
     return Response(status_code=204)
-
-
-def _pending(server: Server, checkpoint_id: str) -> Pending:
-    entry = server.runs.pending.get(checkpoint_id)
-    if entry is None:
-        raise _no_checkpoint(checkpoint_id, "no run of this server left it pending")
-    return entry
 
 
 def _no_checkpoint(checkpoint_id: str, why: str) -> ApiError:
@@ -352,18 +378,19 @@ def routes() -> APIRouter:
     api.add_api_route("/runs/{run_id}/events", run_events, methods=["GET"], tags=["runs"], response_model=None)
     api.add_api_route("/runs/{run_id}/cancel", cancel_run, methods=["POST"], tags=["runs"])
     api.add_api_route("/checkpoints", list_checkpoints, methods=["GET"], tags=["checkpoints"])
-    api.add_api_route("/checkpoints/{checkpoint_id}", get_checkpoint, methods=["GET"], tags=["checkpoints"])
+    # Ids are data: one may hold "/" (a store takes it), so the routes of an id take the rest of the path.
+    api.add_api_route("/checkpoints/{checkpoint_id:path}", get_checkpoint, methods=["GET"], tags=["checkpoints"])
     api.add_api_route(
-        "/checkpoints/{checkpoint_id}/resume",
+        "/checkpoints/{checkpoint_id:path}/resume",
         resume_checkpoint,
         methods=["POST"],
         tags=["checkpoints"],
         response_model=None,
     )
     api.add_api_route("/sessions", list_sessions, methods=["GET"], tags=["sessions"])
-    api.add_api_route("/sessions/{session_id}", get_session, methods=["GET"], tags=["sessions"])
+    api.add_api_route("/sessions/{session_id:path}", get_session, methods=["GET"], tags=["sessions"])
     api.add_api_route(
-        "/sessions/{session_id}",
+        "/sessions/{session_id:path}",
         delete_session,
         methods=["DELETE"],
         tags=["sessions"],

@@ -18,8 +18,8 @@ import re
 import time
 import uuid
 from collections import OrderedDict, deque
-from collections.abc import AsyncGenerator, AsyncIterator, Callable
-from contextlib import aclosing
+from collections.abc import AsyncGenerator, AsyncIterator, Callable, Iterator
+from contextlib import aclosing, contextmanager
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
@@ -127,9 +127,13 @@ class RunRecord:
         self._cancel_timer: asyncio.TimerHandle | None = None
 
     @property
-    def key(self) -> str:
-        """Where the run's pending state lives: its conversation, else its checkpoint."""
-        return self.session_id or self.checkpoint_id or ""
+    def key(self) -> tuple[str, str] | None:
+        """Where the run's pending state lives: ``("session", id)`` for a conversation's turn, else
+        ``("checkpoint", id)``. Kinds apart: a conversation and a checkpoint may share an id, and are different
+        things."""
+        if self.session_id is not None:
+            return "session", self.session_id
+        return None if self.checkpoint_id is None else ("checkpoint", self.checkpoint_id)
 
     @property
     def last_key(self) -> Key:
@@ -293,7 +297,8 @@ class RunRecord:
 
 
 class Runs:
-    """The runs of one app: running and recently finished ones, and the checkpoints they left pending."""
+    """The runs of one app: running and recently finished ones, the flow evaluations going, and what they left
+    pending: checkpoints in ``pending``, conversations in ``pending_sessions`` (apart, since ids may meet)."""
 
     def __init__(self, *, buffer: int, keep_finished: int, max_active: int, grace: float) -> None:
         self.buffer = buffer
@@ -303,7 +308,33 @@ class Runs:
         self.active: dict[str, RunRecord] = {}
         self.finished: OrderedDict[str, RunRecord] = OrderedDict()
         self.pending: dict[str, Pending] = {}
+        self.pending_sessions: dict[str, Pending] = {}
         self.sessions: OrderedDict[str, None] = OrderedDict()
+        self.evals = 0  # flow evaluations going: they take a place among max_active as runs do
+
+    def check_room(self) -> None:
+        """Refuse one more run (or flow evaluation) when ``max_active`` are going."""
+        going = len(self.active) + self.evals
+        if going >= self.max_active:
+            raise ApiError(
+                429,
+                "too_many_runs",
+                f"runs: expected fewer than {self.max_active} running at once (runs and flow evaluations), got "
+                f"{going}; retry later",
+                expected=f"< {self.max_active} active runs",
+                found=going,
+                headers={"Retry-After": "1"},
+            )
+
+    @contextmanager
+    def evaluating(self) -> Iterator[None]:
+        """A place among the active runs for one flow evaluation, while it goes."""
+        self.check_room()
+        self.evals += 1
+        try:
+            yield
+        finally:
+            self.evals -= 1
 
     def get(self, run_id: str) -> RunRecord:
         record = self.active.get(run_id) or self.finished.get(run_id)
@@ -329,15 +360,7 @@ class Runs:
         session_id: str | None,
         resumed: bool,
     ) -> RunRecord:
-        if len(self.active) >= self.max_active:
-            raise ApiError(
-                429,
-                "too_many_runs",
-                f"runs: expected fewer than {self.max_active} running at once, got {len(self.active)}; retry later",
-                expected=f"< {self.max_active} active runs",
-                found=len(self.active),
-                headers={"Retry-After": "1"},
-            )
+        self.check_room()
         record = RunRecord(
             self,
             agent,
@@ -388,12 +411,15 @@ class Runs:
     def _ended(self, record: RunRecord) -> None:
         record.add("end", record.summary())
         key = record.key
-        if key and record.status == "interrupted":
-            self.pending[key] = Pending(
-                key, record.agent, record.interrupts, session_id=record.session_id, run_id=record.run_id
-            )
-        elif key and record.status == "completed":
-            self.pending.pop(key, None)
+        if key is not None:
+            kind, key_id = key
+            pending = self.pending_sessions if kind == "session" else self.pending
+            if record.status == "interrupted":
+                pending[key_id] = Pending(
+                    key_id, record.agent, record.interrupts, session_id=record.session_id, run_id=record.run_id
+                )
+            elif record.status == "completed":
+                pending.pop(key_id, None)
         self.active.pop(record.run_id, None)
         self.finished[record.run_id] = record
         while len(self.finished) > self.keep_finished:

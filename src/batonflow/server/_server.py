@@ -2,7 +2,6 @@
 (check the input, start the run on a Runner made for it, answer as JSON, SSE or 202)."""
 
 import asyncio
-import json
 from collections import deque
 from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from contextlib import aclosing
@@ -10,7 +9,7 @@ from dataclasses import dataclass, fields
 from typing import Any
 
 from fastapi import Request
-from fastapi.responses import JSONResponse
+from pydantic import BaseModel
 from sse_starlette import EventSourceResponse, ServerSentEvent
 
 from ..adk import AgentEvent, FlowAgent
@@ -22,8 +21,9 @@ from ..store import CheckpointStore, SessionStore
 from ..trace import TraceEvent
 from ._distributed import Distributed
 from ._errors import ApiError, shown
-from ._models import InputMessage
+from ._models import InputMessage, check_body
 from ._runs import Frame, Key, RunRecord, Runs
+from ._wire import JSONAnswer, json_text
 
 __all__ = [
     "Server",
@@ -44,7 +44,10 @@ class ServerLimits:
     """What one request and one run may take. Each bound answers a 4xx that names it when it is passed.
 
     ``reconnect_grace``: seconds a run that is not detached keeps going after its last client went away, for that
-    client to reconnect with ``Last-Event-ID``; 0 cancels it at once.
+    client to reconnect with ``Last-Event-ID``; 0 cancels it at once. ``max_value_depth``: how deeply the values a
+    run keeps (``session_values``, resume ``targets``, a flow's ``variables``) may nest; the stores write them with
+    a recursive codec, which fails on values nested a few hundred levels deep, so deeper ones are a 400 at once
+    rather than a run that fails when it saves. ``max_active_runs`` counts flow evaluations too.
     """
 
     max_body_bytes: int = 1_048_576
@@ -55,6 +58,7 @@ class ServerLimits:
     max_active_runs: int = 4_096
     heartbeat: float = 15.0
     reconnect_grace: float = 0.0
+    max_value_depth: int = 100
 
     def __post_init__(self) -> None:
         for f in fields(self):
@@ -163,12 +167,17 @@ class Server:
             resumed=resumed,
         )
 
-    def busy(self, key: str) -> None:
-        if any(record.key == key for record in self.runs.active.values()):
+    def check(self, body: BaseModel, *nested: str) -> None:
+        """Refuse a body whose text is not Unicode, or whose ``nested`` fields nest deeper than the limit."""
+        check_body(body, nested=nested, max_depth=self.limits.max_value_depth)
+
+    def busy(self, kind: str, key: str) -> None:
+        """Refuse a run on the conversation (``kind`` ``"session"``) or checkpoint ``key`` while one goes on it."""
+        if any(record.key == (kind, key) for record in self.runs.active.values()):
             raise ApiError(
                 409,
                 "run_in_progress",
-                f"{shown(key)}: expected no run going on it, got one; wait for it to end",
+                f"{kind} {shown(key)}: expected no run going on it, got one; wait for it to end",
                 expected="no active run",
                 found="an active run",
             )
@@ -207,7 +216,7 @@ def sse(record: RunRecord, after: Key, heartbeat: float) -> EventSourceResponse:
 
 
 def _sent(frame: Frame) -> ServerSentEvent:
-    return ServerSentEvent(data=json.dumps(frame.data, ensure_ascii=False), event=frame.event, id=frame.id)
+    return ServerSentEvent(data=json_text(frame.data), event=frame.event, id=frame.id)
 
 
 _DISCONNECT_POLL = 0.2  # seconds between looks at whether the client of a JSON answer is still there
@@ -240,7 +249,7 @@ def answer(record: RunRecord, stream: bool, detached: bool, server: Server) -> A
         return sse(record, (0, 0), server.limits.heartbeat)
     if detached:
         headers = {"Location": f"/runs/{record.run_id}", "X-Run-Id": record.run_id}
-        return JSONResponse(record.summary(), status_code=202, headers=headers)
+        return JSONAnswer(record.summary(), status_code=202, headers=headers)
     return None
 
 
@@ -248,7 +257,7 @@ async def pending_session(server: Server, session_id: str, targets: Mapping[str,
     """Refuse to resume a conversation that has no pending run, or with targets that match none of its interrupts."""
     data = await server.sessions.get(session_id, last=1)
     if data is None or not data.state.pending or data.state.snapshot is None:
-        server.runs.pending.pop(session_id, None)
+        server.runs.pending_sessions.pop(session_id, None)
         raise ApiError(
             409,
             "nothing_pending",
@@ -256,7 +265,7 @@ async def pending_session(server: Server, session_id: str, targets: Mapping[str,
             expected="a session with a pending run, or an input",
             found="no pending run" if data is not None else "no such session",
         )
-    entry = server.runs.pending.get(session_id)
+    entry = server.runs.pending_sessions.get(session_id)
     return dict(targets) if entry is None else check_targets(entry.interrupts, targets)
 
 

@@ -6,9 +6,12 @@ from __future__ import annotations
 
 import dataclasses
 import enum
+import json
+import re
 from collections.abc import Mapping
 from typing import Any
 
+from fastapi.responses import JSONResponse
 from pydantic import BaseModel
 
 from ..adk import AgentEvent, InterruptCtx, InterruptInfo
@@ -16,9 +19,38 @@ from ..agents import HITLPending
 from ..schema import Message, RunStep
 from ..trace import TraceEvent
 
-__all__ = ["error_json", "event_json", "event_kind", "interrupt_json", "jsonable", "message_json", "trace_json"]
+__all__ = [
+    "JSONAnswer",
+    "error_json",
+    "event_json",
+    "event_kind",
+    "interrupt_json",
+    "json_text",
+    "jsonable",
+    "message_json",
+    "trace_json",
+]
 
 _DEPTH = 32
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def json_text(data: Any) -> str:
+    """``data`` as JSON text that UTF-8 can carry: other characters as themselves, but when some text holds a lone
+    surrogate (a tool's output or a model's can), every non-ASCII character escaped (``"\\ud800"``), which is
+    what JSON has for it. Never an answer or an SSE stream cut short by a ``UnicodeEncodeError``."""
+    text = json.dumps(data, ensure_ascii=False)
+    return json.dumps(data) if not text.isascii() and _SURROGATE.search(text) else text
+
+
+class JSONAnswer(JSONResponse):
+    """The API's JSON answers: FastAPI's, but a body with a lone surrogate is escaped (``json_text``), not a 500."""
+
+    def render(self, content: Any) -> bytes:
+        try:
+            return super().render(content)
+        except UnicodeEncodeError:
+            return json.dumps(content, allow_nan=False, separators=(",", ":")).encode("ascii")
 
 
 def jsonable(value: Any, depth: int = 0) -> Any:

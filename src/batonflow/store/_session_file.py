@@ -1,7 +1,8 @@
 """Sessions as files in a directory: the layout of Solon's ``FileAgentSession``.
 
-``<id>.messages.ndjson`` holds one message per line, appended when messages are added and rewritten whole when they
-are replaced; ``<id>.snapshot.json`` holds the state record. Both are JSON, written as the codec's value trees
+``<name>.messages.ndjson`` holds one message per line, appended when messages are added and rewritten whole when
+they are replaced; ``<name>.snapshot.json`` holds the state record. ``<name>`` is the session id encoded so that it
+is one file name of the directory and no other id's (``file_name``). Both are JSON, written as the codec's value trees
 (``{"$c": "Message", "role": "user", ...}``), so they are readable, diffable, and never executable. Whole-file writes
 go to a temporary file that is renamed over the old one, so a crash leaves the old file or the new, never a torn
 one; an append is one ``write`` followed by ``fsync``. A line that does not decode is a ``CodecError`` naming the file
@@ -9,7 +10,7 @@ and the line.
 
 All I/O runs on one worker thread per store, in call order. Two stores (or two processes) writing the same session
 in the same directory are not coordinated: share sessions between processes through SQLite, PostgreSQL or Redis.
-Leases are the exception, since they are what keeps two workers from resuming one pending run: ``<id>.lease.json``
+Leases are the exception, since they are what keeps two workers from resuming one pending run: ``<name>.lease.json``
 names the holder, when it claimed the lease and when the lease ends, and every claim, release, look and break reads
 and writes it under an exclusive lock on the directory's ``.leases.lock`` (``flock``; ``msvcrt.locking`` on
 Windows), which every process on the machine honours.
@@ -17,8 +18,10 @@ Windows), which every process on the machine honours.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
+import re
 import secrets
 import sys
 import time
@@ -27,7 +30,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import NamedTuple
 
-from ..errors import CodecError, UserError
+from ..errors import CodecError
 from ..schema import Message
 from ._base import Lease, StoreBase, check_owner, check_ttl
 from ._codec import DEFAULT_LIMITS, DecodeLimits, dump_json, load_json
@@ -48,14 +51,17 @@ from ._sessions import (
 
 __all__ = ["FileSessionStore"]
 
-_MAX_ID_BYTES = 200  # the longest suffix is 16 bytes, temporary names add 14: within the usual 255-byte limit
+# The longest suffix is 16 bytes and temporary names add 14: a stem of at most 200 bytes stays within the usual
+# 255-byte limit on file names.
+_MAX_STEM_BYTES = 200
 _TAIL_BLOCK = 16 << 10  # the first block read from the end of a messages file; a window of chat messages fits
 
 
 class FileSessionStore(StoreBase):
-    """A session store in ``directory`` (created on first write): ``<id>.messages.ndjson`` and
-    ``<id>.snapshot.json`` per session, so a session id must be usable as a file name. ``limits`` bound what
-    decoding a stored value may cost (``DecodeLimits``): each line and the snapshot are decoded with them."""
+    """A session store in ``directory`` (created on first write): ``<name>.messages.ndjson`` and
+    ``<name>.snapshot.json`` per session, where ``<name>`` is the session id encoded as a file name (``file_name``):
+    every session id works, and none names a file outside ``directory``. ``limits`` bound what decoding a stored
+    value may cost (``DecodeLimits``): each line and the snapshot are decoded with them."""
 
     def __init__(self, directory: str | os.PathLike[str], *, limits: DecodeLimits = DEFAULT_LIMITS) -> None:
         self.limits = limits
@@ -65,15 +71,11 @@ class FileSessionStore(StoreBase):
         )
 
     def _lease_path(self, session_id: str) -> Path:
-        check_file_id(session_id)
-        return self.directory / f"{session_id}.lease.json"
+        return self.directory / f"{file_name(session_id)}.lease.json"
 
     def _paths(self, session_id: str) -> tuple[Path, Path]:
-        check_file_id(session_id)
-        return (
-            self.directory / f"{session_id}.messages.ndjson",
-            self.directory / f"{session_id}.snapshot.json",
-        )
+        name = file_name(session_id)
+        return self.directory / f"{name}.messages.ndjson", self.directory / f"{name}.snapshot.json"
 
     async def get(self, session_id: str, *, last: int | None = None) -> SessionData | None:
         messages_path, snapshot_path = self._paths(session_id)
@@ -201,20 +203,28 @@ class FileSessionStore(StoreBase):
         await self._worker.close()
 
 
-def check_file_id(session_id: str) -> str:
-    # The id becomes a file name, and it is untrusted input: nothing that could leave the directory or hide among
-    # temporary files.
+# What a file name cannot hold, the escape itself, and what a terminal would act on when the folder is listed.
+_ESCAPED = re.compile(r"[/\\%\x00-\x1f\x7f]")
+
+
+def file_name(session_id: str) -> str:
+    """The stem of the files of ``session_id``: the id itself, but for ``/``, ``\\``, ``%``, control characters and
+    a leading ``.``, each written as ``%XX`` (the bytes of its UTF-8); and ``%h`` and the SHA-256 of the id when that
+    comes to more than 200 bytes. So the id is data: no id names a path outside the directory (``..``, ``a/b``),
+    hides among the temporary files (``.x``), or shares its files with another id (``%`` itself is encoded, and
+    ``%h`` cannot come from the encoding, which writes two upper-case hex digits after ``%``). An id none of those
+    characters is in keeps the file names it always had."""
     check_session_id(session_id)  # valid UTF-8 without NUL, of at most 256 bytes
-    if (
-        len(session_id.encode("utf-8")) > _MAX_ID_BYTES
-        or session_id.startswith(".")
-        or any(c in session_id for c in "/\\")
-    ):
-        raise UserError(
-            f"a file session store names its files after the session id, so the id must be at most "
-            f"{_MAX_ID_BYTES} bytes of UTF-8 that neither start with '.' nor contain '/' or '\\'; got {session_id!r}"
-        )
-    return session_id
+    stem = _ESCAPED.sub(_escape, session_id)
+    if stem.startswith("."):
+        stem = "%2E" + stem[1:]
+    if len(stem.encode("utf-8")) > _MAX_STEM_BYTES:
+        stem = "%h" + hashlib.sha256(session_id.encode("utf-8")).hexdigest()
+    return stem
+
+
+def _escape(match: re.Match[str]) -> str:
+    return "".join(f"%{byte:02X}" for byte in match.group().encode("utf-8"))
 
 
 # -- JSON lines ------------------------------------------------------------------------------------------------------

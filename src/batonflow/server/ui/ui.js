@@ -13,6 +13,12 @@ function colour(name) {
   return COLOURS[hash % COLOURS.length];
 }
 
+// An id as one path segment: "." and ".." quoted too, which URL parsers would otherwise resolve away.
+function segment(id) {
+  const quoted = encodeURIComponent(id);
+  return quoted === "." || quoted === ".." ? quoted.replaceAll(".", "%2E") : quoted;
+}
+
 function headers(extra = {}) {
   return ui.token ? { ...extra, Authorization: `Bearer ${ui.token}` } : extra;
 }
@@ -292,7 +298,9 @@ function resume(entry, readers) {
     status(`the arguments are not JSON: ${error}`, true);
     return;
   }
-  stream(`/checkpoints/${encodeURIComponent(entry.checkpoint_id)}/resume`, { targets, stream: true, trace: true });
+  // A conversation may share its id with a checkpoint: say which one is answered.
+  const which = entry.session_id ? "?session=true" : "";
+  stream(`/checkpoints/${segment(entry.checkpoint_id)}/resume${which}`, { targets, stream: true, trace: true });
 }
 
 // -- side lists -----------------------------------------------------------------------------------------------
@@ -309,7 +317,7 @@ async function refreshSide() {
 
 async function openSession(id) {
   $("#session").value = id;
-  const data = await api("GET", `/sessions/${encodeURIComponent(id)}`);
+  const data = await api("GET", `/sessions/${segment(id)}`);
   $("#chat").replaceChildren();
   for (const message of data.messages) {
     if (message.role === "user") say("you", message.content, "user");
@@ -327,7 +335,7 @@ async function loadServed() {
       const variables = element("input", { "aria-label": `variables of ${flow.id}`, placeholder: '{"key": "value"}' });
       const run = async () => {
         try {
-          inspect(await api("POST", `/flows/${encodeURIComponent(flow.id)}/eval`, { variables: JSON.parse(variables.value || "{}") }));
+          inspect(await api("POST", `/flows/${segment(flow.id)}/eval`, { variables: JSON.parse(variables.value || "{}") }));
         } catch (error) { status(String(error.message || error), true); }
       };
       return element("div", { class: "task" }, `${flow.id} `, variables, element("button", { type: "button", onclick: run }, "run"));
