@@ -17,8 +17,9 @@ def flow(*nodes: str) -> Graph:
 
 
 async def test_embedding_config_maps_onto_an_openai_compatible_embeddings_endpoint(
-    engine: AiFlowEngine, fake_openai: FakeOpenAI
+    loopback_engine: AiFlowEngine, fake_openai: FakeOpenAI
 ) -> None:
+    engine = loopback_engine
     config = f"{{provider: ollama, model: bge-m3, apiUrl: '{fake_openai.url}/api/embed'}}"
     context = await engine.eval(flow('{task: "@EmbeddingModel", meta: {embeddingConfig: ' + config + "}}"))
 
@@ -29,8 +30,9 @@ async def test_embedding_config_maps_onto_an_openai_compatible_embeddings_endpoi
 
 
 async def test_generate_model_turns_text_into_an_image_with_the_default_options(
-    engine: AiFlowEngine, fake_openai: FakeOpenAI
+    loopback_engine: AiFlowEngine, fake_openai: FakeOpenAI
 ) -> None:
+    engine = loopback_engine
     config = f"{{model: dall-e, apiUrl: '{fake_openai.url}/v1/images/generations', apiKey: k, defaultOptions: {{size: 512x512}}}}"
     graph = flow('{task: "@GenerateModel", meta: {generateConfig: ' + config + "}}")
 
@@ -112,7 +114,8 @@ async def test_a_failing_image_model_names_generate_config(engine: AiFlowEngine)
     assert caught.value.meta == "generateConfig" and "ConnectionError: refused" in str(caught.value)
 
 
-async def test_an_images_endpoint_that_does_not_answer_names_generate_config(engine: AiFlowEngine) -> None:
+async def test_an_images_endpoint_that_does_not_answer_names_generate_config(loopback_engine: AiFlowEngine) -> None:
+    engine = loopback_engine
     graph = flow(
         '{task: "@GenerateModel", meta: {message: a cat, generateConfig: {model: m, apiUrl: "http://127.0.0.1:1/v1"}}}'
     )

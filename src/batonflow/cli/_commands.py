@@ -128,6 +128,24 @@ def run(
         typer.Option(metavar="PATH", help="other graphs the flow calls as '#id': a file, a folder or a glob pattern"),
     ] = None,
     steps: Annotated[int, typer.Option(help="stop a flow after this many node visits (default: no limit)")] = -1,
+    allow_host: Annotated[
+        list[str] | None,
+        typer.Option(
+            metavar="HOST",
+            help="a host the flow may connect to: name, name:port, an IP or a CIDR network (default: none)",
+        ),
+    ] = None,
+    allow_command: Annotated[
+        list[str] | None,
+        typer.Option(
+            metavar="COMMAND",
+            help="a command a stdio MCP server of the flow may run: a bare name or an absolute path (default: none)",
+        ),
+    ] = None,
+    base_dir: Annotated[
+        str | None,
+        typer.Option(metavar="DIR", help="the folder the flow may read files in (default: the flow file's folder)"),
+    ] = None,
 ) -> int:
     """Run a graph flow and print where it ended, as JSON; or run an agent on --input, its events streamed.
 
@@ -143,9 +161,21 @@ def run(
         from ._run import parse_vars, run_flow
 
         variables = parse_vars(var or [])
-        asyncio.run(run_flow(target, variables=variables, graphs=graph or [], steps=steps, out=sys.stdout))
+        asyncio.run(
+            run_flow(
+                target,
+                variables=variables,
+                graphs=graph or [],
+                steps=steps,
+                out=sys.stdout,
+                allowed_hosts=allow_host or [],
+                allowed_commands=allow_command or [],
+                base_dir=base_dir,
+            )
+        )
         return 0
-    for name, used in (("--var", var), ("--graph", graph), ("--steps", steps != -1)):
+    flow_only = (("--allow-host", allow_host), ("--allow-command", allow_command), ("--base-dir", base_dir))
+    for name, used in (("--var", var), ("--graph", graph), ("--steps", steps != -1), *flow_only):
         if used:
             raise typer.BadParameter(
                 f"expected with a FLOW.yml target, got the agent target {target!r}", ctx, None, name
