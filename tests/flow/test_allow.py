@@ -15,9 +15,8 @@ from pathlib import Path
 
 import pytest
 
-from batonflow.flow import AiFlowEngine, FlowMetaError, FlowPermissionError
-from batonflow.flow._allow import check_command, check_url, host_rules
-from batonflow.graph import FlowContext, FlowEngine, Graph, Node
+from batonflow.flow import AiFlowEngine, FlowComponentError, FlowMetaError, FlowPermissionError
+from batonflow.graph import FlowContext, FlowEngine, Graph
 from batonflow.schema import assistant
 from batonflow.testing import ScriptedModel
 
@@ -93,66 +92,71 @@ async def test_an_allowed_command_runs_its_server(tmp_path: Path) -> None:
     assert "add" in [info.name for info in model.requests[0].tools or []]
 
 
-def command_node() -> Node:
-    return chat("chatConfig: {model: scripted}").nodes["chat"]
+def server_node(config: dict[str, object]) -> Graph:
+    return chat(f"chatConfig: {{model: scripted}}, mcpServers: {{x: {json.dumps({**config, 'timeout': 5})}}}")
+
+
+async def starts(engine: AiFlowEngine, config: dict[str, object]) -> str:
+    """The error of a server that started and exited at once (``sh -c 'exit 3'``): it was allowed to run."""
+    scripted(engine)
+    with pytest.raises(FlowComponentError, match="did not give its tools") as caught:
+        await engine.eval(server_node({"args": ["-c", "exit 3"], **config}))
+    return str(caught.value)
 
 
 @pytest.mark.parametrize(
     ("allowed", "command", "runs"),
     [
-        (["sh"], "sh", "sh"),
-        (["sh"], "./sh", None),  # a path is never a name
-        (["sh"], "/bin/sh", None),
-        (["/bin/sh"], "sh", None),  # nor a name a path: which file it is depends on PATH
-        (["/bin/sh"], "/bin/sh", "/bin/sh"),
-        (["/bin/sh"], "/bin/../bin/sh", "/bin/../bin/sh"),  # resolves to the allowed file
-        (["/bin/sh"], "/bin/../usr/bin/env", None),
-        (["/bin/sh"], "./link", "./link"),  # a link in cwd to the allowed file is that file
-        (["/bin/sh"], "./other", None),
-        ([], "sh", None),
+        (["sh"], "sh", True),
+        (["sh"], "./sh", False),  # a path is never a name
+        (["sh"], "/bin/sh", False),
+        (["/bin/sh"], "sh", False),  # nor a name a path: which file it is depends on PATH
+        (["/bin/sh"], "/bin/sh", True),
+        (["/bin/sh"], "/bin/../bin/sh", True),  # resolves to the allowed file
+        (["/bin/sh"], "/bin/../usr/bin/env", False),
+        (["/bin/sh"], "./link", True),  # a link in cwd to the allowed file is that file
+        (["/bin/sh"], "./other", False),
+        ([], "sh", False),
     ],
 )
-def test_a_command_matches_as_written_or_by_the_file_it_resolves_to(
-    tmp_path: Path, allowed: list[str], command: str, runs: str | None
+async def test_a_command_matches_as_written_or_by_the_file_it_resolves_to(
+    tmp_path: Path, allowed: list[str], command: str, runs: bool
 ) -> None:
     (tmp_path / "link").symlink_to("/bin/sh")
     (tmp_path / "other").symlink_to("/usr/bin/env")
     engine = AiFlowEngine(base_dir=tmp_path, allowed_commands=allowed)
-    node = command_node()
 
-    if runs is None:
-        with pytest.raises(FlowPermissionError) as caught:
-            check_command("x", {"command": command}, engine.settings, node, "mcpServers")
-        assert caught.value.rule == "allowed_commands"
+    if runs:
+        assert command in await starts(engine, {"command": command})
     else:
-        options = check_command("x", {"command": command}, engine.settings, node, "mcpServers")
-        assert options == {"command": runs, "cwd": str(tmp_path.resolve())}
+        scripted(engine)
+        await refusal(
+            engine, server_node({"command": command}), node="chat", meta="mcpServers", rule="allowed_commands"
+        )
 
 
 @pytest.mark.parametrize("name", ["PATH", "LD_PRELOAD", "PYTHONPATH", "path", "NODE_OPTIONS", "BASH_ENV"])
-def test_env_may_not_change_which_code_the_command_runs(tmp_path: Path, name: str) -> None:
+async def test_env_may_not_change_which_code_the_command_runs(tmp_path: Path, name: str) -> None:
     engine = AiFlowEngine(base_dir=tmp_path, allowed_commands=["sh"])
-    config = {"command": "sh", "env": {name: str(tmp_path), "API_KEY": "k"}}
+    scripted(engine)
+    graph = server_node({"command": "sh", "env": {name: str(tmp_path), "API_KEY": "k"}})
 
-    with pytest.raises(FlowPermissionError, match=f"the variable '{name}' of 'env'"):
-        check_command("x", config, engine.settings, command_node(), "mcpServers")
+    text = await refusal(engine, graph, node="chat", meta="mcpServers", rule="allowed_commands")
 
-    allowed = check_command("x", {"command": "sh", "env": {"API_KEY": "k"}}, engine.settings, command_node(), "m")
-    assert allowed["env"] == {"API_KEY": "k"}
+    assert f"the variable '{name}' of 'env'" in text
+    await starts(engine, {"command": "sh", "env": {"API_KEY": "k"}})
 
 
 @pytest.mark.parametrize("cwd", ["..", "/tmp", "~", "sub/../../x"])
-def test_a_server_s_cwd_stays_inside_base_dir(tmp_path: Path, cwd: str) -> None:
+async def test_a_server_s_cwd_stays_inside_base_dir(tmp_path: Path, cwd: str) -> None:
     base = tmp_path / "flow"
     (base / "sub").mkdir(parents=True)
     engine = AiFlowEngine(base_dir=base, allowed_commands=["sh"])
+    scripted(engine)
 
-    with pytest.raises(FlowPermissionError) as caught:
-        check_command("x", {"command": "sh", "cwd": cwd}, engine.settings, command_node(), "mcpServers")
+    await refusal(engine, server_node({"command": "sh", "cwd": cwd}), node="chat", meta="mcpServers", rule="base_dir")
 
-    assert caught.value.rule == "base_dir"
-    inside = check_command("x", {"command": "sh", "cwd": "sub"}, engine.settings, command_node(), "mcpServers")
-    assert inside["cwd"] == str((base / "sub").resolve())
+    await starts(engine, {"command": "sh", "cwd": "sub"})
 
 
 def test_allowed_commands_must_be_names_or_absolute_paths() -> None:
@@ -275,39 +279,45 @@ async def test_a_local_model_file_outside_base_dir_is_refused(flow_dir: Path, me
 @pytest.mark.parametrize(
     ("allowed", "url", "ok"),
     [
-        (["127.0.0.1"], "http://127.1/", True),
-        (["127.0.0.1"], "http://0x7f.0.0.1/", True),
-        (["127.0.0.1"], "http://2130706433/", True),
-        (["127.0.0.1"], "http://[::ffff:127.0.0.1]/", True),
-        (["127.0.0.0/8"], "http://127.0.0.2:9/", True),
-        (["127.0.0.1:8080"], "http://127.0.0.1:8080/", True),
+        (["127.0.0.1"], "http://127.1:{port}/ok", True),
+        (["127.0.0.1"], "http://0x7f.0.0.1:{port}/ok", True),
+        (["127.0.0.1"], "http://2130706433:{port}/ok", True),
+        (["127.0.0.1"], "http://[::ffff:127.0.0.1]:{port}/ok", None),  # allowed; connects where IPv6 does
+        (["127.0.0.0/8"], "http://127.0.0.1:{port}/ok", True),
+        (["127.0.0.1:{port}"], "http://127.0.0.1:{port}/ok", True),
+        (["localhost"], "http://LOCALHOST.:{port}/ok", None),  # allowed; resolves where the resolver knows FQDNs
+        (["localhost:{port}"], "http://localhost:{port}/ok", True),
+        (["127.0.0.0/8", "::1"], "http://localhost:{port}/ok", True),  # every address localhost resolves to is listed
         (["127.0.0.1:8080"], "http://127.0.0.1:8081/", False),
-        (["example.org"], "http://EXAMPLE.org./x", True),
-        (["example.org:80"], "http://example.org/", True),
-        (["example.org:443"], "http://example.org/", False),
+        (["localhost:443"], "http://localhost/", False),
         (["example.org"], "http://127.1/", False),
         (["example.org"], "http://0x7f.0.0.1/", False),
         (["example.org"], "http://2130706433/", False),
         (["example.org"], "http://[::ffff:127.0.0.1]/", False),
         (["example.org"], "http://example.org@127.0.0.1/", False),
         (["example.org"], "http://example.org.127.0.0.1.nip.io/", False),
-        (["localhost"], "http://127.0.0.1/", False),
-        (["127.0.0.0/8", "::1"], "http://localhost/", True),  # every address localhost resolves to is listed
         (["example.org"], "http://localhost/", False),
-        (["::1"], "http://[::1]:5/", True),
+        (["localhost"], "http://127.0.0.1/", False),
         ([], "http://127.0.0.1/", False),
     ],
 )
-async def test_a_host_is_compared_as_the_client_connects_to_it(allowed: list[str], url: str, ok: bool) -> None:
-    engine = AiFlowEngine(allowed_hosts=allowed)
-    node = command_node()
+async def test_a_host_is_compared_as_the_client_connects_to_it(
+    hostile_site: str, allowed: list[str], url: str, ok: bool | None
+) -> None:
+    port = hostile_site.rsplit(":", 1)[1]
+    engine = AiFlowEngine(allowed_hosts=[entry.replace("{port}", port) for entry in allowed])
+    graph = Graph.from_yaml('id: g\nlayout:\n  - {id: in, task: "@WebInput"}\n')
+    context = FlowContext(variables={"message": "m", "attachment": url.replace("{port}", port)})
 
-    if ok:
-        await check_url(url, engine.settings, node, "m")
-    else:
+    if ok is False:
         with pytest.raises(FlowPermissionError) as caught:
-            await check_url(url, engine.settings, node, "m")
-        assert caught.value.rule == "allowed_hosts"
+            await engine.eval(graph, context)
+        assert (caught.value.meta, caught.value.rule) == ("attachment", "allowed_hosts")
+    elif ok:
+        assert (await engine.eval(graph, context)).get("attachment").content == "hello"
+    else:
+        with contextlib.suppress(FlowComponentError):
+            await engine.eval(graph, context)
 
 
 @pytest.mark.parametrize("entry", ["", "a b", "user@host", "10.0.0.0/33", "http://x/", "a\\b"])
@@ -315,7 +325,7 @@ def test_an_allowed_hosts_entry_that_is_no_host_is_a_user_error(entry: str) -> N
     from batonflow.errors import UserError
 
     with pytest.raises(UserError, match="allowed_hosts"):
-        host_rules([entry])
+        AiFlowEngine(allowed_hosts=[entry])
 
 
 @pytest.mark.parametrize(

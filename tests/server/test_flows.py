@@ -83,3 +83,19 @@ async def test_an_app_may_serve_flows_alone_but_not_nothing() -> None:
         create_app()
     with pytest.raises(UserError, match=r"flows: expected graphs \(batonflow.graph.Graph\), got str"):
         create_app(flows=["order.yml"])  # type: ignore[list-item]
+
+
+async def test_a_served_flow_without_an_engine_of_its_own_reaches_no_command_file_or_host(tmp_path: Any) -> None:
+    marker = tmp_path / "ran"
+    hostile = Graph.from_yaml(
+        "id: hostile\nlayout:\n"
+        '  - {id: chat, task: "@ChatModel", meta: {message: hi, chatConfig: {model: m, apiUrl: "http://127.0.0.1:9/v1"},'
+        f' mcpServers: {{x: {{type: stdio, command: sh, args: [-c, "id > {marker}"]}}}}}}}}\n'
+        '  - {id: docs, task: "@InMemoryRepository", meta: {documentSources: [/etc/passwd]}}\n'
+    )
+    async with asgi_client(create_app(flows=hostile)) as client:
+        answer = await client.post("/flows/hostile/eval", json={})
+
+    assert answer.status_code == 422 and answer.json()["error"]["code"] == "invalid_flow"
+    assert "meta 'chatConfig'" in answer.json()["error"]["message"]
+    assert answer.json()["error"]["message"].endswith("[rule allowed_hosts]") and not marker.exists()

@@ -99,10 +99,13 @@ def read_config(node: Node, meta: str, *, default_model: str = "") -> ModelConfi
 _OPENAI_BASE_URL = "https://api.openai.com/v1"
 
 
-async def checked_config(node: Node, meta: str, settings: FlowSettings, *, default_model: str = "") -> ModelConfig:
+async def checked_config(
+    node: Node, meta: str, settings: FlowSettings, *, default_model: str = "", sdk_client: bool = True
+) -> ModelConfig:
     """``read_config``, then what it would reach checked: the endpoint's host (``apiUrl``, Ollama's, or OpenAI's
     own, ``OPENAI_BASE_URL`` when set) against ``allowed_hosts``, a local ``.gguf`` path against ``base_dir`` (the
-    URI then names the resolved file). A model registered on the engine is the owner's: not checked."""
+    URI then names the resolved file). A model registered on the engine is the owner's: not checked. With
+    ``sdk_client`` the options get an openai client that follows no redirect."""
     config = read_config(node, meta, default_model=default_model)
     if config.registered is not None:
         return config
@@ -120,7 +123,7 @@ async def checked_config(node: Node, meta: str, settings: FlowSettings, *, defau
     await check_url(base, settings, node, meta)
     # The SDK follows redirects on its own; one from an endpoint a file named is not followed, so that it cannot
     # lead past allowed_hosts.
-    client = no_redirect_client(config, base)
+    client = no_redirect_client(config, base) if sdk_client else None
     if client is not None:
         config.options["client"] = client
     return config

@@ -190,7 +190,7 @@ class GenerateModelComponent(AiComponent):
 
     async def do_run(self, context: FlowContext, node: Node) -> None:
         if node not in self._cache:
-            config = await checked_config(node, GENERATE_CONFIG, self.settings)
+            config = await checked_config(node, GENERATE_CONFIG, self.settings, sdk_client=False)
             self._cache[node] = build_image_model(node, self.settings, config)
         model: ImageModel = self._cache[node]
         self.set_property(context, "generateModel", model)
