@@ -111,7 +111,7 @@ async def checked_config(
         return config
     provider, _, target = config.uri.partition(":")
     if provider == "local":
-        if target != "smollm2":
+        if target.endswith(".gguf"):  # any other name than smollm2 is refused by the model loader
             path = resolve_file(target, settings, node, meta, what="the local model file")
             config.uri = f"local:{path}"
         return config
