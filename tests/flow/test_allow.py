@@ -364,6 +364,20 @@ async def test_a_model_endpoint_on_an_allowed_host_is_used(fake_openai: FakeOpen
     assert context.get("message").content == "pong" and len(fake_openai.requests) == 1
 
 
+async def test_openai_s_default_endpoint_is_the_one_of_openai_base_url(
+    fake_openai: FakeOpenAI, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("OPENAI_BASE_URL", f"{fake_openai.url}/v1")
+    graph = chat("chatConfig: {provider: openai, model: m, apiKey: k}")
+    host = fake_openai.url.removeprefix("http://")
+
+    text = await refusal(AiFlowEngine(), graph, node="chat", meta="chatConfig", rule="allowed_hosts")
+    context = await AiFlowEngine(allowed_hosts=[host]).eval(graph)
+
+    assert f"connects to the host {host}" in text
+    assert context.get("message").content == "pong" and len(fake_openai.requests) == 1
+
+
 @pytest.fixture
 def redirector(fake_openai: FakeOpenAI) -> Iterator[str]:
     """``http://127.0.0.1:<port>``, answering every request with a 307 to the same path on ``localhost`` at the
