@@ -73,8 +73,14 @@ def engine(console: Console) -> AiFlowEngine:
 
 
 @pytest.fixture
+def loopback_engine(console: Console) -> AiFlowEngine:
+    """An engine whose flows may connect to loopback (the test servers), and nowhere else."""
+    return AiFlowEngine(stdin=console.stdin, stdout=console.stdout, allowed_hosts=["127.0.0.0/8"])
+
+
+@pytest.fixture
 def static_site(tmp_path: Path) -> Iterator[str]:
-    """``http://127.0.0.1:<port>`` serving ``tmp_path/site``; ``/moved`` redirects to ``http://localhost:<port>/``."""
+    """``http://127.0.0.1:<port>`` serving ``tmp_path/site``; ``/moved`` redirects to ``http://[::1]:<port>/``."""
     root = tmp_path / "site"
     root.mkdir()
 
@@ -85,7 +91,7 @@ def static_site(tmp_path: Path) -> Iterator[str]:
         def do_GET(self) -> None:
             if self.path == "/moved":
                 self.send_response(302)
-                self.send_header("Location", f"http://localhost:{self.server.server_address[1]}/about.md")
+                self.send_header("Location", f"http://[::1]:{self.server.server_address[1]}/about.md")
                 self.end_headers()
                 return
             super().do_GET()

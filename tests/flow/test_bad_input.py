@@ -26,9 +26,16 @@ def chat(meta: str) -> Graph:
 
 
 @pytest.fixture
-def model(engine: AiFlowEngine) -> ScriptedModel:
+def commands_engine(engine: AiFlowEngine) -> AiFlowEngine:
+    """An engine whose stdio MCP servers may run this Python."""
+    return AiFlowEngine(allowed_commands=[sys.executable])
+
+
+@pytest.fixture
+def model(engine: AiFlowEngine, commands_engine: AiFlowEngine) -> ScriptedModel:
     scripted = ScriptedModel([assistant("never")])
     engine.register("scripted", scripted)
+    commands_engine.register("scripted", scripted)
     return scripted
 
 
@@ -117,8 +124,9 @@ async def test_an_embedding_or_image_config_written_wrong(engine: AiFlowEngine) 
 
 
 async def test_an_mcp_server_that_does_not_start_is_an_error_within_its_timeout(
-    engine: AiFlowEngine, model: ScriptedModel
+    commands_engine: AiFlowEngine, model: ScriptedModel
 ) -> None:
+    engine = commands_engine
     graph = chat(
         f"chatConfig: {{model: scripted}}, mcpServers: {{broken: {{type: stdio, command: '{sys.executable}', args: ['-c', 'import sys; sys.exit(3)'], timeout: 5}}}}"
     )
@@ -132,7 +140,9 @@ async def test_an_mcp_server_that_does_not_start_is_an_error_within_its_timeout(
     assert time.monotonic() - started < 5 and model.requests == []
 
 
-async def test_an_mcp_server_that_dies_mid_call_ends_the_run_with_an_error(engine: AiFlowEngine) -> None:
+async def test_an_mcp_server_that_dies_mid_call_ends_the_run_with_an_error(commands_engine: AiFlowEngine) -> None:
+    engine = commands_engine
+
     def script(messages: list[Message], tools: list[ToolInfo]) -> Message:
         if messages[-1].role != "tool":
             return tool_calls(("pid", {}))

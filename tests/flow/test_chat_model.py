@@ -235,8 +235,9 @@ async def test_a_failing_model_is_an_error_naming_chat_config(engine: AiFlowEngi
     ],
 )
 async def test_chat_config_maps_onto_an_openai_compatible_endpoint(
-    engine: AiFlowEngine, fake_openai: FakeOpenAI, config: str, path: str, authorization: str
+    loopback_engine: AiFlowEngine, fake_openai: FakeOpenAI, config: str, path: str, authorization: str
 ) -> None:
+    engine = loopback_engine
     graph = flow(
         '{task: "@ChatModel", meta: {message: ping, chatConfig: ' + config.replace("{url}", fake_openai.url) + "}}"
     )
@@ -258,7 +259,8 @@ async def test_the_local_provider_is_loaded_once_for_every_node_naming_it(engine
     assert first.get("property_chatModel")[0] is engine.settings.shared["local:smollm2"]
 
 
-async def test_default_options_go_with_each_request(engine: AiFlowEngine, fake_openai: FakeOpenAI) -> None:
+async def test_default_options_go_with_each_request(loopback_engine: AiFlowEngine, fake_openai: FakeOpenAI) -> None:
+    engine = loopback_engine
     config = (
         f"{{model: m, apiUrl: '{fake_openai.url}/v1', defaultOptions: {{max_tokens: 5, temperature: 0, top_k: 3}}}}"
     )
@@ -271,7 +273,7 @@ async def test_default_options_go_with_each_request(engine: AiFlowEngine, fake_o
 
 async def test_an_mcp_server_over_stdio_starts_in_the_engine_s_base_folder(console: Console) -> None:
     model = ScriptedModel([tool_calls(("get_weather", {"location": "Xi'an"})), assistant("Sunny.")])
-    engine = AiFlowEngine(base_dir=EXAMPLES, stdout=console.stdout)
+    engine = AiFlowEngine(base_dir=EXAMPLES, stdout=console.stdout, allowed_commands=[sys.executable])
     engine.register("scripted", model)
     servers = f"{{weather: {{type: stdio, command: '{sys.executable}', args: [weather_mcp_server.py, --stdio], timeout: 20}}}}"
 

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import batonflow
 
-from .conftest import EXAMPLES
+from .conftest import EXAMPLES, FakeOpenAI
 
 SRC = Path(batonflow.__file__).resolve().parent.parent
 
@@ -67,3 +67,59 @@ def test_a_flow_error_exits_1_naming_graph_node_and_meta(tmp_path: Path) -> None
         result.stderr.strip()
         == "batonflow: graph 'bad', node 'chat', meta 'stream': expected true or false, got str 'maybe'"
     )
+
+
+def chat_flow(path: Path, meta: str) -> Path:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(f'id: g\nlayout:\n  - {{id: chat, task: "@ChatModel", meta: {{message: hi, {meta}}}}}\n')
+    return path
+
+
+def test_a_flow_s_command_is_refused_in_one_line_and_nothing_runs(tmp_path: Path) -> None:
+    marker = tmp_path / "ran"
+    server = json.dumps({"type": "stdio", "command": "sh", "args": ["-c", f"id > {marker}"]})
+    flow = chat_flow(tmp_path / "f.yml", f"chatConfig: {{provider: local}}, mcpServers: {{x: {server}}}")
+
+    result = batonflow_run(str(flow))
+
+    assert result.returncode == 1 and not marker.exists()
+    assert len(result.stderr.strip().splitlines()) == 1 and "Traceback" not in result.stderr
+    assert result.stderr.startswith(
+        "batonflow: graph 'g', node 'chat', meta 'mcpServers': server 'x' would run the command 'sh', which is not "
+        "allowed; allowed commands: none."
+    )
+    assert result.stderr.strip().endswith("[rule allowed_commands]")
+
+
+def test_allow_host_opens_a_host_to_the_flow(tmp_path: Path, fake_openai: FakeOpenAI) -> None:
+    flow = chat_flow(tmp_path / "f.yml", f"chatConfig: {{model: m, apiUrl: '{fake_openai.url}/v1'}}")
+    host = fake_openai.url.removeprefix("http://")
+
+    refused = batonflow_run(str(flow))
+    allowed = batonflow_run(str(flow), "--allow-host", "example.org", "--allow-host", host)
+
+    assert refused.returncode == 1 and refused.stderr.strip().endswith("[rule allowed_hosts]")
+    assert f"--allow-host {host}" in refused.stderr and "Traceback" not in refused.stderr
+    assert allowed.returncode == 0, allowed.stderr
+    assert "pong" in str(report(allowed.stdout)["variables"])
+    assert len(fake_openai.requests) == 1
+
+
+def test_base_dir_and_allow_command_open_files_and_commands(tmp_path: Path) -> None:
+    (tmp_path / "other").mkdir()
+    server = json.dumps(
+        {
+            "type": "stdio",
+            "command": sys.executable,
+            "args": ["-c", "import sys; sys.exit(3)"],
+            "cwd": str(tmp_path / "other"),
+        }
+    )
+    flow = chat_flow(tmp_path / "flows" / "f.yml", f"chatConfig: {{provider: local}}, mcpServers: {{x: {server}}}")
+
+    no_folder = batonflow_run(str(flow), "--allow-command", sys.executable)
+    both = batonflow_run(str(flow), "--allow-command", sys.executable, "--base-dir", str(tmp_path))
+
+    assert no_folder.returncode == 1 and no_folder.stderr.strip().endswith("[rule base_dir]")
+    assert f"base_dir: {str((tmp_path / 'flows').resolve())!r}" in no_folder.stderr
+    assert both.returncode == 1 and "the MCP server 'x' did not give its tools" in both.stderr

@@ -147,12 +147,12 @@ async def test_a_url_on_a_host_that_is_not_allowed_is_refused_before_any_request
 
 async def test_a_redirect_to_a_host_that_is_not_allowed_is_refused(static_site: str, tmp_path: Path) -> None:
     (tmp_path / "site" / "about.md").write_text("x")
-    engine = AiFlowEngine(allowed_hosts=[static_site.removeprefix("http://")])  # 127.0.0.1:<port>, not localhost
+    engine = AiFlowEngine(allowed_hosts=[static_site.removeprefix("http://")])  # 127.0.0.1:<port>, not ::1
 
     with pytest.raises(FlowMetaError) as caught:
         await stored(engine, repository_flow(f"{static_site}/moved"))
 
-    assert "the host 'localhost:" in str(caught.value)
+    assert "connects to the host [::1]:" in str(caught.value)
 
 
 async def test_a_url_that_fails_is_a_component_error(static_site: str) -> None:

@@ -38,7 +38,9 @@ def example(name: str, *, chat: dict[str, Any], embedding: dict[str, Any] | None
 
 
 def engine_with(console: Console, **components: object) -> AiFlowEngine:
-    engine = AiFlowEngine(stdin=console.stdin, stdout=console.stdout, base_dir=EXAMPLES)
+    engine = AiFlowEngine(
+        stdin=console.stdin, stdout=console.stdout, base_dir=EXAMPLES, allowed_hosts=["127.0.0.1", "localhost"]
+    )
     for name, component in components.items():
         engine.register(name, component)
     return engine

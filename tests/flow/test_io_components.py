@@ -180,7 +180,10 @@ async def test_web_input_refuses_an_attachment_url_on_a_host_that_is_not_allowed
         )
 
     assert (caught.value.node_id, caught.value.meta) == ("w", "attachment")
-    assert "the host '169.254.169.254' of 'http://169.254.169.254/latest/meta-data' is not allowed" in str(caught.value)
+    assert (
+        "'http://169.254.169.254/latest/meta-data' connects to the host 169.254.169.254:80, which is not allowed"
+        in str(caught.value)
+    )
 
 
 # -- VarOutput, ConsoleOutput, WebOutput -------------------------------------------------------------------------

@@ -186,12 +186,12 @@ async def test_redis_repository_stores_in_hashes_and_searches_in_process(prefix:
 async def test_the_redis_component_answers_from_the_real_server(prefix: str, tmp_path: Path) -> None:
     (tmp_path / "about.md").write_text("Solon is developed by noear\n\nPears are green")
     meta = f'documentSources: [about.md], splitPipeline: [RegexTextSplitter], redisConfig: {{server: "127.0.0.1:6379", db: 0, keyPrefix: "{prefix}"}}'
-    async with AiFlowEngine(base_dir=tmp_path) as engine:
+    async with AiFlowEngine(base_dir=tmp_path, allowed_hosts=["127.0.0.1:6379"]) as engine:
         engine.register("words", WordEmbedding())
         await engine.eval(rag("@RedisRepository", meta), FlowContext(variables={"message": "warm up"}))
 
     # another engine (another process, as far as it knows) with no documents to load finds them in Redis
-    async with AiFlowEngine() as other:
+    async with AiFlowEngine(allowed_hosts=["127.0.0.1:6379"]) as other:
         other.register("words", WordEmbedding())
         config = f'redisConfig: {{server: "127.0.0.1:6379", keyPrefix: "{prefix}"}}'
         context = await other.eval(

@@ -144,3 +144,19 @@ async def test_an_eval_past_max_active_runs_is_a_429_as_a_run_is() -> None:
         assert refused.headers["Retry-After"] == "1"
     assert first.json()["status"] == "completed"
     assert after.status_code == 200  # the place is given back when the eval ends
+
+
+async def test_a_served_flow_without_an_engine_of_its_own_reaches_no_command_file_or_host(tmp_path: Any) -> None:
+    marker = tmp_path / "ran"
+    hostile = Graph.from_yaml(
+        "id: hostile\nlayout:\n"
+        '  - {id: chat, task: "@ChatModel", meta: {message: hi, chatConfig: {model: m, apiUrl: "http://127.0.0.1:9/v1"},'
+        f' mcpServers: {{x: {{type: stdio, command: sh, args: [-c, "id > {marker}"]}}}}}}}}\n'
+        '  - {id: docs, task: "@InMemoryRepository", meta: {documentSources: [/etc/passwd]}}\n'
+    )
+    async with asgi_client(create_app(flows=hostile)) as client:
+        answer = await client.post("/flows/hostile/eval", json={})
+
+    assert answer.status_code == 422 and answer.json()["error"]["code"] == "invalid_flow"
+    assert "meta 'chatConfig'" in answer.json()["error"]["message"]
+    assert answer.json()["error"]["message"].endswith("[rule allowed_hosts]") and not marker.exists()

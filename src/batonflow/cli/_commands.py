@@ -100,6 +100,25 @@ def demo(
 
 _FLOW_SUFFIXES = (".yml", ".yaml", ".json")
 
+# What a flow file may reach beyond its own folder: nothing unless opened here.
+AllowHost = Annotated[
+    list[str] | None,
+    typer.Option(
+        metavar="HOST", help="a host the flow may connect to: name, name:port, an IP or a CIDR network (default: none)"
+    ),
+]
+AllowCommand = Annotated[
+    list[str] | None,
+    typer.Option(
+        metavar="COMMAND",
+        help="a command a stdio MCP server of the flow may run: a bare name or an absolute path (default: none)",
+    ),
+]
+BaseDir = Annotated[
+    str | None,
+    typer.Option(metavar="DIR", help="the folder the flow may read files in (default: the flow file's folder)"),
+]
+
 
 @app.command("run")
 def run(
@@ -128,6 +147,9 @@ def run(
         typer.Option(metavar="PATH", help="other graphs the flow calls as '#id': a file, a folder or a glob pattern"),
     ] = None,
     steps: Annotated[int, typer.Option(help="stop a flow after this many node visits (default: no limit)")] = -1,
+    allow_host: AllowHost = None,
+    allow_command: AllowCommand = None,
+    base_dir: BaseDir = None,
 ) -> int:
     """Run a graph flow and print where it ended, as JSON; or run an agent on --input, its events streamed.
 
@@ -140,12 +162,10 @@ def run(
                 raise typer.BadParameter(
                     f"expected with a module:attr target, got a flow file {target!r}", ctx, None, name
                 )
-        from ._run import parse_vars, run_flow
-
-        variables = parse_vars(var or [])
-        asyncio.run(run_flow(target, variables=variables, graphs=graph or [], steps=steps, out=sys.stdout))
+        _run_flow_file(target, var or [], graph or [], steps, allow_host or [], allow_command or [], base_dir)
         return 0
-    for name, used in (("--var", var), ("--graph", graph), ("--steps", steps != -1)):
+    flow_only = (("--allow-host", allow_host), ("--allow-command", allow_command), ("--base-dir", base_dir))
+    for name, used in (("--var", var), ("--graph", graph), ("--steps", steps != -1), *flow_only):
         if used:
             raise typer.BadParameter(
                 f"expected with a FLOW.yml target, got the agent target {target!r}", ctx, None, name
@@ -156,6 +176,25 @@ def run(
     if code:
         raise typer.Exit(code)
     return 0
+
+
+def _run_flow_file(
+    target: str,
+    var: list[str],
+    graphs: list[str],
+    steps: int,
+    allowed_hosts: list[str],
+    allowed_commands: list[str],
+    base_dir: str | None,
+) -> None:
+    """``batonflow run FLOW.yml``: the flow on its variables, reaching only what the options open."""
+    from ._run import parse_vars, run_flow
+
+    opened = {"allowed_hosts": allowed_hosts, "allowed_commands": allowed_commands}
+    variables = parse_vars(var)
+    asyncio.run(
+        run_flow(target, variables=variables, graphs=graphs, steps=steps, out=sys.stdout, base_dir=base_dir, **opened)
+    )
 
 
 def _agent_run(ctx: typer.Context, target: str, name: str | None, store: str) -> AgentRun:

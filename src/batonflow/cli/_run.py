@@ -1,7 +1,8 @@
 """``batonflow run FLOW.yml``: run a graph file and print where it ended and its variables, as JSON.
 
-The engine is an ``AiFlowEngine``: it knows the AI components (``@ChatModel``, ``@ConsoleOutput`` …), reads the
-console for ``@ConsoleInput``, and finds relative document paths next to the flow file.
+The engine is an ``AiFlowEngine``: it knows the AI components (``@ChatModel``, ``@ConsoleOutput`` …) and reads the
+console for ``@ConsoleInput``. What the flow may reach is closed but for what the command line opens: files in the
+flow file's folder (or ``--base-dir``), the hosts of ``--allow-host`` and the commands of ``--allow-command``.
 """
 
 from __future__ import annotations
@@ -33,10 +34,22 @@ def parse_vars(pairs: Sequence[str]) -> dict[str, Any]:
 
 
 async def run_flow(
-    path: str, *, variables: dict[str, Any], graphs: Sequence[str] = (), steps: int = -1, out: TextIO
+    path: str,
+    *,
+    variables: dict[str, Any],
+    graphs: Sequence[str] = (),
+    steps: int = -1,
+    out: TextIO,
+    allowed_hosts: Sequence[str] = (),
+    allowed_commands: Sequence[str] = (),
+    base_dir: str | None = None,
 ) -> FlowContext:
-    """Load ``path`` (and ``graphs``, for its ``#id`` tasks) into a new engine, run it, and print the outcome."""
-    async with AiFlowEngine(base_dir=Path(path).parent) as engine:
+    """Load ``path`` (and ``graphs``, for its ``#id`` tasks) into a new engine, run it, and print the outcome.
+    Files are read inside ``base_dir`` (default: the flow file's folder); ``allowed_hosts`` and
+    ``allowed_commands`` are the engine's."""
+    folder = Path(base_dir) if base_dir is not None else Path(path).parent
+    engine = AiFlowEngine(base_dir=folder, allowed_hosts=allowed_hosts, allowed_commands=allowed_commands)
+    async with engine:
         for extra in graphs:
             engine.load_all(extra)
         graph = engine.load(Graph.load(path))

@@ -5,8 +5,13 @@
 ``@InMemoryRepository``, ``@RedisRepository``, ``@VarOutput``, ``@ConsoleOutput``, ``@WebOutput``), with their
 metas and I/O conventions; ``batonflow run`` uses it. Models and tool providers registered on it by name
 (``engine.register("chat", model)``) are what ``chatConfig: {model: chat}`` and ``toolProviders: [name]`` find.
+A flow file reaches no command, file or host unless the engine's owner allowed it (``allowed_commands``,
+``base_dir``, ``allowed_hosts``); a refusal is a ``FlowPermissionError``.
 """
 
+from ._allow import DEFAULT_HTTP_TIMEOUT as DEFAULT_HTTP_TIMEOUT
+from ._allow import DEFAULT_MAX_FETCH_BYTES as DEFAULT_MAX_FETCH_BYTES
+from ._allow import TEXT_TYPES as TEXT_TYPES
 from ._base import FLOW_NODE_END as FLOW_NODE_END
 from ._base import FLOW_NODE_START as FLOW_NODE_START
 from ._base import AiComponent as AiComponent
@@ -24,6 +29,7 @@ from ._engine import COMPONENTS as COMPONENTS
 from ._engine import AiFlowEngine as AiFlowEngine
 from ._errors import FlowComponentError as FlowComponentError
 from ._errors import FlowMetaError as FlowMetaError
+from ._errors import FlowPermissionError as FlowPermissionError
 from ._generate import GeneratedImage as GeneratedImage
 from ._generate import ImageModel as ImageModel
 from ._generate import OpenAIImageModel as OpenAIImageModel
@@ -41,12 +47,15 @@ from ._web import serving as serving
 
 __all__ = [
     "COMPONENTS",
+    "DEFAULT_HTTP_TIMEOUT",
     "DEFAULT_LIMIT",
+    "DEFAULT_MAX_FETCH_BYTES",
     "DEFAULT_SIMILARITY_THRESHOLD",
     "FLOW_NODE_END",
     "FLOW_NODE_START",
     "MAX_TOOL_ROUNDS",
     "PROVIDERS",
+    "TEXT_TYPES",
     "AiComponent",
     "AiFlowEngine",
     "ChatSession",
@@ -54,6 +63,7 @@ __all__ = [
     "DocumentSplitter",
     "FlowComponentError",
     "FlowMetaError",
+    "FlowPermissionError",
     "FlowSettings",
     "GeneratedImage",
     "ImageModel",

@@ -16,7 +16,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TextIO
 
+from ..errors import UserError
 from ..graph import FlowContext, FlowEngine, Node
+from ._allow import DEFAULT_HTTP_TIMEOUT, DEFAULT_MAX_FETCH_BYTES, HostRule, command_entries, host_rules
 from ._errors import FlowMetaError
 
 __all__ = [
@@ -52,16 +54,33 @@ class NodeEvent:
 @dataclass(slots=True, kw_only=True)
 class FlowSettings:
     """What the components registered on one engine share: the engine (for models and tool providers registered
-    on it by name), the console, the hosts documents may be fetched from, the folder relative paths start in, and
-    the models loaded in this process (one in-process model serves every node that names it)."""
+    on it by name), the console, what a flow file may reach (see ``AiFlowEngine``: by default nothing), the bounds
+    of a fetch, and the models loaded in this process (one in-process model serves every node that names it).
+
+    ``base_dir`` is resolved here; ``None`` means that no file may be read."""
 
     engine: FlowEngine
     stdin: TextIO | None = None
     stdout: TextIO | None = None
     allowed_hosts: frozenset[str] = frozenset()
+    allowed_commands: frozenset[str] = frozenset()
     base_dir: Path | None = None
-    http_timeout: float = 30.0
+    http_timeout: float = DEFAULT_HTTP_TIMEOUT
+    max_fetch_bytes: int = DEFAULT_MAX_FETCH_BYTES
     shared: dict[str, Any] = field(default_factory=dict)
+    host_rules: tuple[HostRule, ...] = field(init=False, default=())
+
+    def __post_init__(self) -> None:
+        self.host_rules = host_rules(sorted(self.allowed_hosts))
+        self.allowed_commands = command_entries(self.allowed_commands)
+        if self.base_dir is not None:
+            self.base_dir = Path(self.base_dir).expanduser().resolve()
+        timeout = self.http_timeout
+        if isinstance(timeout, bool) or not isinstance(timeout, int | float) or not 0 < timeout < float("inf"):
+            raise UserError(f"http_timeout: expected a positive number of seconds, got {timeout!r}")
+        size = self.max_fetch_bytes
+        if isinstance(size, bool) or not isinstance(size, int) or size < 1:
+            raise UserError(f"max_fetch_bytes: expected a positive whole number of bytes, got {size!r}")
 
     @property
     def console_in(self) -> TextIO:
@@ -70,10 +89,6 @@ class FlowSettings:
     @property
     def console_out(self) -> TextIO:
         return self.stdout if self.stdout is not None else sys.stdout
-
-    def path(self, name: str) -> Path:
-        path = Path(name).expanduser()
-        return path if path.is_absolute() or self.base_dir is None else self.base_dir / path
 
 
 class AiComponent:

@@ -23,7 +23,7 @@ from ..schema import Message, Stream, ToolCall, system, tool_message, user
 from ..store import register_type
 from ..tools import Tool, ToolContext
 from ._base import AiComponent, meta_bool, meta_text
-from ._config import default_settings, read_config
+from ._config import ModelConfig, checked_config, default_settings
 from ._errors import FlowComponentError, FlowMetaError
 from ._tools import NodeTools, node_tools
 
@@ -123,12 +123,11 @@ class ChatModelComponent(AiComponent):
     async def _build(self, node: Node) -> _Built:
         meta_bool(node, STREAM)  # checked before the first call, not at the first streamed one
         meta_text(node, SYSTEM_PROMPT)
-        model = self._model(node)
+        model = self._model(node, await checked_config(node, CHAT_CONFIG, self.settings))
         step = ModelStep(model, settings=default_settings(node, CHAT_CONFIG))
         return _Built(model, await node_tools(node, self.settings), step)
 
-    def _model(self, node: Node) -> ChatModel:
-        config = read_config(node, CHAT_CONFIG)
+    def _model(self, node: Node, config: ModelConfig) -> ChatModel:
         where = {"graph_id": node.graph.id, "node_id": node.id, "meta": CHAT_CONFIG}
         if config.registered is not None:
             found = self.settings.engine.get_component(config.registered)

@@ -17,16 +17,18 @@ that model: tests and embedded uses need no server.
 
 from __future__ import annotations
 
+import os
 from collections.abc import Mapping
 from typing import Any
 from urllib.parse import urlsplit
 
 from ..graph import Node
 from ..models import ModelSettings
-from ._base import config_text
+from ._allow import check_url, resolve_file
+from ._base import FlowSettings, config_text
 from ._errors import FlowMetaError
 
-__all__ = ["PROVIDERS", "ModelConfig", "default_settings", "read_config"]
+__all__ = ["PROVIDERS", "ModelConfig", "checked_config", "default_settings", "read_config"]
 
 PROVIDERS = ("local", "ollama", "openai", "openai-compatible")
 _ENDPOINTS = ("/chat/completions", "/embeddings", "/images/generations", "/api/chat", "/api/embed", "/api/generate")
@@ -92,6 +94,51 @@ def read_config(node: Node, meta: str, *, default_model: str = "") -> ModelConfi
     if api_key is not None:
         options["api_key"] = api_key
     return ModelConfig(raw, f"openai:{model}", options, registered)
+
+
+_OPENAI_BASE_URL = "https://api.openai.com/v1"
+
+
+async def checked_config(
+    node: Node, meta: str, settings: FlowSettings, *, default_model: str = "", sdk_client: bool = True
+) -> ModelConfig:
+    """``read_config``, then what it would reach checked: the endpoint's host (``apiUrl``, Ollama's, or OpenAI's
+    own, ``OPENAI_BASE_URL`` when set) against ``allowed_hosts``, a local ``.gguf`` path against ``base_dir`` (the
+    URI then names the resolved file). A model registered on the engine is the owner's: not checked. With
+    ``sdk_client`` the options get an openai client that follows no redirect."""
+    config = read_config(node, meta, default_model=default_model)
+    if config.registered is not None:
+        return config
+    provider, _, target = config.uri.partition(":")
+    if provider == "local":
+        if target.endswith(".gguf"):  # any other name than smollm2 is refused by the model loader
+            path = resolve_file(target, settings, node, meta, what="the local model file")
+            config.uri = f"local:{path}"
+        return config
+    base = (
+        target.rpartition("#")[0]
+        if provider == "openai-compatible"
+        else (os.environ.get("OPENAI_BASE_URL") or _OPENAI_BASE_URL)
+    )
+    await check_url(base, settings, node, meta)
+    # The SDK follows redirects on its own; one from an endpoint a file named is not followed, so that it cannot
+    # lead past allowed_hosts.
+    client = no_redirect_client(config, base) if sdk_client else None
+    if client is not None:
+        config.options["client"] = client
+    return config
+
+
+def no_redirect_client(config: ModelConfig, base_url: str) -> Any:
+    """An SDK client for ``base_url`` that does not follow redirects, with the key the model would use; ``None``
+    (the model's own client) when there is no key, which the model then reports."""
+    import openai
+
+    api_key = config.options.get("api_key") or os.environ.get("OPENAI_API_KEY")
+    if api_key is None and config.uri.startswith("openai:"):
+        return None
+    http_client = openai.DefaultAsyncHttpxClient(follow_redirects=False)
+    return openai.AsyncOpenAI(api_key=api_key or "not-needed", base_url=base_url, http_client=http_client)
 
 
 _SETTINGS = {"max_tokens": int, "temperature": float, "top_p": float, "seed": int, "stop": list}

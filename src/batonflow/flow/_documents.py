@@ -1,5 +1,5 @@
-"""Documents for the repositories: the ``Document`` type, text splitters, and a loader for files, folders and
-``http(s)`` URLs on allowed hosts.
+"""Documents for the repositories: the ``Document`` type, text splitters, and a loader for files and folders
+inside the engine's ``base_dir`` and ``http(s)`` URLs on allowed hosts.
 
 The splitters are solon-ai's. ``RegexTextSplitter`` cuts at a pattern (a blank line by default).
 ``TokenSizeTextSplitter`` cuts a text into chunks of about ``chunk_size`` tokens, each ending at its last ``.``,
@@ -15,13 +15,12 @@ import re
 import uuid
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any, Protocol, runtime_checkable
-from urllib.parse import urlsplit
 
 from ..graph import Node
+from ._allow import fetch_text, read_text_file, resolve_file, resolve_folder_files
 from ._base import FlowSettings
-from ._errors import FlowComponentError, FlowMetaError
+from ._errors import FlowMetaError
 
 __all__ = [
     "Document",
@@ -188,17 +187,17 @@ def splitter_named(name: str, settings: FlowSettings, node: Node) -> DocumentSpl
 
 
 async def load_source(source: str, settings: FlowSettings, node: Node, *, meta: str) -> list[Document]:
-    """The documents of ``source``: a URL's text (allowed hosts only), a file's, or every text file of a folder
-    (read in a worker thread, off the event loop)."""
+    """The documents of ``source``: a URL's text (allowed hosts only, bounded), a file's, or every text file of a
+    folder, inside ``base_dir`` (read in a worker thread, off the event loop)."""
     if source.startswith(("http://", "https://")):
         return [await load_url(source, settings, node, meta=meta)]
     return await asyncio.to_thread(_load_path, source, settings, node, meta)
 
 
 def _load_path(source: str, settings: FlowSettings, node: Node, meta: str) -> list[Document]:
-    path = settings.path(source.removeprefix("file:"))
+    path = resolve_file(source, settings, node, meta, what="the document source")
     if path.is_dir():
-        files = sorted(p for p in path.rglob("*") if p.is_file() and p.suffix.lower() in TEXT_SUFFIXES)
+        files = resolve_folder_files(path, TEXT_SUFFIXES, settings, node, meta)
     elif path.is_file():
         files = [path]
     else:
@@ -208,51 +207,9 @@ def _load_path(source: str, settings: FlowSettings, node: Node, meta: str) -> li
             node_id=node.id,
             meta=meta,
         )
-    return [Document(_read(file, node, meta), {"source": str(file)}) for file in files]
-
-
-def _read(path: Path, node: Node, meta: str) -> str:
-    try:
-        return path.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as error:
-        raise FlowComponentError(
-            f"cannot read {path}: {error}", graph_id=node.graph.id, node_id=node.id, meta=meta
-        ) from error
-
-
-def check_host(url: str, settings: FlowSettings, node: Node, meta: str) -> None:
-    """Refuse a URL whose host (``host`` or ``host:port``) the engine does not allow."""
-    parts = urlsplit(url)
-    host = (parts.hostname or "").lower()
-    with_port = f"{host}:{parts.port}" if parts.port else host
-    if host not in settings.allowed_hosts and with_port not in settings.allowed_hosts:
-        allowed = sorted(settings.allowed_hosts) or "none"
-        raise FlowMetaError(
-            f"the host {with_port!r} of {url!r} is not allowed; allowed hosts: {allowed} (give the flow engine "
-            "allowed_hosts to fetch from it)",
-            graph_id=node.graph.id,
-            node_id=node.id,
-            meta=meta,
-        )
+    return [Document(read_text_file(file, settings, node, meta), {"source": str(file)}) for file in files]
 
 
 async def load_url(url: str, settings: FlowSettings, node: Node, *, meta: str) -> Document:
-    """The text at ``url`` as a document; the host, and that of every redirect, must be allowed."""
-    import httpx
-
-    check_host(url, settings, node, meta)
-
-    async def check_redirect(request: httpx.Request) -> None:
-        check_host(str(request.url), settings, node, meta)
-
-    try:
-        async with httpx.AsyncClient(
-            timeout=settings.http_timeout, follow_redirects=True, event_hooks={"request": [check_redirect]}
-        ) as client:
-            response = await client.get(url)
-            response.raise_for_status()
-    except httpx.HTTPError as error:
-        raise FlowComponentError(
-            f"cannot fetch {url!r}: {type(error).__name__}: {error}", graph_id=node.graph.id, node_id=node.id, meta=meta
-        ) from error
-    return Document(response.text, {"source": url})
+    """The text at ``url`` as a document (see ``fetch_text``: allowed hosts, redirects checked, bounded)."""
+    return Document(await fetch_text(url, settings, node, meta), {"source": url})

@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import TextIO
 
 from ..graph import DEFAULT_MAX_VISITS, FlowEngine, extend_engines
+from ._allow import DEFAULT_HTTP_TIMEOUT, DEFAULT_MAX_FETCH_BYTES, command_entries, host_entries
 from ._base import AiComponent, FlowSettings
 from ._chat import ChatModelComponent
 from ._generate import EmbeddingModelComponent, GenerateModelComponent
@@ -41,9 +42,20 @@ COMPONENTS: tuple[str, ...] = tuple(cls.name for cls in _CLASSES)
 
 class AiFlowEngine(FlowEngine):
     """A flow engine with the AI components registered on settings of its own. ``stdin``/``stdout`` are the
-    console of ``ConsoleInput``/``ConsoleOutput`` (default: the process's); ``allowed_hosts`` the hosts (``name``
-    or ``name:port``) documents may be fetched from (default: none); ``base_dir`` the folder relative document
-    paths start in (default: the working directory). Every ``FlowEngine`` knows the components too, with the
+    console of ``ConsoleInput``/``ConsoleOutput`` (default: the process's). What a flow file may reach is what
+    the owner allows here, and by default nothing:
+
+    - ``allowed_commands``: the commands a stdio ``mcpServers`` entry may run, as bare names (``uvx``) or absolute
+      paths (default: none);
+    - ``base_dir``: the folder files may be read from (documents, a local ``.gguf`` model, a server's ``cwd``),
+      ``..``, ``~``, absolute paths, ``file:`` URLs and symlinks resolved first (default: none, no file);
+    - ``allowed_hosts``: the hosts the components may connect to (model endpoints, MCP over HTTP, Redis, documents
+      and attachments), as ``name``, ``name:port``, an IP or a CIDR network (default: none);
+    - ``max_fetch_bytes`` (10 MiB) and ``http_timeout`` (30 s, for the whole fetch) bound every document or
+      attachment fetched and every file read.
+
+    A refusal is a ``FlowPermissionError``. Models, tool providers and Redis clients registered on the engine in
+    code are the owner's and are not checked. Every ``FlowEngine`` knows the components too, with these closed
     defaults. ``aclose()`` (or ``async with``) closes the MCP connections and Redis clients the nodes opened."""
 
     def __init__(
@@ -53,17 +65,21 @@ class AiFlowEngine(FlowEngine):
         stdin: TextIO | None = None,
         stdout: TextIO | None = None,
         allowed_hosts: Iterable[str] = (),
+        allowed_commands: Iterable[str] = (),
         base_dir: str | os.PathLike[str] | None = None,
-        http_timeout: float = 30.0,
+        http_timeout: float = DEFAULT_HTTP_TIMEOUT,
+        max_fetch_bytes: int = DEFAULT_MAX_FETCH_BYTES,
     ) -> None:
         super().__init__(max_visits=max_visits)
         self.settings = FlowSettings(
             engine=self,
             stdin=stdin,
             stdout=stdout,
-            allowed_hosts=frozenset(host.lower() for host in allowed_hosts),
+            allowed_hosts=host_entries(allowed_hosts),
+            allowed_commands=command_entries(allowed_commands),
             base_dir=None if base_dir is None else Path(base_dir),
             http_timeout=http_timeout,
+            max_fetch_bytes=max_fetch_bytes,
         )
         _register(self, self.settings)
 

@@ -8,6 +8,8 @@ with each request) and turns its text input into a ``GeneratedImage``.
 
 from __future__ import annotations
 
+import asyncio
+import json
 import os
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
@@ -16,13 +18,20 @@ from ..errors import RunError, UserError
 from ..graph import FlowContext, Node
 from ..schema import Message
 from ._base import AiComponent, FlowSettings
-from ._config import read_config
+from ._config import ModelConfig, checked_config
 from ._errors import FlowComponentError, FlowMetaError
 
 if TYPE_CHECKING:
     from ..models import EmbeddingModel
 
-__all__ = ["EmbeddingModelComponent", "GenerateModelComponent", "GeneratedImage", "ImageModel", "OpenAIImageModel"]
+__all__ = [
+    "MAX_IMAGE_RESPONSE_BYTES",
+    "EmbeddingModelComponent",
+    "GenerateModelComponent",
+    "GeneratedImage",
+    "ImageModel",
+    "OpenAIImageModel",
+]
 
 EMBEDDING_CONFIG, GENERATE_CONFIG = "embeddingConfig", "generateConfig"
 
@@ -49,9 +58,15 @@ class ImageModel(Protocol):
     async def generate_image(self, prompt: str) -> GeneratedImage: ...
 
 
+MAX_IMAGE_RESPONSE_BYTES = 64 * 1024 * 1024
+"""The most an images endpoint's answer may be (64 MiB: a large image as base64 fits)."""
+
+
 class OpenAIImageModel:
     """An OpenAI-compatible images endpoint: ``POST {base_url}/images/generations`` with the model, the prompt and
-    ``options`` (``size``, ``quality``…); the first image of the answer. ``base_url`` defaults to OpenAI's."""
+    ``options`` (``size``, ``quality``…); the first image of the answer. ``base_url`` defaults to
+    ``OPENAI_BASE_URL``, else OpenAI's. The answer is read as it streams in, at most ``max_response_bytes``, and
+    the whole request takes at most ``timeout`` seconds; redirects are not followed."""
 
     def __init__(
         self,
@@ -61,11 +76,13 @@ class OpenAIImageModel:
         api_key: str | None = None,
         timeout: float = 120.0,
         options: dict[str, Any] | None = None,
+        max_response_bytes: int = MAX_IMAGE_RESPONSE_BYTES,
     ) -> None:
         self.model_name = model
-        self.base_url = (base_url or "https://api.openai.com/v1").rstrip("/")
+        self.base_url = (base_url or os.environ.get("OPENAI_BASE_URL") or "https://api.openai.com/v1").rstrip("/")
         self.options = dict(options or {})
         self.timeout = timeout
+        self.max_response_bytes = max_response_bytes
         self._api_key = api_key if api_key is not None else os.environ.get("OPENAI_API_KEY")
 
     async def generate_image(self, prompt: str) -> GeneratedImage:
@@ -75,10 +92,23 @@ class OpenAIImageModel:
         headers = {"Authorization": f"Bearer {self._api_key}"} if self._api_key else {}
         body = {"model": self.model_name, "prompt": prompt, **self.options}
         try:
-            async with httpx.AsyncClient(timeout=self.timeout) as client:
-                response = await client.post(url, json=body, headers=headers)
-            response.raise_for_status()
-            first = response.json()["data"][0]
+            # httpx's timeout is per read; the deadline bounds the whole request, however slowly it answers.
+            async with (
+                asyncio.timeout(self.timeout),
+                httpx.AsyncClient(timeout=self.timeout) as client,
+                client.stream("POST", url, json=body, headers=headers) as response,
+            ):
+                response.raise_for_status()
+                data = bytearray()
+                async for chunk in response.aiter_bytes():
+                    data.extend(chunk)
+                    if len(data) > self.max_response_bytes:
+                        raise ValueError(f"the answer is larger than {self.max_response_bytes} bytes")
+            first = json.loads(bytes(data))["data"][0]
+        except TimeoutError:
+            raise RunError(
+                f"image model {self.model_name!r} request to {url} took longer than {self.timeout} s"
+            ) from None
         except (httpx.HTTPError, ValueError, KeyError, IndexError, TypeError) as error:
             raise RunError(
                 f"image model {self.model_name!r} request to {url} failed: {type(error).__name__}: {error}"
@@ -91,10 +121,9 @@ def _registered(settings: FlowSettings, name: str | None, kind: type[Any]) -> An
     return found if isinstance(found, kind) else None
 
 
-def build_embedding_model(node: Node, settings: FlowSettings) -> EmbeddingModel:
+def build_embedding_model(node: Node, settings: FlowSettings, config: ModelConfig) -> EmbeddingModel:
     from ..models import EmbeddingModel, load_embedding_model
 
-    config = read_config(node, EMBEDDING_CONFIG)
     where = {"graph_id": node.graph.id, "node_id": node.id, "meta": EMBEDDING_CONFIG}
     if config.registered is not None:
         found: EmbeddingModel | None = _registered(settings, config.registered, EmbeddingModel)
@@ -124,12 +153,14 @@ class EmbeddingModelComponent(AiComponent):
     name = "EmbeddingModel"
 
     async def do_run(self, context: FlowContext, node: Node) -> None:
-        model = self.cached(node, lambda: build_embedding_model(node, self.settings))
+        if node not in self._cache:
+            config = await checked_config(node, EMBEDDING_CONFIG, self.settings)
+            self._cache[node] = build_embedding_model(node, self.settings, config)
+        model = self._cache[node]
         self.set_property(context, "embeddingModel", model)
 
 
-def build_image_model(node: Node, settings: FlowSettings) -> ImageModel:
-    config = read_config(node, GENERATE_CONFIG)
+def build_image_model(node: Node, settings: FlowSettings, config: ModelConfig) -> ImageModel:
     where = {"graph_id": node.graph.id, "node_id": node.id, "meta": GENERATE_CONFIG}
     if config.registered is not None:
         found: ImageModel | None = _registered(settings, config.registered, ImageModel)
@@ -158,7 +189,10 @@ class GenerateModelComponent(AiComponent):
     name = "GenerateModel"
 
     async def do_run(self, context: FlowContext, node: Node) -> None:
-        model = self.cached(node, lambda: build_image_model(node, self.settings))
+        if node not in self._cache:
+            config = await checked_config(node, GENERATE_CONFIG, self.settings, sdk_client=False)
+            self._cache[node] = build_image_model(node, self.settings, config)
+        model: ImageModel = self._cache[node]
         self.set_property(context, "generateModel", model)
         data = self.get_input(context, node)
         if data is None:

@@ -105,7 +105,7 @@ class ConsoleInput(AiComponent):
 
 class WebInput(AiComponent):
     """The message and the attachment: from the node or the context, else from the HTTP request being served. A
-    missing message is an error. An attachment given as an ``http(s)`` URL is fetched (allowed hosts only)."""
+    missing message is an error. An attachment given as an ``http(s)`` URL is fetched as a document is (allowed hosts only, bounded)."""
 
     name = "WebInput"
 

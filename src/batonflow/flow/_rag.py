@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..graph import FlowContext, Node
 from ..schema import Message
+from ._allow import check_address
 from ._base import AiComponent, meta_mapping, meta_texts
 from ._documents import Document, SplitterPipeline, load_source, splitter_named
 from ._errors import FlowComponentError, FlowMetaError
@@ -38,6 +39,7 @@ class _RepositoryComponent(AiComponent):
                     node_id=node.id,
                     meta="embeddingModel",
                 )
+            await self.check(node)
             repository = self.make(embedding_model, node)
             await self._load_sources(repository, node)
             self._cache[node] = repository
@@ -92,6 +94,9 @@ class _RepositoryComponent(AiComponent):
                     meta=DOCUMENT_SOURCES,
                 ) from error
 
+    async def check(self, node: Node) -> None:
+        """Refuse what the node would reach and the engine does not allow, before anything is built."""
+
     def make(self, embedding_model: EmbeddingModel, node: Node) -> Repository:
         raise NotImplementedError
 
@@ -107,26 +112,37 @@ class InMemoryRepositoryComponent(_RepositoryComponent):
 
 class RedisRepositoryComponent(_RepositoryComponent):
     """``@RedisRepository``: documents in Redis; ``redisConfig`` is ``{server: "host:port", db, user, password,
-    keyPrefix}`` (default ``127.0.0.1:6379``, db 0, prefix ``doc:``)."""
+    keyPrefix}`` (default ``127.0.0.1:6379``, db 0, prefix ``doc:``), on a host in ``allowed_hosts``."""
 
     name = "RedisRepository"
+
+    async def check(self, node: Node) -> None:
+        host, port, _, _ = _redis_config(node)
+        await check_address(host, port, f"redisConfig server {host}:{port}", self.settings, node, REDIS_CONFIG)
 
     def make(self, embedding_model: EmbeddingModel, node: Node) -> Repository:
         import redis.asyncio
 
         config: Mapping[str, Any] = meta_mapping(node, REDIS_CONFIG) or {}
-        server = str(config.get("server") or "127.0.0.1:6379")
-        host, _, port = server.rpartition(":") if ":" in server else (server, "", "6379")
-        db, prefix = config.get("db", 0), config.get("keyPrefix", "doc:")
-        if not port.isdigit() or isinstance(db, bool) or not isinstance(db, int) or not isinstance(prefix, str):
-            raise FlowMetaError(
-                f"expected server 'host:port', db a number and keyPrefix text, got {server!r}, {db!r}, {prefix!r}",
-                graph_id=node.graph.id,
-                node_id=node.id,
-                meta=REDIS_CONFIG,
-            )
+        host, port, db, prefix = _redis_config(node)
         client = redis.asyncio.Redis(
-            host=host, port=int(port), db=db, username=config.get("user"), password=config.get("password")
+            host=host, port=port, db=db, username=config.get("user"), password=config.get("password")
         )
         self.settings.engine.add_closer(client.aclose)
         return RedisRepository(embedding_model, client, key_prefix=prefix)
+
+
+def _redis_config(node: Node) -> tuple[str, int, int, str]:
+    """The host, port, db and key prefix of ``redisConfig``, checked."""
+    config: Mapping[str, Any] = meta_mapping(node, REDIS_CONFIG) or {}
+    server = str(config.get("server") or "127.0.0.1:6379")
+    host, _, port = server.rpartition(":") if ":" in server else (server, "", "6379")
+    db, prefix = config.get("db", 0), config.get("keyPrefix", "doc:")
+    if not host or not port.isdigit() or isinstance(db, bool) or not isinstance(db, int) or not isinstance(prefix, str):
+        raise FlowMetaError(
+            f"expected server 'host:port', db a number and keyPrefix text, got {server!r}, {db!r}, {prefix!r}",
+            graph_id=node.graph.id,
+            node_id=node.id,
+            meta=REDIS_CONFIG,
+        )
+    return host.strip("[]"), int(port), db, prefix

@@ -3,8 +3,9 @@
 
 A registered tool provider is a ``Tool``, a function (made a tool as ``@tool`` makes one), a list of those, or an
 object with an ``async tools()`` method (an ``MCPToolProvider`` opened in code, say). An ``mcpServers`` entry is
-``{type: stdio, command, args, env, cwd}`` (``cwd`` defaults to the engine's ``base_dir``) or ``{type: streamable, url, headers}``, with an optional ``timeout``
-in seconds.
+``{type: stdio, command, args, env, cwd}`` (``cwd`` defaults to the engine's ``base_dir``) or ``{type: streamable,
+url, headers}``, with an optional ``timeout`` in seconds. A stdio server runs only a command the engine's owner
+allowed (``allowed_commands``), in a ``cwd`` inside ``base_dir``; an HTTP one only on an allowed host.
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ from typing import Any
 from ..graph import Node
 from ..schema import ToolInfo
 from ..tools import Tool, as_tool
+from ._allow import check_command, check_url
 from ._base import FlowSettings, meta_mapping, meta_texts
 from ._errors import FlowComponentError, FlowMetaError
 
@@ -53,8 +55,10 @@ async def node_tools(node: Node, settings: FlowSettings) -> NodeTools:
     for name in meta_texts(node, TOOL_PROVIDERS):
         tools.add(await _provided(name, node, settings), TOOL_PROVIDERS, node)
     servers = meta_mapping(node, MCP_SERVERS) or {}
-    for name, config in servers.items():
-        tools.add(await _mcp_tools(name, config, node, settings), MCP_SERVERS, node)
+    # Every server is checked before any starts: a refused one leaves nothing running.
+    checked = [(name, *await _checked_options(name, config, node, settings)) for name, config in servers.items()]
+    for name, kind, options in checked:
+        tools.add(await _mcp_tools(name, kind, options, node, settings), MCP_SERVERS, node)
     return tools
 
 
@@ -101,8 +105,7 @@ def _mcp_options(name: str, config: Any, node: Node) -> tuple[str, dict[str, Any
                 f"server {name!r}: expected 'command' as text and 'args' as a list, got {command!r} and {args!r}",
                 **where,
             )
-        options.update(command=command, args=[str(arg) for arg in args])
-        options.update({key: config[key] for key in ("env", "cwd") if config.get(key) is not None})
+        options.update(args=[str(arg) for arg in args])
         return kind, options
     if kind in _HTTP_TYPES:
         url = config.get("url")
@@ -115,14 +118,20 @@ def _mcp_options(name: str, config: Any, node: Node) -> tuple[str, dict[str, Any
     raise FlowMetaError(f"server {name!r}: expected type 'stdio' or 'streamable', got {kind!r}", **where)
 
 
-async def _mcp_tools(name: str, config: Any, node: Node, settings: FlowSettings) -> list[Tool]:
+async def _checked_options(name: str, config: Any, node: Node, settings: FlowSettings) -> tuple[str, dict[str, Any]]:
+    kind, options = _mcp_options(name, config, node)
+    if kind == "stdio":
+        options.update(check_command(name, config, settings, node, MCP_SERVERS))
+    else:
+        await check_url(options["url"], settings, node, MCP_SERVERS)
+    return kind, options
+
+
+async def _mcp_tools(name: str, kind: str, options: dict[str, Any], node: Node, settings: FlowSettings) -> list[Tool]:
     from ..tools.mcp import MCPToolProvider
 
-    kind, options = _mcp_options(name, config, node)
     try:
         if kind == "stdio":
-            if "cwd" not in options and settings.base_dir is not None:
-                options["cwd"] = str(settings.base_dir)  # a script named relative to the flow file is found
             provider = MCPToolProvider.stdio(options.pop("command"), options.pop("args"), **options)
         else:
             provider = MCPToolProvider.http(options.pop("url"), **options)

@@ -20,7 +20,9 @@ def load_flows(
     flows: Graph | Sequence[Graph] | Mapping[str, Graph] | None, engine: FlowEngine | None
 ) -> tuple[FlowEngine, dict[str, Graph]]:
     """The engine that runs the flows (``engine``, with its components, or a new one), made to know every flow so
-    that their ``#id`` tasks find each other; and the flows by id."""
+    that their ``#id`` tasks find each other; and the flows by id. A new one's AI components have the closed
+    defaults: a served flow runs no command, reads no file and connects to no host (pass an ``AiFlowEngine`` with
+    ``allowed_commands``, ``base_dir`` or ``allowed_hosts`` to allow some)."""
     engine = FlowEngine() if engine is None else engine
     if flows is None:
         return engine, {}
