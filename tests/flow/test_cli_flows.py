@@ -65,5 +65,5 @@ def test_a_flow_error_exits_1_naming_graph_node_and_meta(tmp_path: Path) -> None
     assert result.returncode == 1
     assert (
         result.stderr.strip()
-        == "batonflow: graph 'bad', node 'chat', meta 'stream': expected true or false, got str 'maybe'"
+        == f"batonflow: file {str(flow)!r}, graph 'bad', node 'chat', meta 'stream': expected true or false, got str 'maybe'"
     )

@@ -13,7 +13,7 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
-from ..errors import UserError
+from ..errors import BatonflowError, UserError
 
 if TYPE_CHECKING:
     from ._agent_run import AgentRun
@@ -143,7 +143,13 @@ def run(
         from ._run import parse_vars, run_flow
 
         variables = parse_vars(var or [])
-        asyncio.run(run_flow(target, variables=variables, graphs=graph or [], steps=steps, out=sys.stdout))
+        try:
+            asyncio.run(run_flow(target, variables=variables, graphs=graph or [], steps=steps, out=sys.stdout))
+        except BatonflowError as error:
+            if getattr(error, "file", ""):
+                raise  # named where it was read
+            joint = ", " if getattr(error, "graph_id", "") else ": "
+            raise UserError(f"file {target!r}{joint}{error}") from error  # what went wrong as it ran names it too
         return 0
     for name, used in (("--var", var), ("--graph", graph), ("--steps", steps != -1)):
         if used:

@@ -35,7 +35,8 @@ MAX_DEPTH = 64  # levels of the parsed expression
 class ExpressionError(UserError):
     """An expression that cannot be compiled or evaluated: bad syntax, a reach outside the sandbox, a limit passed,
     or an operation its values do not support. ``graph_id`` and ``node_id`` say where it was written (empty when it
-    was compiled on its own) and ``source`` is its text; the message says what was expected and what was found."""
+    was compiled on its own), ``file`` the graph file it was read from (set by ``Graph.load``) and ``source`` is its
+    text; the message says what was expected and what was found."""
 
     def __init__(self, message: str, *, source: str, graph_id: str = "", node_id: str = "") -> None:
         place = ", ".join(
@@ -45,6 +46,7 @@ class ExpressionError(UserError):
         self.graph_id = graph_id
         self.node_id = node_id
         self.source = source
+        self.file = ""
 
 
 # --- Java and SnEL operators -> Jinja2 ------------------------------------------------------------------------
