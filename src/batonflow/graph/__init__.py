@@ -18,6 +18,7 @@ from ._document import MAX_DOCUMENT_BYTES as MAX_DOCUMENT_BYTES
 from ._document import MAX_DOCUMENT_DEPTH as MAX_DOCUMENT_DEPTH
 from ._document import MAX_DOCUMENT_VALUES as MAX_DOCUMENT_VALUES
 from ._engine import DEFAULT_MAX_VISITS as DEFAULT_MAX_VISITS
+from ._engine import MAX_WALK_DEPTH as MAX_WALK_DEPTH
 from ._engine import FlowEngine as FlowEngine
 from ._engine import extend_engines as extend_engines
 from ._errors import ComponentError as ComponentError
@@ -50,6 +51,7 @@ __all__ = [
     "MAX_DOCUMENT_BYTES",
     "MAX_DOCUMENT_DEPTH",
     "MAX_DOCUMENT_VALUES",
+    "MAX_WALK_DEPTH",
     "AgentTask",
     "ComponentError",
     "ConditionComponent",
