@@ -32,6 +32,7 @@ from ._exchanger import FlowInterceptor as FlowInterceptor
 from ._exchanger import FlowInvocation as FlowInvocation
 from ._expr import Expression as Expression
 from ._expr import ExpressionError as ExpressionError
+from ._expr import ExpressionLimitError as ExpressionLimitError
 from ._expr import compile_expression as compile_expression
 from ._graph import Graph as Graph
 from ._graph import Link as Link
@@ -58,6 +59,7 @@ __all__ = [
     "ConditionLike",
     "Expression",
     "ExpressionError",
+    "ExpressionLimitError",
     "FlowContext",
     "FlowEngine",
     "FlowInterceptor",
