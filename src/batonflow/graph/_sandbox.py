@@ -431,16 +431,20 @@ def text_of(value: Any, what: str = "str() of a value") -> str:
     return text
 
 
-def _number(function: Callable[..., Any]) -> Callable[..., Any]:
-    """``int`` or ``float``: reading a number from text costs its length."""
+def _number(function: Callable[..., Any], name: str) -> Callable[..., Any]:
+    """``int`` or ``float`` (a function or a filter): reading a number from text costs its length."""
 
     def number(value: Any, *rest: Any) -> Any:
         if isinstance(value, str | bytes):
-            spend(len(value), f"{function.__name__}() of a text")
+            spend(len(value), f"{name} of a text")
         return function(value, *rest)
 
     number.__name__ = function.__name__
     return number
+
+
+def _str(*args: Any) -> str:
+    return text_of(args[0]) if len(args) == 1 else str(*args)  # str()'s own error for the others
 
 
 def _with_plain_arguments(function: Callable[..., Any]) -> Callable[..., Any]:
@@ -456,9 +460,9 @@ _BUILTINS: dict[str, Callable[..., Any]] = {
     "min": _extreme(min),
     "max": _extreme(max),
     "abs": abs,
-    "int": _number(int),
-    "float": _number(float),
-    "str": text_of,
+    "int": _number(int, "int()"),
+    "float": _number(float, "float()"),
+    "str": _str,
     "bool": bool,
     "round": _round,
     "range": _range,
@@ -599,8 +603,8 @@ _PRICED_FILTERS: dict[str, Callable[..., Any]] = {
     "lower": _text_filter("lower"),
     "upper": _text_filter("upper"),
     "trim": _text_filter("trim"),
-    "int": _number(FILTERS["int"]),
-    "float": _number(FILTERS["float"]),
+    "int": _number(FILTERS["int"], "the filter 'int'"),
+    "float": _number(FILTERS["float"], "the filter 'float'"),
 }
 _PRICED_TESTS: dict[str, Callable[..., Any]] = {
     "eq": _comparing("eq"),
@@ -663,7 +667,7 @@ def _check_operation(operator: str, left: Any, right: Any) -> None:
             if each * times > MAX_ITEMS:
                 refuse(
                     f"expected a repetition of at most {MAX_ITEMS} items and characters, nested ones included"
-                    f" (MAX_ITEMS), found one of {each * times}",
+                    f" (MAX_ITEMS), found one of at least {each * times}",
                     "MAX_ITEMS",
                 )
         spend(max(items, 0), "a repetition")
