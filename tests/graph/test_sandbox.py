@@ -115,3 +115,13 @@ def test_comparisons_keep_python_s_and_solon_s_meaning() -> None:
 
     with pytest.raises(ExpressionError, match="could not evaluate it"):  # reached, this time
         compile_expression("0 < 1 < len(missing)").evaluate({})
+
+
+def test_a_value_that_holds_itself_is_counted_as_endless_at_once() -> None:
+    endless: list[Any] = []
+    endless.append(endless)
+    shared = [1, [2]]
+
+    assert size(endless, MAX_WORK) > MAX_WORK
+    assert size([shared, [shared, [shared]]], 100) == 2 + 3 + 2 + 3 + 1 + 3  # shared, not endless
+    assert limit_of("x == x", {"x": endless}).limit == "MAX_WORK"

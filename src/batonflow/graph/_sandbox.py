@@ -138,9 +138,13 @@ def size(value: Any, cap: int) -> int:
         if kinds <= _TEXTS:
             return len(value) + sum(map(len, value))
     total = 0
+    path: set[int] = set()  # the containers being counted, around the one popped: a value that holds itself
     pending: list[tuple[Any, int]] = [(value, 1)]
     while pending:
         item, times = pending.pop()
+        if item is _LEFT:
+            path.discard(times)
+            continue
         children: Any
         if isinstance(item, (list, tuple, set, frozenset)):
             children = item
@@ -170,10 +174,14 @@ def size(value: Any, cap: int) -> int:
                 reached = dict.fromkeys(distinct, len(children))
             elif len(distinct) < len(children):
                 reached = Counter(map(id, children))
+            path.add(id(item))
+            pending.append((_LEFT, id(item)))
             for key, child in distinct.items():
                 kind = type(child)
                 if kind in _ATOMS:
                     continue
+                if key in path:
+                    return cap + 1  # it holds itself: reached without end
                 count = times * (reached[key] if reached is not None else 1)
                 if kind is str or kind is bytes:
                     total += len(child) * count
@@ -182,6 +190,9 @@ def size(value: Any, cap: int) -> int:
         if total > cap:
             return total
     return total
+
+
+_LEFT = object()  # in size()'s pending list: the container of this id is counted
 
 
 class _Budget:
