@@ -119,7 +119,7 @@ def test_run_with_a_steps_limit_stops_early(tmp_path: Path, capsys: pytest.Captu
     ("args", "expected"),
     [
         (["--var", "novalue"], "batonflow: --var expects key=value, got 'novalue'"),
-        ([], "batonflow: graph 'bad', node 'a', field 'task': inline script tasks are not run"),
+        ([], "batonflow: file '{path}', graph 'bad', node 'a', field 'task': inline script tasks are not run"),
     ],
 )
 def test_run_reports_bad_input_with_exit_1(
@@ -130,7 +130,7 @@ def test_run_reports_bad_input_with_exit_1(
 
     assert main(["run", str(path), *args]) == 1
     captured = capsys.readouterr()
-    assert captured.out == "" and captured.err.startswith(expected)
+    assert captured.out == "" and captured.err.startswith(expected.format(path=path))
 
 
 def test_run_loads_the_sub_graphs_a_flow_calls(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

@@ -65,7 +65,7 @@ def test_a_flow_error_exits_1_naming_graph_node_and_meta(tmp_path: Path) -> None
     assert result.returncode == 1
     assert (
         result.stderr.strip()
-        == "batonflow: graph 'bad', node 'chat', meta 'stream': expected true or false, got str 'maybe'"
+        == f"batonflow: file {str(flow)!r}, graph 'bad', node 'chat', meta 'stream': expected true or false, got str 'maybe'"
     )
 
 
@@ -85,7 +85,8 @@ def test_a_flow_s_command_is_refused_in_one_line_and_nothing_runs(tmp_path: Path
     assert result.returncode == 1 and not marker.exists()
     assert len(result.stderr.strip().splitlines()) == 1 and "Traceback" not in result.stderr
     assert result.stderr.startswith(
-        "batonflow: graph 'g', node 'chat', meta 'mcpServers': server 'x' would run the command 'sh', which is not "
+        f"batonflow: file {str(flow)!r}, graph 'g', node 'chat', meta 'mcpServers': server 'x' would run the command "
+        "'sh', which is not "
         "allowed; allowed commands: none."
     )
     assert result.stderr.strip().endswith("[rule allowed_commands]")

@@ -10,6 +10,7 @@ import pytest
 
 from batonflow.errors import RunError
 from batonflow.graph import (
+    MAX_WALK_DEPTH,
     ComponentError,
     FlowContext,
     FlowEngine,
@@ -24,6 +25,7 @@ from batonflow.graph import (
     NodeType,
     VisitLimitError,
 )
+from batonflow.graph import _engine as engine_module
 
 
 class Log:
@@ -768,3 +770,54 @@ async def test_a_long_run_of_tasks_that_never_await_lets_other_tasks_run_meanwhi
     # Without a yield the other task would not even have started before the run's last visit.
     assert other.done()
     assert seen == list(range(YIELD_EVERY * 10))
+
+
+SELF_LINK = """
+id: g
+layout:
+  - {id: s, type: start, link: a}
+  - id: a
+    task: "@count"
+    link: [{nextId: a, when: "n < 5"}, b]
+  - {id: b, task: "@after"}
+"""
+
+
+def _counting(after: list[int]) -> FlowEngine:
+    engine = FlowEngine()
+    engine.register("count", lambda context, node: context.put("n", context.get("n", 0) + 1))
+    engine.register("after", lambda context, node: after.append(context.get("n")))
+    return engine
+
+
+async def test_a_self_link_that_is_not_the_last_recurses_as_the_original_while_its_condition_holds() -> None:
+    after: list[int] = []
+
+    await _counting(after).eval(Graph.from_yaml(SELF_LINK))
+
+    # solon-flow walks every link in turn: each of the five visits of 'a' goes on to 'b' once its inner walk is done.
+    assert after == [5, 5, 5, 5, 5]
+
+
+async def test_an_endless_self_link_that_is_not_the_last_ends_at_max_walk_depth_naming_the_node() -> None:
+    after: list[int] = []
+    context = FlowContext()
+
+    with pytest.raises(FlowRunError) as caught:
+        await _counting(after).eval(Graph.from_yaml(SELF_LINK.replace(', when: "n < 5"', "")), context)
+
+    assert caught.value.node_id == "a" and "expected walks nested at most 100 deep (MAX_WALK_DEPTH)" in str(
+        caught.value
+    )
+    assert context.get("n") == MAX_WALK_DEPTH and after == []  # every visit up to there ran and is kept
+    assert context.last_node_id == "a"
+
+
+async def test_walks_deeper_than_python_s_stack_are_a_flow_run_error_not_a_recursion_error(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr(engine_module, "MAX_WALK_DEPTH", 1_000_000)
+
+    # Python's stack ends in the engine's walk (or, as it may, in a task, whose failure names it).
+    with pytest.raises(FlowRunError, match=r"less deeply than Python's stack allows|RecursionError"):
+        await _counting([]).eval(Graph.from_yaml(SELF_LINK.replace(', when: "n < 5"', "")))

@@ -311,27 +311,29 @@ def test_evaluating_never_changes_the_variables() -> None:
 def test_the_source_is_at_most_4_kib() -> None:
     assert compile_expression("a" + " " * 4095).evaluate({"a": 1}) == 1
     message = error("a" + " " * 4096)
-    assert "expected at most 4096 characters, found 4097" in message
+    assert "expected at most 4096 characters (MAX_SOURCE), found 4097" in message
 
 
 def test_nesting_is_bounded() -> None:
     assert value("(" * 32 + "1" + ")" * 32) == 1
-    assert "expected at most 32 levels of brackets, found 33" in error("(" * 33 + "1" + ")" * 33)
-    assert "expected at most 32 levels of brackets and '!', found more" in error("!" * 40 + "x")
+    assert "expected at most 32 levels of brackets (MAX_NESTING), found 33" in error("(" * 33 + "1" + ")" * 33)
+    assert "expected at most 32 levels of brackets and '!' (MAX_NESTING), found more" in error("!" * 40 + "x")
     for deep in ("x" + " + x" * 100, "not " * 100 + "x", "- " * 100 + "1", "x" + " && x" * 100):
-        assert "expected at most 64 levels of operations, found more" in error(deep)
+        assert "expected at most 64 levels of operations (MAX_DEPTH), found more" in error(deep)
 
 
 def test_a_power_too_large_is_refused_before_it_is_computed() -> None:
     assert value("2 ** 4096") == 2**4096
-    assert "expected a power of at most 4096 bits, found 2 ** 100000 (about 100000 bits)" in error("2 ** 100000")
+    assert "expected a power of at most 4096 bits (MAX_INT_BITS), found 2 ** 100000 (about 100000 bits)" in error(
+        "2 ** 100000"
+    )
     assert "expected a power of at most 4096 bits" in error("10 ** (10 ** 10)")
     assert "OverflowError" in error("10.0 ** 1000")
 
 
 def test_a_product_too_large_is_refused_before_it_is_computed() -> None:
     assert len(value("'ab' * 500000")) == 1_000_000
-    assert "expected a repetition of at most 1000000 characters or items, found one of 1000000000" in error(
+    assert "expected a repetition of at most 1000000 characters or items (MAX_ITEMS), found one of 1000000000" in error(
         "'a' * 10 ** 9"
     )
     assert "found one of 2000000" in error("[1, 2] * 1000000")
@@ -340,7 +342,7 @@ def test_a_product_too_large_is_refused_before_it_is_computed() -> None:
 
 
 def test_a_sum_of_text_or_lists_too_large_is_refused() -> None:
-    assert "expected a sum of at most 1000000 characters or items, found one of 1200000" in error(
+    assert "expected a sum of at most 1000000 characters or items (MAX_ITEMS), found one of 1200000" in error(
         "'x' * 600000 + 'y' * 600000"
     )
     big = ["x"] * 600_000
@@ -354,11 +356,14 @@ def test_formatting_text_with_percent_is_refused() -> None:
 
 def test_ranges_and_round_are_bounded() -> None:
     assert value("range(10000)|length") == 10000
-    assert "expected a range of at most 10000 numbers, found range(0, 1000000000, 1) of 1000000000 numbers" in error(
-        "range(0, 10 ** 9, 1)"
+    assert (
+        "expected a range of at most 10000 numbers (MAX_RANGE), found range(0, 1000000000, 1) of 1000000000 numbers"
+        in error("range(0, 10 ** 9, 1)")
     )
     assert "found range(1000000000000000000000) of more numbers than a machine word counts" in error("range(10 ** 21)")
-    assert "expected round() to at most 100 digits, found -1000000000000000000" in error("round(5, -(10 ** 18))")
+    assert "expected round() to at most 100 digits (MAX_ROUND_DIGITS), found -1000000000000000000" in error(
+        "round(5, -(10 ** 18))"
+    )
 
 
 # --- Bad input, compiling once ---------------------------------------------------------------------------------

@@ -8,7 +8,8 @@ from typing import Any
 
 import pytest
 
-from batonflow.graph import ExpressionError, render_template
+from batonflow.graph import ExpressionError, ExpressionLimitError, render_template
+from batonflow.graph._template import MAX_RENDERED
 
 
 @dataclass
@@ -100,3 +101,22 @@ def test_paths_read_plain_data_only() -> None:
 
 def test_a_mapping_s_key_named_like_a_method_is_its_value_and_a_missing_one_is_null() -> None:
     assert render_template("#{m.get} #{m.size}", {"m": {"get": "g"}}) == "g null"
+
+
+def test_a_rendered_text_is_at_most_max_rendered_characters() -> None:
+    assert MAX_RENDERED == 1_000_000
+    assert len(render_template("#{x}" * 100, {"x": "a" * 10_000})) == MAX_RENDERED
+
+    with pytest.raises(ExpressionLimitError) as caught:
+        render_template("#{x}" * 101, {"x": "a" * 10_000})
+    assert caught.value.limit == "MAX_RENDERED" and caught.value.source == "#{x}"
+    assert "expected a rendered text of at most 1000000 characters (MAX_RENDERED), found more" in str(caught.value)
+
+
+def test_a_value_too_large_to_render_is_refused_before_it_becomes_text() -> None:
+    shared = [[0] * 1_000_000] * 1_000_000  # str() of it would write 3 * 10 ** 12 characters
+
+    with pytest.raises(ExpressionLimitError, match="MAX_RENDERED"):
+        render_template("Context: #{docs}", {"docs": shared})
+    with pytest.raises(ExpressionLimitError, match="MAX_RENDERED"):
+        render_template("x" * (MAX_RENDERED + 1), {})

@@ -13,7 +13,7 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
-from ..errors import UserError
+from ..errors import BatonflowError, UserError
 
 if TYPE_CHECKING:
     from ._agent_run import AgentRun
@@ -192,9 +192,17 @@ def _run_flow_file(
 
     opened = {"allowed_hosts": allowed_hosts, "allowed_commands": allowed_commands}
     variables = parse_vars(var)
-    asyncio.run(
-        run_flow(target, variables=variables, graphs=graphs, steps=steps, out=sys.stdout, base_dir=base_dir, **opened)
-    )
+    try:
+        asyncio.run(
+            run_flow(
+                target, variables=variables, graphs=graphs, steps=steps, out=sys.stdout, base_dir=base_dir, **opened
+            )
+        )
+    except BatonflowError as error:
+        if getattr(error, "file", ""):
+            raise  # named where it was read
+        joint = ", " if getattr(error, "graph_id", "") else ": "
+        raise UserError(f"file {target!r}{joint}{error}") from error  # what went wrong as it ran names it too
 
 
 def _agent_run(ctx: typer.Context, target: str, name: str | None, store: str) -> AgentRun:

@@ -14,12 +14,17 @@ from ._agent import GraphState as GraphState
 from ._context import FlowContext as FlowContext
 from ._context import FlowTrace as FlowTrace
 from ._context import NodeRecord as NodeRecord
+from ._document import MAX_DOCUMENT_BYTES as MAX_DOCUMENT_BYTES
+from ._document import MAX_DOCUMENT_DEPTH as MAX_DOCUMENT_DEPTH
+from ._document import MAX_DOCUMENT_VALUES as MAX_DOCUMENT_VALUES
 from ._engine import DEFAULT_MAX_VISITS as DEFAULT_MAX_VISITS
+from ._engine import MAX_WALK_DEPTH as MAX_WALK_DEPTH
 from ._engine import FlowEngine as FlowEngine
 from ._engine import extend_engines as extend_engines
 from ._errors import ComponentError as ComponentError
 from ._errors import FlowRunError as FlowRunError
 from ._errors import GraphError as GraphError
+from ._errors import GraphFileError as GraphFileError
 from ._errors import LoopError as LoopError
 from ._errors import ScriptTaskError as ScriptTaskError
 from ._errors import VisitLimitError as VisitLimitError
@@ -27,6 +32,7 @@ from ._exchanger import FlowInterceptor as FlowInterceptor
 from ._exchanger import FlowInvocation as FlowInvocation
 from ._expr import Expression as Expression
 from ._expr import ExpressionError as ExpressionError
+from ._expr import ExpressionLimitError as ExpressionLimitError
 from ._expr import compile_expression as compile_expression
 from ._graph import Graph as Graph
 from ._graph import Link as Link
@@ -43,12 +49,17 @@ from ._template import render_template as render_template
 
 __all__ = [
     "DEFAULT_MAX_VISITS",
+    "MAX_DOCUMENT_BYTES",
+    "MAX_DOCUMENT_DEPTH",
+    "MAX_DOCUMENT_VALUES",
+    "MAX_WALK_DEPTH",
     "AgentTask",
     "ComponentError",
     "ConditionComponent",
     "ConditionLike",
     "Expression",
     "ExpressionError",
+    "ExpressionLimitError",
     "FlowContext",
     "FlowEngine",
     "FlowInterceptor",
@@ -58,6 +69,7 @@ __all__ = [
     "Graph",
     "GraphAgent",
     "GraphError",
+    "GraphFileError",
     "GraphSpec",
     "GraphState",
     "Link",

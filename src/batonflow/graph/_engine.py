@@ -17,7 +17,10 @@ exactly as the original's.
 
 Where the original recurses into the last link of a node, this engine loops instead (the walk does nothing after
 it), so that a long chain or a cycle through an exclusive gateway does not grow the stack; the order of every
-task, hook and condition is the same. A parallel gateway runs its branches as tasks of one ``asyncio.TaskGroup``:
+task, hook and condition is the same. Every other link is a walk inside the walk, as in the original (a link back
+to its own node that is not the node's last recurses at each visit, as it does there), so walks may nest at most
+``MAX_WALK_DEPTH`` deep: past that a ``FlowRunError`` names the node, where Python's stack would end the run with a
+``RecursionError`` (the original's, with a ``StackOverflowError``). A parallel gateway runs its branches as tasks of one ``asyncio.TaskGroup``:
 the first error cancels the others and is raised.
 """
 
@@ -28,6 +31,7 @@ import contextlib
 import glob
 import os
 from collections.abc import Awaitable, Callable, Iterable, Sequence
+from contextvars import ContextVar
 from pathlib import Path
 from types import TracebackType
 from typing import Self
@@ -42,13 +46,20 @@ from ._graph import ComponentRef, Condition, Graph, GraphRef, Node
 from ._loop import Peekable, loop_items
 from ._spec import NodeType
 
-__all__ = ["DEFAULT_MAX_VISITS", "FlowEngine", "extend_engines"]
+__all__ = ["DEFAULT_MAX_VISITS", "MAX_WALK_DEPTH", "FlowEngine", "extend_engines"]
 
 DEFAULT_MAX_VISITS = 100_000
 """How often one run may visit one node when no ``steps`` limit is set, before it is taken for an endless cycle."""
 
 YIELD_EVERY = 64
 """A run lets the event loop run other tasks once every this many node visits, whatever its tasks do."""
+
+MAX_WALK_DEPTH = 100
+"""How deeply walks may nest in one run: each link but a node's last, each branch but an inclusive fork's last, each
+loop item and each sub-graph is walked inside the walk that reached it. A few Python frames a level (more through
+interceptors), so that the deepest task still has stack to run in."""
+
+_WALK_DEPTH: ContextVar[int] = ContextVar("batonflow_walk_depth", default=0)
 
 _EXTENSIONS: list[Callable[[FlowEngine], None]] = []
 
@@ -182,6 +193,12 @@ class FlowEngine:
         context._stopped = False  # as the original: every eval starts unstopped
         try:
             await self._run_graph(ex)
+        except RecursionError:  # walks through many sub-graphs and interceptors, before MAX_WALK_DEPTH is reached
+            raise FlowRunError(
+                f"expected walks nested less deeply than Python's stack allows, found deeper ones (walks nest at most"
+                f" {MAX_WALK_DEPTH} deep, MAX_WALK_DEPTH, but sub-graphs and interceptors take more stack a level)",
+                graph_id=graph.id,
+            ) from None
         finally:
             if trace.enabled:
                 trace._visits = journal.merged()
@@ -210,45 +227,60 @@ class FlowEngine:
 
     async def _walk(self, ex: Exchanger, branch: Branch, node: Node | None, start: Node) -> None:
         """Visit ``node`` and what follows it in this branch."""
-        while node is not None:
-            if ex.is_stopped:
-                return
-            if branch.interrupted:
-                branch.interrupted = False
-                return
-            visit = ex.begin(node.id)
-            saved = visit.saved
-            resumed = ex.reverting and ((saved == FANNED) if ex.marked else (node is start))
-            if resumed:  # where the saved run is picked up: its fanned-out gateway, else its last node
-                ex.reverting = False
-                ex.following = ex.marked
-            if ex.reverting:
-                visit.replay_as(saved or DONE, ends=False)
-            elif ex.following and saved is not None and saved in FINISHED:
-                visit.replay_as(saved, ends=saved == ENDED)
-            elif not resumed:
-                ex.context.trace._note(ex.graph, node)
-            if ex.steps < 0:
-                key = (ex.graph.id, node.id)
-                visits = ex.visits.get(key, 0) + 1
-                ex.visits[key] = visits
-                if visits > ex.max_visits:
-                    raise VisitLimitError(
-                        f"visited {visits} times in one run, more than max_visits={ex.max_visits}: an endless "
-                        "cycle? Give eval a steps limit, or the engine a larger max_visits",
-                        graph_id=ex.graph.id,
-                        node_id=node.id,
-                        visits=visits,
-                    )
-            elif not visit.replay and not ex.next_step():
-                ex.stop()
-                return
-            ex.ticks[0] += 1
-            if not ex.ticks[0] % YIELD_EVERY:
-                # Tasks that never await would keep the event loop to this run for as long as it walks (a server's
-                # other requests, /health included, waiting on a loop of 100,000 items): now and then, let go.
-                await asyncio.sleep(0)
-            node = await self._visit(ex, branch, node, start, visit)
+        depth = _WALK_DEPTH.get() + 1
+        if depth > MAX_WALK_DEPTH and node is not None:
+            raise FlowRunError(
+                f"expected walks nested at most {MAX_WALK_DEPTH} deep (MAX_WALK_DEPTH), found one more: each link"
+                " but a node's last (a link back to the node itself, say), each inclusive branch but the last, each"
+                " loop item and each sub-graph is walked inside the walk that reached it; make the link that"
+                " cycles the node's last",
+                graph_id=ex.graph.id,
+                node_id=node.id,
+            )
+        token = _WALK_DEPTH.set(depth)
+        try:
+            while node is not None:
+                if ex.is_stopped:
+                    return
+                if branch.interrupted:
+                    branch.interrupted = False
+                    return
+                visit = ex.begin(node.id)
+                saved = visit.saved
+                resumed = ex.reverting and ((saved == FANNED) if ex.marked else (node is start))
+                if resumed:  # where the saved run is picked up: its fanned-out gateway, else its last node
+                    ex.reverting = False
+                    ex.following = ex.marked
+                if ex.reverting:
+                    visit.replay_as(saved or DONE, ends=False)
+                elif ex.following and saved is not None and saved in FINISHED:
+                    visit.replay_as(saved, ends=saved == ENDED)
+                elif not resumed:
+                    ex.context.trace._note(ex.graph, node)
+                if ex.steps < 0:
+                    key = (ex.graph.id, node.id)
+                    visits = ex.visits.get(key, 0) + 1
+                    ex.visits[key] = visits
+                    if visits > ex.max_visits:
+                        raise VisitLimitError(
+                            f"visited {visits} times in one run, more than max_visits={ex.max_visits}: an endless "
+                            "cycle? Give eval a steps limit, or the engine a larger max_visits",
+                            graph_id=ex.graph.id,
+                            node_id=node.id,
+                            visits=visits,
+                        )
+                elif not visit.replay and not ex.next_step():
+                    ex.stop()
+                    return
+                ex.ticks[0] += 1
+                if not ex.ticks[0] % YIELD_EVERY:
+                    # Tasks that never await would keep the event loop to this run for as long as it walks (a
+                    # server's other requests, /health included, waiting on a loop of 100,000 items): now and
+                    # then, let go.
+                    await asyncio.sleep(0)
+                node = await self._visit(ex, branch, node, start, visit)
+        finally:
+            _WALK_DEPTH.reset(token)
 
     async def _visit(self, ex: Exchanger, branch: Branch, node: Node, start: Node, visit: Visit) -> Node | None:
         """Act on ``node`` by its type; returns the node the branch goes on to (its last link's), if any."""

@@ -23,9 +23,9 @@ from jinja2.exceptions import TemplateSyntaxError, UndefinedError
 from jinja2.parser import Parser
 
 from ..errors import UserError
-from ._sandbox import FUNCTIONS, METHODS, SANDBOX, Null, Refused, plain, refuse
+from ._sandbox import FUNCTIONS, METHODS, SANDBOX, Null, Refused, budget, plain, refuse
 
-__all__ = ["Expression", "ExpressionError", "compile_expression"]
+__all__ = ["Expression", "ExpressionError", "ExpressionLimitError", "compile_expression"]
 
 MAX_SOURCE = 4096  # characters in one expression
 MAX_NESTING = 32  # brackets, and Java "!"s, inside one another
@@ -35,7 +35,8 @@ MAX_DEPTH = 64  # levels of the parsed expression
 class ExpressionError(UserError):
     """An expression that cannot be compiled or evaluated: bad syntax, a reach outside the sandbox, a limit passed,
     or an operation its values do not support. ``graph_id`` and ``node_id`` say where it was written (empty when it
-    was compiled on its own) and ``source`` is its text; the message says what was expected and what was found."""
+    was compiled on its own), ``file`` the graph file it was read from (set by ``Graph.load``) and ``source`` is its
+    text; the message says what was expected and what was found."""
 
     def __init__(self, message: str, *, source: str, graph_id: str = "", node_id: str = "") -> None:
         place = ", ".join(
@@ -45,6 +46,17 @@ class ExpressionError(UserError):
         self.graph_id = graph_id
         self.node_id = node_id
         self.source = source
+        self.file = ""
+
+
+class ExpressionLimitError(ExpressionError):
+    """An expression that passed one of the sandbox's limits: on its text (``MAX_SOURCE``, ``MAX_NESTING``,
+    ``MAX_DEPTH``), on what one operation may build (``MAX_ITEMS``, ``MAX_INT_BITS``, ``MAX_RANGE``,
+    ``MAX_ROUND_DIGITS``) or on the work of one evaluation (``MAX_WORK``); ``limit`` is the limit's name."""
+
+    def __init__(self, message: str, *, source: str, graph_id: str = "", node_id: str = "", limit: str) -> None:
+        super().__init__(message, source=source, graph_id=graph_id, node_id=node_id)
+        self.limit = limit
 
 
 # --- Java and SnEL operators -> Jinja2 ------------------------------------------------------------------------
@@ -126,7 +138,7 @@ def _operand_end(tokens: list[Token], i: int, end: int) -> int:
 def _java_to_jinja(tokens: list[Token], start: int, end: int, nesting: int = 0) -> str:
     """The Jinja2 text of ``tokens[start:end]``, Java's and SnEL's operators rewritten, literals left alone."""
     if nesting > MAX_NESTING:
-        refuse(f"expected at most {MAX_NESTING} levels of brackets and '!', found more")
+        refuse(f"expected at most {MAX_NESTING} levels of brackets and '!' (MAX_NESTING), found more", "MAX_NESTING")
     out: list[str] = []
     previous = ""
     i = start
@@ -249,7 +261,7 @@ def _check(tree: nodes.Node) -> None:
     """Refuse what the sandbox does not allow, naming it, before anything is compiled."""
     for node, depth in _walk(tree):
         if depth >= MAX_DEPTH:
-            refuse(f"expected at most {MAX_DEPTH} levels of operations, found more")
+            refuse(f"expected at most {MAX_DEPTH} levels of operations (MAX_DEPTH), found more", "MAX_DEPTH")
         if not isinstance(node, _NODES):
             refuse(
                 f"expected an expression the sandbox allows, found {_NODE_WORDS.get(type(node), type(node).__name__)}"
@@ -272,14 +284,17 @@ def _check(tree: nodes.Node) -> None:
 
 
 @lru_cache(maxsize=1024)
-def _compile(source: str) -> Template | str:
+def _compile(source: str) -> Template | Refused:
     """The compiled program for ``source``, or why it was refused; failures are cached as well as programs."""
     try:
         if not source.strip():
             refuse("expected an expression, found an empty text")
         tokens = _tokens(source)
         if _nesting(tokens) > MAX_NESTING:
-            refuse(f"expected at most {MAX_NESTING} levels of brackets, found {_nesting(tokens)}")
+            refuse(
+                f"expected at most {MAX_NESTING} levels of brackets (MAX_NESTING), found {_nesting(tokens)}",
+                "MAX_NESTING",
+            )
         text = _java_to_jinja(tokens, 0, len(tokens))
         parser = Parser(SANDBOX, text, state="variable")
         tree = parser.parse_expression()
@@ -289,12 +304,12 @@ def _compile(source: str) -> Template | str:
         tree.set_environment(SANDBOX)
         return SANDBOX.from_string(nodes.Template([nodes.Assign(nodes.Name("result", "store"), tree)]))
     except Refused as refused:
-        return refused.detail
+        return refused
     except TemplateSyntaxError as error:
         found = re.sub(r"unexpected '?end of (?:template|print statement)'?", "it ends too early", error.message or "")
-        return f"expected an expression, found a syntax error: {found.rstrip('.')}"
+        return Refused(f"expected an expression, found a syntax error: {found.rstrip('.')}")
     except RecursionError:
-        return f"expected at most {MAX_DEPTH} levels of operations, found more"
+        return Refused(f"expected at most {MAX_DEPTH} levels of operations (MAX_DEPTH), found more", "MAX_DEPTH")
 
 
 def _shown(source: str) -> str:
@@ -318,11 +333,12 @@ class Expression:
             # A scope of our own, so the context is read and never written; the functions under the variables.
             scope = FUNCTIONS | {name: Null(name=name) if value is None else value for name, value in variables.items()}
             context = self._program.new_context(scope, shared=True)
-            for _ in self._program.root_render_func(context):
-                pass
+            with budget():
+                for _ in self._program.root_render_func(context):
+                    pass
             return plain(context.vars["result"])
         except Refused as refused:
-            raise self._error(refused.detail) from None
+            raise self._error(refused.detail, refused.limit) from None
         except UndefinedError as error:
             raise self._error(f"expected a value, found null ({error.message})") from None
         except RecursionError:
@@ -338,13 +354,15 @@ class Expression:
         except Exception as error:
             raise self._error(f"expected a value that is true or false, found {type(value).__name__!r}") from error
 
-    def _error(self, detail: str) -> ExpressionError:
-        return ExpressionError(
-            f"expression {_shown(self.source)}: {detail}",
-            source=self.source,
-            graph_id=self.graph_id,
-            node_id=self.node_id,
-        )
+    def _error(self, detail: str, limit: str = "") -> ExpressionError:
+        return _failure(detail, limit, source=self.source, graph_id=self.graph_id, node_id=self.node_id)
+
+
+def _failure(detail: str, limit: str, *, source: str, graph_id: str, node_id: str) -> ExpressionError:
+    message = f"expression {_shown(source)}: {detail}"
+    if limit:
+        return ExpressionLimitError(message, source=source, graph_id=graph_id, node_id=node_id, limit=limit)
+    return ExpressionError(message, source=source, graph_id=graph_id, node_id=node_id)
 
 
 def compile_expression(source: str, *, graph_id: str = "", node_id: str = "") -> Expression:
@@ -360,10 +378,8 @@ def compile_expression(source: str, *, graph_id: str = "", node_id: str = "") ->
     compiled = (
         _compile(source)
         if len(source) <= MAX_SOURCE
-        else f"expected at most {MAX_SOURCE} characters, found {len(source)}"
+        else Refused(f"expected at most {MAX_SOURCE} characters (MAX_SOURCE), found {len(source)}", "MAX_SOURCE")
     )
-    if isinstance(compiled, str):
-        raise ExpressionError(
-            f"expression {_shown(source)}: {compiled}", source=source, graph_id=graph_id, node_id=node_id
-        )
+    if isinstance(compiled, Refused):
+        raise _failure(compiled.detail, compiled.limit, source=source, graph_id=graph_id, node_id=node_id)
     return Expression(source, graph_id, node_id, _program=compiled)

@@ -17,8 +17,9 @@ from typing import Any
 import yaml
 
 from ..adk import Agent
-from ._errors import GraphError, LoopError, ScriptTaskError
-from ._expr import Expression, compile_expression
+from ._document import parse_json, parse_yaml, read_text
+from ._errors import GraphError, GraphFileError, LoopError, ScriptTaskError, where
+from ._expr import Expression, ExpressionError, compile_expression
 from ._spec import ConditionLike, GraphSpec, LinkSpec, NodeSpec, NodeType, TaskLike
 
 __all__ = ["ComponentRef", "Graph", "GraphRef", "Link", "Node"]
@@ -164,33 +165,38 @@ class Graph:
 
     @classmethod
     def from_yaml(cls, text: str) -> Graph:
-        """The graph of a YAML document (read with ``yaml.safe_load``: no tags that build objects)."""
-        try:
-            document = yaml.safe_load(text)
-        except yaml.YAMLError as exc:
-            raise GraphError(f"invalid YAML: {exc}") from None
-        return cls.from_dict(document)
+        """The graph of a YAML document, read by PyYAML's safe loader (no tags that build objects) within the
+        limits on documents (``MAX_DOCUMENT_BYTES``, ``MAX_DOCUMENT_DEPTH``, ``MAX_DOCUMENT_VALUES``, aliases
+        counted as what they name): a ``GraphFileError`` past one of them."""
+        return cls.from_dict(parse_yaml(text))
 
     @classmethod
     def from_json(cls, text: str) -> Graph:
-        try:
-            document = json.loads(text)
-        except ValueError as exc:
-            raise GraphError(f"invalid JSON: {exc}") from None
-        return cls.from_dict(document)
+        """The graph of a JSON document, within the same limits as ``from_yaml``."""
+        return cls.from_dict(parse_json(text))
 
     @classmethod
     def load(cls, path: str | os.PathLike[str]) -> Graph:
-        """The graph in a ``.yml``, ``.yaml`` or ``.json`` file."""
+        """The graph in a ``.yml``, ``.yaml`` or ``.json`` file (a regular file of UTF-8 text, within the limits
+        of ``from_yaml``). Every error names the file: a ``GraphFileError`` when it cannot be read, else the
+        ``GraphError`` (or ``ExpressionError``) of the graph it holds, with ``file`` set."""
         file = Path(path)
+        name = str(file)
         suffix = file.suffix.lower()
         if suffix not in (".yml", ".yaml", ".json"):
-            raise GraphError(f"cannot load {str(file)!r}: expected a .yml, .yaml or .json file, got {suffix or 'none'}")
+            raise GraphFileError(f"expected a .yml, .yaml or .json file, got {suffix or 'no suffix'}", file=name)
+        text = read_text(file)
+        parse = parse_json if suffix == ".json" else parse_yaml
         try:
-            text = file.read_text(encoding="utf-8")
-        except OSError as exc:
-            raise GraphError(f"cannot load {str(file)!r}: {exc.strerror}") from None
-        return cls.from_json(text) if suffix == ".json" else cls.from_yaml(text)
+            return cls.from_dict(parse(text, file=name))
+        except GraphFileError:
+            raise
+        except (GraphError, ExpressionError) as error:
+            # The graph's own error, of its own type, with the file named first.
+            error.file = name
+            joint = ", " if error.graph_id else ": "  # after "graph 'g'", the place goes on; else the file is all
+            error.args = (f"{where('', file=name)}{joint}{error}", *error.args[1:])
+            raise
 
     # -- writing -----------------------------------------------------------------------------------------------
 

@@ -5,6 +5,10 @@ Solon's placeholder holds a whole SnEL expression; here it holds a variable path
 that a prompt template computes nothing. Everything else is Solon's: the placeholder is found by balancing braces, a
 placeholder that never closes is left as text, the path may be padded with spaces, and the value is written as Java
 writes it: null (a missing variable, or ``None``) as ``null``, booleans as ``true`` and ``false``.
+
+A template may repeat a placeholder as often as it likes, and a value may be large, so the text a template renders
+is at most ``MAX_RENDERED`` characters: each value is sized (``size``, as the sandbox prices it) before it is written,
+so that one too large to fit is refused before it is turned into text.
 """
 
 from __future__ import annotations
@@ -14,10 +18,13 @@ from collections.abc import Mapping
 from functools import lru_cache
 from typing import Any
 
-from ._expr import ExpressionError
-from ._sandbox import Refused, plain, read
+from ._expr import ExpressionError, ExpressionLimitError
+from ._sandbox import Refused, plain, read, size
 
-__all__ = ["render_template"]
+__all__ = ["MAX_RENDERED", "render_template"]
+
+MAX_RENDERED = 1_000_000
+"""The characters a template may render, its text and its values all told."""
 
 _PATH = re.compile(r"""[^\W\d]\w*(?:\s*(?:\.\s*[^\W\d]\w*|\[\s*(?:-?\d+|'[^'\\]*'|"[^"\\]*")\s*\]))*""")
 _STEP = re.compile(r"""\.\s*([^\W\d]\w*)|\[\s*(-?\d+)\s*\]|\[\s*'([^']*)'\s*\]|\[\s*"([^"]*)"\s*\]""")
@@ -100,8 +107,31 @@ def _written(value: Any) -> str:
 
 def render_template(text: str, variables: Mapping[str, Any]) -> str:
     """``text`` with each ``#{path}`` replaced by that variable's value, written as Solon writes it (``null``,
-    ``true``, ``false``); an ``ExpressionError`` for a placeholder that is not a variable path."""
-    return "".join(
-        fragment if isinstance(fragment, str) else _written(_value(*fragment, variables))
-        for fragment in _fragments(text)
-    )
+    ``true``, ``false``); an ``ExpressionError`` for a placeholder that is not a variable path, an
+    ``ExpressionLimitError`` once the text would pass ``MAX_RENDERED`` characters."""
+    parts: list[str] = []
+    left = MAX_RENDERED
+    for fragment in _fragments(text):
+        written: str | None
+        if isinstance(fragment, str):
+            written, source = fragment, text
+        else:
+            source, path = fragment
+            value = _value(source, path, variables)
+            # Each item of a value is written as a character at least: a value of more items than are left cannot
+            # fit, and is refused before it is turned into text.
+            written = _written(value) if type(value) is str or size(value, left) <= left else None
+        if written is None or len(written) > left:
+            raise ExpressionLimitError(
+                f"template {_shown(source)}: expected a rendered text of at most {MAX_RENDERED} characters"
+                " (MAX_RENDERED), found more",
+                source=source,
+                limit="MAX_RENDERED",
+            )
+        left -= len(written)
+        parts.append(written)
+    return "".join(parts)
+
+
+def _shown(text: str) -> str:
+    return repr(text if len(text) <= 80 else text[:79] + "…")
