@@ -29,9 +29,29 @@ MAX_FUNCTION_LINES = 60
 PRIVATE_IMPORTS_ALLOWED: set[str] = set()
 
 # White-box seams kept on purpose: (test file, private module). Not work in progress, so not in the list above.
-PRIVATE_SEAMS_KEPT: set[tuple[str, str]] = set()
+PRIVATE_SEAMS_KEPT: set[tuple[str, str]] = {
+    # The limit on nested walks, raised past Python's stack to show that a RecursionError still ends in a FlowRunError.
+    ("tests/graph/test_engine.py", "batonflow.graph._engine"),
+    # The loader's construction step replaced, to show that a refused document builds nothing.
+    ("tests/graph/test_document.py", "batonflow.graph._document"),
+    # The sandbox's price of a value, checked on values no expression could build cheaply.
+    ("tests/graph/test_sandbox.py", "batonflow.graph._work"),
+    ("tests/graph/test_sandbox.py", "batonflow.graph._work.size"),
+    # The command's printer, on events no run of the command makes (markup and control characters in every field).
+    ("tests/cli/test_events.py", "batonflow.cli._events"),
+    ("tests/cli/test_events.py", "batonflow.cli._events.EventPrinter"),
+    ("tests/cli/test_events.py", "batonflow.cli._events.plain"),
+    # The server's JSON encoding of text UTF-8 cannot carry, which no well-formed request makes.
+    ("tests/server/test_wire.py", "batonflow.server._wire"),
+    ("tests/server/test_wire.py", "batonflow.server._wire.json_text"),
+}
 
-SIZE_ALLOWED: set[str] = set()
+SIZE_ALLOWED: set[str] = {
+    # The graph engine's registry and its one global hook are being split and removed (typed registries).
+    "src/batonflow/graph/_engine.py",
+    # The server's app is being folded onto the backend seam (one run path).
+    "src/batonflow/server/_app.py",
+}
 
 
 def relative(path: Path) -> str:

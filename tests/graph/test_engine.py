@@ -752,7 +752,7 @@ def test_spec_node_lookup_and_removal() -> None:
 
 
 async def test_a_long_run_of_tasks_that_never_await_lets_other_tasks_run_meanwhile() -> None:
-    from batonflow.graph._engine import YIELD_EVERY
+    from batonflow.graph import YIELD_EVERY
 
     seen: list[int] = []
 

@@ -6,8 +6,8 @@ from typing import Any
 
 import pytest
 
-from batonflow.graph import ExpressionError, ExpressionLimitError, compile_expression
-from batonflow.graph._sandbox import MAX_ITEMS, MAX_WORK, size
+from batonflow.graph import MAX_ITEMS, MAX_WORK, ExpressionError, ExpressionLimitError, compile_expression
+from batonflow.graph._work import size
 
 # A million lists that are one list of a million zeros: 16 MB of memory, 10 ** 12 items to walk.
 SHARED = [[0] * 1_000_000] * 1_000_000

@@ -8,8 +8,7 @@ from typing import Any
 
 import pytest
 
-from batonflow.graph import ExpressionError, ExpressionLimitError, render_template
-from batonflow.graph._template import MAX_RENDERED
+from batonflow.graph import MAX_RENDERED, ExpressionError, ExpressionLimitError, render_template
 
 
 @dataclass

@@ -19,6 +19,7 @@ from ._document import MAX_DOCUMENT_DEPTH as MAX_DOCUMENT_DEPTH
 from ._document import MAX_DOCUMENT_VALUES as MAX_DOCUMENT_VALUES
 from ._engine import DEFAULT_MAX_VISITS as DEFAULT_MAX_VISITS
 from ._engine import MAX_WALK_DEPTH as MAX_WALK_DEPTH
+from ._engine import YIELD_EVERY as YIELD_EVERY
 from ._engine import FlowEngine as FlowEngine
 from ._engine import extend_engines as extend_engines
 from ._errors import ComponentError as ComponentError
@@ -45,14 +46,21 @@ from ._spec import NodeSpec as NodeSpec
 from ._spec import NodeType as NodeType
 from ._spec import TaskComponent as TaskComponent
 from ._spec import TaskLike as TaskLike
+from ._template import MAX_RENDERED as MAX_RENDERED
 from ._template import render_template as render_template
+from ._work import MAX_ITEMS as MAX_ITEMS
+from ._work import MAX_WORK as MAX_WORK
 
 __all__ = [
     "DEFAULT_MAX_VISITS",
     "MAX_DOCUMENT_BYTES",
     "MAX_DOCUMENT_DEPTH",
     "MAX_DOCUMENT_VALUES",
+    "MAX_ITEMS",
+    "MAX_RENDERED",
     "MAX_WALK_DEPTH",
+    "MAX_WORK",
+    "YIELD_EVERY",
     "AgentTask",
     "ComponentError",
     "ConditionComponent",

@@ -23,7 +23,9 @@ from jinja2.exceptions import TemplateSyntaxError, UndefinedError
 from jinja2.parser import Parser
 
 from ..errors import UserError
-from ._sandbox import FUNCTIONS, METHODS, SANDBOX, Null, Refused, budget, plain, refuse
+from ._calls import FUNCTIONS, METHODS, Null, plain
+from ._sandbox import SANDBOX
+from ._work import Refused, budget, refuse
 
 __all__ = ["Expression", "ExpressionError", "ExpressionLimitError", "compile_expression"]
 

@@ -18,8 +18,9 @@ from collections.abc import Mapping
 from functools import lru_cache
 from typing import Any
 
+from ._calls import plain, read
 from ._expr import ExpressionError, ExpressionLimitError
-from ._sandbox import Refused, plain, read, size
+from ._work import Refused, size
 
 __all__ = ["MAX_RENDERED", "render_template"]
 

@@ -36,6 +36,9 @@ def model_callers() -> set[str]:
             if id(node) in inside_models or not isinstance(node, ast.Call) or not isinstance(node.func, ast.Attribute):
                 continue
             receiver = ast.unparse(node.func.value)
+            method = node.args[0] if node.args else None
+            if isinstance(method, ast.Constant) and method.value in ("GET", "POST"):
+                continue  # an HTTP client's stream("GET", url), not a model's
             if node.func.attr in ("generate", "stream") and "step" not in receiver and receiver != "self":
                 found.add(module)
     return found
