@@ -14,9 +14,9 @@ from contextlib import aclosing
 from dataclasses import dataclass, field, replace
 from typing import Any
 
+from ..codec import register_type
 from ..errors import RunError, UserError
 from ..schema import Message, user
-from ..store import register_type
 from ..tools import ToolContext, ToolInfo
 from ._agent import Agent
 from ._builtin import gen_transfer_messages, parse_tool_argument

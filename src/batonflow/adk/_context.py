@@ -13,8 +13,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from ..codec import register_type
 from ..schema import Address, AddressSegment, Message, RunStep, Tap, concat_messages
-from ..store import register_type
 from ..tools import InterruptState, ResumeContext
 from ..trace import TraceScope, current_scope
 from ._events import AgentAction, AgentEvent, AgentInput

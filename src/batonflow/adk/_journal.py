@@ -27,9 +27,10 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from ..codec import DecodeLimits, decode, encode, register_type
 from ..errors import CodecError, UserError
 from ..schema import Address, format_address
-from ..store import CheckpointStore, DecodeLimits, decode, encode, register_type
+from ..store import CheckpointStore
 
 __all__ = ["Journal", "JournalChunk", "base_digest", "journal_chunk_id"]
 

@@ -34,9 +34,9 @@ from typing import Any
 import psycopg
 
 from ..adk.loop import ToolResult, recording_steps
+from ..codec import decode_json, encode_json
 from ..errors import CodecError, StepRecordError, UserError
 from ..schema import Message
-from ..store import decode_json, encode_json
 
 __all__ = ["SegmentSteps", "StepMode", "StepTable"]
 
