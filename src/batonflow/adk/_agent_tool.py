@@ -92,7 +92,7 @@ class AgentTool:
             address=ctx.address,
             resume=parent.resume if saved.was_interrupted else None,
             run_id=parent.run_id,
-            journal=parent.journal,
+            steps=parent.steps,
         )
         events = (
             self.agent.resume(ResumeInfo(enable_streaming=state.enable_streaming), inner)
