@@ -140,8 +140,8 @@ def mutants(cases: int, seed: int) -> list[bytes]:
 
 
 def classify(data: bytes) -> str:
+    from batonflow.codec import decode
     from batonflow.errors import CodecError
-    from batonflow.store import decode
 
     try:
         value = decode(data)
@@ -165,7 +165,7 @@ def child(kind: str, arg: int, seed: int) -> None:
     from batonflow.errors import CodecError
 
     _load_fixture_types()
-    from batonflow.store import decode
+    from batonflow.codec import decode
 
     if kind == "bomb":
         data = bomb(arg)
@@ -199,7 +199,8 @@ def decode_cost() -> None:
     import asyncio
     import statistics
 
-    from batonflow.store import MemoryCheckpointStore, decode
+    from batonflow.codec import decode
+    from batonflow.store import MemoryCheckpointStore
 
     from .checkpoints import conversation, interrupt
 

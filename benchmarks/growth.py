@@ -35,9 +35,10 @@ import batonflow.adk._runner as adk_runner
 import batonflow.adk._segment as adk_segment
 from batonflow import Runner as ConversationRunner
 from batonflow.adk import ChatModelAgent, InterruptInfo, Runner
+from batonflow.codec import encode
 from batonflow.models import ModelSettings, ToolChoice
 from batonflow.schema import FunctionCall, Message, Stream, ToolCall, ToolInfo, assistant, user
-from batonflow.store import SessionData, SessionState, SqliteCheckpointStore, SqliteSessionStore, encode
+from batonflow.store import SessionData, SessionState, SqliteCheckpointStore, SqliteSessionStore
 from batonflow.tools import ToolContext, tool
 
 from .checkpoints import WORDS

@@ -70,6 +70,7 @@ from .agents.middleware import HITLInterceptor as HITLInterceptor
 from .agents.middleware import StopLoopInterceptor as StopLoopInterceptor
 from .agents.middleware import ToolRetryInterceptor as ToolRetryInterceptor
 from .agents.middleware import ToolSanitizerInterceptor as ToolSanitizerInterceptor
+from .codec import register_type as register_type
 from .errors import BatonflowError as BatonflowError
 from .errors import CheckpointExistsError as CheckpointExistsError
 from .errors import CheckpointNotFoundError as CheckpointNotFoundError
@@ -124,7 +125,6 @@ from .store import RedisSessionStore as RedisSessionStore
 from .store import SessionStore as SessionStore
 from .store import SqliteCheckpointStore as SqliteCheckpointStore
 from .store import SqliteSessionStore as SqliteSessionStore
-from .store import register_type as register_type
 from .team import LoopingTeamInterceptor as LoopingTeamInterceptor
 from .team import Member as Member
 from .team import TeamAgent as TeamAgent

@@ -17,10 +17,10 @@ from dataclasses import dataclass, field
 from typing import Any, Self, TypeAlias
 
 from .adk import Agent, Branch, BranchResult, run_branch
+from .codec import decode_json, encode_json
 from .errors import UserError
 from .models import ModelSettings, ToolChoice, check_tool_choice
 from .schema import FunctionCall, Message, MessageStream, ResponseMeta, Stream, ToolCall, concat_messages
-from .store import decode_json, encode_json
 from .tools import ToolInfo
 
 __all__ = [

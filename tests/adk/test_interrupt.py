@@ -22,9 +22,10 @@ from batonflow.adk import (
     set_sub_agents,
     stateful_interrupt,
 )
+from batonflow.codec import register_type
 from batonflow.errors import CheckpointNotFoundError, ResumeConflictError, UserError
 from batonflow.schema import Message, assistant, user
-from batonflow.store import MemoryCheckpointStore, register_type
+from batonflow.store import MemoryCheckpointStore
 from batonflow.testing import ScriptedModel, tool_calls
 from batonflow.tools import ToolContext, tool
 

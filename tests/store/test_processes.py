@@ -16,12 +16,8 @@ from typing import Any
 
 import pytest
 
-from batonflow.store import (
-    PostgresCheckpointStore,
-    RedisCheckpointStore,
-    SqliteCheckpointStore,
-    decode,
-)
+from batonflow.codec import decode
+from batonflow.store import PostgresCheckpointStore, RedisCheckpointStore, SqliteCheckpointStore
 
 Spec = dict[str, Any]
 SHARED_BACKENDS = ["sqlite", "postgres", "redis"]  # the ``spec`` fixture (conftest.py) builds fresh ones
@@ -228,7 +224,7 @@ _WRITER = (
     + textwrap.dedent(inspect.getsource(make_value))
     + """
 import random
-from batonflow.store import encode
+from batonflow.codec import encode
 
 async def main(spec):
     # Encoded up front, so that the child spends its time inside SQLite writes, where the kill should land.

@@ -22,7 +22,8 @@ import pytest
 from batonflow import Runner
 from batonflow.adk import AgentEvent, collect_events
 from batonflow.agents import Session
-from batonflow.store import FileSessionStore, MemoryCheckpointStore, decode
+from batonflow.codec import decode
+from batonflow.store import FileSessionStore, MemoryCheckpointStore
 
 FIXTURES = Path(__file__).with_name("fixtures")
 RELEASES = sorted(p for p in FIXTURES.glob("release-*") if p.is_dir())

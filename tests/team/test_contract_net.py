@@ -108,7 +108,7 @@ async def test_members_bid_themselves_only_while_a_round_is_open() -> None:
 
 
 async def test_the_trace_of_a_finished_team_survives_the_codec() -> None:
-    from batonflow.store import decode, encode
+    from batonflow.codec import decode, encode
 
     supervisor = ScriptedModel(
         [

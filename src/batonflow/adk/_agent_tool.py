@@ -14,9 +14,9 @@ from contextlib import aclosing
 from dataclasses import dataclass, field, replace
 from typing import Any
 
+from ..codec import register_type
 from ..errors import RunError, UserError
 from ..schema import Message, user
-from ..store import register_type
 from ..tools import ToolContext, ToolInfo
 from ._agent import Agent
 from ._builtin import gen_transfer_messages, parse_tool_argument
@@ -92,7 +92,7 @@ class AgentTool:
             address=ctx.address,
             resume=parent.resume if saved.was_interrupted else None,
             run_id=parent.run_id,
-            journal=parent.journal,
+            steps=parent.steps,
         )
         events = (
             self.agent.resume(ResumeInfo(enable_streaming=state.enable_streaming), inner)

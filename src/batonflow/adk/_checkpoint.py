@@ -12,9 +12,9 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from ..codec import DecodeLimits, encode_async, register_type
 from ..errors import UserError
 from ..schema import Address, Message
-from ..store import DecodeLimits, encode_async, register_type
 from ..tools import InterruptSignal
 from ._context import RunContext, SessionEvent
 from ._interrupt import InterruptRecord, flatten

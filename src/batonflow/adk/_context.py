@@ -13,15 +13,15 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from ..codec import register_type
 from ..schema import Address, AddressSegment, Message, RunStep, Tap, concat_messages
-from ..store import register_type
 from ..tools import InterruptState, ResumeContext
 from ..trace import TraceScope, current_scope
 from ._events import AgentAction, AgentEvent, AgentInput
 
 if TYPE_CHECKING:
     from ._interrupt import ResumePoints
-    from ._journal import Journal
+    from .loop import StepLog
 
 __all__ = ["RunContext", "RunSession", "SessionEvent"]
 
@@ -97,8 +97,9 @@ class RunContext:
     # Names the run across its interrupts and resumes (the tools' idempotency keys start with it); "" outside a
     # Runner.
     run_id: str = ""
-    # Set while resuming from a checkpoint: the steps that finished, recorded and saved as the resume goes.
-    journal: Journal | None = field(default=None, repr=False, compare=False)
+    # The run's step log: the model and tool steps replay what it holds and record what finishes. Set by the
+    # Runner while resuming (the journal) and under a worker's recorder (``recording_steps``), chained when both.
+    steps: StepLog | None = field(default=None, repr=False, compare=False)
 
     def child(self, agent_name: str) -> RunContext:
         # Spelled out rather than dataclasses.replace: every agent of every run comes through here.
@@ -113,7 +114,7 @@ class RunContext:
             resume=self.resume,
             trace=self.trace,
             run_id=self.run_id,
-            journal=self.journal,
+            steps=self.steps,
         )
 
     # -- interrupts and resume (Eino's GetInterruptState and GetResumeContext) ----------------------------------

@@ -13,8 +13,8 @@ from collections.abc import AsyncIterator, Sequence
 from contextlib import aclosing
 from dataclasses import dataclass, field, replace
 
+from ..codec import register_type
 from ..errors import ResumeError
-from ..store import register_type
 from ..tools import InterruptSignal
 from ._agent import Agent
 from ._builtin import gen_transfer_messages

@@ -6,9 +6,9 @@ import asyncio
 from dataclasses import dataclass, field
 from typing import Any
 
+from ..codec import register_type
 from ..errors import StreamClosedError
 from ..schema import Message, MessageStream, Role, RunStep, Tap, concat_messages
-from ..store import register_type
 from ..tools import InterruptSignal
 
 __all__ = [

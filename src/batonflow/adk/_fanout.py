@@ -20,9 +20,9 @@ from contextvars import ContextVar
 from dataclasses import dataclass, field, replace
 from typing import Any, Protocol, runtime_checkable
 
+from ..codec import register_type
 from ..errors import BranchFailedError, UserError
 from ..schema import Address, Message, RunStep, format_address
-from ..store import register_type
 from ..tools import InterruptSignal
 from ._agent import Agent
 from ._context import RunContext, RunSession, SessionEvent

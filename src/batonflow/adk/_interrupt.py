@@ -11,9 +11,9 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from ..codec import register_type
 from ..errors import UserError
 from ..schema import Address, format_address
-from ..store import register_type
 from ..tools import InterruptSignal, InterruptState, ResumeContext
 from ._events import AgentAction, AgentEvent
 

@@ -8,10 +8,10 @@ store after each tool batch, before the next model call. A retry of the resume r
 whose key is in the journal gives its recorded result instead of running, so finished tools are not run again and
 the model is not asked again what it already answered; the first step that is not there runs for real.
 
-The keys are the agent's address in the run and a count: the model replies an agent had at that address, or, for a
-tool, which run of the loop at that address (``ReactState.visit``), its turn, and the call's id. Replaying from the same base with the same results takes the same path,
-so each key comes back in the same place (the durable-execution contract: agents decide from their inputs, not from
-the clock).
+The keys are the step log's (``batonflow.adk.loop``): the agent's address in the run and a count of the model
+replies it had there, or, for a tool, which run of the loop at that address (``ReactState.visit``), its turn and the
+call's id. Replaying from the same base with the same results takes the same path, so each key comes back in the
+same place (the durable-execution contract: agents decide from their inputs, not from the clock).
 
 A journal is written in chunks, one per flush, holding what was recorded since the previous one (so a long resume
 writes each step once, not its whole journal each time), under ids derived from the checkpoint id. Each chunk names
@@ -25,13 +25,17 @@ from __future__ import annotations
 import hashlib
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypeVar
 
+from ..codec import DecodeLimits, decode, encode, register_type
 from ..errors import CodecError, UserError
-from ..schema import Address, format_address
-from ..store import CheckpointStore, DecodeLimits, decode, encode, register_type
+from ..schema import Address, Message
+from ..store import CheckpointStore
+from .loop import ToolResult, model_key, tool_key
 
 __all__ = ["Journal", "JournalChunk", "base_digest", "journal_chunk_id"]
+
+T = TypeVar("T")
 
 
 @dataclass(slots=True, kw_only=True)
@@ -59,7 +63,8 @@ def journal_chunk_id(checkpoint_id: str, n: int) -> str:
 
 
 class Journal:
-    """The steps of one resume of ``checkpoint_id``: those recorded by earlier attempts (replayed) and new ones.
+    """The steps of one resume of ``checkpoint_id``: those recorded by earlier attempts (replayed) and new ones. A
+    ``StepLog`` (``batonflow.adk.loop``): the resume's context carries it, alone or chained before a worker's records.
 
     ``fence`` is called before each write and before a batch of tools runs: it raises ``LeaseLostError`` when the
     resume no longer holds its checkpoint's lease, so a resumer that lost it stops before it runs another tool.
@@ -136,27 +141,26 @@ class Journal:
             journal._flushed += 1
         return journal
 
-    # -- steps ---------------------------------------------------------------------------------------------------
+    # -- the step log (``StepLog``) -----------------------------------------------------------------------------
 
     def model_key(self, address: Address) -> str:
         """The key of the next model reply at ``address`` (replies counted, failed calls not)."""
-        return f"model|{format_address(address)}|{self._counts.get(address, 0)}"
+        return model_key(address, self._counts.get(address, 0))
 
-    def model_done(self, address: Address, key: str, reply: Any, *, replayed: bool) -> None:
-        """A model reply at ``address`` came (from the model, or from the journal when ``replayed``)."""
+    def replied(self, address: Address) -> None:
+        """A model reply at ``address`` came (from the model, or from the journal)."""
         self._counts[address] = self._counts.get(address, 0) + 1
-        if not replayed:
-            self.steps[key] = reply
 
     @staticmethod
     def tool_key(address: Address, visit: int, turn: int, call_id: str) -> str:
-        return f"tool|{format_address(address)}|{visit}.{turn}|{call_id}"
+        return tool_key(address, visit, turn, call_id)
 
-    def recorded(self, key: str) -> Any:
-        """The step an earlier attempt recorded under ``key`` (a message or a tool result), or None."""
-        return self.replay.get(key)
+    async def recall(self, key: str, kind: type[T]) -> T | None:
+        """The ``kind`` an earlier attempt recorded under ``key`` (a message or a tool result), or None."""
+        value = self.replay.get(key)
+        return value if isinstance(value, kind) else None
 
-    def record(self, key: str, value: Any) -> None:
+    async def record(self, key: str, value: Message | ToolResult) -> None:
         self.steps[key] = value
 
     # -- the store -----------------------------------------------------------------------------------------------

@@ -4,7 +4,7 @@ A checkpoint holds the run's whole recorded history, and the loops' saved states
 as one payload, every interrupt of a long run re-encodes and re-writes all of it. So once the events recorded
 since the last part reach ``PART_EVENTS``, they are written as a part of their own, under a key named by its
 digest, and never again: the checkpoint itself (the head) keeps only the events after the last part and refers
-to the messages of the parts (a chain of payloads, ``batonflow.store.SharedObjects``). The head starts with the
+to the messages of the parts (a chain of payloads, ``batonflow.codec.SharedObjects``). The head starts with the
 manifest of its parts, so that a resume reads them, checks each against its digest and decodes them in order,
 before the head.
 
@@ -22,8 +22,8 @@ from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from ..codec import DecodeLimits, SharedObjects, decode, encode, encode_async, register_type
 from ..errors import CodecError
-from ..store import DecodeLimits, SharedObjects, decode, encode, encode_async, register_type
 from ._context import SessionEvent
 from ._journal import base_digest
 

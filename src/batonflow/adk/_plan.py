@@ -7,9 +7,9 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol, TypeAlias, runtime_checkable
 
+from ..codec import register_type
 from ..errors import UserError
 from ..schema import Message, Role
-from ..store import register_type
 from ..tools import ToolInfo, parse_model_json
 from .loop import render_instruction
 

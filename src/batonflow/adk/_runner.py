@@ -31,6 +31,7 @@ from ._lease import LeaseHolder, break_lease
 from ._parts import PART_EVENTS, HistoryChain
 from ._result import Capture, RunResult, blocking, collect_events, prompt_messages
 from ._segment import Segment, reserved
+from .loop import chained_steps, installed_steps
 
 __all__ = ["Runner"]
 
@@ -144,6 +145,7 @@ class Runner:
             enable_streaming=self.enable_streaming,
             skip_transfer_messages=self.skip_transfer_messages,
             run_id=os.urandom(16).hex() if run_id is None else run_id,
+            steps=installed_steps(),
         )
         trace = _traced(ctx, self.agent.name, callbacks, capture)
         input = AgentInput(messages=list(messages), enable_streaming=self.enable_streaming)
@@ -282,7 +284,7 @@ class Runner:
             skip_transfer_messages=self.skip_transfer_messages,
             resume=ResumePoints(checkpoint.interrupts, journal.targets),
             run_id=checkpoint.run_id or journal.base,
-            journal=journal,
+            steps=chained_steps(journal, installed_steps()),  # a worker's records (step mode) after the journal
         )
         trace = _traced(ctx, self.agent.name, self.callbacks, capture)
         events = self.agent.resume(ResumeInfo(enable_streaming=checkpoint.enable_streaming), ctx)

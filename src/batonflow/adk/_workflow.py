@@ -12,9 +12,9 @@ from collections.abc import AsyncGenerator, AsyncIterator, Sequence
 from contextlib import aclosing
 from dataclasses import dataclass, field, replace
 
+from ..codec import register_type
 from ..errors import ResumeError, UserError
 from ..schema import RunStep, Stream
-from ..store import register_type
 from ..tools import InterruptSignal
 from ._agent import Agent
 from ._context import RunContext, SessionEvent

@@ -24,9 +24,10 @@ from typing import Any
 
 from ..adk import Agent, AgentEvent, InterruptInfo, LeaseHolder, RunResult, break_lease
 from ..adk import Runner as _Runner
+from ..codec import decode, encode
 from ..errors import CodecError, UserError
 from ..schema import Message, Stream, user
-from ..store import CheckpointStore, SessionStore, check_session_id, decode, encode
+from ..store import CheckpointStore, SessionStore, check_session_id
 from ..trace import TraceCallback
 from ._session import Session
 

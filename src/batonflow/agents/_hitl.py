@@ -22,9 +22,9 @@ from typing import Any, Literal
 
 from .. import trace as trace_events
 from ..adk import AgentMiddleware, RunContext, ToolBatch, get_language
+from ..codec import register_type
 from ..errors import ModelJSONError, UserError
 from ..schema import FunctionCall, ToolCall
-from ..store import register_type
 from ..tools import parse_model_json
 
 __all__ = ["HITL", "HITLDecision", "HITLInterceptor", "HITLPending", "HITLStrategy", "PendingTask", "human_approval"]

@@ -56,10 +56,10 @@ from ..adk.loop import (
     last_call_to,
     render_instruction,
 )
+from ..codec import register_type
 from ..errors import ToolArgumentsError, UserError
 from ..models import ChatModel, ModelSettings
 from ..schema import Message, ToolCall, assistant, system, user
-from ..store import register_type
 from ..tools import InterruptSignal, Tool, ToolContext, ToolInfo, ToolLike
 from ._hitl import HITLPending
 from ._output import OutputSchema, Schema

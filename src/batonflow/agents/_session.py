@@ -201,7 +201,7 @@ class Session:
     @property
     def attrs(self) -> dict[str, Any]:
         """Shared state of the conversation, saved with it. Values must be encodable by the checkpoint codec
-        (``batonflow.store.register_type`` for your own classes); ``save()`` says which one is not."""
+        (``batonflow.codec.register_type`` for your own classes); ``save()`` says which one is not."""
         return self._attrs
 
     def pending(self, flag: bool, reason: str | None = None) -> None:

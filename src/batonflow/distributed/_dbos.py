@@ -33,6 +33,7 @@ from sqlalchemy.exc import OperationalError
 
 from .. import __version__
 from ..adk import Agent, AgentEvent, Branch, BranchResult, dispatching, run_branch
+from ..codec import CODEC_VERSION
 from ..errors import (
     BackendUnavailableError,
     ResumeConflictError,
@@ -41,7 +42,7 @@ from ..errors import (
     UserError,
     VersionMismatchError,
 )
-from ..store import CODEC_VERSION, CheckpointStore, SessionStore
+from ..store import CheckpointStore, SessionStore
 from ._backend import PausedRun
 from ._branches import BRANCH_QUEUE, BRANCH_WORKFLOW, PoolBranches
 from ._checks import count, seconds

@@ -22,8 +22,8 @@ from dataclasses import dataclass
 from typing import Any, Literal, Protocol, runtime_checkable
 
 from ..adk import AgentEvent, InterruptInfo
+from ..codec import decode_json, encode_json
 from ..errors import UserError
-from ..store import decode_json, encode_json
 from ._checks import count, seconds
 
 __all__ = ["EventLog", "EventRecord", "RedisEventLog", "event_log_at", "event_record"]

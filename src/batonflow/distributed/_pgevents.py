@@ -32,8 +32,8 @@ from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager, suppress
 from typing import TYPE_CHECKING, Any, TypeAlias
 
+from ..codec import decode_json, encode_json
 from ..errors import UserError
-from ..store import decode_json, encode_json
 from ._checks import count, seconds
 from ._events import EventRecord, Kind
 

@@ -23,6 +23,7 @@ from typing import Any, Literal
 
 from ..adk import Agent, AgentEvent, InterruptInfo, PendingCheckpoint, read_pending
 from ..agents import Runner
+from ..codec import encode_json
 from ..errors import (
     CheckpointExistsError,
     CheckpointNotFoundError,
@@ -32,7 +33,7 @@ from ..errors import (
     UserError,
 )
 from ..schema import Message, Stream
-from ..store import CheckpointStore, SessionStore, check_checkpoint_id, check_session_id, encode_json
+from ..store import CheckpointStore, SessionStore, check_checkpoint_id, check_session_id
 
 __all__ = ["EventSink", "SegmentOutcome", "SegmentRequest", "run_segment", "segment_id"]
 

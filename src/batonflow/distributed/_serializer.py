@@ -6,8 +6,8 @@ from typing import Any
 
 from dbos import Serializer
 
+from ..codec import decode_json, encode_json
 from ..errors import SegmentFailedError
-from ..store import decode_json, encode_json
 
 __all__ = ["CodecSerializer"]
 

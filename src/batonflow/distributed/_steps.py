@@ -6,7 +6,7 @@ the recorded ones by the order they start in (their ``function_id``, a counter o
 re-run segment does not repeat that order: the Runner replays from its journal the tool batches that finished
 without calling those tools, and parallel tool calls start and finish in any order. Matched by order, a call could
 be handed another call's output. So the records here are keyed by the call's identity in the run (the keys of
-``batonflow.adk.loop.recording_steps``), in a table of their own::
+``batonflow.adk.loop.model_key`` and ``tool_key``), in a table of their own::
 
     batonflow_steps(segment_id, key, output)   -- output: the codec's JSON of a Message or a ToolResult
 
@@ -34,9 +34,9 @@ from typing import Any
 import psycopg
 
 from ..adk.loop import ToolResult, recording_steps
+from ..codec import decode_json, encode_json
 from ..errors import CodecError, StepRecordError, UserError
 from ..schema import Message
-from ..store import decode_json, encode_json
 
 __all__ = ["SegmentSteps", "StepMode", "StepTable"]
 
@@ -126,7 +126,7 @@ class StepTable:
 
 
 class SegmentSteps:
-    """The ``StepRecorder`` of one run of one segment: recalls what earlier runs of it recorded (read at its first
+    """The ``StepRecorder`` of one run of one segment (the step log of its run, after its journal if it resumes): recalls what earlier runs of it recorded (read at its first
     call), and records each new result. A table that cannot be read is logged and holds nothing for it: the calls
     run again, as without step mode."""
 

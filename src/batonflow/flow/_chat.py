@@ -16,11 +16,11 @@ from typing import Any
 
 from ..adk import RunContext
 from ..adk.loop import ModelStep
+from ..codec import register_type
 from ..errors import ToolArgumentsError, UserError
 from ..graph import FlowContext, Node, render_template
 from ..models import ChatModel, load_model
 from ..schema import Message, Stream, ToolCall, system, tool_message, user
-from ..store import register_type
 from ..tools import Tool, ToolContext
 from ._base import AiComponent, meta_bool, meta_text
 from ._config import ModelConfig, checked_config, default_settings

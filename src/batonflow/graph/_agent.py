@@ -39,9 +39,9 @@ from ..adk import (
     dispatch,
     event_from_message,
 )
+from ..codec import register_type
 from ..errors import ResumeError, UserError
 from ..schema import RunStep, assistant, user
-from ..store import register_type
 from ..trace import NodeEnd, NodeStart
 from ._context import FlowContext
 from ._engine import FlowEngine

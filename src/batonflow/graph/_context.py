@@ -17,8 +17,8 @@ from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Any
 
+from ..codec import decode_json, encode_json, register_type
 from ..errors import CodecError
-from ..store import decode_json, encode_json, register_type
 from ._spec import NodeType
 
 if TYPE_CHECKING:

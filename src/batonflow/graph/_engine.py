@@ -9,7 +9,7 @@ node, whose task runs again.
 The original walks a parallel gateway's branches one after the other, so that when a node stops the run no later
 branch has run; here they run concurrently, and a branch may have finished a node after (in the walk's order) the
 one that stopped, or before it while another branch was recorded last. So the context also keeps a journal of how
-each visit of the run ended (``Journal``, per graph and node, counted). When the saved run fanned a parallel
+each visit of the run ended (``VisitLog``, per graph and node, counted). When the saved run fanned a parallel
 gateway out, reverting ends at that gateway instead of at the recorded node, and from there the walk follows the
 journal: a visit the saved run finished is replayed (task and hooks skipped, joins counted, links followed; one
 that ``interrupt()`` ended ends its branch again), every other visit runs. A graph whose runs never fan out resumes
@@ -40,7 +40,7 @@ from ..adk import Agent
 from ..errors import BatonflowError
 from ._context import CURRENT, DONE, ENDED, FANNED, FINISHED, FlowContext
 from ._errors import ComponentError, FlowRunError, GraphError, VisitLimitError
-from ._exchanger import Branch, Exchanger, FlowInterceptor, FlowInvocation, Journal, Visit, maybe_await
+from ._exchanger import Branch, Exchanger, FlowInterceptor, FlowInvocation, Visit, VisitLog, maybe_await
 from ._expr import Expression
 from ._graph import ComponentRef, Condition, Graph, GraphRef, Node
 from ._loop import Peekable, loop_items
@@ -188,7 +188,7 @@ class FlowEngine:
         if type(steps) is not int:
             raise GraphError(f"steps must be an int (-1 for no limit), got {steps!r}")
         trace = context.trace
-        journal = Journal(dict(trace._visits))
+        journal = VisitLog(dict(trace._visits))
         ex = Exchanger(graph, context, steps, self._ranked(interceptors), self.max_visits, [0], {}, journal)
         context._stopped = False  # as the original: every eval starts unstopped
         try:

@@ -1,5 +1,5 @@
-"""The state of one run of a graph (``Exchanger``, with a ``Branch`` per concurrent branch, and the ``Journal`` of
-its visits), and the interceptor chain around it (``FlowInterceptor``, ``FlowInvocation``)."""
+"""The state of one run of a graph (``Exchanger``, with a ``Branch`` per concurrent branch, and the ``VisitLog`` of
+how its visits ended), and the interceptor chain around it (``FlowInterceptor``, ``FlowInvocation``)."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ if TYPE_CHECKING:
     from ._engine import FlowEngine
     from ._graph import Graph, Node
 
-__all__ = ["Branch", "Exchanger", "FlowInterceptor", "FlowInvocation", "Journal", "Visit", "maybe_await"]
+__all__ = ["Branch", "Exchanger", "FlowInterceptor", "FlowInvocation", "Visit", "VisitLog", "maybe_await"]
 
 
 class FlowInterceptor:
@@ -63,7 +63,7 @@ class Visit:
         self._entries[self._index] = outcome
 
     def finish(self, outcome: str) -> None:
-        """Journal how a live visit ended (a replayed one keeps the outcome it had)."""
+        """Log how a live visit ended (a replayed one keeps the outcome it had)."""
         if not self.replay:
             self._entries[self._index] = outcome
 
@@ -72,14 +72,14 @@ class Visit:
         self._entries[self._index] = FANNED
 
     def settle(self, branch: Branch, finished: bool) -> None:
-        """Journal the visit by what its task did: done, or ended by ``interrupt()``, unless it was cut short."""
+        """Log the visit by what its task did: done, or ended by ``interrupt()``, unless it was cut short."""
         if not self.replay:
             cut = not finished or branch.stopped
             self._entries[self._index] = PENDING if cut else ENDED if branch.interrupted else DONE
 
 
-class Journal:
-    """The visits of one run, per graph and node in the order made, next to those of the run the context saved
+class VisitLog:
+    """How the visits of one run ended, per graph and node in the order made (one letter each, see ``_context``), next to those of the run the context saved
     before (``saved``): the n-th visit of a node in a resumed run is the n-th visit of the saved run. ``merged``
     is what the context keeps: this run's visits, then those of the saved run this run did not get to."""
 
@@ -138,7 +138,7 @@ class Exchanger:
         max_visits: int,
         stepped: list[int],
         visits: dict[tuple[str, str], int],
-        journal: Journal,
+        journal: VisitLog,
     ) -> None:
         self.graph = graph
         self.context = context
@@ -177,7 +177,7 @@ class Exchanger:
             self.marked = any(FANNED in outcomes for outcomes in self.saved.values())
 
     def begin(self, node_id: str) -> Visit:
-        """Journal a visit of ``node_id``, cut short until it says otherwise."""
+        """Log a visit of ``node_id``, cut short until it says otherwise."""
         entries = self.made.get(node_id)
         if entries is None:
             entries = self.made[node_id] = []

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
+from ..codec import DEFAULT_LIMITS, DecodeLimits
 from ._base import Lease, StoreBase, check_checkpoint_id, check_owner, check_ttl, closed_error
-from ._codec import DEFAULT_LIMITS, DecodeLimits
 from ._lease import MemoryLeases, check_fence
 
 __all__ = ["MemoryCheckpointStore"]

@@ -11,8 +11,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from ..codec import DEFAULT_LIMITS, DecodeLimits
 from ._base import Lease, StoreBase, check_checkpoint_id, check_owner, check_table_name, check_ttl
-from ._codec import DEFAULT_LIMITS, DecodeLimits
 from ._conn import PostgresPool
 from ._lease import (
     check_fence,

@@ -10,8 +10,8 @@ from __future__ import annotations
 
 from typing import cast
 
+from ..codec import DEFAULT_LIMITS, DecodeLimits
 from ._base import Lease, StoreBase, check_checkpoint_id, check_owner, check_ttl
-from ._codec import DEFAULT_LIMITS, DecodeLimits
 from ._conn import RedisConnection
 from ._lease import check_fence
 from ._lease_redis import REDIS_BREAK, REDIS_CLAIM, REDIS_FENCED_WRITE, REDIS_HOLDER, redis_lease, redis_ttl_ms

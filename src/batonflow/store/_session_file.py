@@ -28,12 +28,12 @@ import time
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
+from ..codec import DEFAULT_LIMITS, DecodeLimits, decode_json, encode_json
 from ..errors import CodecError
 from ..schema import Message
 from ._base import Lease, StoreBase, check_owner, check_ttl
-from ._codec import DEFAULT_LIMITS, DecodeLimits, dump_json, load_json
 from ._conn import ThreadWorker
 from ._sessions import (
     SessionData,
@@ -95,7 +95,7 @@ class FileSessionStore(StoreBase):
                 return SessionData(messages=messages)
             what = f"{state_what(session_id)} ({snapshot_path})"
             return SessionData(
-                messages=messages, state=state_from_value(load_json(raw_state, what, limits=limits), what)
+                messages=messages, state=state_from_value(decode_json(raw_state, what=what, limits=limits), what)
             )
 
         return await self._worker.run(f"cannot read session {session_id!r}", get)
@@ -120,7 +120,7 @@ class FileSessionStore(StoreBase):
 
     async def set_state(self, session_id: str, state: SessionState) -> None:
         _, snapshot_path = self._paths(session_id)
-        data = dump_json(state_to_value(state), state_what(session_id), self.limits) + b"\n"
+        data = _json_line(state_to_value(state), state_what(session_id), self.limits)
         await self._worker.run(
             f"cannot write the state of session {session_id!r}", lambda: _write_atomic(snapshot_path, data)
         )
@@ -232,7 +232,12 @@ def _escape(match: re.Match[str]) -> str:
 
 def _encode_lines(session_id: str, messages: Sequence[Message], limits: DecodeLimits) -> bytes:
     what = message_what(session_id)
-    return b"".join(dump_json(m, what, limits) + b"\n" for m in check_messages(messages))
+    return b"".join(_json_line(m, what, limits) for m in check_messages(messages))
+
+
+def _json_line(value: Any, what: str, limits: DecodeLimits) -> bytes:
+    # The codec's JSON is one line (every line break escaped) and valid UTF-8 (lone surrogates escaped too).
+    return encode_json(value, what=what, limits=limits).encode("utf-8") + b"\n"
 
 
 def _decode_lines(
@@ -246,11 +251,11 @@ def _decode_lines(
     out = []
     for number, line in tail(lines, last):
         try:
-            out.append(expect_message(load_json(line, what, limits=limits), what))
+            out.append(expect_message(decode_json(line, what=what, limits=limits), what))
         except CodecError:
             # Decoded again to say where, counting the lines before the part that was read (only now).
             where = f"{what} ({path}, line {number + _lines_before(path, offset)})"
-            out.append(expect_message(load_json(line, where, limits=limits), where))
+            out.append(expect_message(decode_json(line, what=where, limits=limits), where))
     return out
 
 

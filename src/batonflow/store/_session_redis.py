@@ -13,9 +13,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import cast
 
+from ..codec import DEFAULT_LIMITS, DecodeLimits
 from ..schema import Message
 from ._base import Lease, StoreBase, check_owner, check_ttl
-from ._codec import DEFAULT_LIMITS, DecodeLimits
 from ._conn import RedisConnection
 from ._lease_redis import REDIS_BREAK, REDIS_CLAIM, REDIS_HOLDER, redis_lease, redis_ttl_ms
 from ._sessions import (

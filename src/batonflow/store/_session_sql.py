@@ -15,9 +15,9 @@ import time
 from collections.abc import Sequence
 from typing import Any
 
+from ..codec import DEFAULT_LIMITS, DecodeLimits
 from ..schema import Message
 from ._base import Lease, StoreBase, check_owner, check_table_name, check_ttl
-from ._codec import DEFAULT_LIMITS, DecodeLimits
 from ._conn import PostgresPool, SqliteConnection, Synchronous, transaction
 from ._lease import (
     postgres_break_sql,

@@ -16,10 +16,10 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol, runtime_checkable
 
+from ..codec import DEFAULT_LIMITS, DecodeLimits, decode, encode
 from ..errors import CodecError, UserError
 from ..schema import Message
 from ._base import Lease, StoreBase, check_id, check_owner, check_ttl, closed_error
-from ._codec import DEFAULT_LIMITS, DecodeLimits, decode, encode
 from ._lease import MemoryLeases
 
 __all__ = ["MemorySessionStore", "SessionData", "SessionState", "SessionStore", "check_session_id"]

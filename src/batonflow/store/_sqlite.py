@@ -17,8 +17,8 @@ import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 
+from ..codec import DEFAULT_LIMITS, DecodeLimits
 from ._base import Lease, StoreBase, check_checkpoint_id, check_owner, check_table_name, check_ttl
-from ._codec import DEFAULT_LIMITS, DecodeLimits
 from ._conn import SqliteConnection, Synchronous, transaction
 from ._lease import check_fence, sqlite_break, sqlite_claim, sqlite_holder, sqlite_lease_schema, sqlite_release
 

@@ -12,10 +12,10 @@ from dataclasses import dataclass, field, replace
 
 from ..adk import AgentEvent, AgentInput, ResumeInfo, RunContext, agent_with_options, event_from_message, get_language
 from ..adk.loop import ModelStep
+from ..codec import register_type
 from ..errors import RunError
 from ..graph import FlowContext, FlowInterceptor, Node
 from ..schema import Message, RunStep, ToolInfo, system
-from ..store import register_type
 from ..trace import NodeEnd, NodeStart, SupervisorDelta
 from ._config import TeamConfig
 from ._current import current_run

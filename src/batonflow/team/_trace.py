@@ -11,8 +11,8 @@ import time
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
+from ..codec import register_type
 from ..schema import Message, TextPart
-from ..store import register_type
 
 __all__ = ["TeamMetrics", "TeamRecord", "TeamTrace", "trace_key"]
 

@@ -7,10 +7,10 @@ import batonflow
 from batonflow.adk import AgentInput, RunContext, collect_events
 from batonflow.adk.loop import ModelRetryConfig, ModelStep, ReactState
 from batonflow.agents import SimpleAgent
+from batonflow.codec import decode, encode
 from batonflow.errors import ModelHTTPError
 from batonflow.observe import ReasonEnd, TraceEvent
 from batonflow.schema import ToolInfo, assistant, user
-from batonflow.store import decode, encode
 from batonflow.testing import ScriptedModel
 from batonflow.trace import RunTrace
 

@@ -1,6 +1,6 @@
-"""Step recording (``recording_steps``): model replies and tool results are recorded under keys that name the call
-by where it is in the run, and a run re-executed under the records replays them instead of calling again — only
-the calls that had not finished run."""
+"""The step log (``RunContext.steps``) and step recording (``recording_steps``): model replies and tool results are
+recorded under keys that name the call by where it is in the run, and a run re-executed under the records replays
+them instead of calling again — only the calls that had not finished run."""
 
 from __future__ import annotations
 
@@ -9,10 +9,17 @@ from typing import Any
 
 import pytest
 
-from batonflow.adk import ChatModelAgent, Runner, collect_events
-from batonflow.adk.loop import ToolResult, current_steps, recording_steps
+from batonflow.adk import AgentInput, ChatModelAgent, RunContext, Runner, collect_events
+from batonflow.adk.loop import (
+    ChainedSteps,
+    RecordedSteps,
+    ToolResult,
+    chained_steps,
+    installed_steps,
+    recording_steps,
+)
 from batonflow.errors import StepRecordError
-from batonflow.schema import Message, assistant
+from batonflow.schema import AddressSegment, Message, assistant, user
 from batonflow.testing import FunctionModel, tool_calls
 from batonflow.tools import ToolContext, ToolInfo, tool
 
@@ -198,11 +205,11 @@ async def test_a_record_of_the_wrong_kind_is_a_clear_error() -> None:
 
 
 async def test_without_a_recorder_nothing_is_consulted() -> None:
-    assert current_steps() is None
+    assert installed_steps() is None
     records = Records()
     with recording_steps(records) as steps:
-        assert current_steps() is steps and steps.recorder is records
-    assert current_steps() is None
+        assert installed_steps() is steps and steps.recorder is records
+    assert installed_steps() is None
     shop = Shop()
     shop.slow_gate.set()
     await collect_events(Runner(shop.agent()).query("go"))
@@ -261,3 +268,111 @@ async def test_a_retried_resume_counts_the_replies_its_journal_replays(streaming
     assert _answer(events) == "yes / found 1 / found 2"
     assert looked == [1, 2] and len(model.requests) == 5  # only the call in flight was made again
     assert records.held["model|agent:asker|2"].content == "yes / found 1 / found 2"
+
+
+# -- the one step log: on the run context, a journal and a worker's records chained -------------------------------
+
+
+async def test_the_steps_replay_and_record_through_the_log_on_the_run_context() -> None:
+    """No recorder is installed: the log the context carries is the one the model and tool steps use."""
+    shop = Shop()
+    shop.slow_gate.set()
+    records = Records()
+    agent = shop.agent()
+    ctx = RunContext(steps=RecordedSteps(records))
+    first = [e async for e in agent.run(AgentInput(messages=[user("go")]), ctx)]
+    assert _answer(first) == "fast 1 / medium 2 / slow 3"
+    assert sum(key.startswith("model|") for key in records.held) == 2
+    assert sum(key.startswith("tool|") for key in records.held) == 3
+
+    again = [e async for e in agent.run(AgentInput(messages=[user("go")]), RunContext(steps=RecordedSteps(records)))]
+    assert _answer(again) == "fast 1 / medium 2 / slow 3"
+    assert len(shop.model.requests) == 2 and sorted(shop.ran) == ["fast", "medium", "slow"]  # all replayed
+
+
+async def test_a_runner_puts_the_installed_recorder_on_the_context_its_tools_see() -> None:
+    seen: list[object] = []
+
+    @tool
+    def look(ctx: ToolContext) -> str:
+        """Look."""
+        seen.append(ctx.run.steps if isinstance(ctx.run, RunContext) else "no run")
+        return "seen"
+
+    model = FunctionModel(lambda messages, tools: assistant("ok") if len(messages) > 1 else tool_calls(("look", {})))
+    agent = ChatModelAgent(name="l", description="L.", model=model, tools=[look])
+    with recording_steps(Records()) as steps:
+        await collect_events(Runner(agent).query("go"))
+    await collect_events(Runner(agent).query("go"))
+    assert seen == [steps, None]
+
+
+async def test_a_tool_record_of_the_wrong_kind_fails_the_round_and_runs_no_tool() -> None:
+    shop = Shop()
+    shop.slow_gate.set()
+    records = Records({"tool|agent:shop|1.1|call_2": assistant("not a tool's result")})
+    with recording_steps(records):
+        events = await collect_events(Runner(shop.agent()).query("go"))
+    errors = [e.error for e in events if e.error is not None]
+    assert len(errors) == 1 and isinstance(errors[0], StepRecordError)
+    assert errors[0].key == "tool|agent:shop|1.1|call_2"
+    assert "expected a ToolResult, got Message" in str(errors[0])
+    assert shop.ran == []  # a record that cannot be used is not taken for "not recorded", and nothing ran
+
+
+async def test_a_chained_log_asks_the_second_store_only_for_what_the_first_lacks() -> None:
+    first, then = Records({"model|agent:a|0": assistant("kept first")}), Records({"model|agent:a|1": assistant("b")})
+    log = ChainedSteps(RecordedSteps(first), RecordedSteps(then))
+    address = (AddressSegment("agent", "a"),)
+
+    assert log.model_key(address) == "model|agent:a|0"
+    reply = await log.recall(log.model_key(address), Message)
+    assert reply is not None and reply.content == "kept first" and then.recalls == []
+    log.replied(address)
+
+    key = log.model_key(address)
+    assert key == "model|agent:a|1"
+    copied = await log.recall(key, Message)
+    assert copied is not None and copied.content == "b" and first.held[key] is copied  # copied into the first
+    log.replied(address)
+
+    await log.record(log.model_key(address), assistant("new"))
+    assert first.held["model|agent:a|2"] is then.held["model|agent:a|2"]  # a new step goes into both
+    assert await log.recall("model|agent:a|9", Message) is None
+    assert chained_steps(None, log) is log and chained_steps(log, None) is log and chained_steps(None, None) is None
+
+
+async def test_a_step_only_the_records_hold_is_copied_into_the_journal_of_a_resume() -> None:
+    """A resume in step mode replays a model reply from the worker's records; it fails later, and its retry
+    without the records (on another worker, say) replays that reply from the journal rather than asking again."""
+    from batonflow.store import MemoryCheckpointStore
+
+    booms: list[int] = []
+
+    @tool
+    def ask(ctx: ToolContext) -> str:
+        """Ask a human."""
+        return str(ctx.ask("may I?"))
+
+    @tool
+    def boom() -> str:
+        """Breaks."""
+        booms.append(1)
+        raise RuntimeError("the disk is full")
+
+    model = FunctionModel(lambda messages, tools: tool_calls(("ask", {})))
+    agent = ChatModelAgent(name="asker", description="Asks.", model=model, tools=[ask, boom])
+    runner = Runner(agent, checkpoint_store=MemoryCheckpointStore())
+    paused = await collect_events(runner.run([user("go")], checkpoint_id="c3"))
+    target = next(e.action.interrupted for e in paused if e.action is not None and e.action.interrupted)
+    yes = {target.interrupt_contexts[0].id: "yes"}
+
+    records = Records({"model|agent:asker|0": tool_calls(("boom", {}))})
+    with recording_steps(records):
+        failed = await collect_events(runner.resume("c3", yes))
+    assert any(isinstance(e.error, RuntimeError) for e in failed)
+    assert len(model.requests) == 1 and booms == [1]  # the reply came from the records
+
+    retried = await collect_events(runner.resume("c3", yes))
+    assert any(isinstance(e.error, RuntimeError) for e in retried)
+    assert len(model.requests) == 1 and booms == [1, 1]  # the journal held the reply: the model was not asked

@@ -6,7 +6,9 @@
 - ``ModelStep``: the one place that calls a ``ChatModel`` (traced, counted, retried).
 - ``run_loop``: model step → route → tool step; ``ModelAgent``: an agent built on it.
 - ``AgentMiddleware`` and ``ToolBatch``: the hooks around the loop.
-- ``StepRecorder`` and ``recording_steps``: where a durable worker keeps each finished model reply and tool result.
+- ``StepLog``: a run's finished model replies and tool results, on its context (``RunContext.steps``), which the
+  model and tool steps replay and record; ``StepRecorder`` and ``recording_steps``: a durable worker's store of them
+  (``RecordedSteps``), chained after a resume's journal (``ChainedSteps``).
 """
 
 from ._agent import ChatModelAgentResumeData as ChatModelAgentResumeData
@@ -42,10 +44,15 @@ from ._policy import last_call_to as last_call_to
 from ._state import ChatModelAgentState as ChatModelAgentState
 from ._state import ReactState as ReactState
 from ._state import ToolResult as ToolResult
+from ._steps import ChainedSteps as ChainedSteps
+from ._steps import RecordedSteps as RecordedSteps
+from ._steps import StepLog as StepLog
 from ._steps import StepRecorder as StepRecorder
-from ._steps import Steps as Steps
-from ._steps import current_steps as current_steps
+from ._steps import chained_steps as chained_steps
+from ._steps import installed_steps as installed_steps
+from ._steps import model_key as model_key
 from ._steps import recording_steps as recording_steps
+from ._steps import tool_key as tool_key
 
 __all__ = [
     "MAX_MODEL_RETRIES",
@@ -55,6 +62,7 @@ __all__ = [
     "AskAgain",
     "BatchHook",
     "CallTools",
+    "ChainedSteps",
     "ChatModelAgentResumeData",
     "ChatModelAgentState",
     "EinoPolicy",
@@ -70,19 +78,23 @@ __all__ = [
     "ModelStep",
     "Outcome",
     "ReactState",
+    "RecordedSteps",
     "Retry",
     "Routed",
     "StateHook",
+    "StepLog",
     "StepRecorder",
-    "Steps",
     "StreamedReply",
     "ToolBatch",
     "ToolCallHandler",
     "ToolResult",
-    "current_steps",
+    "chained_steps",
+    "installed_steps",
     "is_empty_answer",
     "last_call_to",
+    "model_key",
     "recording_steps",
     "render_instruction",
     "run_loop",
+    "tool_key",
 ]

@@ -25,8 +25,7 @@ from ...schema import Address, Message, MessageStream, Stream, Tap, concat_messa
 from ...tools import ToolInfo
 from .._context import RunContext
 from .._events import AgentEvent, event_from_message
-from .._journal import Journal
-from ._steps import Steps, current_steps
+from ._steps import StepLog
 
 if TYPE_CHECKING:
     from ...trace import OpenReason
@@ -107,34 +106,18 @@ class ModelStep:
     async def generate(self, messages: Sequence[Message], tools: Sequence[ToolInfo] | None, ctx: RunContext) -> Message:
         """The model's answer; with ``retry_empty`` the last empty answer when every attempt gave one.
 
-        In a resume, an answer an earlier attempt of the resume recorded comes from its journal instead; under a
-        step recorder (``recording_steps``), one it holds comes from it, and a new one is recorded."""
-        journal = ctx.journal
-        steps = current_steps()
-        if journal is None and steps is None:
+        Under the run's step log (``ctx.steps``: a resume's journal, a worker's records), an answer it holds comes
+        from it instead, and a new one is recorded in it."""
+        log = ctx.steps
+        if log is None:
             return await self._generate(messages, tools, ctx)
         address = ctx.address
-        key = journal.model_key(address) if journal is not None else ""
-        recorded = journal.recorded(key) if journal is not None else None
-        if isinstance(recorded, Message):
-            assert journal is not None
-            journal.model_done(address, key, recorded, replayed=True)
-            if steps is not None:
-                steps.model_done(address)
-            return recorded
-        if steps is None:
+        key = log.model_key(address)
+        message = await log.recall(key, Message)
+        if message is None:
             message = await self._generate(messages, tools, ctx)
-        else:
-            step = steps.model_key(address)
-            kept = await steps.recalled_reply(step)
-            if kept is None:
-                message = await self._generate(messages, tools, ctx)
-                await steps.record(step, message)
-            else:
-                message = kept
-            steps.model_done(address)
-        if journal is not None:
-            journal.model_done(address, key, message, replayed=False)
+            await log.record(key, message)
+        log.replied(address)
         return message
 
     async def _generate(
@@ -178,31 +161,22 @@ class ModelStep:
         so that an answer that ends empty is retried (``retry_empty``) without the caller having seen any of it;
         None when every attempt was empty. ``on_end`` gets the whole message as soon as the model's stream ends,
         whichever reader pulled its last chunk. ``show`` converts the chunks the caller sees (not the agent's copy).
-        In a resume, an answer an earlier attempt of the resume recorded comes from its journal, as one chunk; under a
-        step recorder, one it holds comes from it, as one chunk too, and a new one is recorded once joined.
+        Under the run's step log, an answer it holds comes from it, as one chunk, and a new one is recorded in it
+        once joined.
         """
-        journal = ctx.journal
-        steps = current_steps()
-        if journal is None and steps is None:
+        log = ctx.steps
+        if log is None:
             return await self._stream(messages, tools, ctx, hold_back, on_end, show)
         address = ctx.address
-        key = journal.model_key(address) if journal is not None else ""
-        recorded = journal.recorded(key) if journal is not None else None
-        replayed = isinstance(recorded, Message)
-        step = ""
-        if not replayed and steps is not None:
-            step = steps.model_key(address)
-            recorded = await steps.recalled_reply(step)
-        if isinstance(recorded, Message):
-            if journal is not None:
-                journal.model_done(address, key, recorded, replayed=replayed)
-            if steps is not None:
-                steps.model_done(address)
+        key = log.model_key(address)
+        recorded = await log.recall(key, Message)
+        if recorded is not None:
+            log.replied(address)
             caller, whole = Stream.from_async_iter(_resumed([recorded], Stream.from_list([]), on_end)).tap()
             return StreamedReply(caller, whole, show=show)
         reply = await self._stream(messages, tools, ctx, hold_back, on_end, show)
         if reply is not None:
-            reply._record = _recorder(journal, steps, address, key, step)
+            reply._record = _recorder(log, address, key)
         return reply
 
     async def _stream(
@@ -313,7 +287,7 @@ class StreamedReply:
         self._whole = whole
         self._reason = reason
         self._close = close
-        # A resume's journal, or a step recorder, takes the whole message.
+        # The run's step log takes the whole message.
         self._record: Callable[[Message], Awaitable[None]] | None = None
         self._joined: asyncio.Future[Message] = asyncio.get_running_loop().create_future()
         variant = self.event.output.message_output  # type: ignore[union-attr]
@@ -347,17 +321,12 @@ class StreamedReply:
                 await self._whole.reader_closed()
 
 
-def _recorder(
-    journal: Journal | None, steps: Steps | None, address: Address, key: str, step: str
-) -> Callable[[Message], Awaitable[None]]:
-    """What keeps a streamed answer, once joined: the journal, the step recorder, or both."""
+def _recorder(log: StepLog, address: Address, key: str) -> Callable[[Message], Awaitable[None]]:
+    """What keeps a streamed answer in the run's step log, once joined."""
 
     async def record(message: Message) -> None:
-        if steps is not None:
-            await steps.record(step, message)
-            steps.model_done(address)
-        if journal is not None:
-            journal.model_done(address, key, message, replayed=False)
+        await log.record(key, message)
+        log.replied(address)
 
     return record
 

@@ -8,8 +8,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from ...codec import register_type
 from ...schema import Message, ToolInfo
-from ...store import register_type
 from .._events import AgentAction
 
 __all__ = ["ChatModelAgentState", "ReactState", "ToolResult"]

@@ -15,16 +15,16 @@ from collections.abc import AsyncGenerator, Awaitable, Callable, Sequence
 from contextlib import aclosing
 from typing import Any, NamedTuple
 
+from ...errors import StepRecordError
 from ...schema import Message, Stream, ToolCall, assistant, tool_message
 from ...tools import AddressSegment, InterruptSignal, ToolContext
 from .._context import RunContext
 from .._events import AgentAction, AgentEvent, event_from_message
-from .._journal import Journal
 from ._middleware import ToolBatch
 from ._outcomes import Answer, Fail, Interrupt
 from ._policy import AgentSetup, LoopPolicy
 from ._state import ReactState, ToolResult
-from ._steps import Steps, current_steps
+from ._steps import StepLog
 
 __all__ = ["tool_step"]
 
@@ -55,9 +55,13 @@ async def tool_step(
             yield answer
         if answered and isinstance(answered[-1], Answer):
             return
-    journal = ctx.journal
-    if journal is not None and todo:
-        todo, replayed = _replayed(todo, state, ctx, journal)
+    log = ctx.steps
+    if log is not None and todo:
+        try:
+            todo, replayed = await _replayed(todo, state, ctx, log)
+        except StepRecordError as unusable:
+            yield Fail(unusable)
+            return
         for event in replayed:
             yield event
     direct = policy.direct_call(calls, setup)
@@ -81,8 +85,8 @@ async def tool_step(
             if notes and call.id in notes:
                 result = tool_message(result.content + notes[call.id], tool_call_id=call.id, tool_name=result.tool_name)
             completed[call.id] = finished = ToolResult(message=result, action=action)
-            if journal is not None:
-                journal.record(Journal.tool_key(ctx.address, state.visit, state.turn, call.id), finished)
+            if log is not None:
+                await log.record(log.tool_key(ctx.address, state.visit, state.turn, call.id), finished)
             if call.id != direct:
                 yield _tool_event(result, action)
     if acting is not None:
@@ -90,8 +94,8 @@ async def tool_step(
     if interrupts:
         yield Interrupt(interrupts)
         return
-    if journal is not None:
-        await journal.flush()  # saved before the model is asked again
+    if log is not None:
+        await log.flush()  # saved before the model is asked again
     for concluded in await _conclude(state, setup, policy, ctx, calls, direct):
         yield concluded
 
@@ -173,17 +177,17 @@ def _answered(state: ReactState, batch: ToolBatch, todo: list[ToolCall]) -> list
     return items
 
 
-def _replayed(
-    todo: list[ToolCall], state: ReactState, ctx: RunContext, journal: Journal
+async def _replayed(
+    todo: list[ToolCall], state: ReactState, ctx: RunContext, log: StepLog
 ) -> tuple[list[ToolCall], list[AgentEvent]]:
-    """The calls still to run, and the events of those an earlier attempt of this resume finished: recorded as
-    finished from the journal, not run again. A resume that lost its lease runs no more tools."""
-    journal.check()
+    """The calls still to run, and the events of those the run's step log holds as finished: recorded as
+    finished from it, not run again. A resume that lost its lease runs no more tools."""
+    log.check()
     left: list[ToolCall] = []
     events: list[AgentEvent] = []
     for call in todo:
-        recorded = journal.recorded(Journal.tool_key(ctx.address, state.visit, state.turn, call.id))
-        if isinstance(recorded, ToolResult):
+        recorded = await log.recall(log.tool_key(ctx.address, state.visit, state.turn, call.id), ToolResult)
+        if recorded is not None:
             state.completed[call.id] = recorded
             events.append(_tool_event(recorded.message, recorded.action))
         else:
@@ -338,33 +342,8 @@ async def _traced_call_tool(
 
 
 def _caller(ctx: RunContext) -> CallTool:
-    """How this round calls a tool: traced or not, and under a step recorder, through its records."""
-    call_tool = _call_tool if ctx.trace is None else _traced_call_tool
-    steps = current_steps()
-    return call_tool if steps is None else _recorded(steps, call_tool)
-
-
-def _recorded(steps: Steps, call_tool: CallTool) -> CallTool:
-    """``call_tool`` through ``steps``: a call recorded as finished gives its record instead of running; one that
-    finishes now is recorded (an error the policy showed the model included; an interrupt or a raised error not)."""
-
-    async def call(
-        call: ToolCall,
-        setup: AgentSetup,
-        policy: LoopPolicy,
-        ctx: RunContext,
-        state: ReactState,
-        emit: Callable[[Any], object] | None,
-    ) -> tuple[Message, AgentAction | None]:
-        key = steps.tool_key(ctx.address, state.visit, state.turn, call.id)
-        kept = await steps.recalled_tool(key)
-        if kept is not None:
-            return kept.message, kept.action
-        result, action = await call_tool(call, setup, policy, ctx, state, emit)
-        await steps.record(key, ToolResult(message=result, action=action))
-        return result, action
-
-    return call
+    """How this round calls a tool: traced or not."""
+    return _call_tool if ctx.trace is None else _traced_call_tool
 
 
 _NO_RESULT = Message(role="tool")

@@ -16,8 +16,8 @@ from typing import Any
 import pytest
 
 from batonflow.adk import RunStep
+from batonflow.codec import decode, encode, register_type
 from batonflow.schema import Message, assistant, user
-from batonflow.store import decode, encode, register_type
 
 
 @dataclass(slots=True, kw_only=True)

@@ -7,9 +7,9 @@ from datetime import UTC, datetime
 
 import pytest
 
+from batonflow.codec import decode_json, encode_json
 from batonflow.errors import CodecError
 from batonflow.schema import Message
-from batonflow.store import decode_json, encode_json
 
 
 def test_registered_and_tagged_values_round_trip_as_readable_json() -> None:

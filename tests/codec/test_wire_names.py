@@ -10,7 +10,7 @@ from __future__ import annotations
 import subprocess
 import sys
 
-from batonflow.store import registered_types
+from batonflow.codec import registered_types
 
 WIRE_NAMES = {
     "AddressSegment": "batonflow.schema._paths.AddressSegment",

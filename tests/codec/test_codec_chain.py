@@ -6,9 +6,9 @@ from typing import Any
 
 import pytest
 
+from batonflow.codec import DecodeLimits, SharedObjects, decode, encode
 from batonflow.errors import CodecError
 from batonflow.schema import Message, assistant, user
-from batonflow.store import DecodeLimits, SharedObjects, decode, encode
 
 
 def _messages(n: int, start: int = 0) -> list[Message]:

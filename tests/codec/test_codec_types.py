@@ -21,11 +21,11 @@ from hypothesis import strategies as st
 
 import batonflow.agents  # noqa: F401 - registers every checkpointed type
 from batonflow.adk import SessionEvent
+from batonflow.codec import decode, encode, register_type
 from batonflow.errors import CodecError
 from batonflow.schema import ToolCall, user
-from batonflow.store import decode, encode, register_type
 
-FIXTURES = Path(__file__).with_name("fixtures") / "release-0.1.0"
+FIXTURES = Path(__file__).parents[1] / "store" / "fixtures" / "release-0.1.0"  # the pinned checkpoints
 
 
 def seal(body: bytes, flags: int = 0) -> bytes:

@@ -11,7 +11,7 @@ from ..errors import CodecError
 
 TAG = "$t"  # a built-in tagged value: {"$t": "tuple", "v": [...]}
 CLS = "$c"  # a registered class: {"$c": "OrderInfo", field: value, ...}
-HINT_REGISTER = " (register it with batonflow.store.register_type)"
+HINT_REGISTER = " (register it with batonflow.codec.register_type)"
 REF = "ref"  # a later occurrence of a shared object: {"$t": "ref", "v": its number}
 RUN = "run"  # list items that are shared objects written before, by number: {"$t": "run", "v": [first, count, step]}
 SHARED = frozenset({"Message", "SessionEvent"})

@@ -57,7 +57,7 @@ _FLAG_ZLIB = 0x01
 _FLAG_CONTINUES = 0x02
 _KNOWN_FLAGS = _FLAG_ZLIB | _FLAG_CONTINUES
 _COUNT = struct.Struct(">I")
-# Measured on chat-shaped checkpoints (tests/store/test_codec_size.py): zlib pays from about half a KiB (a
+# Measured on chat-shaped checkpoints (tests/codec/test_codec_size.py): zlib pays from about half a KiB (a
 # one-message payload of 560 bytes shrinks to 324 in 12 µs). Level 4 is the knee: for 2,000 messages it writes
 # 86 KB in 12 ms where level 1 writes 96 KB in 7 ms and level 6 84 KB in 22 ms. Encoding runs on the event loop,
 # so the slower levels' last few percent are not worth their time.

@@ -45,7 +45,7 @@ class EncodeCache:
     """What ``encode`` remembers of the messages and recorded events it wrote, or that ``decode`` built: the latest
     ``size`` of them, the first remembered going first. ``hits`` counts those written again from what was
     remembered, ``misses`` those written afresh; ``clear()`` forgets them all and resets the counts. The one instance is
-    ``batonflow.store.encode_cache``.
+    ``batonflow.codec.encode_cache``.
 
     Off by default (``size`` 0): it pays where a process encodes the same live objects again (a second encoding of an
     unchanged checkpoint costs some 40% less), not in the runtime's resume, where every checkpoint is decoded anew

@@ -19,18 +19,10 @@ from typing import Any
 import pytest
 
 from batonflow.adk import ChatModelAgent, ReactState, Runner, RunStep, SessionEvent
+from batonflow.codec import CACHE_SIZE, CODEC_VERSION, decode, encode, encode_async, encode_cache, register_type
 from batonflow.errors import CodecError
 from batonflow.schema import FunctionCall, Message, ResponseMeta, TextPart, ToolCall, Usage, assistant, user
-from batonflow.store import (
-    CACHE_SIZE,
-    CODEC_VERSION,
-    MemoryCheckpointStore,
-    decode,
-    encode,
-    encode_async,
-    encode_cache,
-    register_type,
-)
+from batonflow.store import MemoryCheckpointStore
 from batonflow.testing import FunctionModel
 from batonflow.tools import ToolContext, tool
 

@@ -18,6 +18,7 @@ import pytest
 from pydantic import BaseModel, ConfigDict, Field
 
 from batonflow.adk import AgentAction, BreakLoopAction, RunStep, TransferToAgentAction
+from batonflow.codec import CODEC_VERSION, decode, encode, register_builtin_types, register_type
 from batonflow.errors import BatonflowError, CodecError, UserError
 from batonflow.schema import (
     AudioPart,
@@ -31,7 +32,6 @@ from batonflow.schema import (
     Usage,
     user,
 )
-from batonflow.store import CODEC_VERSION, decode, encode, register_builtin_types, register_type
 
 
 @register_type
@@ -256,10 +256,13 @@ def test_large_payloads_are_compressed_and_small_ones_are_not() -> None:
     assert decode(large) == ["a chat message of about a hundred characters " * 2] * 50
 
 
-def test_the_store_modules_never_use_pickle_eval_or_marshal() -> None:
+def test_the_codec_and_store_modules_never_use_pickle_eval_or_marshal() -> None:
+    import batonflow.codec
     import batonflow.store
 
-    for path in Path(batonflow.store.__file__).parent.glob("*.py"):
+    paths = [*Path(batonflow.codec.__file__).parent.glob("*.py"), *Path(batonflow.store.__file__).parent.glob("*.py")]
+    assert any(path.name == "_codec.py" for path in paths)
+    for path in paths:
         for node in ast.walk(ast.parse(path.read_text())):
             if isinstance(node, ast.Import | ast.ImportFrom):
                 modules = [alias.name for alias in node.names] + [getattr(node, "module", None) or ""]
@@ -320,7 +323,7 @@ def test_encoding_an_unregistered_dataclass_names_it_and_the_path() -> None:
         encode({"session": {"values": {"order": Unregistered()}}})
     assert str(caught.value) == (
         "cannot encode checkpoint: unregistered type 'test_encoding_an_unregistered_dataclass_names_it_and_the_path."
-        "<locals>.Unregistered' at $.session.values.order (register it with batonflow.store.register_type)"
+        "<locals>.Unregistered' at $.session.values.order (register it with batonflow.codec.register_type)"
     )
     assert caught.value.path == "$.session.values.order"
 
@@ -396,7 +399,7 @@ def test_decoding_an_unknown_type_names_it_and_the_path() -> None:
         decode(data)
     assert str(caught.value) == (
         "cannot decode checkpoint: unknown type 'NoSuchOrderInfo' at $.session.values.order "
-        "(register it with batonflow.store.register_type)"
+        "(register it with batonflow.codec.register_type)"
     )
     assert caught.value.path == "$.session.values.order"
 
@@ -498,7 +501,7 @@ def test_a_value_outside_a_literal_field_is_a_wrong_type_before_the_class_sees_i
         ),
         (
             {"k": {"$t": "dict", "v": [[1, {"$c": "Nope"}]]}},
-            "unknown type 'Nope' at $.k[1] (register it with batonflow.store.register_type)",
+            "unknown type 'Nope' at $.k[1] (register it with batonflow.codec.register_type)",
         ),
         ({"e": {"$c": "tests.store.Color", "v": "blue"}}, "'blue' is not a member of enum 'tests.store.Color' at $.e"),
         (

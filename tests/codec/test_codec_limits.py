@@ -17,17 +17,15 @@ import pytest
 
 from batonflow import Runner
 from batonflow.adk import ChatModelAgent, collect_events
+from batonflow.codec import DecodeLimits, decode, encode
 from batonflow.errors import CodecError, UserError
 from batonflow.schema import Message, assistant, user
 from batonflow.store import (
-    DecodeLimits,
     FileSessionStore,
     MemoryCheckpointStore,
     MemorySessionStore,
     SessionState,
     SqliteCheckpointStore,
-    decode,
-    encode,
 )
 from batonflow.testing import ScriptedModel, tool_calls
 from batonflow.tools import ToolContext, tool

@@ -16,9 +16,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from batonflow.adk import SessionEvent
+from batonflow.codec import CACHE_SIZE, CODEC_VERSION, decode, encode, encode_cache, register_type
 from batonflow.errors import CodecError
 from batonflow.schema import Message
-from batonflow.store import CACHE_SIZE, CODEC_VERSION, decode, encode, encode_cache, register_type
 
 
 def seal(body: bytes, flags: int = 0, version: int = CODEC_VERSION) -> bytes:
