@@ -32,10 +32,11 @@ from sqlalchemy.engine import make_url
 from sqlalchemy.exc import OperationalError
 
 from .. import __version__
-from ..adk import Agent, AgentEvent, Branch, BranchResult, dispatching, run_branch
+from ..adk import Agent, Branch, BranchResult, dispatching, run_branch
 from ..errors import (
     BackendUnavailableError,
     ResumeConflictError,
+    SegmentError,
     SegmentFailedError,
     UnknownAgentError,
     UserError,
@@ -45,7 +46,8 @@ from ..store import CODEC_VERSION, CheckpointStore, SessionStore
 from ._backend import PausedRun
 from ._branches import BRANCH_QUEUE, BRANCH_WORKFLOW, PoolBranches
 from ._checks import count, seconds
-from ._events import EventLog, EventRecord, Kind, event_record
+from ._events import EventLog, EventRecord, Kind
+from ._frames import Frame
 from ._segment import EventSink, SegmentOutcome, SegmentRequest, request_id, run_segment, segment_id
 from ._serializer import CodecSerializer
 from ._steps import StepMode
@@ -113,8 +115,16 @@ class DBOSBackend:
         """DBOS's status of the segment's workflow (``ENQUEUED``, ``PENDING``, ``SUCCESS``, ``ERROR``, …). A worker
         sends a segment's ``end`` record just before DBOS records the outcome: a segment whose ``end`` is its run's
         latest record is ``SUCCESS`` already (``outcome`` waits the moment it takes DBOS)."""
-        handle: WorkflowHandleAsync[dict[str, Any]] = await self._client.retrieve_workflow_async(segment_id)
-        status = str((await handle.get_status()).status)
+        try:
+            handle: WorkflowHandleAsync[dict[str, Any]] = await self._client.retrieve_workflow_async(segment_id)
+            status = str((await handle.get_status()).status)
+        except Exception as error:
+            if type(error).__name__ != "DBOSNonExistentWorkflowError":
+                raise
+            raise SegmentError(
+                f"segment: expected the id of a segment enqueued on this database, got {segment_id!r}",
+                segment_id=segment_id,
+            ) from None
         if status == "PENDING" and await self._ended(segment_id):
             return "SUCCESS"
         return status
@@ -172,6 +182,9 @@ class DBOSBackend:
                 segment_id=workflow.workflow_id,
                 interrupt_ids=tuple(workflow.output["interrupt_ids"]),
                 paused_at=(workflow.updated_at or 0) / 1000,
+                interrupts=tuple(
+                    workflow.output.get("interrupts") or ({"id": i} for i in workflow.output["interrupt_ids"])
+                ),
             )
             for cid, workflow in waiting.values()
         ]
@@ -181,6 +194,10 @@ class DBOSBackend:
         if self.event_log is None:
             raise UserError("events: expected DBOSBackend(events=RedisEventLog(…) or PostgresEventLog(…)), got none")
         return self.event_log.read(checkpoint_id, after)
+
+    async def last(self, checkpoint_id: str) -> EventRecord | None:
+        """The run's latest live record (None without an event log)."""
+        return None if self.event_log is None else await self.event_log.last(checkpoint_id)
 
     async def cancel(self, segment_id: str) -> None:
         """Stop the segment: a running one through the event log's cancel key (its worker polls it), a waiting one
@@ -384,10 +401,10 @@ class DBOSWorker:
             return (await self._run_segment(request, sid, None)).payload()
         run, last = request.run_key, 0
 
-        async def publish(event: AgentEvent) -> None:
+        async def publish(frame: Frame) -> None:
             nonlocal last
-            last = event.seq
-            await self._publish(log, run, sid, event.seq, "event", event_record(event))
+            last = frame.seq
+            await self._publish(log, run, sid, frame.seq, "event", {"frame": frame.event, "body": frame.data})
 
         task = asyncio.ensure_future(self._run_segment(request, sid, publish))
         watcher = asyncio.ensure_future(log.watch_cancel(sid, task))
