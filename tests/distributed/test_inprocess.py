@@ -48,7 +48,7 @@ async def test_a_start_interrupts_and_its_resume_finishes_the_run(tmp_path, monk
     assert effects.read_text().count("shipped 7") == 1
     records = backend.event_log.records("c1")  # both segments' frames, each segment closed by its end
     assert [(r.segment_id, r.kind) for r in records if r.kind == "end"] == [(start, "end"), (resume, "end")]
-    assert [r.data["frame"] for r in records if r.segment_id == start and r.kind == "event"][:1] == ["run"]
+    assert [r.data["event"] for r in records if r.segment_id == start and r.kind == "event"][:1] == ["run"]
     await backend.close()
 
 

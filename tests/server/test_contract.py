@@ -205,3 +205,23 @@ async def test_unknown_agents_runs_and_checkpoints_are_404s_of_one_shape(api: Ap
     assert checkpoint.json()["error"]["message"] == (
         "checkpoint: expected a pending checkpoint, got 'nothing-here': no run waits on it; name its agent to resume it"
     )
+
+
+async def test_a_conversation_waiting_for_an_answer_is_listed_and_resumed_as_one(api: Api) -> None:
+    session_id = f"ship-{uuid.uuid4().hex[:8]}"
+    paused = (
+        await api.client.post("/runs", json={"agent": "shipper", "session_id": session_id, "input": "ship"})
+    ).json()
+    assert paused["status"] == "interrupted" and paused["session_id"] == session_id
+    listed = [c for c in (await api.client.get("/checkpoints")).json()["checkpoints"] if c["session_id"] == session_id]
+    assert [(c["checkpoint_id"], c["agent"], c["run_id"]) for c in listed] == [
+        (session_id, "shipper", paused["run_id"])
+    ]
+    assert listed[0]["interrupts"] == paused["interrupts"]
+    assert (await api.client.get(f"/checkpoints/{session_id}?session=true")).json() == listed[0]
+    resumed = await api.client.post(
+        f"/checkpoints/{session_id}/resume?session=true", json={"targets": {paused["interrupts"][0]["id"]: "yes"}}
+    )
+    assert resumed.status_code == 200 and resumed.json()["text"] == "order 7: shipped"
+    after = [c for c in (await api.client.get("/checkpoints")).json()["checkpoints"] if c["session_id"] == session_id]
+    assert after == []

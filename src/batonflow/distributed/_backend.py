@@ -58,6 +58,10 @@ class LiveBackend(DurableBackend, Protocol):
         """The run's records after stream id ``after``, up to and with the next ``end`` record."""
         ...
 
+    def batches(self, checkpoint_id: str, after: str = "0-0") -> AsyncIterator[list[EventRecord]]:
+        """``events``, in batches of the records that came together (what a server writes at once)."""
+        ...
+
     async def last(self, checkpoint_id: str) -> EventRecord | None:
         """The run's latest record (None when it has none): what a ``Last-Event-ID`` may name at most."""
         ...
@@ -126,7 +130,7 @@ class InProcessBackend:
         log, run = self.event_log, request.run_key
 
         async def sink(frame: Frame) -> None:
-            log.append(run, sid, frame.seq, "event", {"frame": frame.event, "body": frame.data})
+            log.append(run, sid, frame.seq, "event", frame.record())
 
         try:
             outcome = await run_segment(self.agents, self.store, request, sid=sid, sink=sink, sessions=self.sessions)
@@ -139,7 +143,7 @@ class InProcessBackend:
             raise  # the backend is closing: the task ends cancelled
         except Exception as error:  # a segment that could not run (an unknown agent, a held checkpoint): raised
             failed = f"{type(error).__name__}: {error}"
-            log.append(run, sid, 0, "event", {"frame": "error", "body": {"seq": 1, "error": _error(error)}})
+            log.append(run, sid, 0, "event", Frame("error", {"seq": 1, "error": _error(error)}).record())
             self._ended(request, SegmentOutcome(segment_id=sid, status="failed", error=failed, agent=request.agent))
             raise
         self._ended(request, outcome)
@@ -149,8 +153,8 @@ class InProcessBackend:
         """The segment's ``end`` record; the run paused (or no longer) as it ended; the oldest ended ones let go."""
         sid = outcome.segment_id
         self._running.pop(sid, None)
-        last = self.event_log.records(request.run_key)[-1:]
-        self.event_log.append(request.run_key, sid, last[0].seq if last else 0, "end", outcome.payload())
+        last = self.event_log.latest(request.run_key)
+        self.event_log.append(request.run_key, sid, last.seq if last is not None else 0, "end", outcome.payload())
         key = _key(request)
         if outcome.status == "interrupted":
             self._paused[key] = PausedRun(
@@ -183,6 +187,9 @@ class InProcessBackend:
 
     def events(self, checkpoint_id: str, after: str = "0-0") -> AsyncIterator[EventRecord]:
         return self.event_log.read(checkpoint_id, after)
+
+    def batches(self, checkpoint_id: str, after: str = "0-0") -> AsyncIterator[list[EventRecord]]:
+        return self.event_log.batches(checkpoint_id, after)
 
     async def last(self, checkpoint_id: str) -> EventRecord | None:
         return await self.event_log.last(checkpoint_id)

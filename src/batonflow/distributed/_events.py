@@ -5,7 +5,7 @@ module), ``PostgresEventLog`` in PostgreSQL tables, for deployments without Redi
 
 - One stream per run (``batonflow:events:<checkpoint id>``): all its segments, in order, each closed by an ``end``
   record that carries the segment's outcome.
-- Each record is a frame (``_frames``: what the server sends as one SSE event, ``{"frame": name, "body": …}``) and
+- Each record is a frame (``_frames``: what the server sends as one SSE event, ``{"event": name, "data": json}``) and
   has its event's ``seq``, so a client can drop the few events a crashed segment's retry sends again.
 - The stream is bounded (``maxlen``: each append past it drops the oldest record) and expires ``ttl`` seconds after
   its last write: the durable record of a run is its checkpoint and session, not its live stream.

@@ -13,6 +13,8 @@ from __future__ import annotations
 
 import dataclasses
 import enum
+import json
+import re
 from collections.abc import Awaitable, Callable, Mapping
 from contextlib import aclosing
 from dataclasses import dataclass, field
@@ -29,16 +31,27 @@ __all__ = [
     "Frame",
     "FrameSink",
     "Framer",
+    "body_of",
     "error_json",
     "event_json",
     "event_kind",
     "interrupt_json",
+    "json_text",
     "jsonable",
     "message_json",
     "trace_json",
 ]
 
 _DEPTH = 32
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def json_text(data: Any) -> str:
+    """``data`` as JSON text that UTF-8 can carry: other characters as themselves, but when some text holds a lone
+    surrogate (a tool's output or a model's can), every non-ASCII character escaped (``"\\ud800"``), which is
+    what JSON has for it. Never an answer or an SSE stream cut short by a ``UnicodeEncodeError``."""
+    text = json.dumps(data, ensure_ascii=False)
+    return json.dumps(data) if not text.isascii() and _SURROGATE.search(text) else text
 
 
 @dataclass(frozen=True, slots=True)
@@ -49,6 +62,19 @@ class Frame:
     event: str
     data: dict[str, Any]
     seq: int = 0
+
+    def record(self) -> dict[str, str]:
+        """What a log keeps of the frame: its SSE event name and its data, as the JSON text sent. Made once, where
+        the run runs: every follower sends the same text, and a log in memory holds two strings a frame, not the
+        frame's values (which would lengthen every collection of the garbage collector)."""
+        return {"event": self.event, "data": json_text(self.data)}
+
+
+def body_of(record: Mapping[str, Any]) -> dict[str, Any]:
+    """The data of a frame a log kept (``Frame.record``), as values again."""
+    body = json.loads(record["data"])
+    assert isinstance(body, dict)
+    return body
 
 
 FrameSink = Callable[[Frame], Awaitable[None]]

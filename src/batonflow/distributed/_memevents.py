@@ -61,7 +61,7 @@ class MemoryEventLog:
         if held is None:
             held = self._runs[run] = _Run(self.maxlen)
             while len(self._runs) > self.keep_runs:
-                self._runs.popitem(last=False)
+                self._runs.popitem(last=False)[1].wake.set()  # its followers look again, and find it gone
         else:
             self._runs.move_to_end(run)
         records = held.records
@@ -75,6 +75,13 @@ class MemoryEventLog:
     async def read(self, run: str, after: str = "0-0") -> AsyncIterator[EventRecord]:
         """``run``'s records after record id ``after``, then the new ones as they come, up to and with the next
         ``end`` record; ``EventsGoneError`` when records after ``after`` were dropped."""
+        async for batch in self.batches(run, after):
+            for record in batch:
+                yield record
+
+    async def batches(self, run: str, after: str = "0-0") -> AsyncIterator[list[EventRecord]]:
+        """``read``'s records, in batches: all those there are each time the follower looks (one write for a burst
+        of deltas, rather than a write each)."""
         position = _number(after)
         while True:
             held = self._runs.get(run)
@@ -88,15 +95,25 @@ class MemoryEventLog:
             start = len(records)
             while start and _number(records[start - 1].stream_id) > position:
                 start -= 1
-            # A copy: the run may write (and the bound drop) while the follower is away between two records.
-            for record in list(itertools.islice(records, start, None)):
-                position = _number(record.stream_id)
-                yield record
+            # A copy: the run may write (and the bound drop) while the follower is away with the batch.
+            batch = list(itertools.islice(records, start, None))
+            for i, record in enumerate(batch):
                 if record.kind == "end":
+                    yield batch[: i + 1]
                     return
+            if batch:
+                position = _number(batch[-1].stream_id)
+                yield batch
                 if held.dropped > position:  # the follower read slower than the run wrote
                     raise self._gone(run, held, position)
+                if self._runs.get(run) is not held or held.wake is not wake:
+                    continue  # written (or let go) meanwhile: look again before waiting
             await wake.wait()
+
+    def latest(self, run: str) -> EventRecord | None:
+        """``last``, for a caller in this process that need not wait."""
+        held = self._runs.get(run)
+        return held.records[-1] if held is not None and held.records else None
 
     def records(self, run: str) -> list[EventRecord]:
         """``run``'s records kept now, oldest first."""
@@ -113,8 +130,7 @@ class MemoryEventLog:
         )
 
     async def last(self, run: str) -> EventRecord | None:
-        held = self._runs.get(run)
-        return held.records[-1] if held is not None and held.records else None
+        return self.latest(run)
 
     async def request_cancel(self, segment_id: str) -> None:
         self._cancels.add(segment_id)

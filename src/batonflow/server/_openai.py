@@ -19,6 +19,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from sse_starlette import EventSourceResponse, ServerSentEvent
 
 from ..distributed import SegmentOutcome, SegmentRequest
+from ..distributed._frames import body_of
 from ._errors import ApiError, shown
 from ._models import InputMessage
 from ._server import Run, Server, segment_records, state, summary
@@ -162,21 +163,25 @@ async def _chunks(
     roles: dict[int, str] = {}
     streamed = False
     ended: SegmentOutcome | None = None
-    server._attach(run)
+    server.attach(run)
     try:
         async with aclosing(segment_records(server.backend, run.run, run.segment_id, after)) as records:
             async for record in records:
                 if record.kind == "end":
                     ended = SegmentOutcome.from_payload(record.data)
+                    server.ended(run.segment_id)
                     continue
-                frame, data = record.data["frame"], record.data["body"]
+                frame = record.data["event"]
+                if frame not in ("message_start", "delta"):
+                    continue
+                data = body_of(record.data)
                 if frame == "message_start":
                     roles[data["seq"]] = data["role"]
                 elif frame == "delta" and roles.get(data["seq"]) == "assistant" and data["content"]:
                     streamed = True
                     yield chunk({"content": data["content"]})
     finally:
-        server._detach(run)
+        server.detach(run)
     answered = summary(run.segment_id, ended if ended is not None else await server.outcome(run.segment_id), run.agent)
     reason, content = _finish(answered)
     if reason != "stop":

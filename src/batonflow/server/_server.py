@@ -23,6 +23,7 @@ from sse_starlette import EventSourceResponse, ServerSentEvent
 from ..adk import FlowAgent
 from ..agents import HITLDecision
 from ..distributed import EventRecord, EventsGoneError, LiveBackend, PausedRun, SegmentOutcome, SegmentRequest
+from ..distributed._frames import body_of
 from ..errors import CheckpointNotFoundError, SegmentError, SegmentFailedError, UserError
 from ..graph import FlowEngine, Graph
 from ..schema import Message, user
@@ -214,7 +215,7 @@ class Server:
             kind = "checkpoint" if request.session_id is None else "session"
             run = Run(sid, run_key, request.agent, (kind, run_key), detached)
             self.active[sid] = run
-            run.watcher = asyncio.create_task(self._watch(run, after), name=f"batonflow-watch {sid}")
+            run.watcher = asyncio.create_task(self._watch(run), name=f"batonflow-watch {sid}")
         return run, after
 
     async def _last(self, run_key: str) -> EventRecord | None:
@@ -223,20 +224,26 @@ class Server:
         except Exception:  # an event log that is down: the run goes on, its frames from the start
             return None
 
-    async def _watch(self, run: Run, after: str) -> None:
-        """Until the run has ended (its ``end`` in the log, or its outcome when the log cannot be read)."""
+    async def _watch(self, run: Run) -> None:
+        """Until the run has ended: then it no longer counts among this process's."""
         try:
-            try:
-                async for _ in segment_records(self.backend, run.run, run.segment_id, after):
-                    pass
-            except Exception:  # the log dropped them, or is down: the backend knows when it has ended
-                await self.final(run.segment_id)
+            await self.final(run.segment_id)
         except Exception:
             pass  # the outcome says why, to whoever asks for it
         finally:
             if run.timer is not None:
                 run.timer.cancel()
             self.active.pop(run.segment_id, None)
+
+    def ended(self, sid: str) -> None:
+        """The run's ``end`` was read from its log: it no longer counts among this process's, at once (its watcher,
+        which may learn it a moment later from the backend, is let go)."""
+        run = self.active.pop(sid, None)
+        if run is not None:
+            if run.timer is not None:
+                run.timer.cancel()
+            if run.watcher is not None:
+                run.watcher.cancel()
 
     async def outcome(self, sid: str) -> SegmentOutcome | None:
         """How the run ``sid`` ended, None while it goes; ``unknown_run`` when the backend has no such segment."""
@@ -308,7 +315,7 @@ class Server:
         """The run's frames after record id ``after`` as an SSE stream, with comment heartbeats. A log that has
         dropped the frames after ``after`` says so at once (a 410) or, when a follower falls behind while it reads,
         with an ``error`` frame that ends the stream; so does a log that cannot be read."""
-        records = segment_records(self.backend, run_key, sid, after)
+        records = segment_batches(self.backend, run_key, sid, after)
         first = asyncio.ensure_future(anext(records))
         await asyncio.sleep(0)  # a log that has the answer at hand (in memory) gives it now: a refusal is a 410
         if first.done() and isinstance(first.exception(), EventsGoneError):
@@ -324,13 +331,17 @@ class Server:
 
         async def frames() -> AsyncIterator[bytes]:
             run = server.active.get(sid)
-            server._attach(run)
+            server.attach(run)
             try:
-                record = await first
-                yield _sent(record, sid, server._agent(sid)).encode()
-                if record.kind != "end":
-                    async for record in records:
-                        yield _sent(record, sid, server._agent(sid)).encode()
+                batch = await first
+                agent = server._agent(sid)
+                while True:
+                    if batch[-1].kind == "end":
+                        server.ended(sid)
+                    yield b"".join(_sent(record, sid, agent) for record in batch)
+                    if batch[-1].kind == "end":
+                        break
+                    batch = await anext(records)
             except StopAsyncIteration:
                 pass
             except EventsGoneError as error:
@@ -346,12 +357,12 @@ class Server:
             finally:
                 first.cancel()
                 await records.aclose()
-                server._detach(run)
+                server.detach(run)
 
         headers = {"X-Run-Id": quote(sid, safe="/@"), "Cache-Control": "no-store"}
         return EventSourceResponse(frames(), ping=self.limits.heartbeat, headers=headers)
 
-    def _attach(self, run: Run | None) -> None:
+    def attach(self, run: Run | None) -> None:
         if run is None:
             return
         run.followers += 1
@@ -359,7 +370,7 @@ class Server:
             run.timer.cancel()
             run.timer = None
 
-    def _detach(self, run: Run | None) -> None:
+    def detach(self, run: Run | None) -> None:
         """The last follower of a run that is not detached went away: cancel it, after the grace."""
         if run is None:
             return
@@ -387,8 +398,9 @@ class Server:
                 async for record in segment_records(self.backend, run.run, run.segment_id, after):
                     if record.kind == "end":
                         ended.append(SegmentOutcome.from_payload(record.data))
-                    elif record.data.get("frame") in _AGENT_FRAMES:
-                        events.append(record.data["body"])
+                        self.ended(run.segment_id)
+                    elif record.data["event"] in _AGENT_FRAMES:
+                        events.append(body_of(record.data))
             except Exception:  # the log dropped them, or is down: the outcome is the backend's all the same
                 ended.append(await self.final(run.segment_id))
 
@@ -452,11 +464,27 @@ async def segment_records(
                 return
 
 
-def _sent(record: EventRecord, sid: str, agent: str) -> ServerSentEvent:
+async def segment_batches(
+    backend: LiveBackend, run_key: str, sid: str, after: str
+) -> AsyncGenerator[list[EventRecord], None]:
+    """``segment_records``, in the batches the log gives them in."""
+    while True:
+        async for batch in backend.batches(run_key, after):
+            after = batch[-1].stream_id
+            mine = [record for record in batch if record.segment_id == sid]
+            if mine:
+                yield mine
+                if mine[-1].kind == "end":
+                    return
+
+
+def _sent(record: EventRecord, sid: str, agent: str) -> bytes:
+    """The SSE event of a record: its id, its frame's name, its JSON text (one line: JSON escapes line breaks)."""
     if record.kind == "end":
-        data = summary(sid, SegmentOutcome.from_payload(record.data), agent)
-        return ServerSentEvent(data=json_text(data), event="end", id=record.stream_id)
-    return ServerSentEvent(data=json_text(record.data["body"]), event=record.data["frame"], id=record.stream_id)
+        event, data = "end", json_text(summary(sid, SegmentOutcome.from_payload(record.data), agent))
+    else:
+        event, data = record.data["event"], record.data["data"]
+    return f"id: {record.stream_id}\r\nevent: {event}\r\ndata: {data}\r\n\r\n".encode()
 
 
 def summary(sid: str, outcome: SegmentOutcome | None, agent: str = "") -> dict[str, Any]:

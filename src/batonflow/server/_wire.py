@@ -4,7 +4,6 @@ a frame (``batonflow.distributed._frames``), made where the run runs; its functi
 from __future__ import annotations
 
 import json
-import re
 from typing import Any
 
 from fastapi.responses import JSONResponse
@@ -14,6 +13,7 @@ from ..distributed._frames import (
     event_json,
     event_kind,
     interrupt_json,
+    json_text,
     jsonable,
     message_json,
     trace_json,
@@ -30,16 +30,6 @@ __all__ = [
     "message_json",
     "trace_json",
 ]
-
-_SURROGATE = re.compile("[\ud800-\udfff]")
-
-
-def json_text(data: Any) -> str:
-    """``data`` as JSON text that UTF-8 can carry: other characters as themselves, but when some text holds a lone
-    surrogate (a tool's output or a model's can), every non-ASCII character escaped (``"\\ud800"``), which is
-    what JSON has for it. Never an answer or an SSE stream cut short by a ``UnicodeEncodeError``."""
-    text = json.dumps(data, ensure_ascii=False)
-    return json.dumps(data) if not text.isascii() and _SURROGATE.search(text) else text
 
 
 class JSONAnswer(JSONResponse):
