@@ -3,7 +3,11 @@
 from __future__ import annotations
 
 import asyncio
+import os
 import re
+import subprocess
+import sys
+from pathlib import Path
 from typing import Any
 
 import httpx
@@ -455,3 +459,20 @@ async def test_a_client_that_reconnects_within_the_grace_keeps_its_run_and_one_t
         ended = (await client.get(f"/runs/{run_id}")).json()
     assert alive
     assert ended["status"] == "cancelled"
+
+
+def test_serving_in_process_imports_neither_dbos_nor_the_database_drivers() -> None:
+    """The default backend and its event log live in ``batonflow.distributed``, whose extras are optional: an app
+    made and run in process must not need them (``batonflow[server]`` without ``dbos``)."""
+    code = (
+        "import sys\n"
+        "from batonflow.server import create_app\n"
+        "from tests.server import apps\n"
+        "create_app([apps.echo()])\n"
+        "print(sorted({m.split('.')[0] for m in sys.modules} & {'dbos', 'psycopg', 'redis', 'sqlalchemy', 'asyncpg'}))\n"
+    )
+    root = Path(__file__).resolve().parents[2]
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(root / "src"), str(root)])}
+    done = subprocess.run([sys.executable, "-c", code], cwd=root, env=env, capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "[]"

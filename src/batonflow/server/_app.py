@@ -117,13 +117,14 @@ def create_app(
 
 
 def _lifespan(server: Server, backend: LiveBackend) -> Callable[[FastAPI], Any]:
-    """What the app does when it stops: let go of its backend (which cancels what it runs here) and its runs."""
+    """What the app does when it stops: stop watching its runs, then let go of its backend (which cancels what it
+    runs here)."""
 
     @asynccontextmanager
     async def lifespan(_: FastAPI) -> AsyncIterator[None]:
         yield
-        await backend.close()
         await server.close()
+        await backend.close()
 
     return lifespan
 
