@@ -36,7 +36,19 @@ class _Run:
     def __init__(self, maxlen: int) -> None:
         self.records: deque[EventRecord] = deque(maxlen=maxlen)
         self.dropped = 0  # the number of the last record the bound dropped (0: none)
-        self.wake = asyncio.Event()
+        # Set by the next record, made by a follower that is about to wait: a run that nobody waits on (most of
+        # its records, since a follower reads what is there at once) makes no event a record.
+        self.wake: asyncio.Event | None = None
+
+    def waiter(self) -> asyncio.Event:
+        if self.wake is None:
+            self.wake = asyncio.Event()
+        return self.wake
+
+    def woken(self) -> None:
+        wake, self.wake = self.wake, None
+        if wake is not None:
+            wake.set()
 
 
 class MemoryEventLog:
@@ -61,15 +73,14 @@ class MemoryEventLog:
         if held is None:
             held = self._runs[run] = _Run(self.maxlen)
             while len(self._runs) > self.keep_runs:
-                self._runs.popitem(last=False)[1].wake.set()  # its followers look again, and find it gone
+                self._runs.popitem(last=False)[1].woken()  # its followers look again, and find it gone
         else:
             self._runs.move_to_end(run)
         records = held.records
         if len(records) == records.maxlen:
             held.dropped = _number(records[0].stream_id)
         records.append(record)
-        wake, held.wake = held.wake, asyncio.Event()
-        wake.set()
+        held.woken()
         return record
 
     async def read(self, run: str, after: str = "0-0") -> AsyncIterator[EventRecord]:
@@ -89,7 +100,6 @@ class MemoryEventLog:
                 held = self._runs[run] = _Run(self.maxlen)  # a run not written yet: its first record wakes this
             if held.dropped > position:
                 raise self._gone(run, held, position)
-            wake = held.wake
             records = held.records
             # The records are in id order: skip the ones seen, from the end (a follower is usually near it).
             start = len(records)
@@ -104,11 +114,8 @@ class MemoryEventLog:
             if batch:
                 position = _number(batch[-1].stream_id)
                 yield batch
-                if held.dropped > position:  # the follower read slower than the run wrote
-                    raise self._gone(run, held, position)
-                if self._runs.get(run) is not held or held.wake is not wake:
-                    continue  # written (or let go) meanwhile: look again before waiting
-            await wake.wait()
+                continue  # look again (the run may have written meanwhile) before waiting
+            await held.waiter().wait()
 
     def latest(self, run: str) -> EventRecord | None:
         """``last``, for a caller in this process that need not wait."""
