@@ -336,8 +336,9 @@ class Server:
                 batch = await first
                 agent = server._agent(sid)
                 while True:
-                    if batch[-1].kind == "end":
+                    if batch[-1].kind == "end":  # sent once the backend has recorded it, as a JSON answer is
                         server.ended(sid)
+                        await server.final(sid)
                     yield b"".join(_sent(record, sid, agent) for record in batch)
                     if batch[-1].kind == "end":
                         break
@@ -418,7 +419,9 @@ class Server:
         finally:
             reader.cancel()
             await asyncio.gather(reader, return_exceptions=True)
-        outcome = ended[0] if ended else await self.outcome(run.segment_id)
+        # The backend's word, once it has recorded it (DBOS does a moment after the worker sends the end): what
+        # the answer says is what GET /runs/{id} and GET /checkpoints say from then on.
+        outcome = await self.final(run.segment_id) if ended else await self.outcome(run.segment_id)
         return {**summary(run.segment_id, outcome, run.agent), "events": events}
 
     def accepted(self, run: Run) -> JSONAnswer:
