@@ -80,29 +80,24 @@ async def in_process(runs: int) -> dict[str, float | None]:
 
     first: list[float] = []
     started = time.perf_counter()
-    seen: set[str] = set()
-
-    def sink_for(cid: str, begun: float) -> Any:
-        async def sink(event: Any) -> None:
-            if cid not in seen:
-                seen.add(cid)
-                first.append(time.perf_counter() - begun)
-
-        return sink
-
-    backends = []
+    backend = InProcessBackend(agents(), MemoryCheckpointStore(), keep_finished=max(runs, 1))
 
     async def one(i: int) -> bool:
         cid = f"local-{i}"
-        backend = InProcessBackend(agents(), MemoryCheckpointStore(), sink=sink_for(cid, time.perf_counter()))
-        backends.append(backend)
+        begun = time.perf_counter()
         sid = await backend.submit(SegmentRequest(agent="looper", checkpoint_id=cid, messages=(user("go"),)))
-        return (await backend.outcome(sid)).status == "completed"
+        seen = False
+        async for record in backend.events(cid):  # as the pool's runs are followed: from the run's event log
+            if not seen:
+                seen = True
+                first.append(time.perf_counter() - begun)
+            if record.kind == "end" and record.segment_id == sid:
+                return bool(record.data["status"] == "completed")
+        return False
 
     done = await asyncio.gather(*(one(i) for i in range(runs)))
     wall = time.perf_counter() - started
-    for backend in backends:
-        await backend.close()
+    await backend.close()
     return _figures(first, wall, sum(done))
 
 

@@ -10,6 +10,10 @@ it includes the wait for the server), the wall time, and the server's peak RSS (
 clients start a run on the agent that never answers, read its first event and hang up: the server must cancel
 every one of them, which ``/health`` (``active_runs``) has to show within seconds; the number still going is printed
 as ``left_behind``.
+
+The server's CPU time (user + system, from ``/proc``) over the streamed runs, per run, is printed beside that of a
+raw ASGI app on the same uvicorn answering each run with the same SSE stream (the same frames, as bytes it made
+beforehand): the floor, what HTTP and SSE cost before batonflow does anything.
 """
 
 from __future__ import annotations
@@ -47,17 +51,57 @@ def app(words: int) -> Any:
     return create_app([scripted, stuck], limits=ServerLimits(max_active_runs=100_000, heartbeat=5.0))
 
 
+def raw_app(words: int) -> Any:
+    """An ASGI app that answers ``POST /runs`` with the SSE stream the batonflow app sends for the scripted run (a
+    ``run`` frame, ``message_start``, a delta per word, the message, ``end``), made once: the floor."""
+    frames = [("run", {"run_id": "r", "agent": "scripted"}), ("message_start", {"seq": 1, "role": "assistant"})]
+    frames += [("delta", {"seq": 1, "content": f"word{i} "}) for i in range(words)]
+    answer = " ".join(f"word{i}" for i in range(words))
+    frames += [("message", {"seq": 1, "message": {"role": "assistant", "content": answer}})]
+    frames += [("end", {"run_id": "r", "status": "completed", "text": answer})]
+    chunks = [f"id: {i}-0\r\nevent: {e}\r\ndata: {json.dumps(d)}\r\n\r\n".encode() for i, (e, d) in enumerate(frames)]
+    headers = [(b"content-type", b"text/event-stream; charset=utf-8"), (b"cache-control", b"no-store")]
+
+    async def asgi(scope: dict[str, Any], receive: Any, send: Any) -> None:
+        if scope["type"] == "lifespan":
+            while (await receive())["type"] != "lifespan.shutdown":
+                await send({"type": "lifespan.startup.complete"})
+            await send({"type": "lifespan.shutdown.complete"})
+            return
+        while (await receive()).get("more_body"):
+            pass
+        if scope["path"] == "/health":
+            body = json.dumps({"status": "ok", "active_runs": 0}).encode()
+            await send(
+                {
+                    "type": "http.response.start",
+                    "status": 200,
+                    "headers": [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode())],
+                }
+            )
+            await send({"type": "http.response.body", "body": body})
+            return
+        await send({"type": "http.response.start", "status": 200, "headers": headers})
+        for chunk in chunks:
+            await send({"type": "http.response.body", "body": chunk, "more_body": True})
+        await send({"type": "http.response.body", "body": b""})
+
+    return asgi
+
+
 def _raise_file_limit() -> None:
     soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
     if soft < hard:
         resource.setrlimit(resource.RLIMIT_NOFILE, (hard, hard))
 
 
-def serve(port: int, words: int) -> None:
+def serve(port: int, words: int, raw: bool = False) -> None:
     import uvicorn
 
     _raise_file_limit()
-    uvicorn.run(app(words), host=HOST, port=port, log_level="warning", access_log=False, backlog=4096)
+    uvicorn.run(
+        raw_app(words) if raw else app(words), host=HOST, port=port, log_level="warning", access_log=False, backlog=4096
+    )
 
 
 def _request(method: str, path: str, body: bytes = b"") -> bytes:
@@ -101,6 +145,13 @@ async def health(port: int) -> dict[str, Any]:
     return dict(json.loads(data.split(b"\r\n\r\n", 1)[1]))
 
 
+def cpu_seconds(pid: int) -> float:
+    """The process's user + system CPU time so far."""
+    with open(f"/proc/{pid}/stat") as stat:
+        fields = stat.read().rpartition(")")[2].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
 def peak_rss_mb(pid: int) -> float:
     with open(f"/proc/{pid}/status") as status:
         for line in status:
@@ -110,9 +161,11 @@ def peak_rss_mb(pid: int) -> float:
 
 
 async def measure(port: int, pid: int, runs: int, disconnects: int) -> dict[str, Any]:
+    cpu = cpu_seconds(pid)
     start = time.perf_counter()
     results = await asyncio.gather(*(stream_run(port, "scripted", start) for _ in range(runs)))
     wall = time.perf_counter() - start
+    cpu = cpu_seconds(pid) - cpu
     firsts = sorted(f for f, _ in results if f is not None)
     completed = sum(1 for _, done in results if done)
     start = time.perf_counter()
@@ -130,6 +183,7 @@ async def measure(port: int, pid: int, runs: int, disconnects: int) -> dict[str,
         "first_event_p99_ms": round(quantiles[98] * 1000, 1) if firsts else None,
         "wall_s": round(wall, 2),
         "peak_rss_mb": round(peak_rss_mb(pid), 1),
+        "server_cpu_us_per_run": round(cpu / runs * 1e6),
         "disconnects": disconnects,
         "left_behind": active,
     }
@@ -144,6 +198,8 @@ def _free_port() -> int:
 def render(figures: dict[str, Any]) -> list[str]:
     """A Markdown table of the figures: completed streamed runs, time to first event, wall time, the server's peak
     RSS, and the hung-up runs it left going."""
+    floor = figures.get("raw_asgi_cpu_us_per_run")
+    ratio = "" if not floor else f" ({figures['server_cpu_us_per_run'] / floor:.1f} times the floor)"
     return [
         f"{figures['runs']} concurrent streamed runs (one server process, a connection per client), then "
         f"{figures['disconnects']} clients that hang up after the first event:",
@@ -153,6 +209,9 @@ def render(figures: dict[str, Any]) -> list[str]:
         f"| {figures['completed']} of {figures['runs']} | {figures['first_event_p50_ms']} | "
         f"{figures['first_event_p99_ms']} | {figures['wall_s']} | {figures['peak_rss_mb']} | "
         f"{figures['left_behind']} of {figures['disconnects']} |",
+        "",
+        f"Server CPU per streamed run: {figures['server_cpu_us_per_run']} µs; a raw ASGI app answering the same SSE "
+        f"stream on the same uvicorn: {floor} µs{ratio}.",
     ]
 
 
@@ -164,16 +223,24 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--quick", action="store_true", help="a smoke run: fewer runs and disconnects")
     parser.add_argument("--json", action="store_true", help="print one JSON line")
     parser.add_argument("--server", type=int, metavar="PORT", help=argparse.SUPPRESS)  # the server process
+    parser.add_argument("--raw", action="store_true", help=argparse.SUPPRESS)  # the server is the raw ASGI floor
     args = parser.parse_args(argv)
     if args.server:
-        serve(args.server, args.words)
+        serve(args.server, args.words, args.raw)
         return
     runs = args.runs if args.runs is not None else 200 if args.quick else 1000
     disconnects = args.disconnects if args.disconnects is not None else 20 if args.quick else 100
     _raise_file_limit()
+    floor = _served(args.words, runs, 0, raw=True)["server_cpu_us_per_run"]
+    figures = {**_served(args.words, runs, disconnects), "raw_asgi_cpu_us_per_run": floor}
+    print(json.dumps(figures) if args.json else "\n".join(render(figures)))
+
+
+def _served(words: int, runs: int, disconnects: int, *, raw: bool = False) -> dict[str, Any]:
+    """The figures of one server process (the batonflow app, or the raw floor), started for them and stopped."""
     port = _free_port()
-    command = [sys.executable, "-m", "benchmarks.serve", "--server", str(port), "--words", str(args.words)]
-    server = subprocess.Popen(command, env={**os.environ})
+    command = [sys.executable, "-m", "benchmarks.serve", "--server", str(port), "--words", str(words)]
+    server = subprocess.Popen([*command, *(["--raw"] if raw else [])], env={**os.environ})
     try:
         deadline = time.monotonic() + 60
         while True:
@@ -184,11 +251,10 @@ def main(argv: list[str] | None = None) -> None:
                 if server.poll() is not None or time.monotonic() > deadline:
                     raise SystemExit("the server did not start") from None
                 time.sleep(0.05)
-        figures = asyncio.run(measure(port, server.pid, runs, disconnects))
+        return asyncio.run(measure(port, server.pid, runs, disconnects))
     finally:
         server.send_signal(signal.SIGINT)
         server.wait(30)
-    print(json.dumps(figures) if args.json else "\n".join(render(figures)))
 
 
 if __name__ == "__main__":

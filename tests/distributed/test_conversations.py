@@ -64,7 +64,7 @@ async def test_a_conversations_pending_run_is_resumed_through_the_other_api(
     session_id = f"ship-{uuid.uuid4().hex[:8]}"
     paused = await a.post("/runs", json={"agent": "shipper", "session_id": session_id, "input": "ship 7"})
     assert paused.json()["status"] == "interrupted", paused.text
-    interrupt = paused.json()["interrupts"][0]
+    interrupt = paused.json()["interrupts"][0]["id"]
     before = len(cluster.effect_lines())
     streamed = await b.post(
         "/runs", json={"agent": "shipper", "session_id": session_id, "targets": {interrupt: "yes"}, "stream": True}

@@ -1,5 +1,6 @@
-"""The two event logs, held to one contract: ``RedisEventLog`` (a Redis Stream per run) and ``PostgresEventLog``
-(tables in the module's own database, woken by LISTEN/NOTIFY). Records come back in order with ids a server takes
+"""The event logs, held to one contract: ``RedisEventLog`` (a Redis Stream per run), ``PostgresEventLog`` (tables
+in the module's own database, woken by LISTEN/NOTIFY) and, where a log of one process can be held to it,
+``MemoryEventLog`` (the in-process backend's). Records come back in order with ids a server takes
 as ``Last-Event-ID``, a read stops at ``end``, a waiting reader wakes when another connection publishes, length and
 age are bounded, cancel flags travel, payloads are the codec's. Then what only the PostgreSQL log has to get right:
 its SQL, its connections, a listening connection that breaks, writers racing on one run."""
@@ -17,7 +18,15 @@ from typing import Any
 import psycopg
 import pytest
 
-from batonflow.distributed import EventLog, EventRecord, PostgresEventLog, RedisEventLog, event_log_at
+from batonflow.distributed import (
+    EventLog,
+    EventRecord,
+    EventsGoneError,
+    MemoryEventLog,
+    PostgresEventLog,
+    RedisEventLog,
+    event_log_at,
+)
 from batonflow.errors import CodecError, UserError
 from batonflow.schema import Message, user
 
@@ -29,14 +38,16 @@ STREAM_ID = r"\d{1,20}-\d{1,20}"  # what the server takes as Last-Event-ID
 MakeLog = Callable[..., Any]
 
 
-@pytest.fixture(params=["redis", "postgres"])
+@pytest.fixture(params=["memory", "redis", "postgres"])
 async def make_log(request: pytest.FixtureRequest, cluster: Cluster) -> AsyncIterator[MakeLog]:
     """Event logs of the parameter's kind (closed after the test); PostgreSQL's in the module's database."""
     made: list[Any] = []
 
     def make(**options: Any) -> Any:
-        if request.param == "redis":
-            log: Any = RedisEventLog(REDIS_URL, **{"ttl": 60.0, **options})
+        if request.param == "memory":
+            log: Any = MemoryEventLog(**options)
+        elif request.param == "redis":
+            log = RedisEventLog(REDIS_URL, **{"ttl": 60.0, **options})
         else:
             log = PostgresEventLog(cluster.database_url, **options)
         made.append(log)
@@ -45,6 +56,13 @@ async def make_log(request: pytest.FixtureRequest, cluster: Cluster) -> AsyncIte
     yield make
     for log in made:
         await log.close()
+
+
+def _across_processes(make_log: MakeLog) -> None:
+    """Skip a test of what only a log shared between processes has (connections, a ttl, the codec)."""
+    probe = make_log()
+    if isinstance(probe, MemoryEventLog):
+        pytest.skip("a MemoryEventLog lives in one process: no connections, no ttl (keep_runs bounds it), no codec")
 
 
 def _run() -> str:
@@ -108,6 +126,7 @@ async def test_last_gives_a_runs_latest_record(make_log: MakeLog) -> None:
 
 
 async def test_a_waiting_reader_is_woken_by_a_publish_from_another_connection(make_log: MakeLog) -> None:
+    _across_processes(make_log)
     reader, writer = make_log(), make_log()
     run = _run()
     got: list[tuple[EventRecord, float]] = []
@@ -137,11 +156,17 @@ async def test_a_run_keeps_its_last_maxlen_records(make_log: MakeLog) -> None:
     for seq in range(1, 13):
         await log.publish(run, f"{run}@start", seq, "event", {"n": seq})
     await log.publish(run, f"{run}@start", 12, "end", {"status": "completed"})
-    kept = await _read(log, run)
+    if isinstance(log, MemoryEventLog):  # it knows what it dropped, and says so rather than start later
+        with pytest.raises(EventsGoneError, match=r"the log keeps a run's last 5 records"):
+            await _read(log, run)
+        kept = await _read(log, run, after=f"{_number(log.records(run)[0].stream_id)[0] - 1}-0")
+    else:
+        kept = await _read(log, run)
     assert [r.seq for r in kept] == [9, 10, 11, 12, 12] and kept[-1].kind == "end"
 
 
 async def test_a_run_lapses_ttl_seconds_after_its_last_write(make_log: MakeLog) -> None:
+    _across_processes(make_log)
     log = make_log(ttl=0.5)
     run = _run()
     await log.publish(run, f"{run}@start", 1, "event", {"n": 1})
@@ -158,6 +183,7 @@ async def test_a_run_lapses_ttl_seconds_after_its_last_write(make_log: MakeLog) 
 
 
 async def test_a_cancel_flag_is_seen_and_wakes_its_watcher(make_log: MakeLog) -> None:
+    _across_processes(make_log)
     log, other = make_log(ttl=0.5), make_log(ttl=0.5)  # the flag lapses with the ttl of the log that set it
     segment = f"{_run()}@start"
     assert await log.cancel_requested(segment) is False
@@ -176,6 +202,7 @@ async def test_a_cancel_flag_is_seen_and_wakes_its_watcher(make_log: MakeLog) ->
 
 
 async def test_payloads_are_the_codecs_and_nothing_else(make_log: MakeLog) -> None:
+    _across_processes(make_log)
     log = make_log()
     run = _run()
     message = user("naïve \x00 ✓")
@@ -202,6 +229,8 @@ async def test_payloads_are_the_codecs_and_nothing_else(make_log: MakeLog) -> No
 async def test_a_log_with_bad_bounds_says_what_was_expected(
     make_log: MakeLog, options: dict[str, object], message: str
 ) -> None:
+    if "maxlen" not in options:
+        _across_processes(make_log)
     with pytest.raises(UserError, match=message):
         make_log(**options)
 

@@ -10,8 +10,9 @@ import uuid
 import pytest
 
 from batonflow.distributed import DBOSBackend, EventRecord, RedisEventLog, SegmentRequest
+from batonflow.distributed._frames import body_of
 from batonflow.errors import UserError
-from batonflow.schema import Message, user
+from batonflow.schema import user
 from batonflow.store import SqliteCheckpointStore
 
 from .conftest import REDIS_URL, Cluster, Worker
@@ -39,12 +40,24 @@ async def test_a_segments_events_reach_another_process_and_replay_after_an_id(cl
     finally:
         await backend.close()
     events, end = records[:-1], records[-1]
-    assert [r.kind for r in records] == ["event"] * len(events) + ["end"] and len(events) >= 2
+    assert [r.kind for r in records] == ["event"] * len(events) + ["end"] and len(events) >= 3
     assert all(r.segment_id == sid for r in records)
-    assert [r.seq for r in events] == sorted({r.seq for r in events})  # numbered, each once, in order
-    calls = events[0].data["message"]
-    assert isinstance(calls, Message) and calls.tool_calls[0].function.name == "ship"
-    assert events[-1].data["interrupts"] == list(outcome.interrupt_ids)
+    assert events[0].data["event"] == "run"  # the run's frames, as the server sends them
+    assert body_of(events[0].data) == {
+        "run_id": sid,
+        "agent": "shipper",
+        "checkpoint_id": run,
+        "session_id": None,
+        "resumed": False,
+    }
+    said = events[1:]
+    assert [r.seq for r in said] == sorted({r.seq for r in said})  # numbered, each once, in order
+    calls = body_of(said[0].data)["message"]
+    assert said[0].data["event"] == "message" and calls["tool_calls"][0]["name"] == "ship"
+    assert said[-1].data["event"] == "interrupt"
+    interrupts = body_of(said[-1].data)["action"]["interrupted"]["interrupts"]
+    assert [i["id"] for i in interrupts] == list(outcome.interrupt_ids)
+    assert [dict(i) for i in outcome.interrupts] == interrupts
     assert end.data["status"] == "interrupted" == outcome.status
     assert replayed == records[1:]
 

@@ -12,7 +12,6 @@ from batonflow.adk import PendingCheckpoint, read_pending
 from batonflow.distributed import (
     DurableBackend,
     InProcessBackend,
-    SegmentOutcome,
     SegmentRequest,
     run_segment,
     segment_id,
@@ -24,21 +23,15 @@ from batonflow.store import MemoryCheckpointStore
 from .apps import agents
 
 
-def _backend(events: list[object] | None = None) -> tuple[InProcessBackend, MemoryCheckpointStore]:
+def _backend() -> tuple[InProcessBackend, MemoryCheckpointStore]:
     store = MemoryCheckpointStore()
-
-    async def sink(event: object) -> None:
-        if events is not None:
-            events.append(event)
-
-    return InProcessBackend(agents(), store, sink=sink), store
+    return InProcessBackend(agents(), store), store
 
 
 async def test_a_start_interrupts_and_its_resume_finishes_the_run(tmp_path, monkeypatch) -> None:
     effects = tmp_path / "effects"
     monkeypatch.setenv("BATONFLOW_TEST_SIDE_EFFECTS", str(effects))
-    events: list[object] = []
-    backend, store = _backend(events)
+    backend, store = _backend()
     assert isinstance(backend, DurableBackend)
     start = await backend.submit(SegmentRequest(agent="shipper", checkpoint_id="c1", messages=(user("ship 7"),)))
     first = await backend.outcome(start)
@@ -49,10 +42,13 @@ async def test_a_start_interrupts_and_its_resume_finishes_the_run(tmp_path, monk
         SegmentRequest(agent="shipper", checkpoint_id="c1", targets={first.interrupt_ids[0]: "yes"})
     )
     second = await backend.outcome(resume)
-    assert second == SegmentOutcome(segment_id=resume, status="completed", text="order 7: shipped")
+    assert (second.segment_id, second.status, second.text) == (resume, "completed", "order 7: shipped")
+    assert (second.agent, second.interrupts, second.error) == ("shipper", (), None)
     assert await store.get("c1") is None  # a resume that ran to its end deletes the checkpoint
     assert effects.read_text().count("shipped 7") == 1
-    assert len(events) >= 4  # the sink saw both segments' events
+    records = backend.event_log.records("c1")  # both segments' frames, each segment closed by its end
+    assert [(r.segment_id, r.kind) for r in records if r.kind == "end"] == [(start, "end"), (resume, "end")]
+    assert [r.data["event"] for r in records if r.segment_id == start and r.kind == "event"][:1] == ["run"]
     await backend.close()
 
 
@@ -104,13 +100,14 @@ async def test_a_run_that_cannot_start_ends_failed_with_the_reason() -> None:
     assert outcome.error.startswith("CheckpointExistsError: checkpoint[c4] holds a pending run")
 
 
-async def test_cancel_stops_a_segment_and_an_unknown_id_is_refused() -> None:
+async def test_cancel_stops_a_segment_its_outcome_says_so_and_an_unknown_id_is_refused() -> None:
     backend, _ = _backend()
     sid = await backend.submit(SegmentRequest(agent="echo", checkpoint_id="c5", messages=(user("hi"),)))
     await backend.cancel(sid)
-    with pytest.raises(asyncio.CancelledError):
-        await backend.outcome(sid)
-    with pytest.raises(SegmentError, match=r"expected the id of a segment submitted to this backend, got 'c9@start'"):
+    assert (await backend.outcome(sid)).status == "cancelled"
+    last = await backend.last("c5")  # its followers get its end all the same
+    assert last is not None and (last.kind, last.data["status"]) == ("end", "cancelled")
+    with pytest.raises(SegmentError, match=r"expected the id of a segment submitted to this backend \(running"):
         await backend.outcome("c9@start")
 
 
@@ -135,7 +132,10 @@ def test_a_bad_request_says_what_was_expected(fields: dict[str, object], message
 
 
 def test_a_payload_of_the_wrong_shape_is_refused() -> None:
-    expected = "expected agent, checkpoint_id, messages and targets (and session_id, session_values, run_id), got "
+    expected = (
+        "expected agent, checkpoint_id, messages and targets (and session_id, session_values, run_id, stream, "
+        "trace), got "
+    )
     with pytest.raises(UserError, match=re.escape(f"{expected}['agent']")):
         SegmentRequest.from_payload({"agent": "a"})
     extra = {"agent": "a", "checkpoint_id": "c", "messages": [], "targets": {}, "surprise": 1}

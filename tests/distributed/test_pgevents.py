@@ -62,7 +62,8 @@ async def test_a_run_is_followed_on_another_api_and_replayed_after_its_last_even
 
     followed = parse_sse((await b.get(f"/runs/{run_id}/events")).text)
     assert [f.event for f in followed][-2:] == ["interrupt", "end"]
-    assert followed[0].data["message"]["tool_calls"][0]["name"] == "ship"
+    assert followed[0].event == "run" and followed[0].data["run_id"] == run_id
+    assert followed[1].data["message"]["tool_calls"][0]["name"] == "ship"
     assert all(re.fullmatch(r"\d+-0", f.id) for f in followed)  # PostgreSQL's record ids, in Redis's shape
     end = followed[-1].data
     assert end["status"] == "interrupted" and end["run_id"] == run_id
@@ -72,7 +73,7 @@ async def test_a_run_is_followed_on_another_api_and_replayed_after_its_last_even
 
     resumed = await b.post(
         f"/checkpoints/{checkpoint_id}/resume",
-        json={"agent": "shipper", "targets": {end["interrupt_ids"][0]: "yes"}, "stream": True},
+        json={"agent": "shipper", "targets": {end["interrupts"][0]["id"]: "yes"}, "stream": True},
     )
     frames = parse_sse(resumed.text)
     assert frames[-1].event == "end" and frames[-1].data["status"] == "completed"
@@ -130,5 +131,6 @@ def test_batonflow_serve_streams_a_run_from_postgres_events(cluster: Cluster, pg
         server.terminate()
         server.wait(10)
     frames = parse_sse(answer.text)
-    assert frames[0].event == "message" and frames[0].data["message"]["content"] == "echo: no redis"
+    [said] = [f for f in frames if f.event == "message"]  # after its deltas: the worker streams it too
+    assert frames[0].event == "run" and said.data["message"]["content"] == "echo: no redis"
     assert frames[-1].event == "end" and frames[-1].data["status"] == "completed"

@@ -64,7 +64,7 @@ async def serving(app: FastAPI) -> AsyncIterator[str]:
 
 def run_tasks() -> list[asyncio.Task[Any]]:
     """The run tasks of any app still going in this loop."""
-    return [t for t in asyncio.all_tasks() if t.get_name().startswith("batonflow run-") and not t.done()]
+    return [t for t in asyncio.all_tasks() if t.get_name().startswith("batonflow ") and not t.done()]
 
 
 async def eventually(check: Any, within: float = 5.0) -> None:

@@ -3,6 +3,11 @@
 from __future__ import annotations
 
 import asyncio
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
 from typing import Any
 
 import httpx
@@ -53,7 +58,9 @@ async def test_a_streamed_run_sends_one_frame_per_event_with_its_seq_and_the_del
     frames = parse_sse(answer.text)
     assert answer.headers["content-type"].startswith("text/event-stream")
     assert [f.event for f in frames] == ["run", "message_start", "delta", "delta", "delta", "delta", "message", "end"]
-    assert [f.id for f in frames] == ["0.1", "1", "1.1", "1.2", "1.3", "1.4", "1.5", "1.6"]
+    ids = [f.id for f in frames]  # the records' ids in the run's event log: '<n>-0', in order
+    assert all(re.fullmatch(r"\d+-0", i) for i in ids) and ids == sorted(ids, key=lambda i: int(i[:-2]))
+    assert len(set(ids)) == len(ids)
     assert "".join(f.data["content"] for f in frames if f.event == "delta") == "echo: one two three"
     assert frames[-2].data["message"]["content"] == "echo: one two three"
     assert frames[-1].data["status"] == "completed"
@@ -229,64 +236,56 @@ async def test_reconnecting_with_last_event_id_replays_what_came_after_it() -> N
         first = await client.post("/runs", json={"agent": "echo", "input": "a b", "stream": True})
         frames = parse_sse(first.text)
         run_id = frames[0].data["run_id"]
-        replay = await client.get(f"/runs/{run_id}/events", headers={"Last-Event-ID": "1.1"})
+        replay = await client.get(f"/runs/{run_id}/events", headers={"Last-Event-ID": frames[2].id})
         garbage = await client.get(f"/runs/{run_id}/events", headers={"Last-Event-ID": "abc"})
-        future = await client.get(f"/runs/{run_id}/events", headers={"Last-Event-ID": "9"})
+        old_form = await client.get(f"/runs/{run_id}/events", headers={"Last-Event-ID": "1.1"})
+        future = await client.get(f"/runs/{run_id}/events", headers={"Last-Event-ID": "999999-0"})
         unknown = await client.get("/runs/run-nope/events")
-    assert [f.id for f in parse_sse(replay.text)] == [f.id for f in frames[3:]]
+    assert [(f.id, f.event, f.data) for f in parse_sse(replay.text)] == [(f.id, f.event, f.data) for f in frames[3:]]
     assert (garbage.status_code, garbage.json()["error"]["code"]) == (400, "invalid_event_id")
-    assert garbage.json()["error"]["message"] == "Last-Event-ID: expected an event id such as '7' or '7.2', got 'abc'"
+    assert garbage.json()["error"]["message"] == (
+        "Last-Event-ID: expected a record id such as '42-0' or '1733059200000-0', got 'abc'"
+    )
+    assert (old_form.status_code, old_form.json()["error"]["code"]) == (400, "invalid_event_id")
     assert (future.status_code, future.json()["error"]["code"]) == (400, "future_event_id")
-    assert unknown.status_code == 404
+    assert unknown.status_code == 404 and unknown.json()["error"]["code"] == "unknown_run"
 
 
-async def test_an_id_the_bounded_buffer_dropped_is_a_410() -> None:
-    async with asgi_client(app(limits=ServerLimits(buffer_events=3))) as client:
-        first = await client.post("/runs", json={"agent": "echo", "input": "a b c d", "stream": True})
-        run_id = (await client.get("/runs/" + first.headers["x-run-id"])).json()["run_id"]
-        gone = await client.get(f"/runs/{run_id}/events", headers={"Last-Event-ID": "1"})
-        kept = await client.get(f"/runs/{run_id}/events", headers={"Last-Event-ID": "1.5"})
-    assert gone.status_code == 410 and gone.json()["error"]["code"] == "events_gone"
-    assert [f.event for f in parse_sse(kept.text)] == ["message", "end"]
+def _kept(server: Any, run_key: str) -> list[str]:
+    """The ids of the records the app's event log keeps of ``run_key``."""
+    return [record.stream_id for record in server.state.batonflow.backend.event_log.records(run_key)]
 
 
-async def test_following_from_the_start_a_run_whose_buffer_dropped_its_start_is_a_410() -> None:
-    async with asgi_client(app(limits=ServerLimits(buffer_events=2))) as client:
-        started = await client.post("/runs", json={"agent": "echo", "input": "a b c d", "detached": True})
-        run_id = started.json()["run_id"]
+async def test_an_id_the_bounded_log_dropped_is_a_410() -> None:
+    server = app(limits=ServerLimits(buffer_events=3))
+    async with asgi_client(server) as client:
+        body = {"agent": "echo", "input": "a b c d", "trace": True, "detached": True}  # its trace: more frames
+        started = (await client.post("/runs", json=body)).json()
+        run_id, run_key = started["run_id"], started["checkpoint_id"]
         await eventually(lambda: not run_tasks())
+        kept = _kept(server, run_key)
+        gone = await client.get(f"/runs/{run_id}/events", headers={"Last-Event-ID": "1-0"})
+        rest = await client.get(f"/runs/{run_id}/events", headers={"Last-Event-ID": kept[0]})
+    assert len(kept) == 3
+    assert gone.status_code == 410 and gone.json()["error"]["code"] == "events_gone"
+    assert [f.id for f in parse_sse(rest.text)] == kept[1:]
+
+
+async def test_following_from_the_start_a_run_whose_log_dropped_its_start_is_a_410() -> None:
+    server = app(limits=ServerLimits(buffer_events=2))
+    async with asgi_client(server) as client:
+        started = await client.post("/runs", json={"agent": "echo", "input": "a b c d", "detached": True})
+        run_id, run_key = started.json()["run_id"], started.json()["checkpoint_id"]
+        await eventually(lambda: not run_tasks())
+        kept = _kept(server, run_key)
         gone = await client.get(f"/runs/{run_id}/events")
     assert gone.status_code == 410
     assert gone.json()["error"]["code"] == "events_gone"
+    dropped = int(kept[0][:-2]) - 1
     assert gone.json()["error"]["message"] == (
-        "Last-Event-ID: expected an id from '0.1' on (the buffer keeps the last 2 events; the oldest kept is "
-        "'1'), got none (the events from the start)"
+        f"Last-Event-ID: events of {run_key!r}: expected a record id from {dropped}-0 on (the log keeps a run's "
+        f"last 2 records; the oldest kept is {kept[0]!r}), got none (the records from the start)"
     )
-
-
-async def test_a_follower_that_fell_behind_the_buffer_gets_an_overrun_error_and_its_stream_ends() -> None:
-    model = apps.Blocking()
-    server = create_app([apps.blocking(model)], limits=ServerLimits(buffer_events=1))
-    async with asgi_client(server) as client:
-        started = await client.post("/runs", json={"agent": "slow", "input": "x", "detached": True})
-        record = server.state.batonflow.runs.get(started.json()["run_id"])
-        await eventually(lambda: model.started == 1)
-        followed = record.follow()
-        seen = await anext(followed)  # what the run said before its model answered
-        model.release.set()
-        await record.finished.wait()  # the run goes on while this follower reads nothing: the buffer drops frames
-        behind = await anext(followed)
-        with pytest.raises(StopAsyncIteration):
-            await anext(followed)
-        late = record.follow()  # one that starts after the frames it wants were dropped
-        late_first = await anext(late)
-        await late.aclose()
-    assert [frame.event for frame in seen] == ["run"]
-    assert record.evicted > seen[-1].key  # frames after the last one seen are gone
-    for batch in (behind, late_first):
-        assert [(frame.event, frame.data) for frame in batch] == [
-            ("error", {"error": {"type": "Overrun", "message": "fell behind"}})
-        ]
 
 
 async def test_a_detached_run_answers_202_and_is_followed_by_its_id() -> None:
@@ -331,7 +330,8 @@ async def test_a_detached_stream_outlives_its_client_and_a_reconnect_gets_the_re
                     break
         model.release.set()
         await eventually(lambda: not run_tasks())
-        rest = await client.get(f"/runs/{run_id}/events", headers={"Last-Event-ID": "0.1"})
+        first_id = next(line[4:] for line in seen if line.startswith("id: "))  # the run frame's
+        rest = await client.get(f"/runs/{run_id}/events", headers={"Last-Event-ID": first_id})
     assert model.cancelled == 0
     assert [f.event for f in parse_sse(rest.text)] == ["message_start", "delta", "message", "end"]
     assert parse_sse(rest.text)[-1].data["status"] == "completed"
@@ -442,10 +442,14 @@ async def test_a_client_that_reconnects_within_the_grace_keeps_its_run_and_one_t
     async with serving(server) as url, httpx.AsyncClient(base_url=url) as client:
         async with client.stream("POST", "/runs", json={"agent": "slow", "input": "x", "stream": True}) as stream:
             run_id = stream.headers["x-run-id"]
+            first_id = None
             async for line in stream.aiter_lines():
+                first_id = first_id or (line[4:] if line.startswith("id: ") else None)
                 if line.startswith(": "):
                     break
-        async with client.stream("GET", f"/runs/{run_id}/events", headers={"Last-Event-ID": "0.1"}) as again:
+        assert first_id is not None
+        async with client.stream("GET", f"/runs/{run_id}/events", headers={"Last-Event-ID": first_id}) as again:
+            assert again.status_code == 200
             async for line in again.aiter_lines():
                 if line.startswith(": "):
                     break
@@ -455,3 +459,20 @@ async def test_a_client_that_reconnects_within_the_grace_keeps_its_run_and_one_t
         ended = (await client.get(f"/runs/{run_id}")).json()
     assert alive
     assert ended["status"] == "cancelled"
+
+
+def test_serving_in_process_imports_neither_dbos_nor_the_database_drivers() -> None:
+    """The default backend and its event log live in ``batonflow.distributed``, whose extras are optional: an app
+    made and run in process must not need them (``batonflow[server]`` without ``dbos``)."""
+    code = (
+        "import sys\n"
+        "from batonflow.server import create_app\n"
+        "from tests.server import apps\n"
+        "create_app([apps.echo()])\n"
+        "print(sorted({m.split('.')[0] for m in sys.modules} & {'dbos', 'psycopg', 'redis', 'sqlalchemy', 'asyncpg'}))\n"
+    )
+    root = Path(__file__).resolve().parents[2]
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(root / "src"), str(root)])}
+    done = subprocess.run([sys.executable, "-c", code], cwd=root, env=env, capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "[]"

@@ -39,7 +39,7 @@ async def test_a_checkpoint_of_any_id_is_listed_fetched_and_resumed_over_http() 
             resumed[checkpoint_id] = (
                 await client.post(f"/checkpoints/{segment(checkpoint_id)}/resume", json=body)
             ).json()
-    assert listed == IDS
+    assert listed == IDS[::-1]  # the newest first
     assert {i: f["checkpoint_id"] for i, f in fetched.items()} == {i: i for i in IDS}
     assert {i: r["text"] for i, r in resumed.items()} == {i: "order 42: refunded" for i in IDS}
 

@@ -1,6 +1,6 @@
 """Durable run segments on a pool of workers: the ``DurableBackend`` seam, whose unit of work is a run segment
 (load the checkpoint, run until an interrupt or the end, save), and its backends. ``InProcessBackend`` runs
-segments in this process (the default, today's behaviour); ``DBOSBackend`` enqueues them on PostgreSQL for
+segments in this process (the default), their live frames in a ``MemoryEventLog``; ``DBOSBackend`` enqueues them on PostgreSQL for
 ``DBOSWorker`` processes (``batonflow worker``) to run, through DBOS Transact (the ``dbos`` extra), their live
 events in an ``EventLog``: a Redis Stream per run (``RedisEventLog``, the ``redis`` extra) or, without Redis,
 PostgreSQL tables woken by LISTEN/NOTIFY (``PostgresEventLog``). In step mode a worker keeps each finished model
@@ -17,7 +17,8 @@ from ._events import EventLog as EventLog
 from ._events import EventRecord as EventRecord
 from ._events import RedisEventLog as RedisEventLog
 from ._events import event_log_at as event_log_at
-from ._events import event_record as event_record
+from ._memevents import EventsGoneError as EventsGoneError
+from ._memevents import MemoryEventLog as MemoryEventLog
 from ._pgevents import PostgresEventLog as PostgresEventLog
 from ._segment import EventSink as EventSink
 from ._segment import SegmentOutcome as SegmentOutcome
@@ -34,8 +35,10 @@ __all__ = [
     "EventLog",
     "EventRecord",
     "EventSink",
+    "EventsGoneError",
     "InProcessBackend",
     "LiveBackend",
+    "MemoryEventLog",
     "PausedRun",
     "PostgresEventLog",
     "RedisEventLog",
@@ -45,7 +48,6 @@ __all__ = [
     "StepMode",
     "StepTable",
     "event_log_at",
-    "event_record",
     "run_segment",
     "segment_id",
 ]

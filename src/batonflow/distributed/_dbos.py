@@ -32,11 +32,12 @@ from sqlalchemy.engine import make_url
 from sqlalchemy.exc import OperationalError
 
 from .. import __version__
-from ..adk import Agent, AgentEvent, Branch, BranchResult, dispatching, run_branch
+from ..adk import Agent, Branch, BranchResult, dispatching, run_branch
 from ..codec import CODEC_VERSION
 from ..errors import (
     BackendUnavailableError,
     ResumeConflictError,
+    SegmentError,
     SegmentFailedError,
     UnknownAgentError,
     UserError,
@@ -46,7 +47,8 @@ from ..store import CheckpointStore, SessionStore
 from ._backend import PausedRun
 from ._branches import BRANCH_QUEUE, BRANCH_WORKFLOW, PoolBranches
 from ._checks import count, seconds
-from ._events import EventLog, EventRecord, Kind, event_record
+from ._events import EventLog, EventRecord, Kind
+from ._frames import Frame
 from ._segment import EventSink, SegmentOutcome, SegmentRequest, request_id, run_segment, segment_id
 from ._serializer import CodecSerializer
 from ._steps import StepMode
@@ -61,6 +63,7 @@ QUEUE = "batonflow-segments"
 WORKFLOW = "batonflow.segment"
 POLL = 0.1  # seconds between a worker's looks at the queue: measured 49-103 ms to start at 0.1, 503 ms at 1.0
 RESULT_POLL = 0.05
+ENDING_POLL = 1.0  # seconds between looks at DBOS's status while a segment's end is awaited on its event log
 PAUSED_SCAN = 1000  # the ended segments ``DBOSBackend.paused`` looks through, newest first
 
 _log = logging.getLogger("batonflow.distributed")
@@ -102,6 +105,16 @@ class DBOSBackend:
         return sid
 
     async def outcome(self, segment_id: str) -> SegmentOutcome:
+        """How the segment ended, once it has: awaited on the run's event log first (its ``end`` record, which a
+        process's followers share one read for), then read from DBOS, which has it a moment later; a waiter per
+        run costs no polling of the database while the run goes."""
+        ending = asyncio.ensure_future(self._ending(segment_id))
+        try:  # DBOS asked now and then all the same: a segment cancelled before it ran writes no end
+            while not (await asyncio.wait([ending], timeout=ENDING_POLL))[0]:
+                if await self.status(segment_id) not in ("ENQUEUED", "PENDING"):
+                    break
+        finally:
+            ending.cancel()
         handle: WorkflowHandleAsync[dict[str, Any]] = await self._client.retrieve_workflow_async(segment_id)
         try:
             payload = await handle.get_result(polling_interval_sec=RESULT_POLL)
@@ -114,11 +127,33 @@ class DBOSBackend:
         """DBOS's status of the segment's workflow (``ENQUEUED``, ``PENDING``, ``SUCCESS``, ``ERROR``, …). A worker
         sends a segment's ``end`` record just before DBOS records the outcome: a segment whose ``end`` is its run's
         latest record is ``SUCCESS`` already (``outcome`` waits the moment it takes DBOS)."""
-        handle: WorkflowHandleAsync[dict[str, Any]] = await self._client.retrieve_workflow_async(segment_id)
-        status = str((await handle.get_status()).status)
+        try:
+            handle: WorkflowHandleAsync[dict[str, Any]] = await self._client.retrieve_workflow_async(segment_id)
+            status = str((await handle.get_status()).status)
+        except Exception as error:
+            if type(error).__name__ != "DBOSNonExistentWorkflowError":
+                raise
+            raise SegmentError(
+                f"segment: expected the id of a segment enqueued on this database, got {segment_id!r}",
+                segment_id=segment_id,
+            ) from None
         if status == "PENDING" and await self._ended(segment_id):
             return "SUCCESS"
         return status
+
+    async def _ending(self, segment_id: str) -> None:
+        """Until the segment's ``end`` is in its run's log (at once without a log, or when it cannot be read)."""
+        if self.event_log is None:
+            return
+        run, after = segment_id.rpartition("@")[0], "0-0"
+        try:
+            while True:
+                async for record in self.event_log.read(run, after):
+                    after = record.stream_id
+                    if record.kind == "end" and record.segment_id == segment_id:
+                        return
+        except Exception:
+            return  # DBOS's word stands
 
     async def _ended(self, segment_id: str) -> bool:
         """Whether the run's latest live record is the end of ``segment_id`` (False without a log, or when it
@@ -133,7 +168,8 @@ class DBOSBackend:
 
     async def paused(self, checkpoint_id: str | None = None, *, scan: int = PAUSED_SCAN) -> list[PausedRun]:
         """The runs paused on the workers, newest first: each checkpoint whose latest ended segment was interrupted,
-        that the store still holds, and whose current generation no segment resumes yet. Looked for among the
+        that the store still holds, and whose current generation no segment resumes yet; then (all of them asked
+        for, and with ``sessions``) each conversation whose latest turn ended interrupted, still pending. Looked for among the
         newest ``scan`` ended segments (of ``checkpoint_id`` only, when given); an older paused run is not listed
         but resumes as any other."""
         ended = await self._client.list_workflows_async(
@@ -148,22 +184,30 @@ class DBOSBackend:
         for workflow in ended:  # newest first: the first of a checkpoint is its latest
             latest.setdefault(workflow.workflow_id.rpartition("@")[0], workflow)
         waiting: dict[str, tuple[str, Any]] = {}  # the segment that would resume it -> (checkpoint id, its pause)
+        turns: list[tuple[str, Any]] = []  # conversations waiting: (session id, the turn that paused it)
         for cid, workflow in latest.items():
             output = workflow.output
             if checkpoint_id not in (None, cid) or not isinstance(output, dict) or output["status"] != "interrupted":
                 continue
+            if workflow.workflow_id.rpartition("@")[2].startswith("turn-"):
+                if checkpoint_id is None and await self._conversation_waits(cid, workflow.workflow_id):
+                    turns.append((cid, workflow))
+                continue
             data = await self.store.get(cid)
             if data is not None:
                 waiting[segment_id(cid, data)] = (cid, workflow)
-        if not waiting:
+        if waiting:
+            resumed = await self._client.list_workflows_async(
+                workflow_ids=list(waiting), load_input=False, load_output=False
+            )
+            for workflow in resumed:
+                waiting.pop(workflow.workflow_id, None)
+        found: list[tuple[str, Any, str | None]] = [(cid, workflow, None) for cid, workflow in waiting.values()]
+        found += [(cid, workflow, cid) for cid, workflow in turns]
+        if not found:
             return []
-        resumed = await self._client.list_workflows_async(
-            workflow_ids=list(waiting), load_input=False, load_output=False
-        )
-        for workflow in resumed:
-            waiting.pop(workflow.workflow_id, None)
         inputs = await self._client.list_workflows_async(
-            workflow_ids=[w.workflow_id for _, w in waiting.values()], load_output=False
+            workflow_ids=[w.workflow_id for _, w, _ in found], load_output=False
         )
         agents = {w.workflow_id: w.input["args"][0]["agent"] for w in inputs if w.input is not None}
         return [
@@ -173,15 +217,40 @@ class DBOSBackend:
                 segment_id=workflow.workflow_id,
                 interrupt_ids=tuple(workflow.output["interrupt_ids"]),
                 paused_at=(workflow.updated_at or 0) / 1000,
+                session_id=session,
+                interrupts=tuple(
+                    workflow.output.get("interrupts") or ({"id": i} for i in workflow.output["interrupt_ids"])
+                ),
             )
-            for cid, workflow in waiting.values()
+            for cid, workflow, session in found
         ]
+
+    async def _conversation_waits(self, session_id: str, turn: str) -> bool:
+        """Whether the conversation still waits on ``turn``: pending in the session store, and no later turn."""
+        if self.sessions is None:
+            return False
+        data = await self.sessions.get(session_id, last=1)
+        if data is None or not data.state.pending:
+            return False
+        newest = await self._client.list_workflows_async(
+            workflow_id_prefix=f"{session_id}@", sort_desc=True, limit=1, load_input=False, load_output=False
+        )
+        return bool(newest) and newest[0].workflow_id == turn
 
     def events(self, checkpoint_id: str, after: str = "0-0") -> AsyncIterator[EventRecord]:
         """The live records of the run under ``checkpoint_id`` after stream id ``after``, up to its next ``end``."""
         if self.event_log is None:
             raise UserError("events: expected DBOSBackend(events=RedisEventLog(…) or PostgresEventLog(…)), got none")
         return self.event_log.read(checkpoint_id, after)
+
+    async def batches(self, checkpoint_id: str, after: str = "0-0") -> AsyncIterator[list[EventRecord]]:
+        """``events``, a record a batch: a Redis or PostgreSQL follower is woken by each."""
+        async for record in self.events(checkpoint_id, after):
+            yield [record]
+
+    async def last(self, checkpoint_id: str) -> EventRecord | None:
+        """The run's latest live record (None without an event log)."""
+        return None if self.event_log is None else await self.event_log.last(checkpoint_id)
 
     async def cancel(self, segment_id: str) -> None:
         """Stop the segment: a running one through the event log's cancel key (its worker polls it), a waiting one
@@ -385,10 +454,10 @@ class DBOSWorker:
             return (await self._run_segment(request, sid, None)).payload()
         run, last = request.run_key, 0
 
-        async def publish(event: AgentEvent) -> None:
+        async def publish(frame: Frame) -> None:
             nonlocal last
-            last = event.seq
-            await self._publish(log, run, sid, event.seq, "event", event_record(event))
+            last = frame.seq
+            await self._publish(log, run, sid, frame.seq, "event", frame.record())
 
         task = asyncio.ensure_future(self._run_segment(request, sid, publish))
         watcher = asyncio.ensure_future(log.watch_cancel(sid, task))

@@ -5,7 +5,8 @@ module), ``PostgresEventLog`` in PostgreSQL tables, for deployments without Redi
 
 - One stream per run (``batonflow:events:<checkpoint id>``): all its segments, in order, each closed by an ``end``
   record that carries the segment's outcome.
-- Each record has the event's ``seq``, so a client can drop the few events a crashed segment's retry sends again.
+- Each record is a frame (``_frames``: what the server sends as one SSE event, ``{"event": name, "data": json}``) and
+  has its event's ``seq``, so a client can drop the few events a crashed segment's retry sends again.
 - The stream is bounded (``maxlen``: each append past it drops the oldest record) and expires ``ttl`` seconds after
   its last write: the durable record of a run is its checkpoint and session, not its live stream.
 - Cancellation travels the other way: ``request_cancel`` sets a key the worker polls while the segment runs.
@@ -21,12 +22,11 @@ from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from typing import Any, Literal, Protocol, runtime_checkable
 
-from ..adk import AgentEvent, InterruptInfo
 from ..codec import decode_json, encode_json
 from ..errors import UserError
 from ._checks import count, seconds
 
-__all__ = ["EventLog", "EventRecord", "RedisEventLog", "event_log_at", "event_record"]
+__all__ = ["EventLog", "EventRecord", "RedisEventLog", "event_log_at"]
 
 Kind = Literal["event", "end"]
 
@@ -87,22 +87,6 @@ def event_log_at(url: str) -> EventLog:
         return PostgresEventLog(url)
     found = f"one of scheme {scheme!r}" if sep else "no scheme"  # not the URL: it may hold a password
     raise UserError(f"events URL: expected redis://… or postgresql://…, got {found}")
-
-
-def event_record(event: AgentEvent) -> dict[str, Any]:
-    """What the stream keeps of an event: who said it, the message (whole: segments run without streaming), the
-    interrupt ids and the error."""
-    output = event.message_output
-    action = event.action
-    interrupts = []
-    if action is not None and isinstance(action.interrupted, InterruptInfo):
-        interrupts = [c.id for c in action.interrupted.interrupt_contexts]
-    return {
-        "agent": event.agent_name,
-        "message": output.message if output is not None and not output.is_streaming else None,
-        "interrupts": interrupts,
-        "error": None if event.error is None else f"{type(event.error).__name__}: {event.error}",
-    }
 
 
 class RedisEventLog:

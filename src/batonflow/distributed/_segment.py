@@ -17,7 +17,9 @@ from __future__ import annotations
 import hashlib
 import os
 import re
-from collections.abc import Awaitable, Callable, Mapping
+from collections import deque
+from collections.abc import AsyncIterator, Mapping
+from contextlib import aclosing
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
@@ -34,12 +36,14 @@ from ..errors import (
 )
 from ..schema import Message, Stream
 from ..store import CheckpointStore, SessionStore, check_checkpoint_id, check_session_id
+from ..trace import TraceEvent
+from ._frames import Framer, FrameSink
 
 __all__ = ["EventSink", "SegmentOutcome", "SegmentRequest", "run_segment", "segment_id"]
 
 Status = Literal["completed", "interrupted", "failed", "cancelled"]
-EventSink = Callable[[AgentEvent], Awaitable[None]]
-"""Where a segment's events go as they happen (a live stream to the client); awaited before the next one."""
+EventSink = FrameSink
+"""Where a segment's frames go as they are made (its run's event log); awaited before the next one."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -52,7 +56,10 @@ class SegmentRequest:
     ``run_id`` is a start's run id (``Runner.run(run_id=...)``), made with the request and carried with it, so that
     a start cut off before its first checkpoint (its worker died) runs again with the same idempotency keys: a
     tool that keys its side effect by ``ToolContext.idempotency_key`` makes it once. A resume's run id is its
-    checkpoint's; a conversation's turn has its own on each run."""
+    checkpoint's; a conversation's turn has its own on each run.
+
+    ``stream``: the run streams its messages, and its frames carry their chunks (``delta``); ``trace``: its trace
+    events are frames too. Neither changes what the segment is (nor its id)."""
 
     agent: str
     checkpoint_id: str = ""
@@ -61,6 +68,8 @@ class SegmentRequest:
     session_id: str | None = None
     session_values: Mapping[str, Any] = field(default_factory=dict)
     run_id: str = field(default_factory=lambda: os.urandom(16).hex())
+    stream: bool = False
+    trace: bool = False
 
     def __post_init__(self) -> None:
         if not isinstance(self.agent, str) or not self.agent:
@@ -105,6 +114,8 @@ class SegmentRequest:
             "session_id": self.session_id,
             "session_values": dict(self.session_values),
             "run_id": self.run_id,
+            "stream": self.stream,
+            "trace": self.trace,
         }
 
     @classmethod
@@ -115,9 +126,9 @@ class SegmentRequest:
             shape = sorted(payload) if isinstance(payload, dict) else type(payload).__name__
             raise UserError(
                 "segment payload: expected agent, checkpoint_id, messages and targets (and session_id, "
-                f"session_values, run_id), got {shape}"
+                f"session_values, run_id, stream, trace), got {shape}"
             )
-        extra = {"run_id": payload["run_id"]} if "run_id" in payload else {}
+        extra = {key: payload[key] for key in ("run_id", "stream", "trace") if key in payload}
         return cls(
             agent=payload["agent"],
             checkpoint_id=payload["checkpoint_id"],
@@ -130,7 +141,7 @@ class SegmentRequest:
 
 
 _KEYS = {"agent", "checkpoint_id", "messages", "targets"}
-_OPTIONAL = {"session_id", "session_values", "run_id"}
+_OPTIONAL = {"session_id", "session_values", "run_id", "stream", "trace"}
 _RUN_ID = re.compile(r"[0-9a-f]{32}")
 
 
@@ -138,13 +149,18 @@ _RUN_ID = re.compile(r"[0-9a-f]{32}")
 class SegmentOutcome:
     """How a segment ended: ``completed`` (the run's answer in ``text``), ``interrupted`` (its checkpoint saved,
     ``interrupt_ids`` to resume by), ``failed`` (``error`` says why; the checkpoint, if any, is kept), or
-    ``cancelled`` (asked to stop; what finished is kept, as when it fails)."""
+    ``cancelled`` (asked to stop; what finished is kept, as when it fails). ``agent`` ran it; ``interrupts`` are
+    the interrupts as the API shows them (id, address, kind, info: what a resume's answer is checked against);
+    ``usage`` the tokens its model calls took."""
 
     segment_id: str
     status: Status
     text: str = ""
     interrupt_ids: tuple[str, ...] = ()
     error: str | None = None
+    agent: str = ""
+    interrupts: tuple[Mapping[str, Any], ...] = ()
+    usage: Mapping[str, int] = field(default_factory=dict)
 
     def payload(self) -> dict[str, Any]:
         return {
@@ -153,16 +169,23 @@ class SegmentOutcome:
             "text": self.text,
             "interrupt_ids": list(self.interrupt_ids),
             "error": self.error,
+            "agent": self.agent,
+            "interrupts": [dict(i) for i in self.interrupts],
+            "usage": dict(self.usage),
         }
 
     @classmethod
     def from_payload(cls, payload: dict[str, Any]) -> SegmentOutcome:
+        """The outcome ``payload`` wrote; one of an earlier release (no agent, interrupts or usage) reads too."""
         return cls(
             segment_id=payload["segment_id"],
             status=payload["status"],
             text=payload["text"],
             interrupt_ids=tuple(payload["interrupt_ids"]),
             error=payload["error"],
+            agent=payload.get("agent", ""),
+            interrupts=tuple(payload.get("interrupts") or ({"id": i} for i in payload["interrupt_ids"])),
+            usage=payload.get("usage") or {},
         )
 
 
@@ -219,8 +242,8 @@ async def run_segment(
     resume_lease: float = 300.0,
     sessions: SessionStore | None = None,
 ) -> SegmentOutcome:
-    """Run ``request`` with the agent it names among ``agents``, its checkpoint in ``store``; each event goes to
-    ``sink``. A run that fails ends ``failed`` with the reason (the Runner kept the checkpoint); an agent this
+    """Run ``request`` with the agent it names among ``agents``, its checkpoint in ``store``; its frames go to
+    ``sink`` (a ``run`` frame first, then its events', and with ``request.trace`` its trace events'). A run that fails ends ``failed`` with the reason (the Runner kept the checkpoint); an agent this
     process does not serve raises ``UnknownAgentError``; one whose checkpoint another runner holds, before it ran
     anything, raises ``ResumeConflictError`` (a retry may find it free). ``resume_lease`` is the Runner's lease ttl on
     the checkpoint (or conversation): how soon a segment whose process died can be run again elsewhere. A
@@ -230,20 +253,31 @@ async def run_segment(
         raise UnknownAgentError(
             f"segment {sid}: expected an agent among {sorted(agents)}, got {request.agent!r}", segment_id=sid
         )
-    events = _events(agent, store, request, sessions, resume_lease)
-    text, error, started = "", None, False
+    framer = Framer(sink, deltas=request.stream)
+    traced: deque[TraceEvent] = deque()
+    events = _events(agent, store, request, sessions, resume_lease, traced)
+    error, started = None, False
     interrupts: tuple[str, ...] = ()
+    head = {
+        "run_id": sid,
+        "agent": request.agent,
+        "checkpoint_id": request.checkpoint_id or None,
+        "session_id": request.session_id,
+        "resumed": request.resumes,
+    }
+    await framer.send("run", head)
     try:
-        async for event in events:
+        async for item in _interleaved(events, traced):
+            if isinstance(item, TraceEvent):
+                await framer.trace(item)
+                continue
             started = True
-            if sink is not None:
-                await sink(event)
-            text = _answer(event, text)
-            action = event.action
+            await framer.event(item)
+            action = item.action
             if action is not None and isinstance(action.interrupted, InterruptInfo):
                 interrupts = tuple(c.id for c in action.interrupted.interrupt_contexts)
-            if event.error is not None:
-                error = f"{type(event.error).__name__}: {event.error}"
+            if item.error is not None:
+                error = f"{type(item.error).__name__}: {item.error}"
     except ResumeConflictError as raised:
         if not started:
             raise  # held by another runner before anything ran here: the caller may try again
@@ -254,12 +288,36 @@ async def run_segment(
             error = f"{type(raised).__name__}: {raised}"
         else:  # this start ran before, and its process died after saving the checkpoint: it paused there
             interrupts = saved.interrupt_ids
+            framer.interrupts = [{"id": i} for i in interrupts]
     except Exception as raised:  # a run that could not start (a taken id): an outcome, not a crash
         error = f"{type(raised).__name__}: {raised}"
+        await framer.send(
+            "error", {"seq": framer.last_seq + 1, "error": {"type": type(raised).__name__, "message": str(raised)}}
+        )
     finally:
         await events.aclose()
     status: Status = "failed" if error else "interrupted" if interrupts else "completed"
-    return SegmentOutcome(segment_id=sid, status=status, text=text, interrupt_ids=interrupts, error=error)
+    return SegmentOutcome(
+        segment_id=sid,
+        status=status,
+        text=framer.text,
+        interrupt_ids=interrupts,
+        error=error,
+        agent=request.agent,
+        interrupts=tuple(framer.interrupts) if interrupts else (),
+        usage=dict(framer.usage),
+    )
+
+
+async def _interleaved(events: Stream[AgentEvent], traced: deque[TraceEvent]) -> AsyncIterator[AgentEvent | TraceEvent]:
+    """The run's events, each after the trace events made before it (the Runner's callbacks fill ``traced``)."""
+    async with aclosing(events):
+        async for event in events:
+            while traced:
+                yield traced.popleft()
+            yield event
+    while traced:
+        yield traced.popleft()
 
 
 def _events(
@@ -268,17 +326,21 @@ def _events(
     request: SegmentRequest,
     sessions: SessionStore | None,
     resume_lease: float,
+    traced: deque[TraceEvent],
 ) -> Stream[AgentEvent]:
     """The events of the run ``request`` asks for: a conversation's turn, a checkpoint's resume, or a start."""
+    options: dict[str, Any] = {"resume_lease": resume_lease, "enable_streaming": request.stream}
+    if request.trace:
+        options["callbacks"] = (traced.append,)
     if request.session_id is not None:
-        runner = Runner(agent, session_store=_sessions(sessions, request.session_id), resume_lease=resume_lease)
+        runner = Runner(agent, session_store=_sessions(sessions, request.session_id), **options)
         return runner.run(
             list(request.messages),
             session_id=request.session_id,
             session_values=dict(request.session_values),
             targets=dict(request.targets),
         )
-    runner = Runner(agent, checkpoint_store=store, resume_lease=resume_lease)
+    runner = Runner(agent, checkpoint_store=store, **options)
     if request.resumes:
         return runner.resume(request.checkpoint_id, dict(request.targets))
     return runner.run(
@@ -298,12 +360,3 @@ async def _saved_by_this_start(store: CheckpointStore, request: SegmentRequest) 
     except CodecError:  # not a checkpoint this release can read: not this start's
         return None
     return saved if saved is not None and saved.run_id == request.run_id and saved.interrupt_ids else None
-
-
-def _answer(event: AgentEvent, text: str) -> str:
-    """The run's answer so far: the last assistant message without tool calls."""
-    output = event.message_output
-    message = output.message if output is not None and not output.is_streaming else None
-    if message is not None and message.role == "assistant" and message.content and not message.tool_calls:
-        return message.content
-    return text

@@ -1,8 +1,9 @@
 """``create_app``: the agents of an application behind one FastAPI app.
 
-The app is thin over the public API: each run is a ``batonflow.Runner`` run (conversations through the session
-store, interrupts saved in the checkpoint store), its events turned into JSON frames (``_runs``). What it adds is
-what HTTP needs: validated bodies, answers that say what was wrong, auth, limits, and runs that outlive a request.
+The app is thin over the public API: each run is a segment of a ``batonflow.distributed`` backend (a
+``batonflow.Runner`` run: conversations through the session store, interrupts saved in the checkpoint store), its
+events JSON frames in the run's event log, which the app sends as SSE. What it adds is what HTTP needs: validated
+bodies, answers that say what was wrong, auth, limits, and runs that outlive a request.
 """
 
 import hmac
@@ -18,11 +19,10 @@ from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 from fastapi.staticfiles import StaticFiles
 
 from ..adk import Agent, FlowAgent
-from ..distributed import LiveBackend
+from ..distributed import InProcessBackend, LiveBackend, MemoryEventLog
 from ..errors import UserError
 from ..graph import FlowEngine, Graph
 from ..store import CheckpointStore, MemoryCheckpointStore, MemorySessionStore, SessionStore
-from ._distributed import Distributed
 from ._errors import ApiError, ErrorBody, install_handlers
 from ._flows import flow_routes, load_flows
 from ._limits import BodyLimit
@@ -67,26 +67,26 @@ def create_app(
     Interrupted runs are saved in ``checkpoint_store`` and conversations kept in ``session_store``; both are kept
     in memory when None (a development server). With ``auth_token`` every endpoint but ``/health`` and the
     OpenAPI document wants ``Authorization: Bearer <auth_token>``. ``cors`` lists the origins a browser may call
-    from. Stores cannot list what they hold, so the app keeps an index, in memory, of the checkpoints its runs
-    left pending and of the sessions its runs used: ``GET /checkpoints`` and ``GET /sessions`` list those.
+    from. ``GET /sessions`` lists the conversations this app's runs took part in (stores cannot list theirs).
 
-    With ``backend`` (a ``batonflow.distributed.LiveBackend``, such as ``DBOSBackend`` with an event log), runs
-    without a session and checkpoint resumes run on its workers, not here: their run id is their segment id, and
-    any API process of the same backend serves their events (``GET /runs/{id}/events``, ``Last-Event-ID``), and
-    ``GET /checkpoints`` lists the runs paused on its workers too (the backend knows them, whichever API started
-    them).
+    Every run goes through ``backend``, a ``batonflow.distributed.LiveBackend``: by default an
+    ``InProcessBackend`` (runs are tasks of this process, their frames in a ``MemoryEventLog`` of
+    ``limits.buffer_events`` frames a run), else such as ``DBOSBackend`` with an event log (runs on its workers,
+    not here; any API process of the same backend serves their events). Either way a run id is its segment id,
+    an SSE event's id its record id in the log (``Last-Event-ID``), and ``GET /checkpoints`` lists the runs the
+    backend knows to be paused.
     """
     limits = _checked(limits, auth_token, backend)
     engine, graphs = load_flows(flows, flow_engine)
-    server = Server(
-        _named(agents, bool(graphs)),
-        checkpoint_store if checkpoint_store is not None else MemoryCheckpointStore(),
-        session_store if session_store is not None else MemorySessionStore(),
-        limits,
-        engine,
-        graphs,
-        None if backend is None else Distributed(backend, limits.heartbeat),
-    )
+    named = _named(agents, bool(graphs))
+    checkpoints = checkpoint_store if checkpoint_store is not None else MemoryCheckpointStore()
+    sessions = session_store if session_store is not None else MemorySessionStore()
+    if backend is None:
+        log = MemoryEventLog(maxlen=limits.buffer_events, keep_runs=limits.keep_finished_runs)
+        backend = InProcessBackend(
+            named, checkpoints, sessions=sessions, events=log, keep_finished=limits.keep_finished_runs
+        )
+    server = Server(named, checkpoints, sessions, limits, engine, graphs, backend)
 
     app = FastAPI(
         title=title,
@@ -116,15 +116,15 @@ def create_app(
     return app
 
 
-def _lifespan(server: Server, backend: LiveBackend | None) -> Callable[[FastAPI], Any]:
-    """What the app does when it stops: cancel its runs, let go of its backend."""
+def _lifespan(server: Server, backend: LiveBackend) -> Callable[[FastAPI], Any]:
+    """What the app does when it stops: stop watching its runs, then let go of its backend (which cancels what it
+    runs here)."""
 
     @asynccontextmanager
     async def lifespan(_: FastAPI) -> AsyncIterator[None]:
         yield
-        await server.runs.close()
-        if backend is not None:
-            await backend.close()
+        await server.close()
+        await backend.close()
 
     return lifespan
 
@@ -142,8 +142,8 @@ async def health(server: Annotated[Server, Depends(state)]) -> dict[str, Any]:
         "status": "ok",
         "agents": len(server.agents),
         "flows": len(server.flows),
-        "active_runs": len(server.runs.active),
-        "active_evals": server.runs.evals,
+        "active_runs": len(server.active),
+        "active_evals": server.evals,
     }
 
 

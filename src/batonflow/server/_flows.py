@@ -73,7 +73,7 @@ async def eval_flow(flow_id: str, body: EvalRequest, server: Srv) -> dict[str, A
     server.check(body, "variables")
     context = FlowContext(variables=body.variables)
     error: dict[str, Any] | None = None
-    with server.runs.evaluating():
+    with server.evaluating():
         try:
             await server.engine.eval(graph, context, steps=body.steps)
         except GraphError as problem:  # the graph cannot run as written: the request named it

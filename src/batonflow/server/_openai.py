@@ -18,10 +18,11 @@ from fastapi import APIRouter, Depends, Request
 from pydantic import BaseModel, ConfigDict, Field
 from sse_starlette import EventSourceResponse, ServerSentEvent
 
+from ..distributed import SegmentOutcome, SegmentRequest
+from ..distributed._frames import body_of
 from ._errors import ApiError, shown
 from ._models import InputMessage
-from ._runs import RunRecord
-from ._server import Server, finished, state
+from ._server import Run, Server, segment_records, state, summary
 from ._wire import json_text
 
 __all__ = ["openai_routes"]
@@ -65,26 +66,26 @@ def _inputs(messages: list[ChatMessage]) -> list[InputMessage]:
     return kept
 
 
-def _finish(record: RunRecord) -> tuple[str, str]:
-    """``finish_reason`` and the content OpenAI clients show."""
-    if record.status == "interrupted":
-        asked = "; ".join(json.dumps(i["info"], ensure_ascii=False) for i in record.interrupts)
-        where = record.checkpoint_id
+def _finish(state: dict[str, Any]) -> tuple[str, str]:
+    """``finish_reason`` and the content OpenAI clients show, from the run's summary."""
+    if state["status"] == "interrupted":
+        asked = "; ".join(json.dumps(i.get("info"), ensure_ascii=False) for i in state["interrupts"])
+        where = state["checkpoint_id"]
         note = f"[waiting for an answer: {asked}. Resume checkpoint {where} with POST /checkpoints/{where}/resume]"
-        return "interrupted", f"{record.text}\n\n{note}" if record.text else note
-    if record.status in ("failed", "cancelled"):
-        error = record.error or {"type": "Cancelled", "message": "the run was cancelled"}
+        return "interrupted", f"{state['text']}\n\n{note}" if state["text"] else note
+    if state["status"] in ("failed", "cancelled"):
+        error = state["error"] or {"type": "Cancelled", "message": "the run was cancelled"}
         return "error", f"[run failed: {error['type']}: {error['message']}]"
-    return "stop", record.text
+    return "stop", state["text"]
 
 
-def _extension(record: RunRecord) -> dict[str, Any]:
+def _extension(state: dict[str, Any]) -> dict[str, Any]:
     return {
-        "run_id": record.run_id,
-        "status": record.status,
-        "checkpoint_id": record.checkpoint_id if record.status == "interrupted" else None,
-        "interrupts": record.interrupts,
-        "error": record.error,
+        "run_id": state["run_id"],
+        "status": state["status"],
+        "checkpoint_id": state["checkpoint_id"] if state["status"] == "interrupted" else None,
+        "interrupts": state["interrupts"],
+        "error": state["error"],
     }
 
 
@@ -114,29 +115,23 @@ async def chat_completions(body: ChatCompletionRequest, server: Srv, request: Re
     if not messages:
         raise ApiError(422, "empty_input", "messages: expected some text, got none", expected="text", found=[])
     checkpoint_id = f"chatcmpl-{uuid.uuid4().hex}"
-    record = server.start(
-        body.model,
-        lambda r: r.run(messages, checkpoint_id=checkpoint_id),
-        stream=body.stream,
-        trace=False,
-        detached=False,
-        checkpoint_id=checkpoint_id,
-        session_id=None,
-        resumed=False,
+    segment = SegmentRequest(
+        agent=body.model, checkpoint_id=checkpoint_id, messages=tuple(messages), stream=body.stream
     )
+    run, after = await server.submit(segment, detached=False)
     created = int(time.time())
     if body.stream:
-        return EventSourceResponse(_chunks(record, checkpoint_id, created), ping=server.limits.heartbeat)
-    await finished(record, request)
-    reason, content = _finish(record)
+        return EventSourceResponse(_chunks(server, run, after, checkpoint_id, created), ping=server.limits.heartbeat)
+    answered = await server.result(run, after, request)
+    reason, content = _finish(answered)
     return {
         "id": checkpoint_id,
         "object": "chat.completion",
         "created": created,
         "model": body.model,
         "choices": [{"index": 0, "message": {"role": "assistant", "content": content}, "finish_reason": reason}],
-        "usage": record.usage,
-        "batonflow": _extension(record),
+        "usage": answered["usage"],
+        "batonflow": _extension(answered),
     }
 
 
@@ -147,15 +142,18 @@ def openai_routes() -> APIRouter:
     return api
 
 
-async def _chunks(record: RunRecord, completion_id: str, created: int) -> AsyncIterator[ServerSentEvent]:
-    """The run's assistant text as ``chat.completion.chunk`` objects, then the finish and ``[DONE]``."""
+async def _chunks(
+    server: Server, run: Run, after: str, completion_id: str, created: int
+) -> AsyncIterator[ServerSentEvent]:
+    """The run's assistant text as ``chat.completion.chunk`` objects, then the finish and ``[DONE]``; a client that
+    goes away cancels the run."""
 
     def chunk(delta: dict[str, Any], reason: str | None = None, **extra: Any) -> ServerSentEvent:
         body = {
             "id": completion_id,
             "object": "chat.completion.chunk",
             "created": created,
-            "model": record.agent,
+            "model": run.agent,
             "choices": [{"index": 0, "delta": delta, "finish_reason": reason}],
             **extra,
         }
@@ -164,18 +162,31 @@ async def _chunks(record: RunRecord, completion_id: str, created: int) -> AsyncI
     yield chunk({"role": "assistant", "content": ""})
     roles: dict[int, str] = {}
     streamed = False
-    async with aclosing(record.follow()) as batches:
-        async for batch in batches:
-            for frame in batch:
-                if frame.event == "message_start":
-                    roles[frame.data["seq"]] = frame.data["role"]
-                elif frame.event == "delta" and roles.get(frame.data["seq"]) == "assistant" and frame.data["content"]:
+    ended: SegmentOutcome | None = None
+    server.attach(run)
+    try:
+        async with aclosing(segment_records(server.backend, run.run, run.segment_id, after)) as records:
+            async for record in records:
+                if record.kind == "end":
+                    ended = SegmentOutcome.from_payload(record.data)
+                    server.ended(run.segment_id)
+                    continue
+                frame = record.data["event"]
+                if frame not in ("message_start", "delta"):
+                    continue
+                data = body_of(record.data)
+                if frame == "message_start":
+                    roles[data["seq"]] = data["role"]
+                elif frame == "delta" and roles.get(data["seq"]) == "assistant" and data["content"]:
                     streamed = True
-                    yield chunk({"content": frame.data["content"]})
-    reason, content = _finish(record)
+                    yield chunk({"content": data["content"]})
+    finally:
+        server.detach(run)
+    answered = summary(run.segment_id, ended if ended is not None else await server.outcome(run.segment_id), run.agent)
+    reason, content = _finish(answered)
     if reason != "stop":
         yield chunk({"content": ("\n\n" if streamed else "") + content})
     elif not streamed and content:
         yield chunk({"content": content})
-    yield chunk({}, reason, usage=record.usage, batonflow=_extension(record))
+    yield chunk({}, reason, usage=answered["usage"], batonflow=_extension(answered))
     yield ServerSentEvent(data="[DONE]")

@@ -9,11 +9,9 @@ from sse_starlette import EventSourceResponse
 from ..distributed import SegmentRequest
 from ..schema import Message
 from ..store import check_checkpoint_id, check_session_id
-from ._distributed import Distributed, is_segment_id
 from ._errors import ApiError, shown
 from ._models import ResumeRequest, RunRequest
-from ._runs import Pending, RunRecord, parse_event_id
-from ._server import Server, answer, check_targets, checked, finished, pending_session, result, sse, state
+from ._server import Server, check_targets, checked, parse_event_id, pending_session, state
 from ._wire import jsonable, message_json
 
 __all__ = ["routes"]
@@ -35,27 +33,28 @@ async def start_run(body: RunRequest, server: Srv, request: Request) -> Any:
     """Start a run: the result as JSON, the events as SSE (``stream``), or 202 and the run id (``detached``)."""
     server.check(body, "session_values", "targets")
     server.agent(body.agent)
-    if server.distributed is not None:
-        return await _distributed_run(body, server.distributed, server)
     if body.session_id is not None:
-        record = await _conversation_turn(body, body.session_id, server)
+        session_id, messages, targets = await _turn(body, body.session_id, server)
+        segment = SegmentRequest(
+            agent=body.agent,
+            session_id=session_id,
+            messages=tuple(messages),
+            targets=targets,
+            session_values=body.session_values or {},
+            stream=body.stream,
+            trace=body.trace,
+        )
     else:
-        record = await _lone_run(body, server)
-    return await _answered(record, body.stream, body.detached, server, request)
-
-
-async def _answered(record: RunRecord, stream: bool, detached: bool, server: Server, request: Request) -> Any:
-    early = answer(record, stream, detached, server)
-    if early is not None:
-        return early
-    await finished(record, request)
-    return result(record)
+        segment = await _lone_run(body, server)
+    run, after = await server.submit(segment, detached=body.detached)
+    return await server.answer(run, after, body.stream, body.detached, request)
 
 
 async def _turn(body: RunRequest, session_id: str, server: Server) -> tuple[str, list[Message], dict[str, Any]]:
     """A conversation turn's session id, input and resume targets, once they fit together (and the session has a
     pending run, for a turn without input)."""
     session_id = checked(check_session_id, session_id, "session_id")
+    server.busy("session", session_id)
     messages = server.messages(body.input)
     targets = body.targets
     if body.checkpoint_id is not None:
@@ -71,21 +70,6 @@ async def _turn(body: RunRequest, session_id: str, server: Server) -> tuple[str,
     elif targets:
         raise _targets_without_resume()
     return session_id, messages, dict(targets or {})
-
-
-async def _conversation_turn(body: RunRequest, session_id: str, server: Server) -> RunRecord:
-    server.busy("session", checked(check_session_id, session_id, "session_id"))
-    session_id, messages, targets = await _turn(body, session_id, server)
-    return server.start(
-        body.agent,
-        lambda r: r.run(messages, session_id=session_id, session_values=body.session_values, targets=targets),
-        stream=body.stream,
-        trace=body.trace,
-        detached=body.detached,
-        checkpoint_id=None,
-        session_id=session_id,
-        resumed=not messages,
-    )
 
 
 def _prompt(body: RunRequest, server: Server) -> list[Message]:
@@ -104,14 +88,14 @@ def _prompt(body: RunRequest, server: Server) -> list[Message]:
     return messages
 
 
-async def _lone_run(body: RunRequest, server: Server) -> RunRecord:
+async def _lone_run(body: RunRequest, server: Server) -> SegmentRequest:
     messages = _prompt(body, server)
     if body.checkpoint_id is None:
         checkpoint_id = f"ckpt-{uuid.uuid4().hex}"
     else:
         checkpoint_id = checked(check_checkpoint_id, body.checkpoint_id, "checkpoint_id")
         server.busy("checkpoint", checkpoint_id)
-        if checkpoint_id in server.runs.pending or await server.checkpoints.get(checkpoint_id) is not None:
+        if await server.checkpoints.get(checkpoint_id) is not None:
             raise ApiError(
                 409,
                 "checkpoint_exists",
@@ -120,52 +104,19 @@ async def _lone_run(body: RunRequest, server: Server) -> RunRecord:
                 expected="an id with no pending run",
                 found=checkpoint_id,
             )
-    return server.start(
-        body.agent,
-        lambda r: r.run(messages, checkpoint_id=checkpoint_id, session_values=body.session_values),
+    return SegmentRequest(
+        agent=body.agent,
+        checkpoint_id=checkpoint_id,
+        messages=tuple(messages),
+        session_values=body.session_values or {},
         stream=body.stream,
         trace=body.trace,
-        detached=body.detached,
-        checkpoint_id=checkpoint_id,
-        session_id=None,
-        resumed=False,
     )
 
 
-async def _distributed_run(body: RunRequest, distributed: Distributed, server: Server) -> Any:
-    """A run on the backend's workers, a conversation's turn included: its segment enqueued, answered as a local
-    run is."""
-    if body.session_id is not None:
-        session_id, messages, targets = await _turn(body, body.session_id, server)
-        segment = SegmentRequest(
-            agent=body.agent,
-            session_id=session_id,
-            messages=tuple(messages),
-            targets=targets,
-            session_values=body.session_values or {},
-        )
-    else:
-        messages = _prompt(body, server)
-        checkpoint_id = (
-            f"ckpt-{uuid.uuid4().hex}"
-            if body.checkpoint_id is None
-            else checked(check_checkpoint_id, body.checkpoint_id, "checkpoint_id")
-        )
-        segment = SegmentRequest(
-            agent=body.agent,
-            checkpoint_id=checkpoint_id,
-            messages=tuple(messages),
-            session_values=body.session_values or {},
-        )
-    sid = await distributed.start(segment)
-    return await distributed.answer(sid, stream=body.stream, detached=body.detached)
-
-
 async def get_run(run_id: str, server: Srv) -> dict[str, Any]:
-    """A run's state: running or how it ended, its answer so far, its interrupts."""
-    if server.distributed is not None and is_segment_id(run_id):
-        return await server.distributed.summary(run_id)
-    return server.runs.get(run_id).summary()
+    """A run's state: running or how it ended, its answer, its interrupts."""
+    return await server.summary(run_id)
 
 
 async def run_events(
@@ -173,34 +124,23 @@ async def run_events(
     server: Srv,
     last_event_id: Annotated[str | None, Header(alias="Last-Event-ID", max_length=64)] = None,
 ) -> EventSourceResponse:
-    """A run's events as SSE, from the start or after ``Last-Event-ID`` (replayed from the run's buffer)."""
-    if server.distributed is not None and is_segment_id(run_id):
-        return server.distributed.sse(run_id, last_event_id)
-    record = server.runs.get(run_id)
-    after = (0, 0) if last_event_id is None else parse_event_id(last_event_id)
-    record.check_resumable(after)  # from the start too: a run whose first frames the buffer dropped is a 410
-    return sse(record, after, server.limits.heartbeat)
+    """A run's events as SSE, from the start or after ``Last-Event-ID`` (replayed from the run's event log)."""
+    given = None if last_event_id is None else parse_event_id(last_event_id)  # a malformed one is a 400 first
+    await server.outcome(run_id)  # an unknown run is a 404
+    run_key = run_id.rpartition("@")[0]  # the run's checkpoint id, or a conversation's session id
+    after = await server.check_after(run_key, given)
+    return await server.sse(run_id, run_key, after)
 
 
 async def cancel_run(run_id: str, server: Srv) -> dict[str, Any]:
     """Cancel a run (a detached one, typically); its summary once it has stopped."""
-    if server.distributed is not None and is_segment_id(run_id):
-        return await server.distributed.cancel(run_id)
-    record = server.runs.get(run_id)
-    record.cancel()
-    await record.finished.wait()
-    return record.summary()
+    return await server.cancel(run_id)
 
 
 async def list_checkpoints(server: Srv) -> dict[str, Any]:
-    """The checkpoints this server's runs left waiting, and with a backend the runs paused on its workers, with
-    their interrupts (the ids to resume by); then the conversations waiting (``session_id`` set), which may share
-    an id with a checkpoint."""
-    listed = [p.json() for p in server.runs.pending.values()]
-    if server.distributed is not None:
-        listed += [p for p in await server.distributed.paused() if p["checkpoint_id"] not in server.runs.pending]
-    listed += [p.json() for p in server.runs.pending_sessions.values()]
-    return {"checkpoints": listed}
+    """The runs waiting for an answer, with their interrupts (the ids to resume by): the checkpoints, then the
+    conversations (``session_id`` set), which may share an id with a checkpoint."""
+    return {"checkpoints": await server.paused()}
 
 
 Session = Annotated[
@@ -212,21 +152,33 @@ Session = Annotated[
 async def get_checkpoint(checkpoint_id: str, server: Srv, session: Session = False) -> dict[str, Any]:
     """One pending checkpoint and its interrupts (with ``session``, or when no checkpoint has the id, the pending
     conversation of that id)."""
-    entry = None if session else server.runs.pending.get(checkpoint_id)
-    if entry is None and not session and server.distributed is not None:
-        checkpoint_id = checked(check_checkpoint_id, checkpoint_id, "checkpoint_id")
-        found = await server.distributed.paused(checkpoint_id)
+    if not session:
+        found = await server.paused(checked(check_checkpoint_id, checkpoint_id, "checkpoint_id"))
         if found:
             return found[0]
-    entry = entry or server.runs.pending_sessions.get(checkpoint_id)
-    if entry is None:
-        why = "no run of this server left it pending"
-        if session:
-            why = "no conversation of this id waits on this server"
-        elif server.distributed is not None:
-            why += ", and none waits on the workers"
+    conversation = await _waiting_conversation(server, checkpoint_id)
+    if conversation is None:
+        why = "no conversation of this id waits" if session else "no run waits on it"
         raise _no_checkpoint(checkpoint_id, why)
-    return entry.json()
+    return conversation
+
+
+async def _waiting_conversation(server: Server, session_id: str) -> dict[str, Any] | None:
+    """The conversation ``session_id`` as ``GET /checkpoints`` lists it, when it waits for an answer."""
+    listed = next((p for p in await server.paused() if p["session_id"] == session_id), None)
+    if listed is not None:
+        return listed
+    data = await server.sessions.get(session_id, last=1)
+    if data is None or not data.state.pending:
+        return None
+    return {
+        "checkpoint_id": session_id,
+        "agent": "",
+        "session_id": session_id,
+        "run_id": "",
+        "created": None,
+        "interrupts": [],
+    }
 
 
 async def resume_checkpoint(
@@ -236,76 +188,45 @@ async def resume_checkpoint(
     no checkpoint of the id waits and no agent is named, the pending conversation of that id)."""
     server.check(body, "targets")
     checkpoint_id = checked(check_checkpoint_id, checkpoint_id, "checkpoint_id")
-    conversation = server.runs.pending_sessions.get(checkpoint_id)
     if session:
-        if conversation is None:
-            raise _no_checkpoint(checkpoint_id, "no conversation of this id waits on this server")
-        return await _resume_conversation(conversation, body, server, request)
-    entry = server.runs.pending.get(checkpoint_id)
-    if server.distributed is not None:
-        agent = body.agent
-        if agent is None:  # the agent of the run paused on the workers
-            found = await server.distributed.paused(checkpoint_id)
-            if not found and conversation is not None:
-                return await _resume_conversation(conversation, body, server, request)
-            if not found:
-                raise _no_checkpoint(checkpoint_id, "none waits on the workers; name its agent to resume it there")
-            agent = found[0]["agent"]
-        server.agent(agent)
-        segment = SegmentRequest(agent=agent, checkpoint_id=checkpoint_id, targets=body.targets)
-        sid = await server.distributed.start(segment)
-        return await server.distributed.answer(sid, stream=body.stream, detached=body.detached)
-    if entry is None and body.agent is None and conversation is not None:
-        return await _resume_conversation(conversation, body, server, request)
+        return await _resume_conversation(checkpoint_id, body, server, request)
     server.busy("checkpoint", checkpoint_id)
-    agent, targets = await _resumable(server, checkpoint_id, entry, body)
-    record = server.start(
-        agent,
-        lambda r: r.resume(checkpoint_id, targets),
-        stream=body.stream,
-        trace=body.trace,
-        detached=body.detached,
-        checkpoint_id=checkpoint_id,
-        session_id=None,
-        resumed=True,
-    )
-    return await _answered(record, body.stream, body.detached, server, request)
-
-
-async def _resume_conversation(entry: Pending, body: ResumeRequest, server: Server, request: Request) -> Any:
-    session_id = entry.checkpoint_id
-    server.busy("session", session_id)
-    targets = await pending_session(server, session_id, body.targets)
-    record = server.start(
-        entry.agent,
-        lambda r: r.run([], session_id=session_id, targets=targets),
-        stream=body.stream,
-        trace=body.trace,
-        detached=body.detached,
-        checkpoint_id=None,
-        session_id=session_id,
-        resumed=True,
-    )
-    return await _answered(record, body.stream, body.detached, server, request)
-
-
-async def _resumable(
-    server: Server, checkpoint_id: str, entry: Pending | None, body: ResumeRequest
-) -> tuple[str, dict[str, Any]]:
-    """The agent to resume ``checkpoint_id`` with, and the targets, once both are known to fit the checkpoint."""
-    agent = body.agent if entry is None or body.agent is not None else entry.agent
-    if agent is None:
-        raise _no_checkpoint(checkpoint_id, "the server made no such checkpoint; name its agent to resume it")
+    found = await server.paused(checkpoint_id)
+    entry = found[0] if found else None
+    if entry is None and body.agent is None:
+        if await _waiting_conversation(server, checkpoint_id) is not None:
+            return await _resume_conversation(checkpoint_id, body, server, request)
+        raise _no_checkpoint(checkpoint_id, "no run waits on it; name its agent to resume it")
+    agent = body.agent if body.agent is not None else entry["agent"] if entry is not None else ""
     server.agent(agent)
     if await server.checkpoints.get(checkpoint_id) is None:
-        server.runs.pending.pop(checkpoint_id, None)
         raise _no_checkpoint(checkpoint_id, "the checkpoint store holds no such checkpoint")
-    return agent, body.targets if entry is None else check_targets(entry.interrupts, body.targets)
+    targets = body.targets if entry is None else check_targets(entry["interrupts"], body.targets)
+    segment = SegmentRequest(
+        agent=agent, checkpoint_id=checkpoint_id, targets=targets, stream=body.stream, trace=body.trace
+    )
+    run, after = await server.submit(segment, detached=body.detached)
+    return await server.answer(run, after, body.stream, body.detached, request)
+
+
+async def _resume_conversation(session_id: str, body: ResumeRequest, server: Server, request: Request) -> Any:
+    waiting = await _waiting_conversation(server, session_id)
+    if waiting is None:
+        raise _no_checkpoint(session_id, "no conversation of this id waits")
+    agent = body.agent or waiting["agent"]
+    if not agent:
+        raise _no_checkpoint(session_id, "the conversation waits, but its agent is not known here; name it")
+    server.agent(agent)
+    server.busy("session", session_id)
+    targets = await pending_session(server, session_id, body.targets)
+    segment = SegmentRequest(agent=agent, session_id=session_id, targets=targets, stream=body.stream, trace=body.trace)
+    run, after = await server.submit(segment, detached=body.detached)
+    return await server.answer(run, after, body.stream, body.detached, request)
 
 
 async def list_sessions(server: Srv) -> dict[str, Any]:
     """The conversations this server's runs took part in, the latest last."""
-    return {"sessions": list(server.runs.sessions)}
+    return {"sessions": list(server.conversations)}
 
 
 async def get_session(
@@ -334,8 +255,7 @@ async def delete_session(session_id: str, server: Srv) -> Response:
     if await server.sessions.get(session_id, last=1) is None:
         raise _no_session(session_id)
     await server.sessions.delete(session_id)
-    server.runs.sessions.pop(session_id, None)
-    server.runs.pending_sessions.pop(session_id, None)
+    server.conversations.pop(session_id, None)
     return Response(status_code=204)
 
 
@@ -374,9 +294,11 @@ def routes() -> APIRouter:
     api = APIRouter()
     api.add_api_route("/agents", list_agents, methods=["GET"], tags=["agents"])
     api.add_api_route("/runs", start_run, methods=["POST"], tags=["runs"], response_model=None)
-    api.add_api_route("/runs/{run_id}", get_run, methods=["GET"], tags=["runs"])
-    api.add_api_route("/runs/{run_id}/events", run_events, methods=["GET"], tags=["runs"], response_model=None)
-    api.add_api_route("/runs/{run_id}/cancel", cancel_run, methods=["POST"], tags=["runs"])
+    # A run id is its segment id, a checkpoint's or session's id and "@<generation>": it may hold "/", so the
+    # routes of a run take the rest of the path too, the longer ones first (an id never ends in "/events").
+    api.add_api_route("/runs/{run_id:path}/events", run_events, methods=["GET"], tags=["runs"], response_model=None)
+    api.add_api_route("/runs/{run_id:path}/cancel", cancel_run, methods=["POST"], tags=["runs"])
+    api.add_api_route("/runs/{run_id:path}", get_run, methods=["GET"], tags=["runs"])
     api.add_api_route("/checkpoints", list_checkpoints, methods=["GET"], tags=["checkpoints"])
     # Ids are data: one may hold "/" (a store takes it), so the routes of an id take the rest of the path.
     api.add_api_route("/checkpoints/{checkpoint_id:path}", get_checkpoint, methods=["GET"], tags=["checkpoints"])

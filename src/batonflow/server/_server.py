@@ -1,48 +1,57 @@
-"""What the routes share: the agents, the stores, the limits and the runs, and the steps every run endpoint takes
-(check the input, start the run on a Runner made for it, answer as JSON, SSE or 202)."""
+"""What the routes share: the agents, the stores, the limits and the backend every run goes through, and the steps
+every run endpoint takes (check the input, submit the run's segment, answer as JSON, SSE or 202).
+
+A run is a segment of the backend (``batonflow.distributed``): its id is the segment id, its frames are records of
+its run's event log (the checkpoint id, or a conversation's session id, names that), each SSE event's id is the
+record's id, so ``Last-Event-ID`` replays from the log what a client missed, on every backend alike. The server
+keeps only what this API process needs of the runs it started: who follows each (a run that is not detached is
+cancelled once its last follower has been gone ``reconnect_grace`` seconds) and how many go at once.
+"""
 
 import asyncio
-from collections import deque
-from collections.abc import AsyncIterator, Callable, Mapping, Sequence
-from contextlib import aclosing
-from dataclasses import dataclass, fields
+from collections import OrderedDict
+from collections.abc import AsyncGenerator, AsyncIterator, Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass, field, fields
 from typing import Any
+from urllib.parse import quote
 
 from fastapi import Request
 from pydantic import BaseModel
 from sse_starlette import EventSourceResponse, ServerSentEvent
 
-from ..adk import AgentEvent, FlowAgent
-from ..agents import HITLDecision, Runner
-from ..errors import UserError
+from ..adk import FlowAgent
+from ..agents import HITLDecision
+from ..distributed import EventRecord, EventsGoneError, LiveBackend, PausedRun, SegmentOutcome, SegmentRequest
+from ..distributed._frames import body_of
+from ..errors import CheckpointNotFoundError, SegmentError, SegmentFailedError, UserError
 from ..graph import FlowEngine, Graph
-from ..schema import Message, Stream, user
+from ..schema import Message, user
 from ..store import CheckpointStore, SessionStore
-from ..trace import TraceEvent
-from ._distributed import Distributed
 from ._errors import ApiError, shown
 from ._models import InputMessage, check_body
-from ._runs import Frame, Key, RunRecord, Runs
 from ._wire import JSONAnswer, json_text
 
 __all__ = [
     "Server",
     "ServerLimits",
-    "answer",
     "check_targets",
     "checked",
-    "finished",
+    "parse_event_id",
     "pending_session",
-    "result",
-    "sse",
     "state",
 ]
+
+_AGENT_FRAMES = frozenset({"message", "interrupt", "error", "transfer", "action"})
+_RECORD_ID_LIMIT = 2**63 - 1  # each part of a record id: PostgreSQL's bigint (Redis allows 2**64 - 1)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class ServerLimits:
     """What one request and one run may take. Each bound answers a 4xx that names it when it is passed.
 
+    ``buffer_events``: the frames the default backend's event log keeps of each run (what a reconnect can replay);
+    ``keep_finished_runs``: the ended runs it remembers (their outcome, and their frames).
     ``reconnect_grace``: seconds a run that is not detached keeps going after its last client went away, for that
     client to reconnect with ``Last-Event-ID``; 0 cancels it at once. ``max_value_depth``: how deeply the values a
     run keeps (``session_values``, resume ``targets``, a flow's ``variables``) may nest; the stores write them with
@@ -69,8 +78,22 @@ class ServerLimits:
                 raise UserError(f"ServerLimits.{f.name}: expected {minimum}, got {value!r}")
 
 
+@dataclass(slots=True)
+class Run:
+    """A run this API process started: the segment, its run's key in the log, who follows it."""
+
+    segment_id: str
+    run: str
+    agent: str
+    key: tuple[str, str]
+    detached: bool
+    followers: int = 0
+    timer: asyncio.TimerHandle | None = None
+    watcher: "asyncio.Task[None] | None" = field(default=None, repr=False)
+
+
 class Server:
-    """What the routes share: the agents, the stores, the limits and the runs."""
+    """What the routes share: the agents, the stores, the limits, the backend, and the runs this process started."""
 
     def __init__(
         self,
@@ -80,21 +103,19 @@ class Server:
         limits: ServerLimits,
         engine: FlowEngine,
         flows: dict[str, Graph],
-        distributed: Distributed | None = None,
+        backend: LiveBackend,
     ) -> None:
-        self.distributed = distributed
         self.agents = agents
         self.engine = engine
         self.flows = flows
         self.checkpoints = checkpoints
         self.sessions = sessions
         self.limits = limits
-        self.runs = Runs(
-            buffer=limits.buffer_events,
-            keep_finished=limits.keep_finished_runs,
-            max_active=limits.max_active_runs,
-            grace=limits.reconnect_grace,
-        )
+        self.backend = backend
+        self.active: dict[str, Run] = {}
+        self.conversations: OrderedDict[str, None] = OrderedDict()  # the sessions this process's runs took part in
+        self.evals = 0  # flow evaluations going: they take a place among max_active_runs as runs do
+        self._tasks: set[asyncio.Task[Any]] = set()
 
     def agent(self, name: str) -> FlowAgent:
         agent = self.agents.get(name)
@@ -131,49 +152,14 @@ class Server:
                 )
         return [user(c) if r == "user" else Message(role=r, content=c) for r, c in items]  # type: ignore[arg-type]
 
-    def start(
-        self,
-        name: str,
-        run: Callable[[Runner], Stream[AgentEvent]],
-        *,
-        stream: bool,
-        trace: bool,
-        detached: bool,
-        checkpoint_id: str | None,
-        session_id: str | None,
-        resumed: bool,
-    ) -> RunRecord:
-        """Start ``run`` on a Runner of agent ``name`` made for it (streaming or not, traced or not)."""
-        agent = self.agent(name)
-
-        def events() -> AsyncIterator[AgentEvent | TraceEvent]:
-            pending: deque[TraceEvent] = deque()
-            runner = Runner(
-                agent,
-                enable_streaming=stream,
-                checkpoint_store=self.checkpoints,
-                session_store=self.sessions,
-                callbacks=(pending.append,) if trace else (),
-            )
-            return _interleaved(lambda: run(runner), pending)
-
-        return self.runs.start(
-            name,
-            events,
-            detached=detached,
-            deltas=stream,
-            checkpoint_id=checkpoint_id,
-            session_id=session_id,
-            resumed=resumed,
-        )
-
     def check(self, body: BaseModel, *nested: str) -> None:
         """Refuse a body whose text is not Unicode, or whose ``nested`` fields nest deeper than the limit."""
         check_body(body, nested=nested, max_depth=self.limits.max_value_depth)
 
     def busy(self, kind: str, key: str) -> None:
-        """Refuse a run on the conversation (``kind`` ``"session"``) or checkpoint ``key`` while one goes on it."""
-        if any(record.key == (kind, key) for record in self.runs.active.values()):
+        """Refuse a run on the conversation (``kind`` ``"session"``) or checkpoint ``key`` while one this process
+        started goes on it."""
+        if any(run.key == (kind, key) for run in self.active.values()):
             raise ApiError(
                 409,
                 "run_in_progress",
@@ -182,82 +168,440 @@ class Server:
                 found="an active run",
             )
 
+    def check_room(self) -> None:
+        """Refuse one more run (or flow evaluation) when ``max_active_runs`` are going."""
+        going = len(self.active) + self.evals
+        if going >= self.limits.max_active_runs:
+            raise ApiError(
+                429,
+                "too_many_runs",
+                f"runs: expected fewer than {self.limits.max_active_runs} running at once (runs and flow "
+                f"evaluations), got {going}; retry later",
+                expected=f"< {self.limits.max_active_runs} active runs",
+                found=going,
+                headers={"Retry-After": "1"},
+            )
 
-async def _interleaved(
-    start: Callable[[], Stream[AgentEvent]], pending: deque[TraceEvent]
-) -> AsyncIterator[AgentEvent | TraceEvent]:
-    events = start()
-    async with aclosing(events):
-        async for event in events:
-            while pending:
-                yield pending.popleft()
-            yield event
-    while pending:
-        yield pending.popleft()
+    @contextmanager
+    def evaluating(self) -> Iterator[None]:
+        """A place among the active runs for one flow evaluation, while it goes."""
+        self.check_room()
+        self.evals += 1
+        try:
+            yield
+        finally:
+            self.evals -= 1
 
+    # -- runs ---------------------------------------------------------------------------------------------------
 
-def checked(check: Callable[[str], str], value: str, what: str) -> str:
-    try:
-        return check(value)
-    except UserError as error:
-        raise ApiError(422, f"invalid_{what}", str(error), expected=f"a valid {what}", found=shown(value)) from None
+    async def submit(self, request: SegmentRequest, *, detached: bool) -> tuple[Run, str]:
+        """Submit ``request``'s segment; the run, and the record id its frames come after in its run's log (the
+        start, when the segment was there already: a second submit attaches to it)."""
+        self.check_room()
+        run_key = request.run_key
+        before = await self._last(run_key)
+        try:
+            sid = await self.backend.submit(request)
+        except CheckpointNotFoundError as error:
+            raise _no_checkpoint(run_key, str(error)) from None
+        after = "0-0" if before is None or before.segment_id == sid else before.stream_id
+        if request.session_id is not None:
+            self.conversations[request.session_id] = None
+            self.conversations.move_to_end(request.session_id)
+            while len(self.conversations) > self.limits.keep_finished_runs:
+                self.conversations.popitem(last=False)
+        run = self.active.get(sid)
+        if run is None:
+            kind = "checkpoint" if request.session_id is None else "session"
+            run = Run(sid, run_key, request.agent, (kind, run_key), detached)
+            self.active[sid] = run
+            run.watcher = asyncio.create_task(self._watch(run), name=f"batonflow-watch {sid}")
+        return run, after
 
+    async def _last(self, run_key: str) -> EventRecord | None:
+        try:
+            return await self.backend.last(run_key)
+        except Exception:  # an event log that is down: the run goes on, its frames from the start
+            return None
 
-def sse(record: RunRecord, after: Key, heartbeat: float) -> EventSourceResponse:
-    """The run's frames after ``after`` as an SSE stream, with comment heartbeats every ``heartbeat`` seconds."""
+    async def _watch(self, run: Run) -> None:
+        """Until the run has ended: then it no longer counts among this process's."""
+        try:
+            await self.final(run.segment_id)
+        except Exception:
+            pass  # the outcome says why, to whoever asks for it
+        finally:
+            if run.timer is not None:
+                run.timer.cancel()
+            self.active.pop(run.segment_id, None)
 
-    async def frames() -> AsyncIterator[bytes]:
-        async with aclosing(record.follow(after)) as followed:
-            async for batch in followed:
-                yield b"".join(_sent(frame).encode() for frame in batch)
+    def ended(self, sid: str) -> None:
+        """The run's ``end`` was read from its log: it no longer counts among this process's, at once (its watcher,
+        which may learn it a moment later from the backend, is let go)."""
+        run = self.active.pop(sid, None)
+        if run is not None:
+            if run.timer is not None:
+                run.timer.cancel()
+            if run.watcher is not None:
+                run.watcher.cancel()
 
-    headers = {"X-Run-Id": record.run_id, "Cache-Control": "no-store"}
-    return EventSourceResponse(frames(), ping=heartbeat, headers=headers)
+    async def outcome(self, sid: str) -> SegmentOutcome | None:
+        """How the run ``sid`` ended, None while it goes; ``unknown_run`` when the backend has no such segment."""
+        try:
+            status = await self.backend.status(sid)
+        except SegmentError:
+            raise _no_run(sid) from None
+        if status == "CANCELLED":
+            return SegmentOutcome(segment_id=sid, status="cancelled")
+        if status not in ("SUCCESS", "ERROR"):
+            return None
+        return await self.final(sid)
 
+    async def final(self, sid: str) -> SegmentOutcome:
+        """How the run ``sid`` ended, once it has."""
+        try:
+            return await self.backend.outcome(sid)
+        except SegmentFailedError as error:
+            return SegmentOutcome(segment_id=sid, status="failed", error=str(error))
+        except Exception as error:  # a segment that could not run at all (the backend raised why)
+            return SegmentOutcome(segment_id=sid, status="failed", error=f"{type(error).__name__}: {error}")
 
-def _sent(frame: Frame) -> ServerSentEvent:
-    return ServerSentEvent(data=json_text(frame.data), event=frame.event, id=frame.id)
+    async def summary(self, sid: str) -> dict[str, Any]:
+        return summary(sid, await self.outcome(sid), self._agent(sid))
+
+    def _agent(self, sid: str) -> str:
+        run = self.active.get(sid)
+        return "" if run is None else run.agent
+
+    async def cancel(self, sid: str) -> dict[str, Any]:
+        """Cancel the run (its frames end with its ``end``); its summary once it has stopped."""
+        try:
+            await self.backend.cancel(sid)
+        except SegmentError:
+            raise _no_run(sid) from None
+        run = self.active.get(sid)
+        if run is not None and run.watcher is not None:
+            await asyncio.wait([run.watcher], timeout=5.0)  # its end reached the log: the summary says so
+        found = await self.summary(sid)
+        if found["status"] == "running":  # a backend that stops it a moment later
+            found["status"] = "cancelled"
+        return found
+
+    def _cancel_later(self, sid: str) -> None:
+        task = asyncio.ensure_future(self.backend.cancel(sid))
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
+
+    # -- following ----------------------------------------------------------------------------------------------
+
+    async def check_after(self, run_key: str, last_event_id: str | None) -> str:
+        """The record id a stream starts after: ``Last-Event-ID`` checked to name a record the run has sent."""
+        if last_event_id is None:
+            return "0-0"
+        after = parse_event_id(last_event_id)
+        last = await self._last(run_key)
+        latest = "0-0" if last is None else last.stream_id
+        if _key(after) > _key(latest):
+            raise ApiError(
+                400,
+                "future_event_id",
+                f"Last-Event-ID: expected an id this run has sent (at most {latest!r}), got {after!r}",
+                expected=f"at most {latest}",
+                found=after,
+            )
+        return after
+
+    async def sse(self, sid: str, run_key: str, after: str) -> EventSourceResponse:
+        """The run's frames after record id ``after`` as an SSE stream, with comment heartbeats. A log that has
+        dropped the frames after ``after`` says so at once (a 410) or, when a follower falls behind while it reads,
+        with an ``error`` frame that ends the stream; so does a log that cannot be read."""
+        records = segment_batches(self.backend, run_key, sid, after)
+        first = asyncio.ensure_future(anext(records))
+        await asyncio.sleep(0)  # a log that has the answer at hand (in memory) gives it now: a refusal is a 410
+        if first.done() and isinstance(first.exception(), EventsGoneError):
+            await records.aclose()
+            raise ApiError(
+                410,
+                "events_gone",
+                f"Last-Event-ID: {first.exception()}",
+                expected="an id of a record the log still keeps",
+                found=after,
+            )
+        server = self
+
+        async def frames() -> AsyncIterator[bytes]:
+            run = server.active.get(sid)
+            server.attach(run)
+            try:
+                batch = await first
+                agent = server._agent(sid)
+                while True:
+                    if batch[-1].kind == "end":  # sent once the backend has recorded it, as a JSON answer is
+                        server.ended(sid)
+                        await server.final(sid)
+                    yield b"".join(_sent(record, sid, agent) for record in batch)
+                    if batch[-1].kind == "end":
+                        break
+                    batch = await anext(records)
+            except StopAsyncIteration:
+                pass
+            except EventsGoneError as error:
+                body = {"error": {"type": "EventsGone", "message": str(error)}}
+                yield ServerSentEvent(data=json_text(body), event="error").encode()
+            except Exception as error:  # the event log is down: say so, and where the outcome can still be read
+                message = (
+                    f"events: the run's live events cannot be read ({type(error).__name__}: {error}); the run goes "
+                    f"on: GET /runs/{quote(sid, safe='/@')} gives its outcome"
+                )
+                body = {"error": {"type": "EventsUnavailable", "message": message}}
+                yield ServerSentEvent(data=json_text(body), event="error").encode()
+            finally:
+                first.cancel()
+                await records.aclose()
+                server.detach(run)
+
+        headers = {"X-Run-Id": quote(sid, safe="/@"), "Cache-Control": "no-store"}
+        return EventSourceResponse(frames(), ping=self.limits.heartbeat, headers=headers)
+
+    def attach(self, run: Run | None) -> None:
+        if run is None:
+            return
+        run.followers += 1
+        if run.timer is not None:
+            run.timer.cancel()
+            run.timer = None
+
+    def detach(self, run: Run | None) -> None:
+        """The last follower of a run that is not detached went away: cancel it, after the grace."""
+        if run is None:
+            return
+        run.followers -= 1
+        if run.followers or run.detached or run.segment_id not in self.active:
+            return
+        if self.limits.reconnect_grace <= 0:
+            self._cancel_later(run.segment_id)
+        else:
+            run.timer = asyncio.get_running_loop().call_later(self.limits.reconnect_grace, self._alone, run)
+
+    def _alone(self, run: Run) -> None:
+        run.timer = None
+        if not run.followers and run.segment_id in self.active:
+            self._cancel_later(run.segment_id)
+
+    async def result(self, run: Run, after: str, request: Request) -> dict[str, Any]:
+        """Wait for the run to end, for a JSON answer: its summary and its agent events. A client that goes away
+        meanwhile (or a request cancelled) cancels the run, as a streamed one's does: nobody would read it."""
+        events: list[dict[str, Any]] = []
+        ended: list[SegmentOutcome] = []
+
+        async def read() -> None:
+            try:
+                async for record in segment_records(self.backend, run.run, run.segment_id, after):
+                    if record.kind == "end":
+                        ended.append(SegmentOutcome.from_payload(record.data))
+                        self.ended(run.segment_id)
+                    elif record.data["event"] in _AGENT_FRAMES:
+                        events.append(body_of(record.data))
+            except Exception:  # the log dropped them, or is down: the outcome is the backend's all the same
+                ended.append(await self.final(run.segment_id))
+
+        reader = asyncio.ensure_future(read())
+        try:
+            while not reader.done():
+                await asyncio.wait([reader], timeout=_DISCONNECT_POLL)
+                if not reader.done() and await request.is_disconnected():
+                    self._cancel_later(run.segment_id)
+                    await asyncio.wait([reader], timeout=5.0)
+                    break
+        except BaseException:
+            self._cancel_later(run.segment_id)
+            raise
+        finally:
+            reader.cancel()
+            await asyncio.gather(reader, return_exceptions=True)
+        # The backend's word, once it has recorded it (DBOS does a moment after the worker sends the end): what
+        # the answer says is what GET /runs/{id} and GET /checkpoints say from then on.
+        outcome = await self.final(run.segment_id) if ended else await self.outcome(run.segment_id)
+        return {**summary(run.segment_id, outcome, run.agent), "events": events}
+
+    def accepted(self, run: Run) -> JSONAnswer:
+        """The 202 of a detached run: where its state is."""
+        location = f"/runs/{quote(run.segment_id, safe='/@')}"
+        headers = {"Location": location, "X-Run-Id": quote(run.segment_id, safe="/@")}
+        return JSONAnswer(summary(run.segment_id, None, run.agent), status_code=202, headers=headers)
+
+    async def answer(self, run: Run, after: str, stream: bool, detached: bool, request: Request) -> Any:
+        if stream:
+            return await self.sse(run.segment_id, run.run, after)
+        if detached:
+            return self.accepted(run)
+        return await self.result(run, after, request)
+
+    async def paused(self, checkpoint_id: str | None = None) -> list[dict[str, Any]]:
+        """The runs waiting for an answer, as ``GET /checkpoints`` lists them (the backend's word)."""
+        return [paused_json(run) for run in await self.backend.paused(checkpoint_id)]
+
+    async def close(self) -> None:
+        """Stop watching (the app is shutting down); the backend cancels what it runs when it is closed."""
+        tasks = [run.watcher for run in self.active.values() if run.watcher is not None] + list(self._tasks)
+        for task in tasks:
+            task.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)
 
 
 _DISCONNECT_POLL = 0.2  # seconds between looks at whether the client of a JSON answer is still there
 
 
-async def finished(record: RunRecord, request: Request) -> None:
-    """Wait for the run to end for a JSON answer. A client that goes away meanwhile (or a request cancelled)
-    cancels the run, as a streamed one's does: nobody would read the answer."""
-    waiter = asyncio.ensure_future(record.finished.wait())
+async def segment_records(
+    backend: LiveBackend, run_key: str, sid: str, after: str
+) -> AsyncGenerator[EventRecord, None]:
+    """The records of segment ``sid`` in its run's log after ``after``, up to its ``end`` (a run's log holds all
+    its segments, a conversation's all its turns: the others' are skipped)."""
+    while True:
+        async for record in backend.events(run_key, after):
+            after = record.stream_id
+            if record.segment_id != sid:
+                continue
+            yield record
+            if record.kind == "end":
+                return
+
+
+async def segment_batches(
+    backend: LiveBackend, run_key: str, sid: str, after: str
+) -> AsyncGenerator[list[EventRecord], None]:
+    """``segment_records``, in the batches the log gives them in."""
+    while True:
+        async for batch in backend.batches(run_key, after):
+            after = batch[-1].stream_id
+            mine = [record for record in batch if record.segment_id == sid]
+            if mine:
+                yield mine
+                if mine[-1].kind == "end":
+                    return
+
+
+def _sent(record: EventRecord, sid: str, agent: str) -> bytes:
+    """The SSE event of a record: its id, its frame's name, its JSON text (one line: JSON escapes line breaks)."""
+    if record.kind == "end":
+        event, data = "end", json_text(summary(sid, SegmentOutcome.from_payload(record.data), agent))
+    else:
+        event, data = record.data["event"], record.data["data"]
+    return f"id: {record.stream_id}\r\nevent: {event}\r\ndata: {data}\r\n\r\n".encode()
+
+
+def summary(sid: str, outcome: SegmentOutcome | None, agent: str = "") -> dict[str, Any]:
+    """A run's state, the same on every backend: how it ended (``outcome``; None while it goes), its answer, its
+    interrupts, its error, its tokens."""
+    key, _, generation = sid.rpartition("@")
+    turn = generation.startswith("turn-")  # a conversation's: its key is the session id
+    usage = {"prompt_tokens": 0, "completion_tokens": 0, "total_tokens": 0}
+    if outcome is None:
+        return {
+            "run_id": sid,
+            "agent": agent,
+            "status": "running",
+            "text": "",
+            "checkpoint_id": None if turn else key,
+            "session_id": key if turn else None,
+            "interrupts": [],
+            "error": None,
+            "usage": usage,
+        }
+    error = None
+    if outcome.error is not None:
+        kind, sep, message = outcome.error.partition(": ")
+        error = (
+            {"type": kind, "message": message}
+            if sep and kind.isidentifier()
+            else {"type": "Error", "message": outcome.error}
+        )
+    return {
+        "run_id": sid,
+        "agent": outcome.agent or agent,
+        "status": outcome.status,
+        "text": outcome.text,
+        "checkpoint_id": None if turn else key,
+        "session_id": key if turn else None,
+        "interrupts": [dict(i) for i in outcome.interrupts],
+        "error": error,
+        "usage": {**usage, **outcome.usage},
+    }
+
+
+def paused_json(run: PausedRun) -> dict[str, Any]:
+    return {
+        "checkpoint_id": run.checkpoint_id,
+        "agent": run.agent,
+        "session_id": run.session_id,
+        "run_id": run.segment_id,
+        "created": run.paused_at,
+        "interrupts": [dict(i) for i in run.interrupts] or [{"id": i} for i in run.interrupt_ids],
+    }
+
+
+def parse_event_id(text: str) -> str:
+    """A ``Last-Event-ID``: an event log's record id (``"42-0"``, a Redis stream id such as
+    ``"1733059200000-0"``); anything else is a 400 that says what an id looks like. The ``"7.2"`` ids of earlier
+    releases named frames of runs that lived in one process's memory, gone with it: no client can hold one of a run
+    that still exists, so they are refused like any other."""
+    stripped = text.strip()
+    number, sep, rest = stripped.partition("-")
+    if not (
+        sep
+        and number.isdigit()
+        and rest.isdigit()
+        and len(number) <= 19
+        and len(rest) <= 19
+        and int(number) <= _RECORD_ID_LIMIT
+        and int(rest) <= _RECORD_ID_LIMIT
+    ):
+        raise ApiError(
+            400,
+            "invalid_event_id",
+            f"Last-Event-ID: expected a record id such as '42-0' or '1733059200000-0', got {shown(text)}",
+            expected="<digits>-<digits>, each at most 2**63 - 1: the id of an SSE event this server sent",
+            found=shown(text),
+        )
+    return stripped
+
+
+def _key(record_id: str) -> tuple[int, int]:
+    number, _, rest = record_id.partition("-")
+    return int(number), int(rest or 0)
+
+
+def checked(check: Any, value: str, what: str) -> str:
     try:
-        while not waiter.done():
-            await asyncio.wait([waiter], timeout=_DISCONNECT_POLL)
-            if not waiter.done() and await request.is_disconnected():
-                record.cancel()
-                await waiter
-    except BaseException:
-        record.cancel()
-        raise
-    finally:
-        waiter.cancel()
+        return str(check(value))
+    except UserError as error:
+        raise ApiError(422, f"invalid_{what}", str(error), expected=f"a valid {what}", found=shown(value)) from None
 
 
-def result(record: RunRecord) -> dict[str, Any]:
-    events = [f.data for f in record.frames if f.key[1] == 0 and f.event not in ("run", "message_start")]
-    return {**record.summary(), "events": events}
+def _no_run(run_id: str) -> ApiError:
+    return ApiError(
+        404,
+        "unknown_run",
+        f"run: expected the id of a run of this server's backend (running, or one that ended), got {shown(run_id)}",
+        expected="a run id from POST /runs",
+        found=shown(run_id),
+    )
 
 
-def answer(record: RunRecord, stream: bool, detached: bool, server: Server) -> Any:
-    if stream:
-        return sse(record, (0, 0), server.limits.heartbeat)
-    if detached:
-        headers = {"Location": f"/runs/{record.run_id}", "X-Run-Id": record.run_id}
-        return JSONAnswer(record.summary(), status_code=202, headers=headers)
-    return None
+def _no_checkpoint(checkpoint_id: str, why: str) -> ApiError:
+    return ApiError(
+        404,
+        "unknown_checkpoint",
+        f"checkpoint: expected a pending checkpoint, got {shown(checkpoint_id)}: {why}",
+        expected="an id from GET /checkpoints",
+        found=checkpoint_id,
+    )
 
 
 async def pending_session(server: Server, session_id: str, targets: Mapping[str, Any]) -> dict[str, Any]:
     """Refuse to resume a conversation that has no pending run, or with targets that match none of its interrupts."""
     data = await server.sessions.get(session_id, last=1)
     if data is None or not data.state.pending or data.state.snapshot is None:
-        server.runs.pending_sessions.pop(session_id, None)
         raise ApiError(
             409,
             "nothing_pending",
@@ -265,11 +609,11 @@ async def pending_session(server: Server, session_id: str, targets: Mapping[str,
             expected="a session with a pending run, or an input",
             found="no pending run" if data is not None else "no such session",
         )
-    entry = server.runs.pending_sessions.get(session_id)
-    return dict(targets) if entry is None else check_targets(entry.interrupts, targets)
+    entry = next((p for p in await server.backend.paused() if p.session_id == session_id), None)
+    return dict(targets) if entry is None or not entry.interrupts else check_targets(entry.interrupts, targets)
 
 
-def check_targets(interrupts: list[dict[str, Any]], targets: Mapping[str, Any]) -> dict[str, Any]:
+def check_targets(interrupts: Sequence[Mapping[str, Any]], targets: Mapping[str, Any]) -> dict[str, Any]:
     """``targets`` checked against the interrupts they answer, an approval's decisions made ``HITLDecision``s."""
     known = {i["id"]: i for i in interrupts}
     unknown = sorted(set(targets) - set(known))
@@ -291,7 +635,7 @@ def check_targets(interrupts: list[dict[str, Any]], targets: Mapping[str, Any]) 
 _ACTIONS = ("approve", "reject", "skip")
 
 
-def _decisions(key: str, interrupt: dict[str, Any], value: Any) -> dict[str, HITLDecision]:
+def _decisions(key: str, interrupt: Mapping[str, Any], value: Any) -> dict[str, HITLDecision]:
     """An approval's answer: one action for every call (``"approve"``), or a decision per call id
     (``{"call_1": {"action": "reject", "comment": "too much"}}``)."""
     calls = [task["call_id"] for task in interrupt["info"]["tasks"]]
