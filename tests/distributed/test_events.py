@@ -9,8 +9,7 @@ import uuid
 
 import pytest
 
-from batonflow.distributed import DBOSBackend, EventRecord, RedisEventLog, SegmentRequest
-from batonflow.distributed._frames import body_of
+from batonflow.distributed import DBOSBackend, EventRecord, RedisEventLog, SegmentRequest, body_of
 from batonflow.errors import UserError
 from batonflow.schema import user
 from batonflow.store import SqliteCheckpointStore

@@ -5,6 +5,8 @@ segments in this process (the default), their live frames in a ``MemoryEventLog`
 events in an ``EventLog``: a Redis Stream per run (``RedisEventLog``, the ``redis`` extra) or, without Redis,
 PostgreSQL tables woken by LISTEN/NOTIFY (``PostgresEventLog``). In step mode a worker keeps each finished model
 reply and tool result of a segment in a ``StepTable`` (``StepMode``; ``SegmentSteps`` is one segment's recorder).
+What a log holds is frames, JSON made where the run runs; the server reads them with ``body_of`` and shows its own
+answers with the same functions (``json_text``, ``jsonable``, ``message_json``, ``error_json``).
 """
 
 from typing import Any
@@ -17,6 +19,11 @@ from ._events import EventLog as EventLog
 from ._events import EventRecord as EventRecord
 from ._events import RedisEventLog as RedisEventLog
 from ._events import event_log_at as event_log_at
+from ._frames import body_of as body_of
+from ._frames import error_json as error_json
+from ._frames import json_text as json_text
+from ._frames import jsonable as jsonable
+from ._frames import message_json as message_json
 from ._memevents import EventsGoneError as EventsGoneError
 from ._memevents import MemoryEventLog as MemoryEventLog
 from ._pgevents import PostgresEventLog as PostgresEventLog
@@ -47,7 +54,12 @@ __all__ = [
     "SegmentSteps",
     "StepMode",
     "StepTable",
+    "body_of",
+    "error_json",
     "event_log_at",
+    "json_text",
+    "jsonable",
+    "message_json",
     "run_segment",
     "segment_id",
 ]

@@ -18,8 +18,7 @@ from fastapi import APIRouter, Depends, Request
 from pydantic import BaseModel, ConfigDict, Field
 from sse_starlette import EventSourceResponse, ServerSentEvent
 
-from ..distributed import SegmentOutcome, SegmentRequest
-from ..distributed._frames import body_of
+from ..distributed import SegmentOutcome, SegmentRequest, body_of
 from ._errors import ApiError, shown
 from ._models import InputMessage
 from ._server import Run, Server, segment_records, state, summary

@@ -22,8 +22,15 @@ from sse_starlette import EventSourceResponse, ServerSentEvent
 
 from ..adk import FlowAgent
 from ..agents import HITLDecision
-from ..distributed import EventRecord, EventsGoneError, LiveBackend, PausedRun, SegmentOutcome, SegmentRequest
-from ..distributed._frames import body_of
+from ..distributed import (
+    EventRecord,
+    EventsGoneError,
+    LiveBackend,
+    PausedRun,
+    SegmentOutcome,
+    SegmentRequest,
+    body_of,
+)
 from ..errors import CheckpointNotFoundError, SegmentError, SegmentFailedError, UserError
 from ..graph import FlowEngine, Graph
 from ..schema import Message, user

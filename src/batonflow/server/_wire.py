@@ -1,5 +1,6 @@
 """JSON on the wire: text that UTF-8 can carry, and the answers made of it. What the API sends for each event is
-a frame (``batonflow.distributed._frames``), made where the run runs; its functions are re-exported here."""
+a frame, made where the run runs (``batonflow.distributed``); the functions the server shows values with are
+re-exported here."""
 
 from __future__ import annotations
 
@@ -8,27 +9,14 @@ from typing import Any
 
 from fastapi.responses import JSONResponse
 
-from ..distributed._frames import (
-    error_json,
-    event_json,
-    event_kind,
-    interrupt_json,
-    json_text,
-    jsonable,
-    message_json,
-    trace_json,
-)
+from ..distributed import error_json, json_text, jsonable, message_json
 
 __all__ = [
     "JSONAnswer",
     "error_json",
-    "event_json",
-    "event_kind",
-    "interrupt_json",
     "json_text",
     "jsonable",
     "message_json",
-    "trace_json",
 ]
 
 
