@@ -243,10 +243,11 @@ async def run_segment(
     sessions: SessionStore | None = None,
 ) -> SegmentOutcome:
     """Run ``request`` with the agent it names among ``agents``, its checkpoint in ``store``; its frames go to
-    ``sink`` (a ``run`` frame first, then its events', and with ``request.trace`` its trace events'). A run that fails ends ``failed`` with the reason (the Runner kept the checkpoint); an agent this
-    process does not serve raises ``UnknownAgentError``; one whose checkpoint another runner holds, before it ran
-    anything, raises ``ResumeConflictError`` (a retry may find it free). ``resume_lease`` is the Runner's lease ttl on
-    the checkpoint (or conversation): how soon a segment whose process died can be run again elsewhere. A
+    ``sink`` (a ``run`` frame first, then its events', and with ``request.trace`` its trace events'). A run that
+    fails ends ``failed`` with the reason (the Runner kept the checkpoint); an agent this process does not serve
+    raises ``UnknownAgentError``; one whose checkpoint another runner holds, before it ran anything, raises
+    ``ResumeConflictError`` (a retry may find it free). ``resume_lease`` is the Runner's lease ttl on the
+    checkpoint (or conversation): how soon a segment whose process died can be run again elsewhere. A
     conversation's turn runs on ``sessions``."""
     agent = agents.get(request.agent)
     if agent is None:
@@ -256,8 +257,6 @@ async def run_segment(
     framer = Framer(sink, deltas=request.stream)
     traced: deque[TraceEvent] = deque()
     events = _events(agent, store, request, sessions, resume_lease, traced)
-    error, started = None, False
-    interrupts: tuple[str, ...] = ()
     head = {
         "run_id": sid,
         "agent": request.agent,
@@ -266,6 +265,31 @@ async def run_segment(
         "resumed": request.resumes,
     }
     await framer.send("run", head)
+    error, interrupts = await _run(events, traced, framer, store, request)
+    status: Status = "failed" if error else "interrupted" if interrupts else "completed"
+    return SegmentOutcome(
+        segment_id=sid,
+        status=status,
+        text=framer.text,
+        interrupt_ids=interrupts,
+        error=error,
+        agent=request.agent,
+        interrupts=tuple(framer.interrupts) if interrupts else (),
+        usage=dict(framer.usage),
+    )
+
+
+async def _run(
+    events: Stream[AgentEvent],
+    traced: deque[TraceEvent],
+    framer: Framer,
+    store: CheckpointStore,
+    request: SegmentRequest,
+) -> tuple[str | None, tuple[str, ...]]:
+    """Run ``events`` to their end, each (and each trace event) into ``framer``: the segment's error, if it
+    failed, and the ids of the interrupts it paused on."""
+    error, started = None, False
+    interrupts: tuple[str, ...] = ()
     try:
         async for item in _interleaved(events, traced):
             if isinstance(item, TraceEvent):
@@ -296,17 +320,7 @@ async def run_segment(
         )
     finally:
         await events.aclose()
-    status: Status = "failed" if error else "interrupted" if interrupts else "completed"
-    return SegmentOutcome(
-        segment_id=sid,
-        status=status,
-        text=framer.text,
-        interrupt_ids=interrupts,
-        error=error,
-        agent=request.agent,
-        interrupts=tuple(framer.interrupts) if interrupts else (),
-        usage=dict(framer.usage),
-    )
+    return error, interrupts
 
 
 async def _interleaved(events: Stream[AgentEvent], traced: deque[TraceEvent]) -> AsyncIterator[AgentEvent | TraceEvent]:
