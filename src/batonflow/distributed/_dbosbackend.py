@@ -1,0 +1,234 @@
+"""The API side of the DBOS backend (``DBOSBackend``): it enqueues segments on PostgreSQL for the workers
+(``DBOSWorker``, in ``_dbos``) and reads their outcomes, their live events from the workers' event log; it runs no
+agent code. The queue, the workflow name and the application version are here, the one place both sides read them.
+Needs the ``dbos`` extra.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator
+from typing import Any
+
+from dbos import DBOSClient, EnqueueOptions, WorkflowHandleAsync
+
+from .. import __version__
+from ..codec import CODEC_VERSION
+from ..errors import SegmentError, SegmentFailedError, UserError
+from ..store import CheckpointStore, SessionStore
+from ._backend import PausedRun
+from ._events import EventLog, EventRecord
+from ._segment import SegmentOutcome, SegmentRequest, request_id, segment_id
+from ._serializer import CodecSerializer
+
+__all__ = ["APP_VERSION", "QUEUE", "RESULT_POLL", "WORKFLOW", "DBOSBackend", "check_version"]
+
+APP_VERSION = f"batonflow-{__version__}-codec{CODEC_VERSION}"
+"""The application version segments are enqueued and run under; a deploy that changes it drains the old one."""
+
+QUEUE = "batonflow-segments"
+WORKFLOW = "batonflow.segment"
+RESULT_POLL = 0.05
+ENDING_POLL = 1.0  # seconds between looks at DBOS's status while a segment's end is awaited on its event log
+PAUSED_SCAN = 1000  # the ended segments ``DBOSBackend.paused`` looks through, newest first
+
+
+class DBOSBackend:
+    """The API side: enqueues segments for the workers of ``database_url`` (the DBOS system database) and reads
+    their outcomes; runs no agent code. ``checkpoint_store`` is the workers' store (a resume's generation is read
+    from it), ``sessions`` their session store (where a conversation's turn stands is read from it). With
+    ``events`` (the workers' event log), ``events`` reads a run's live stream and ``cancel`` reaches the worker
+    running the segment."""
+
+    def __init__(
+        self,
+        checkpoint_store: CheckpointStore,
+        *,
+        database_url: str,
+        app_version: str = APP_VERSION,
+        events: EventLog | None = None,
+        sessions: SessionStore | None = None,
+    ) -> None:
+        check_version(app_version)
+        self.store = checkpoint_store
+        self.sessions = sessions
+        self.event_log = events
+        self.app_version = app_version
+        self._client = DBOSClient(system_database_url=database_url, serializer=CodecSerializer())
+
+    async def submit(self, request: SegmentRequest) -> str:
+        sid = await request_id(request, self.store, self.sessions)
+        options = EnqueueOptions(
+            workflow_name=WORKFLOW,
+            queue_name=QUEUE,
+            workflow_id=sid,
+            app_version=self.app_version,
+            workflow_id_reuse_policy="return-existing",
+        )
+        await self._client.enqueue_async(options, request.payload(), self.app_version)
+        return sid
+
+    async def outcome(self, segment_id: str) -> SegmentOutcome:
+        """How the segment ended, once it has: awaited on the run's event log first (its ``end`` record, which a
+        process's followers share one read for), then read from DBOS, which has it a moment later; a waiter per
+        run costs no polling of the database while the run goes."""
+        ending = asyncio.ensure_future(self._ending(segment_id))
+        try:  # DBOS asked now and then all the same: a segment cancelled before it ran writes no end
+            while not (await asyncio.wait([ending], timeout=ENDING_POLL))[0]:
+                if await self.status(segment_id) not in ("ENQUEUED", "PENDING"):
+                    break
+        finally:
+            ending.cancel()
+        handle: WorkflowHandleAsync[dict[str, Any]] = await self._client.retrieve_workflow_async(segment_id)
+        try:
+            payload = await handle.get_result(polling_interval_sec=RESULT_POLL)
+        except SegmentFailedError as error:
+            error.segment_id = segment_id
+            raise
+        return SegmentOutcome.from_payload(payload)
+
+    async def status(self, segment_id: str) -> str:
+        """DBOS's status of the segment's workflow (``ENQUEUED``, ``PENDING``, ``SUCCESS``, ``ERROR``, …). A worker
+        sends a segment's ``end`` record just before DBOS records the outcome: a segment whose ``end`` is its run's
+        latest record is ``SUCCESS`` already (``outcome`` waits the moment it takes DBOS)."""
+        try:
+            handle: WorkflowHandleAsync[dict[str, Any]] = await self._client.retrieve_workflow_async(segment_id)
+            status = str((await handle.get_status()).status)
+        except Exception as error:
+            if type(error).__name__ != "DBOSNonExistentWorkflowError":
+                raise
+            raise SegmentError(
+                f"segment: expected the id of a segment enqueued on this database, got {segment_id!r}",
+                segment_id=segment_id,
+            ) from None
+        if status == "PENDING" and await self._ended(segment_id):
+            return "SUCCESS"
+        return status
+
+    async def _ending(self, segment_id: str) -> None:
+        """Until the segment's ``end`` is in its run's log (at once without a log, or when it cannot be read)."""
+        if self.event_log is None:
+            return
+        run, after = segment_id.rpartition("@")[0], "0-0"
+        try:
+            while True:
+                async for record in self.event_log.read(run, after):
+                    after = record.stream_id
+                    if record.kind == "end" and record.segment_id == segment_id:
+                        return
+        except Exception:
+            return  # DBOS's word stands
+
+    async def _ended(self, segment_id: str) -> bool:
+        """Whether the run's latest live record is the end of ``segment_id`` (False without a log, or when it
+        cannot be read: then DBOS's word stands)."""
+        if self.event_log is None:
+            return False
+        try:
+            last = await self.event_log.last(segment_id.rpartition("@")[0])
+        except Exception:
+            return False
+        return last is not None and last.kind == "end" and last.segment_id == segment_id
+
+    async def paused(self, checkpoint_id: str | None = None, *, scan: int = PAUSED_SCAN) -> list[PausedRun]:
+        """The runs paused on the workers, newest first: each checkpoint whose latest ended segment was interrupted,
+        that the store still holds, and whose current generation no segment resumes yet; then (all of them asked
+        for, and with ``sessions``) each conversation whose latest turn ended interrupted, still pending. Looked for among the
+        newest ``scan`` ended segments (of ``checkpoint_id`` only, when given); an older paused run is not listed
+        but resumes as any other."""
+        ended = await self._client.list_workflows_async(
+            name=WORKFLOW,
+            status="SUCCESS",
+            workflow_id_prefix=None if checkpoint_id is None else f"{checkpoint_id}@",
+            sort_desc=True,
+            limit=scan,
+            load_input=False,
+        )
+        latest: dict[str, Any] = {}
+        for workflow in ended:  # newest first: the first of a checkpoint is its latest
+            latest.setdefault(workflow.workflow_id.rpartition("@")[0], workflow)
+        waiting: dict[str, tuple[str, Any]] = {}  # the segment that would resume it -> (checkpoint id, its pause)
+        turns: list[tuple[str, Any]] = []  # conversations waiting: (session id, the turn that paused it)
+        for cid, workflow in latest.items():
+            output = workflow.output
+            if checkpoint_id not in (None, cid) or not isinstance(output, dict) or output["status"] != "interrupted":
+                continue
+            if workflow.workflow_id.rpartition("@")[2].startswith("turn-"):
+                if checkpoint_id is None and await self._conversation_waits(cid, workflow.workflow_id):
+                    turns.append((cid, workflow))
+                continue
+            data = await self.store.get(cid)
+            if data is not None:
+                waiting[segment_id(cid, data)] = (cid, workflow)
+        if waiting:
+            resumed = await self._client.list_workflows_async(
+                workflow_ids=list(waiting), load_input=False, load_output=False
+            )
+            for workflow in resumed:
+                waiting.pop(workflow.workflow_id, None)
+        found: list[tuple[str, Any, str | None]] = [(cid, workflow, None) for cid, workflow in waiting.values()]
+        found += [(cid, workflow, cid) for cid, workflow in turns]
+        if not found:
+            return []
+        inputs = await self._client.list_workflows_async(
+            workflow_ids=[w.workflow_id for _, w, _ in found], load_output=False
+        )
+        agents = {w.workflow_id: w.input["args"][0]["agent"] for w in inputs if w.input is not None}
+        return [
+            PausedRun(
+                checkpoint_id=cid,
+                agent=agents.get(workflow.workflow_id, ""),
+                segment_id=workflow.workflow_id,
+                interrupt_ids=tuple(workflow.output["interrupt_ids"]),
+                paused_at=(workflow.updated_at or 0) / 1000,
+                session_id=session,
+                interrupts=tuple(
+                    workflow.output.get("interrupts") or ({"id": i} for i in workflow.output["interrupt_ids"])
+                ),
+            )
+            for cid, workflow, session in found
+        ]
+
+    async def _conversation_waits(self, session_id: str, turn: str) -> bool:
+        """Whether the conversation still waits on ``turn``: pending in the session store, and no later turn."""
+        if self.sessions is None:
+            return False
+        data = await self.sessions.get(session_id, last=1)
+        if data is None or not data.state.pending:
+            return False
+        newest = await self._client.list_workflows_async(
+            workflow_id_prefix=f"{session_id}@", sort_desc=True, limit=1, load_input=False, load_output=False
+        )
+        return bool(newest) and newest[0].workflow_id == turn
+
+    def events(self, checkpoint_id: str, after: str = "0-0") -> AsyncIterator[EventRecord]:
+        """The live records of the run under ``checkpoint_id`` after stream id ``after``, up to its next ``end``."""
+        if self.event_log is None:
+            raise UserError("events: expected DBOSBackend(events=RedisEventLog(…) or PostgresEventLog(…)), got none")
+        return self.event_log.read(checkpoint_id, after)
+
+    async def batches(self, checkpoint_id: str, after: str = "0-0") -> AsyncIterator[list[EventRecord]]:
+        """``events``, a record a batch: a Redis or PostgreSQL follower is woken by each."""
+        async for record in self.events(checkpoint_id, after):
+            yield [record]
+
+    async def last(self, checkpoint_id: str) -> EventRecord | None:
+        """The run's latest live record (None without an event log)."""
+        return None if self.event_log is None else await self.event_log.last(checkpoint_id)
+
+    async def cancel(self, segment_id: str) -> None:
+        """Stop the segment: a running one through the event log's cancel key (its worker polls it), a waiting one
+        through DBOS."""
+        if self.event_log is not None:
+            await self.event_log.request_cancel(segment_id)
+        await self._client.cancel_workflow_async(segment_id)
+
+    async def close(self) -> None:
+        self._client.destroy()
+        if self.event_log is not None:
+            await self.event_log.close()
+
+
+def check_version(version: str) -> None:
+    if not isinstance(version, str) or not version:
+        raise UserError(f"app_version: expected a non-empty string, got {version!r}")
