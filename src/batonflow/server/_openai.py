@@ -20,9 +20,10 @@ from sse_starlette import EventSourceResponse, ServerSentEvent
 
 from ..distributed import SegmentOutcome, SegmentRequest, body_of
 from ._errors import ApiError, shown
+from ._follow import Run, segment_records
 from ._models import InputMessage
-from ._server import Run, Server, segment_records, state, summary
-from ._wire import json_text
+from ._server import Server, state
+from ._wire import json_text, summary
 
 __all__ = ["openai_routes"]
 
@@ -162,7 +163,7 @@ async def _chunks(
     roles: dict[int, str] = {}
     streamed = False
     ended: SegmentOutcome | None = None
-    server.attach(run)
+    server.followers.attach(run)
     try:
         async with aclosing(segment_records(server.backend, run.run, run.segment_id, after)) as records:
             async for record in records:
@@ -180,7 +181,7 @@ async def _chunks(
                     streamed = True
                     yield chunk({"content": data["content"]})
     finally:
-        server.detach(run)
+        server.followers.detach(run)
     answered = summary(run.segment_id, ended if ended is not None else await server.outcome(run.segment_id), run.agent)
     reason, content = _finish(answered)
     if reason != "stop":

@@ -10,8 +10,10 @@ from ..distributed import SegmentRequest
 from ..schema import Message
 from ..store import check_checkpoint_id, check_session_id
 from ._errors import ApiError, shown
+from ._follow import parse_event_id
 from ._models import ResumeRequest, RunRequest
-from ._server import Server, check_targets, checked, parse_event_id, pending_session, state
+from ._server import Server, checked, pending_session, state
+from ._targets import check_targets
 from ._wire import jsonable, message_json
 
 __all__ = ["routes"]

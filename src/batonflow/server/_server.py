@@ -4,15 +4,15 @@ every run endpoint takes (check the input, submit the run's segment, answer as J
 A run is a segment of the backend (``batonflow.distributed``): its id is the segment id, its frames are records of
 its run's event log (the checkpoint id, or a conversation's session id, names that), each SSE event's id is the
 record's id, so ``Last-Event-ID`` replays from the log what a client missed, on every backend alike. The server
-keeps only what this API process needs of the runs it started: who follows each (a run that is not detached is
-cancelled once its last follower has been gone ``reconnect_grace`` seconds) and how many go at once.
+keeps only what this API process needs of the runs it started: how many go at once, and who follows each (a run
+that is not detached is cancelled once its last follower has been gone ``reconnect_grace`` seconds; ``_follow``).
 """
 
 import asyncio
 from collections import OrderedDict
-from collections.abc import AsyncGenerator, AsyncIterator, Iterator, Mapping, Sequence
+from collections.abc import AsyncIterator, Iterator, Mapping, Sequence
 from contextlib import contextmanager
-from dataclasses import dataclass, field, fields
+from dataclasses import dataclass, fields
 from typing import Any
 from urllib.parse import quote
 
@@ -21,12 +21,10 @@ from pydantic import BaseModel
 from sse_starlette import EventSourceResponse, ServerSentEvent
 
 from ..adk import FlowAgent
-from ..agents import HITLDecision
 from ..distributed import (
     EventRecord,
     EventsGoneError,
     LiveBackend,
-    PausedRun,
     SegmentOutcome,
     SegmentRequest,
     body_of,
@@ -36,21 +34,20 @@ from ..graph import FlowEngine, Graph
 from ..schema import Message, user
 from ..store import CheckpointStore, SessionStore
 from ._errors import ApiError, shown
+from ._follow import Followers, Run, parse_event_id, record_key, segment_batches, segment_records, sent
 from ._models import InputMessage, check_body
-from ._wire import JSONAnswer, json_text
+from ._targets import check_targets
+from ._wire import JSONAnswer, json_text, paused_json, summary
 
 __all__ = [
     "Server",
     "ServerLimits",
-    "check_targets",
     "checked",
-    "parse_event_id",
     "pending_session",
     "state",
 ]
 
 _AGENT_FRAMES = frozenset({"message", "interrupt", "error", "transfer", "action"})
-_RECORD_ID_LIMIT = 2**63 - 1  # each part of a record id: PostgreSQL's bigint (Redis allows 2**64 - 1)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -85,20 +82,6 @@ class ServerLimits:
                 raise UserError(f"ServerLimits.{f.name}: expected {minimum}, got {value!r}")
 
 
-@dataclass(slots=True)
-class Run:
-    """A run this API process started: the segment, its run's key in the log, who follows it."""
-
-    segment_id: str
-    run: str
-    agent: str
-    key: tuple[str, str]
-    detached: bool
-    followers: int = 0
-    timer: asyncio.TimerHandle | None = None
-    watcher: "asyncio.Task[None] | None" = field(default=None, repr=False)
-
-
 class Server:
     """What the routes share: the agents, the stores, the limits, the backend, and the runs this process started."""
 
@@ -122,7 +105,7 @@ class Server:
         self.active: dict[str, Run] = {}
         self.conversations: OrderedDict[str, None] = OrderedDict()  # the sessions this process's runs took part in
         self.evals = 0  # flow evaluations going: they take a place among max_active_runs as runs do
-        self._tasks: set[asyncio.Task[Any]] = set()
+        self.followers = Followers(backend, self.active, limits.reconnect_grace)
 
     def agent(self, name: str) -> FlowAgent:
         agent = self.agents.get(name)
@@ -294,11 +277,6 @@ class Server:
             found["status"] = "cancelled"
         return found
 
-    def _cancel_later(self, sid: str) -> None:
-        task = asyncio.ensure_future(self.backend.cancel(sid))
-        self._tasks.add(task)
-        task.add_done_callback(self._tasks.discard)
-
     # -- following ----------------------------------------------------------------------------------------------
 
     async def check_after(self, run_key: str, last_event_id: str | None) -> str:
@@ -308,7 +286,7 @@ class Server:
         after = parse_event_id(last_event_id)
         last = await self._last(run_key)
         latest = "0-0" if last is None else last.stream_id
-        if _key(after) > _key(latest):
+        if record_key(after) > record_key(latest):
             raise ApiError(
                 400,
                 "future_event_id",
@@ -338,7 +316,7 @@ class Server:
 
         async def frames() -> AsyncIterator[bytes]:
             run = server.active.get(sid)
-            server.attach(run)
+            server.followers.attach(run)
             try:
                 batch = await first
                 agent = server._agent(sid)
@@ -346,7 +324,7 @@ class Server:
                     if batch[-1].kind == "end":  # sent once the backend has recorded it, as a JSON answer is
                         server.ended(sid)
                         await server.final(sid)
-                    yield b"".join(_sent(record, sid, agent) for record in batch)
+                    yield b"".join(sent(record, sid, agent) for record in batch)
                     if batch[-1].kind == "end":
                         break
                     batch = await anext(records)
@@ -365,35 +343,10 @@ class Server:
             finally:
                 first.cancel()
                 await records.aclose()
-                server.detach(run)
+                server.followers.detach(run)
 
         headers = {"X-Run-Id": quote(sid, safe="/@"), "Cache-Control": "no-store"}
         return EventSourceResponse(frames(), ping=self.limits.heartbeat, headers=headers)
-
-    def attach(self, run: Run | None) -> None:
-        if run is None:
-            return
-        run.followers += 1
-        if run.timer is not None:
-            run.timer.cancel()
-            run.timer = None
-
-    def detach(self, run: Run | None) -> None:
-        """The last follower of a run that is not detached went away: cancel it, after the grace."""
-        if run is None:
-            return
-        run.followers -= 1
-        if run.followers or run.detached or run.segment_id not in self.active:
-            return
-        if self.limits.reconnect_grace <= 0:
-            self._cancel_later(run.segment_id)
-        else:
-            run.timer = asyncio.get_running_loop().call_later(self.limits.reconnect_grace, self._alone, run)
-
-    def _alone(self, run: Run) -> None:
-        run.timer = None
-        if not run.followers and run.segment_id in self.active:
-            self._cancel_later(run.segment_id)
 
     async def result(self, run: Run, after: str, request: Request) -> dict[str, Any]:
         """Wait for the run to end, for a JSON answer: its summary and its agent events. A client that goes away
@@ -417,11 +370,11 @@ class Server:
             while not reader.done():
                 await asyncio.wait([reader], timeout=_DISCONNECT_POLL)
                 if not reader.done() and await request.is_disconnected():
-                    self._cancel_later(run.segment_id)
+                    self.followers.cancel_later(run.segment_id)
                     await asyncio.wait([reader], timeout=5.0)
                     break
         except BaseException:
-            self._cancel_later(run.segment_id)
+            self.followers.cancel_later(run.segment_id)
             raise
         finally:
             reader.cancel()
@@ -450,132 +403,13 @@ class Server:
 
     async def close(self) -> None:
         """Stop watching (the app is shutting down); the backend cancels what it runs when it is closed."""
-        tasks = [run.watcher for run in self.active.values() if run.watcher is not None] + list(self._tasks)
+        tasks = [run.watcher for run in self.active.values() if run.watcher is not None] + list(self.followers.tasks)
         for task in tasks:
             task.cancel()
         await asyncio.gather(*tasks, return_exceptions=True)
 
 
 _DISCONNECT_POLL = 0.2  # seconds between looks at whether the client of a JSON answer is still there
-
-
-async def segment_records(
-    backend: LiveBackend, run_key: str, sid: str, after: str
-) -> AsyncGenerator[EventRecord, None]:
-    """The records of segment ``sid`` in its run's log after ``after``, up to its ``end`` (a run's log holds all
-    its segments, a conversation's all its turns: the others' are skipped)."""
-    while True:
-        async for record in backend.events(run_key, after):
-            after = record.stream_id
-            if record.segment_id != sid:
-                continue
-            yield record
-            if record.kind == "end":
-                return
-
-
-async def segment_batches(
-    backend: LiveBackend, run_key: str, sid: str, after: str
-) -> AsyncGenerator[list[EventRecord], None]:
-    """``segment_records``, in the batches the log gives them in."""
-    while True:
-        async for batch in backend.batches(run_key, after):
-            after = batch[-1].stream_id
-            mine = [record for record in batch if record.segment_id == sid]
-            if mine:
-                yield mine
-                if mine[-1].kind == "end":
-                    return
-
-
-def _sent(record: EventRecord, sid: str, agent: str) -> bytes:
-    """The SSE event of a record: its id, its frame's name, its JSON text (one line: JSON escapes line breaks)."""
-    if record.kind == "end":
-        event, data = "end", json_text(summary(sid, SegmentOutcome.from_payload(record.data), agent))
-    else:
-        event, data = record.data["event"], record.data["data"]
-    return f"id: {record.stream_id}\r\nevent: {event}\r\ndata: {data}\r\n\r\n".encode()
-
-
-def summary(sid: str, outcome: SegmentOutcome | None, agent: str = "") -> dict[str, Any]:
-    """A run's state, the same on every backend: how it ended (``outcome``; None while it goes), its answer, its
-    interrupts, its error, its tokens."""
-    key, _, generation = sid.rpartition("@")
-    turn = generation.startswith("turn-")  # a conversation's: its key is the session id
-    usage = {"prompt_tokens": 0, "completion_tokens": 0, "total_tokens": 0}
-    if outcome is None:
-        return {
-            "run_id": sid,
-            "agent": agent,
-            "status": "running",
-            "text": "",
-            "checkpoint_id": None if turn else key,
-            "session_id": key if turn else None,
-            "interrupts": [],
-            "error": None,
-            "usage": usage,
-        }
-    error = None
-    if outcome.error is not None:
-        kind, sep, message = outcome.error.partition(": ")
-        error = (
-            {"type": kind, "message": message}
-            if sep and kind.isidentifier()
-            else {"type": "Error", "message": outcome.error}
-        )
-    return {
-        "run_id": sid,
-        "agent": outcome.agent or agent,
-        "status": outcome.status,
-        "text": outcome.text,
-        "checkpoint_id": None if turn else key,
-        "session_id": key if turn else None,
-        "interrupts": [dict(i) for i in outcome.interrupts],
-        "error": error,
-        "usage": {**usage, **outcome.usage},
-    }
-
-
-def paused_json(run: PausedRun) -> dict[str, Any]:
-    return {
-        "checkpoint_id": run.checkpoint_id,
-        "agent": run.agent,
-        "session_id": run.session_id,
-        "run_id": run.segment_id,
-        "created": run.paused_at,
-        "interrupts": [dict(i) for i in run.interrupts] or [{"id": i} for i in run.interrupt_ids],
-    }
-
-
-def parse_event_id(text: str) -> str:
-    """A ``Last-Event-ID``: an event log's record id (``"42-0"``, a Redis stream id such as
-    ``"1733059200000-0"``); anything else is a 400 that says what an id looks like. The ``"7.2"`` ids of earlier
-    releases named frames of runs that lived in one process's memory, gone with it: no client can hold one of a run
-    that still exists, so they are refused like any other."""
-    stripped = text.strip()
-    number, sep, rest = stripped.partition("-")
-    if not (
-        sep
-        and number.isdigit()
-        and rest.isdigit()
-        and len(number) <= 19
-        and len(rest) <= 19
-        and int(number) <= _RECORD_ID_LIMIT
-        and int(rest) <= _RECORD_ID_LIMIT
-    ):
-        raise ApiError(
-            400,
-            "invalid_event_id",
-            f"Last-Event-ID: expected a record id such as '42-0' or '1733059200000-0', got {shown(text)}",
-            expected="<digits>-<digits>, each at most 2**63 - 1: the id of an SSE event this server sent",
-            found=shown(text),
-        )
-    return stripped
-
-
-def _key(record_id: str) -> tuple[int, int]:
-    number, _, rest = record_id.partition("-")
-    return int(number), int(rest or 0)
 
 
 def checked(check: Any, value: str, what: str) -> str:
@@ -618,71 +452,6 @@ async def pending_session(server: Server, session_id: str, targets: Mapping[str,
         )
     entry = next((p for p in await server.backend.paused() if p.session_id == session_id), None)
     return dict(targets) if entry is None or not entry.interrupts else check_targets(entry.interrupts, targets)
-
-
-def check_targets(interrupts: Sequence[Mapping[str, Any]], targets: Mapping[str, Any]) -> dict[str, Any]:
-    """``targets`` checked against the interrupts they answer, an approval's decisions made ``HITLDecision``s."""
-    known = {i["id"]: i for i in interrupts}
-    unknown = sorted(set(targets) - set(known))
-    if unknown:
-        raise ApiError(
-            422,
-            "unknown_targets",
-            f"targets: expected interrupt ids among {list(known)}, got {[shown(u) for u in unknown]}, which match no "
-            "interrupt",
-            expected=list(known),
-            found=unknown,
-        )
-    return {
-        key: _decisions(key, known[key], value) if known[key].get("kind") == "approval" else value
-        for key, value in targets.items()
-    }
-
-
-_ACTIONS = ("approve", "reject", "skip")
-
-
-def _decisions(key: str, interrupt: Mapping[str, Any], value: Any) -> dict[str, HITLDecision]:
-    """An approval's answer: one action for every call (``"approve"``), or a decision per call id
-    (``{"call_1": {"action": "reject", "comment": "too much"}}``)."""
-    calls = [task["call_id"] for task in interrupt["info"]["tasks"]]
-    if isinstance(value, str):
-        value = {call: {"action": value} for call in calls}
-    expected = (
-        f"one of {list(_ACTIONS)}, or a decision per call id {calls} "
-        "({'action': ..., 'comment'?, 'modified_args'?, 'always_allow'?})"
-    )
-    if not isinstance(value, dict) or not set(value) <= set(calls):
-        raise ApiError(
-            422,
-            "invalid_decision",
-            f"targets[{key!r}]: expected {expected}, got {shown(value)}",
-            expected=expected,
-            found=shown(value),
-        )
-    decisions = {}
-    for call_id, decision in value.items():
-        fields_ = {"action", "comment", "modified_args", "always_allow"}
-        if (
-            not isinstance(decision, dict)
-            or decision.get("action") not in _ACTIONS
-            or not set(decision) <= fields_
-            or not isinstance(decision.get("modified_args") or {}, dict)
-        ):
-            raise ApiError(
-                422,
-                "invalid_decision",
-                f"targets[{key!r}][{call_id!r}]: expected {expected}, got {shown(decision)}",
-                expected=expected,
-                found=shown(decision),
-            )
-        decisions[call_id] = HITLDecision(
-            action=decision["action"],
-            comment=None if decision.get("comment") is None else str(decision["comment"]),
-            modified_args=decision.get("modified_args"),
-            always_allow=bool(decision.get("always_allow", False)),
-        )
-    return decisions
 
 
 async def state(request: Request) -> Server:
