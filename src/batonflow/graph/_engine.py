@@ -332,7 +332,7 @@ class FlowEngine(Registrations):
         items = Peekable(loop_items(node.meta.get("$in"), ex.context._data, graph_id=ex.graph.id, node_id=node.id))
         iterators.append(items)
         while items.has_next() and not ex.is_stopped:
-            ex.context.put(str(item_key), items.next())
+            ex.context.set(str(item_key), items.next())
             tail = await self._free_out(ex, branch, node, start)
             if tail is not None:
                 await self._walk(ex, branch, tail, start)
