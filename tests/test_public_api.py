@@ -22,6 +22,7 @@ def test_public_api_is_pinned() -> None:
             "EXIT_TOOL_NAME",
             "TRANSFER_TOOL_NAME",
             "ContextCompressionInterceptor",
+            "ConversationRunner",
             "HITL",
             "HITLDecision",
             "HITLInterceptor",

@@ -66,6 +66,7 @@ from .adk import with_deterministic_transfer as with_deterministic_transfer
 
 # -- Solon-AI's agent kinds and conversations ---------------------------------------------------------------------
 from .agents import HITL as HITL
+from .agents import ConversationRunner as ConversationRunner
 from .agents import HITLDecision as HITLDecision
 from .agents import ReActAgent as ReActAgent
 from .agents import Runner as Runner
@@ -211,6 +212,7 @@ __all__ = [  # noqa: RUF022 (grouped by topic, sorted within a group)
     "ChatModelAgentResumeData",
     "ChatModelAgentState",
     "ContextCompressionInterceptor",
+    "ConversationRunner",
     "ExitTool",
     "FlowAgent",
     "HITLDecision",
