@@ -47,8 +47,6 @@ PRIVATE_SEAMS_KEPT: set[tuple[str, str]] = {
 }
 
 SIZE_ALLOWED: set[str] = {
-    # The graph engine's registry and its one global hook are being split and removed (typed registries).
-    "src/batonflow/graph/_engine.py",
     # The server's app is being folded onto the backend seam (one run path).
     "src/batonflow/server/_app.py",
 }

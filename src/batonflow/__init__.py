@@ -2,15 +2,19 @@
 pause for a human and resume later.
 
 The names here are the public API; subpackages hold the rest (``batonflow.adk``, ``batonflow.schema``,
-``batonflow.models``, ``batonflow.tools``, ``batonflow.testing``).
+``batonflow.models``, ``batonflow.tools``, ``batonflow.testing``, ``batonflow.graph``, ``batonflow.flow``,
+``batonflow.team``, ``batonflow.server``, ``batonflow.distributed``).
+
+``import batonflow`` loads the agent core only. The names of the team package, ``OpenAIChatModel`` and the
+subpackages ``graph``, ``flow`` and ``team`` load when first used (the module's ``__getattr__``), so that a program
+that runs agents pays neither for the graph engine, its template engine nor the openai SDK. A checkpoint that holds
+a graph's, a flow's or a team's saved types still decodes: the codec imports the package that registers a type it
+does not know yet (``batonflow.store``'s deferred names).
 """
 
 from typing import TYPE_CHECKING, Any
 
-# Not part of this facade yet, but imported so that their checkpointed types (a graph agent's saved flow, an AI
-# flow's chat session) are registered wherever batonflow is, as every other package's are.
-from . import flow as flow
-from . import graph as graph
+# -- the agent runtime (Eino's ADK) -------------------------------------------------------------------------------
 from .adk import EXIT_TOOL_NAME as EXIT_TOOL_NAME
 from .adk import TRANSFER_TOOL_NAME as TRANSFER_TOOL_NAME
 from .adk import Agent as Agent
@@ -59,7 +63,10 @@ from .adk import stateful_interrupt as stateful_interrupt
 from .adk import supervisor as supervisor
 from .adk import transfer_action as transfer_action
 from .adk import with_deterministic_transfer as with_deterministic_transfer
+
+# -- Solon-AI's agent kinds and conversations ---------------------------------------------------------------------
 from .agents import HITL as HITL
+from .agents import ConversationRunner as ConversationRunner
 from .agents import HITLDecision as HITLDecision
 from .agents import ReActAgent as ReActAgent
 from .agents import Runner as Runner
@@ -71,6 +78,8 @@ from .agents.middleware import StopLoopInterceptor as StopLoopInterceptor
 from .agents.middleware import ToolRetryInterceptor as ToolRetryInterceptor
 from .agents.middleware import ToolSanitizerInterceptor as ToolSanitizerInterceptor
 from .codec import register_type as register_type
+
+# -- errors -------------------------------------------------------------------------------------------------------
 from .errors import BatonflowError as BatonflowError
 from .errors import CheckpointExistsError as CheckpointExistsError
 from .errors import CheckpointNotFoundError as CheckpointNotFoundError
@@ -93,6 +102,8 @@ from .errors import ToolArgumentsError as ToolArgumentsError
 from .errors import ToolNotFoundError as ToolNotFoundError
 from .errors import TransferError as TransferError
 from .errors import UserError as UserError
+
+# -- models -------------------------------------------------------------------------------------------------------
 from .models import ChatModel as ChatModel
 from .models import EmbeddingModel as EmbeddingModel
 from .models import ForcedTool as ForcedTool
@@ -101,6 +112,8 @@ from .models import ToolChoice as ToolChoice
 from .models import load_embedding_model as load_embedding_model
 from .models import load_model as load_model
 from .models import with_retry as with_retry
+
+# -- messages and streams -----------------------------------------------------------------------------------------
 from .schema import FunctionCall as FunctionCall
 from .schema import Message as Message
 from .schema import MessageStream as MessageStream
@@ -114,6 +127,8 @@ from .schema import concat_messages as concat_messages
 from .schema import system as system
 from .schema import tool_message as tool_message
 from .schema import user as user
+
+# -- checkpoints and conversation stores --------------------------------------------------------------------------
 from .store import CheckpointStore as CheckpointStore
 from .store import FileSessionStore as FileSessionStore
 from .store import MemoryCheckpointStore as MemoryCheckpointStore
@@ -125,32 +140,63 @@ from .store import RedisSessionStore as RedisSessionStore
 from .store import SessionStore as SessionStore
 from .store import SqliteCheckpointStore as SqliteCheckpointStore
 from .store import SqliteSessionStore as SqliteSessionStore
-from .team import LoopingTeamInterceptor as LoopingTeamInterceptor
-from .team import Member as Member
-from .team import TeamAgent as TeamAgent
-from .team import TeamInterceptor as TeamInterceptor
-from .team import TeamProtocol as TeamProtocol
-from .team import TeamTrace as TeamTrace
+
+# -- tools --------------------------------------------------------------------------------------------------------
 from .tools import Tool as Tool
 from .tools import ToolContext as ToolContext
 from .tools import ToolInfo as ToolInfo
 from .tools import tool as tool
 
 if TYPE_CHECKING:
+    from . import flow as flow
+    from . import graph as graph
+    from . import team as team
     from .models import OpenAIChatModel as OpenAIChatModel
+    from .team import LoopingTeamInterceptor as LoopingTeamInterceptor
+    from .team import Member as Member
+    from .team import TeamAgent as TeamAgent
+    from .team import TeamInterceptor as TeamInterceptor
+    from .team import TeamProtocol as TeamProtocol
+    from .team import TeamTrace as TeamTrace
 
 __version__ = "0.1.0"
 
+# Re-exported classes keep the __module__ of the module that defines them (httpx rewrites it to its package name):
+# the codec reads a registered class's field types with typing.get_type_hints, which resolves the class's string
+# annotations in the namespace of its __module__, and most of those names are not in this facade.
+
+# Name -> the module it is imported from on first use.
+_LAZY: dict[str, str] = {
+    "OpenAIChatModel": ".models",  # the openai SDK is slow to import
+    "LoopingTeamInterceptor": ".team",
+    "Member": ".team",
+    "TeamAgent": ".team",
+    "TeamInterceptor": ".team",
+    "TeamProtocol": ".team",
+    "TeamTrace": ".team",
+}
+_SUBPACKAGES = frozenset(("flow", "graph", "team"))
+
 
 def __getattr__(name: str) -> Any:
-    if name == "OpenAIChatModel":  # imported on first use: the openai SDK is slow to import
-        from .models import OpenAIChatModel
+    import importlib
 
-        return OpenAIChatModel
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    if name in _SUBPACKAGES:
+        return importlib.import_module(f".{name}", __name__)
+    source = _LAZY.get(name)
+    if source is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(importlib.import_module(source, __name__), name)
+    globals()[name] = value  # the next lookup is a plain one
+    return value
 
 
-__all__ = [
+def __dir__() -> list[str]:
+    return sorted({*globals(), *__all__, *_SUBPACKAGES})
+
+
+__all__ = [  # noqa: RUF022 (grouped by topic, sorted within a group)
+    # Agents and their runs
     "EXIT_TOOL_NAME",
     "HITL",
     "TRANSFER_TOOL_NAME",
@@ -161,24 +207,14 @@ __all__ = [
     "AgentMiddleware",
     "AgentOutput",
     "AgentTool",
-    "BatonflowError",
     "BreakLoopAction",
-    "ChatModel",
     "ChatModelAgent",
     "ChatModelAgentResumeData",
     "ChatModelAgentState",
-    "CheckpointExistsError",
-    "CheckpointNotFoundError",
-    "CheckpointStore",
-    "CodecError",
-    "ConcatError",
     "ContextCompressionInterceptor",
-    "EmbeddingModel",
+    "ConversationRunner",
     "ExitTool",
-    "FileSessionStore",
     "FlowAgent",
-    "ForcedTool",
-    "FunctionCall",
     "HITLDecision",
     "HITLInterceptor",
     "HistoryEntry",
@@ -186,94 +222,111 @@ __all__ = [
     "HistoryRewriter",
     "InterruptCtx",
     "InterruptInfo",
-    "LeaseLostError",
     "LoopAgent",
-    "LoopingTeamInterceptor",
-    "MaxIterationsError",
-    "Member",
-    "MemoryCheckpointStore",
-    "MemorySessionStore",
-    "Message",
-    "MessageStream",
     "MessageVariant",
-    "ModelConnectionError",
-    "ModelError",
-    "ModelHTTPError",
-    "ModelJSONError",
-    "ModelResponseError",
     "ModelRetryConfig",
-    "ModelSettings",
-    "ModelTimeoutError",
-    "OpenAIChatModel",
     "ParallelAgent",
-    "PostgresCheckpointStore",
-    "PostgresSessionStore",
     "ReActAgent",
-    "RedisCheckpointStore",
-    "RedisSessionStore",
-    "ResponseMeta",
     "ResumableAgent",
-    "ResumeConflictError",
-    "ResumeError",
     "ResumeInfo",
     "RunContext",
-    "RunError",
     "RunResult",
     "RunStep",
     "Runner",
     "SequentialAgent",
     "Session",
-    "SessionStore",
     "SimpleAgent",
-    "SqliteCheckpointStore",
-    "SqliteSessionStore",
     "StopLoopInterceptor",
-    "StoreError",
-    "Stream",
-    "StreamClosedError",
-    "TeamAgent",
-    "TeamInterceptor",
-    "TeamProtocol",
-    "TeamTrace",
-    "Tool",
-    "ToolArgumentsError",
-    "ToolCall",
-    "ToolChoice",
-    "ToolContext",
-    "ToolInfo",
-    "ToolNotFoundError",
     "ToolRetryInterceptor",
     "ToolSanitizerInterceptor",
-    "TransferError",
     "TransferToAgentAction",
-    "Usage",
-    "UserError",
     "agent_with_options",
-    "assistant",
     "break_loop_action",
     "collect_events",
     "composite_interrupt",
-    "concat_message_stream",
-    "concat_messages",
     "event_from_message",
     "exit_action",
     "interrupt",
-    "load_embedding_model",
-    "load_model",
     "new_executor",
     "new_planner",
     "new_replanner",
     "plan_execute_replan",
-    "register_type",
     "set_language",
     "set_sub_agents",
     "stateful_interrupt",
     "supervisor",
-    "system",
-    "tool",
-    "tool_message",
     "transfer_action",
-    "user",
     "with_deterministic_transfer",
+    # Teams (loaded on first use)
+    "LoopingTeamInterceptor",
+    "Member",
+    "TeamAgent",
+    "TeamInterceptor",
+    "TeamProtocol",
+    "TeamTrace",
+    # Messages and streams
+    "FunctionCall",
+    "Message",
+    "MessageStream",
+    "ResponseMeta",
+    "Stream",
+    "ToolCall",
+    "Usage",
+    "assistant",
+    "concat_message_stream",
+    "concat_messages",
+    "system",
+    "tool_message",
+    "user",
+    # Models
+    "ChatModel",
+    "EmbeddingModel",
+    "ForcedTool",
+    "ModelSettings",
+    "OpenAIChatModel",
+    "ToolChoice",
+    "load_embedding_model",
+    "load_model",
     "with_retry",
+    # Tools
+    "Tool",
+    "ToolContext",
+    "ToolInfo",
+    "tool",
+    # Checkpoints and conversations
+    "CheckpointStore",
+    "FileSessionStore",
+    "MemoryCheckpointStore",
+    "MemorySessionStore",
+    "PostgresCheckpointStore",
+    "PostgresSessionStore",
+    "RedisCheckpointStore",
+    "RedisSessionStore",
+    "SessionStore",
+    "SqliteCheckpointStore",
+    "SqliteSessionStore",
+    "register_type",
+    # Errors
+    "BatonflowError",
+    "CheckpointExistsError",
+    "CheckpointNotFoundError",
+    "CodecError",
+    "ConcatError",
+    "LeaseLostError",
+    "MaxIterationsError",
+    "ModelConnectionError",
+    "ModelError",
+    "ModelHTTPError",
+    "ModelJSONError",
+    "ModelResponseError",
+    "ModelTimeoutError",
+    "ResumeConflictError",
+    "ResumeError",
+    "RunError",
+    "StoreError",
+    "StreamClosedError",
+    "ToolArgumentsError",
+    "ToolNotFoundError",
+    "TransferError",
+    "UserError",
 ]

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import inspect
 import sys
 from pathlib import Path
 from typing import Any
@@ -12,7 +13,7 @@ import pytest
 import batonflow
 from batonflow import adk
 from batonflow.adk import AgentEvent, ChatModelAgent, InterruptInfo, collect_events
-from batonflow.agents import ReActAgent, Runner, Session
+from batonflow.agents import ConversationRunner, ReActAgent, Runner, Session
 from batonflow.errors import ResumeConflictError, UserError
 from batonflow.schema import Stream, assistant, user
 from batonflow.store import MemoryCheckpointStore, MemorySessionStore, SessionData, SessionStore, SqliteSessionStore
@@ -170,10 +171,27 @@ def test_a_session_id_needs_a_session_store() -> None:
         runner.query("x", session_id="s")
 
 
-def test_batonflow_runner_is_the_runtime_runner_with_conversations() -> None:
-    assert batonflow.Runner is Runner
+def test_batonflow_runner_is_the_conversation_runner_on_the_runtime_runner() -> None:
+    assert batonflow.Runner is Runner is ConversationRunner is batonflow.ConversationRunner
     assert issubclass(Runner, adk.Runner)
     assert "session_store" not in adk.Runner.__init__.__code__.co_varnames  # the runtime knows no conversations
+
+
+def test_the_conversation_runner_takes_every_option_of_the_runtime_runner_with_its_default() -> None:
+    runtime = inspect.signature(adk.Runner.__init__).parameters
+    conversation = inspect.signature(ConversationRunner.__init__).parameters
+    for name, parameter in runtime.items():
+        assert name in conversation, name
+        assert (conversation[name].kind, conversation[name].default) == (parameter.kind, parameter.default), name
+    assert set(conversation) - set(runtime) == {"session_store", "session_window"}
+
+
+async def test_history_part_events_reaches_the_runtime_through_batonflow_runner() -> None:
+    runner = batonflow.Runner(ChatModelAgent(name="a", model=ScriptedModel([assistant("hi")])), history_part_events=0)
+    assert runner.history_part_events == 0
+    with pytest.raises(UserError, match="history_part_events: expected an int of 0 or more, got -1"):
+        batonflow.Runner(ChatModelAgent(name="a", model=ScriptedModel([])), history_part_events=-1)
+    assert (await runner.call("hello")).text == "hi"
 
 
 def test_a_session_id_with_a_checkpoint_id_is_a_user_error() -> None:

@@ -7,6 +7,7 @@ below: update it there. Changing a name on the left needs a decoder for the old 
 
 from __future__ import annotations
 
+import json
 import subprocess
 import sys
 
@@ -76,3 +77,49 @@ def test_importing_the_store_alone_registers_them_all() -> None:
     code = "import batonflow.store as s; print('\\n'.join(sorted(s.registered_types())))"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert set(WIRE_NAMES) <= set(out.split())
+
+
+# The packages that `import batonflow` loads; every other package's types load when a payload names them.
+CORE = ("batonflow.schema.", "batonflow.adk.", "batonflow.agents.")
+
+
+def later_loaded_samples() -> dict[str, object]:
+    """One value of each checkpointed type that a package loaded on first use registers, by wire name."""
+    from batonflow.flow import ChatSession
+    from batonflow.graph import GraphState, NodeRecord, NodeType
+    from batonflow.team import TeamMetrics, TeamRecord, TeamState, TeamTrace
+
+    context = registered_types()["FlowContext"]
+    return {
+        "FlowChatSession": ChatSession(session_id="s"),
+        "FlowContext": context("run-1", False, {"x": 1}),
+        "FlowNodeRecord": NodeRecord("g", "n", "n", NodeType.END, 1.0),
+        "FlowNodeType": NodeType.LOOP,
+        "GraphState": GraphState(context="{}"),
+        "team.TeamMetrics": TeamMetrics(model_calls=2),
+        "team.TeamRecord": TeamRecord(role="assistant", source="a", content="hi"),
+        "team.TeamState": TeamState(flow="{}"),
+        "team.TeamTrace": TeamTrace(team_name="t"),
+    }
+
+
+def test_types_of_packages_loaded_on_first_use_decode_after_importing_only_batonflow() -> None:
+    from batonflow.store import encode
+
+    samples = later_loaded_samples()
+    assert set(samples) == {name for name, path in WIRE_NAMES.items() if not path.startswith(CORE)}
+    payloads = {name: encode(value).hex() for name, value in samples.items()}
+    code = (
+        "import json, sys\n"
+        "import batonflow\n"
+        "from batonflow.store import decode\n"
+        "loaded = sorted(m for m in ('batonflow.graph', 'batonflow.flow', 'batonflow.team') if m in sys.modules)\n"
+        "found = {n: type(decode(bytes.fromhex(p))).__qualname__ for n, p in json.loads(sys.argv[1]).items()}\n"
+        "print(json.dumps([loaded, found]))\n"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code, json.dumps(payloads)], capture_output=True, text=True, timeout=120, check=True
+    )
+    loaded, found = json.loads(out.stdout)
+    assert loaded == []  # none was loaded before a payload named one of its types
+    assert found == {name: WIRE_NAMES[name].rpartition(".")[2] for name in samples}

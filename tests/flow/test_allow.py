@@ -58,7 +58,7 @@ async def test_a_stdio_server_runs_no_command_the_owner_did_not_allow(tmp_path: 
     marker = tmp_path / "ran"
     graph = chat(f"chatConfig: {{model: scripted}}, mcpServers: {{x: {stdio('sh', '-c', f'id > {marker}')}}}")
 
-    for engine in (AiFlowEngine(base_dir=tmp_path), FlowEngine()):
+    for engine in (AiFlowEngine(base_dir=tmp_path), AiFlowEngine(allowed_hosts=["127.0.0.1"])):
         model = scripted(engine)
         text = await refusal(engine, graph, node="chat", meta="mcpServers", rule="allowed_commands")
 
@@ -245,10 +245,10 @@ async def test_a_folder_link_pointing_outside_is_refused_and_one_inside_is_not_f
 async def test_without_base_dir_no_file_is_read(flow_dir: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.chdir(flow_dir)
 
-    for engine in (AiFlowEngine(), FlowEngine()):
-        words = with_words(engine)
-        text = await refusal(engine, repository_flow("docs/a.md"), node="repo", meta="documentSources", rule="base_dir")
-        assert "base_dir: none: no file may be read" in text and words.calls == []
+    engine = AiFlowEngine()
+    words = with_words(engine)
+    text = await refusal(engine, repository_flow("docs/a.md"), node="repo", meta="documentSources", rule="base_dir")
+    assert "base_dir: none: no file may be read" in text and words.calls == []
 
 
 async def test_a_file_larger_than_max_fetch_bytes_is_refused(flow_dir: Path) -> None:
@@ -424,7 +424,7 @@ async def test_a_redis_server_not_allowed_is_refused_before_connecting() -> None
         '  - {task: "@EmbeddingModel", meta: {embeddingConfig: {model: words}}}\n'
         '  - {id: repo, task: "@RedisRepository", meta: {redisConfig: {server: "127.0.0.1:6379"}}}\n'
     )
-    for engine in (AiFlowEngine(), FlowEngine(), AiFlowEngine(allowed_hosts=["127.0.0.1:6380"])):
+    for engine in (AiFlowEngine(), AiFlowEngine(allowed_hosts=["127.0.0.1:6380"])):
         with_words(engine)
         async with engine:
             text = await refusal(engine, graph, node="repo", meta="redisConfig", rule="allowed_hosts")

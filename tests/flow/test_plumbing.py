@@ -42,8 +42,7 @@ def test_the_engine_knows_the_twelve_components_by_their_solon_names() -> None:
     engine = AiFlowEngine()
 
     assert list(COMPONENTS) == SOLON_NAMES
-    assert all(callable(getattr(engine.get_component(name), "run", None)) for name in SOLON_NAMES)
-    assert callable(getattr(FlowEngine().get_component("ChatModel"), "run", None))  # every engine knows them
+    assert all(callable(getattr(engine.tasks[name], "run", None)) for name in SOLON_NAMES)
 
 
 def test_two_engines_share_no_component() -> None:
@@ -202,12 +201,19 @@ async def test_a_chat_session_travels_in_the_context_snapshot(engine: AiFlowEngi
     assert [(m.role, m.content) for m in session.messages] == [("user", "hi"), ("assistant", "hello there")]
 
 
-async def test_every_flow_engine_knows_the_components_and_closes_what_their_nodes_open() -> None:
-    from batonflow.flow import COMPONENTS
-    from batonflow.graph import FlowEngine
-
+async def test_a_plain_flow_engine_does_not_know_the_ai_components_and_names_the_engine_that_does() -> None:
     engine = FlowEngine()
-    assert all(engine.get_component(name) is not None for name in COMPONENTS)
+    assert engine.get_component("ChatModel") is None
+    for name in COMPONENTS:
+        graph = Graph.from_yaml(f'id: g\nlayout:\n  - {{id: n, task: "@{name}"}}\n')
+        with pytest.raises(ComponentError) as caught:
+            await engine.eval(graph)
+        assert f"@{name} is an AI flow component: run the graph on a batonflow.flow.AiFlowEngine" in str(caught.value)
+        assert "graph 'g', node 'n'" in str(caught.value)
+
+
+async def test_an_ai_flow_engine_closes_what_its_nodes_open_and_shares_no_component() -> None:
+    engine = AiFlowEngine()
     closed: list[str] = []
 
     async def close() -> None:
@@ -216,5 +222,27 @@ async def test_every_flow_engine_knows_the_components_and_closes_what_their_node
     async with engine:
         engine.add_closer(close)
     assert closed == ["connection"]
-    other = FlowEngine()
-    assert other.get_component("ChatModel") is not engine.get_component("ChatModel")  # no cache shared
+    other = AiFlowEngine()
+    assert other.tasks["ChatModel"] is not engine.tasks["ChatModel"]  # no cache shared
+
+
+def test_the_ai_engine_files_splitters_and_image_models_by_what_they_are() -> None:
+    from batonflow.flow import Document, GeneratedImage
+
+    class Upper:
+        def split(self, documents: list[Document]) -> list[Document]:
+            return documents
+
+    class Painter:
+        model_name = "painter"
+
+        async def generate_image(self, prompt: str) -> GeneratedImage:
+            return GeneratedImage(url="https://img/x.png")
+
+    engine = AiFlowEngine()
+    splitter, painter = Upper(), Painter()
+    engine.register("upper", splitter)
+    engine.register("painter", painter)
+
+    assert dict(engine.splitters) == {"upper": splitter}
+    assert engine.models["painter"] is painter and "painter" not in engine.tasks

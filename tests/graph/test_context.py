@@ -114,3 +114,20 @@ def test_a_variable_that_cannot_be_saved_is_named_not_dropped(value: object) -> 
 def test_corrupt_snapshots_are_codec_errors(text: str, expected: str) -> None:
     with pytest.raises(CodecError, match=expected):
         FlowContext.from_json(text)
+
+
+def test_set_update_and_set_if_absent_are_plain_methods_that_skip_none() -> None:
+    context = FlowContext()
+    assert context.set("a", 1) is None
+    context.set("none", None)
+    context.update({"b": 2, "c": None})
+    context.set_if_absent("a", 9)
+    context.set_if_absent("d", 4)
+
+    assert dict(context.data) == {"a": 1, "b": 2, "d": 4}
+
+
+def test_the_solon_setters_are_aliases_that_return_the_context() -> None:
+    context = FlowContext()
+    assert context.put("a", 1).put_all({"b": 2, "c": None}).put_if_absent("a", 9).put_if_absent("d", 4) is context
+    assert dict(context.data) == {"a": 1, "b": 2, "d": 4}

@@ -318,3 +318,37 @@ def test_a_bad_or_escaping_condition_fails_at_load_time_naming_graph_and_node(co
     node_when = f"id: g\nlayout:\n  - {{id: a, when: {json.dumps(condition)}}}\n"
     with pytest.raises(ExpressionError):
         Graph.from_yaml(node_when)
+
+
+def test_add_makes_a_node_of_any_type_by_enum_or_by_name() -> None:
+    spec = GraphSpec("g")
+    spec.add(NodeType.START, "s", title="begin").link_add("x")
+    spec.add("exclusive", "x", meta={"k": 1}).link_add("e")
+    spec.add("iterator", "l")  # the document's legacy name of a loop
+    spec.add(NodeType.END, "e")
+
+    assert [(n.id, n.type) for n in spec.nodes.values()] == [
+        ("s", NodeType.START),
+        ("x", NodeType.EXCLUSIVE),
+        ("l", NodeType.LOOP),
+        ("e", NodeType.END),
+    ]
+    assert spec.nodes["s"].title == "begin" and spec.nodes["x"].meta == {"k": 1}
+
+
+def test_the_solon_builder_names_are_aliases_of_add() -> None:
+    by_alias, by_add = GraphSpec("g"), GraphSpec("g")
+    for kind in NodeType:
+        getattr(by_alias, f"add_{kind.value}")(kind.value, task="@t", when="a > 1", meta={"m": 1}, title="T")
+        by_add.add(kind, kind.value, task="@t", when="a > 1", meta={"m": 1}, title="T")
+
+    assert by_alias.to_dict() == by_add.to_dict()
+
+
+@pytest.mark.parametrize("kind", ["gateway", "", 3, None])
+def test_add_of_an_unknown_type_is_a_graph_error_and_adds_nothing(kind: object) -> None:
+    spec = GraphSpec("g")
+    with pytest.raises(GraphError, match=r"expected .*one of start, end, activity") as caught:
+        spec.add(kind, "n")  # type: ignore[arg-type]
+    assert (caught.value.graph_id, caught.value.node_id) == ("g", "n")
+    assert spec.nodes == {}

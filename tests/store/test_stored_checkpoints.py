@@ -11,6 +11,7 @@ import base64
 import importlib.util
 import json
 import shutil
+import subprocess
 import sys
 import zlib
 from pathlib import Path
@@ -171,3 +172,33 @@ async def test_a_stored_pending_conversation_resumes_with_the_callers_answer(rel
         ]
     finally:
         await store.close()
+
+
+def test_every_stored_checkpoint_decodes_in_a_process_that_imported_only_batonflow() -> None:
+    # The graph, flow and team packages load on first use; a worker that only resumes imports batonflow alone (and
+    # the scenarios' own types, which import nothing more).
+    files = [
+        str(release / entry["file"]) for release, name in CASES for entry in [manifest(release)["checkpoints"][name]]
+    ]
+    sessions = [str(path) for release in RELEASES for path in sorted((release / "sessions").glob("*.snapshot.json"))]
+    code = (
+        "import base64, importlib.util, json, sys\n"
+        "import batonflow\n"
+        "from batonflow.store import decode\n"
+        "script, files, sessions = json.loads(sys.argv[1])\n"
+        "spec = importlib.util.spec_from_file_location('scenarios', script)\n"
+        "sys.modules['scenarios'] = module = importlib.util.module_from_spec(spec)\n"
+        "spec.loader.exec_module(module)\n"
+        "later = [m for m in ('batonflow.graph', 'batonflow.flow', 'batonflow.team') if m in sys.modules]\n"
+        "assert not later, later\n"
+        "for path in files:\n"
+        "    assert decode(open(path, 'rb').read()) is not None, path\n"
+        "for path in sessions:\n"
+        "    snapshot = json.load(open(path))['snapshot']\n"
+        "    assert decode(base64.b64decode(snapshot['v'])) is not None, path\n"
+        "print(len(files) + len(sessions))\n"
+    )
+    arguments = json.dumps([str(FIXTURES / "make_fixtures.py"), files, sessions])
+    out = subprocess.run([sys.executable, "-c", code, arguments], capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stderr
+    assert int(out.stdout) == len(CASES) + len(RELEASES)

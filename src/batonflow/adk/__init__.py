@@ -62,6 +62,7 @@ from ._interrupt import interrupt as interrupt
 from ._interrupt import stateful_interrupt as stateful_interrupt
 from ._lease import LeaseHolder as LeaseHolder
 from ._lease import break_lease as break_lease
+from ._parts import PART_EVENTS as PART_EVENTS
 from ._plan_execute import new_executor as new_executor
 from ._plan_execute import new_planner as new_planner
 from ._plan_execute import new_replanner as new_replanner
@@ -87,6 +88,7 @@ __all__ = [
     "EXIT_TOOL_NAME",
     "FENCE_NOTE",
     "FENCE_REMINDER",
+    "PART_EVENTS",
     "TRANSFER_TOOL_NAME",
     "Agent",
     "AgentAction",

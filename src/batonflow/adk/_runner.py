@@ -2,7 +2,7 @@
 
 It wraps the root in a flow agent, seeds the run's session, numbers the events, and turns anything an agent
 raises into an error event: the event stream always ends, and a caller that stops reading early closes it all.
-Conversations across runs (``session_id=``) are the agents layer's: ``batonflow.agents.Runner`` builds them on
+Conversations across runs (``session_id=``) are the agents layer's: ``batonflow.ConversationRunner`` builds them on
 this one.
 """
 

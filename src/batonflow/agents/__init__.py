@@ -1,13 +1,14 @@
 """Solon-AI's agent kinds, middlewares and conversation sessions, on the runtime of ``batonflow.adk``.
 
-``Runner`` is the runtime's Runner plus conversations across runs (``session_store=``, ``run(..., session_id=)``);
-``batonflow.Runner`` is this one.
+``ConversationRunner`` is the runtime's Runner, with every option of it, plus conversations across runs
+(``session_store=``, ``run(..., session_id=)``); ``Runner`` and ``batonflow.Runner`` are other names of it.
 
 Middlewares are made by factories (``human_approval``, ``context_compression``, ``stop_loop``, ``tool_retry``,
 ``tool_sanitizer``, ``planning``) that return an ``AgentMiddleware``; ``batonflow.agents.middleware`` has the same
 under Solon's interceptor class names.
 """
 
+from ._conversation import ConversationRunner as ConversationRunner
 from ._conversation import Runner as Runner
 from ._hitl import HITL as HITL
 from ._hitl import HITLDecision as HITLDecision
@@ -39,6 +40,7 @@ __all__ = [
     "HITL",
     "CompositeStrategy",
     "CompressionStrategy",
+    "ConversationRunner",
     "FeedbackRequest",
     "HITLDecision",
     "HITLPending",

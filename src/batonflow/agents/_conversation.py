@@ -1,6 +1,7 @@
-"""Conversations across runs: the ``Runner`` of ``batonflow`` (Solon's agent call with a session).
+"""Conversations across runs: ``ConversationRunner``, the ``Runner`` of ``batonflow`` (Solon's agent call with a session).
 
-``Runner(agent, session_store=store)`` is the runtime's Runner plus conversations: ``run(messages, session_id=...)``
+``ConversationRunner(agent, session_store=store)`` is the runtime's Runner plus conversations, with every option of
+the runtime's: ``run(messages, session_id=...)``
 feeds the run the latest ``session_window`` messages of that conversation before ``messages`` (8 by default; None
 for all of them), and adds the prompt and the final answer to it. An interrupted run leaves the conversation pending, its checkpoint kept as the session's
 snapshot; calling again with no messages resumes it. A new prompt starts afresh and drops what was pending, as
@@ -22,7 +23,7 @@ from collections.abc import AsyncGenerator, AsyncIterator, Mapping, Sequence
 from contextlib import aclosing
 from typing import Any
 
-from ..adk import Agent, AgentEvent, InterruptInfo, LeaseHolder, RunResult, break_lease
+from ..adk import PART_EVENTS, Agent, AgentEvent, InterruptInfo, LeaseHolder, RunResult, break_lease
 from ..adk import Runner as _Runner
 from ..codec import decode, encode
 from ..errors import CodecError, UserError
@@ -31,11 +32,12 @@ from ..store import CheckpointStore, SessionStore, check_session_id
 from ..trace import TraceCallback
 from ._session import Session
 
-__all__ = ["Runner"]
+__all__ = ["ConversationRunner", "Runner"]
 
 
-class Runner(_Runner):
-    """Runs ``agent`` as ``batonflow.adk.Runner`` does, and keeps conversations in ``session_store`` across runs.
+class ConversationRunner(_Runner):
+    """Runs ``agent`` as ``batonflow.adk.Runner`` does, with every option of it, and keeps conversations in
+    ``session_store`` across runs. ``batonflow.Runner`` and ``batonflow.agents.Runner`` are this class.
 
     ``session_window`` is how many past messages of its conversation each run is fed: the last 8 by default (widened
     back to the user message that opened their turn), so that a run's cost does not grow with the conversation;
@@ -54,6 +56,7 @@ class Runner(_Runner):
         checkpoint_store: CheckpointStore | None = None,
         resume_lease: float = 300.0,
         callbacks: Sequence[TraceCallback] = (),
+        history_part_events: int = PART_EVENTS,
         session_store: SessionStore | None = None,
         session_window: int | None = 8,
     ) -> None:
@@ -65,6 +68,7 @@ class Runner(_Runner):
             checkpoint_store=checkpoint_store,
             resume_lease=resume_lease,
             callbacks=callbacks,
+            history_part_events=history_part_events,
         )
         if session_store is not None and not isinstance(session_store, SessionStore):
             raise UserError(f"session_store: expected a SessionStore, got {type(session_store).__qualname__}")
@@ -359,3 +363,7 @@ def _unpack(snapshot: bytes | None) -> tuple[bytes | None, dict[str, bytes]]:
     if not isinstance(chunks, dict) or not all(isinstance(v, bytes) for v in chunks.values()):
         raise CodecError("cannot read a session snapshot: expected its journal chunks as a mapping of bytes")
     return snapshot[start : start + size], chunks
+
+
+Runner = ConversationRunner
+"""``batonflow.Runner``: the name the facade and Solon-style code use for ``ConversationRunner``."""

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import dataclasses
 import enum
+import importlib
 from collections.abc import Callable
 from typing import Any, TypeVar
 
@@ -31,7 +32,16 @@ from ..schema import (
 from ._fieldtypes import Spec, explain, field_specs, found_text
 from ._wire import BUDGET, CLS, SHARED, TAG, PathError, key_segment
 
-__all__ = ["BY_NAME", "BY_TYPE", "Entry", "register_builtin_types", "register_type", "registered_types"]
+__all__ = [
+    "BY_NAME",
+    "BY_TYPE",
+    "DEFERRED",
+    "Entry",
+    "entry_named",
+    "register_builtin_types",
+    "register_type",
+    "registered_types",
+]
 
 T = TypeVar("T", bound=type)
 Convert = Callable[[Any], Any]  # the tree converter an entry calls for its fields: encode or decode
@@ -256,6 +266,31 @@ class _EnumEntry(Entry):
 BY_TYPE: dict[type, Entry] = {}
 BY_NAME: dict[str, Entry] = {}
 
+# The wire names of types registered by packages that ``import batonflow`` does not load (they load when first
+# used), with the package that registers them: a payload naming one imports that package, so that a checkpoint
+# holding a graph's, a flow's or a team's state decodes in a process that imported only batonflow. Only these
+# fixed packages are ever imported for a payload.
+DEFERRED: dict[str, str] = {
+    "FlowChatSession": "batonflow.flow",
+    "FlowContext": "batonflow.graph",
+    "FlowNodeRecord": "batonflow.graph",
+    "FlowNodeType": "batonflow.graph",
+    "GraphState": "batonflow.graph",
+    "team.TeamMetrics": "batonflow.team",
+    "team.TeamRecord": "batonflow.team",
+    "team.TeamState": "batonflow.team",
+    "team.TeamTrace": "batonflow.team",
+}
+
+
+def entry_named(name: str) -> Entry | None:
+    """The entry payloads call ``name``, its package imported first when it is one of the ``DEFERRED``."""
+    entry = BY_NAME.get(name)
+    if entry is None and name in DEFERRED:
+        importlib.import_module(DEFERRED[name])
+        entry = BY_NAME.get(name)
+    return entry
+
 
 def _wire_name(cls: type) -> str:
     entry = BY_TYPE.get(cls)
@@ -302,7 +337,10 @@ def register_type(cls: T, name: str | None = None) -> T:
 
 
 def registered_types() -> dict[str, type]:
-    """Every registered class by the name payloads call it: what a checkpoint may hold."""
+    """Every registered class by the name payloads call it: what a checkpoint may hold (the ``DEFERRED`` packages
+    imported first)."""
+    for package in sorted(set(DEFERRED.values())):
+        importlib.import_module(package)
     return {name: entry.cls for name, entry in BY_NAME.items()}
 
 

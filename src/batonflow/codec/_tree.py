@@ -20,7 +20,7 @@ from typing import Any, TypeVar
 from pydantic import BaseModel
 
 from ..schema import Stream
-from ._registry import BY_NAME, BY_TYPE
+from ._registry import BY_TYPE, entry_named
 from ._wire import BUDGET, CLS, HINT_REGISTER, REF, REFS, RUN, TAG, WRITER, Budget, PathError, Refs, key_segment
 
 __all__ = ["build", "from_tree", "to_tree"]
@@ -205,7 +205,7 @@ def _run_from_tree(value: Any) -> list[Any]:
 
 def _class_from_tree(obj: dict[str, Any]) -> Any:
     name = obj[CLS]
-    entry = BY_NAME.get(name) if type(name) is str else None
+    entry = entry_named(name) if type(name) is str else None
     if entry is None:
         if type(name) is not str:
             raise PathError(f"malformed class tag: expected a type name, got {_json_type(name)}")

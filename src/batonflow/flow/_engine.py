@@ -8,14 +8,15 @@ component, a chat model, an embedding model or a tool provider is added with ``r
 from __future__ import annotations
 
 import os
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import TextIO
 
-from ..graph import DEFAULT_MAX_VISITS, FlowEngine, extend_engines
+from ..graph import DEFAULT_MAX_VISITS, FlowEngine
 from ._allow import DEFAULT_HTTP_TIMEOUT, DEFAULT_MAX_FETCH_BYTES, command_entries, host_entries
 from ._base import AiComponent, FlowSettings
 from ._chat import ChatModelComponent
+from ._documents import DocumentSplitter
 from ._generate import EmbeddingModelComponent, GenerateModelComponent
 from ._io import ConsoleInput, ConsoleOutput, VarCopy, VarInput, VarOutput, WebInput, WebOutput
 from ._rag import InMemoryRepositoryComponent, RedisRepositoryComponent
@@ -55,8 +56,8 @@ class AiFlowEngine(FlowEngine):
       attachment fetched and every file read.
 
     A refusal is a ``FlowPermissionError``. Models, tool providers and Redis clients registered on the engine in
-    code are the owner's and are not checked. Every ``FlowEngine`` knows the components too, with these closed
-    defaults. ``aclose()`` (or ``async with``) closes the MCP connections and Redis clients the nodes opened."""
+    code are the owner's and are not checked. A plain ``FlowEngine`` does not know the components: a graph that
+    names one there is a ``ComponentError`` saying to use this engine. ``aclose()`` (or ``async with``) closes the MCP connections and Redis clients the nodes opened."""
 
     def __init__(
         self,
@@ -81,19 +82,24 @@ class AiFlowEngine(FlowEngine):
             http_timeout=http_timeout,
             max_fetch_bytes=max_fetch_bytes,
         )
-        _register(self, self.settings)
+        # The twelve components share the settings; aclose() closes what their nodes open.
+        for cls in _CLASSES:
+            self.register_task(cls.name, cls(settings=self.settings))
 
+    _EXTRA_KINDS = ("splitters",)
 
-def _register(engine: FlowEngine, settings: FlowSettings) -> None:
-    """The twelve components on ``engine``, sharing ``settings``; ``engine.aclose`` closes what their nodes open."""
-    for cls in _CLASSES:
-        engine.register(cls.name, cls(settings))
+    @property
+    def splitters(self) -> Mapping[str, object]:
+        """The document splitters that ``splitPipeline`` entries name, besides the built-in ones."""
+        return self._registry.view("splitters")
 
+    def register_splitter(self, name: str, splitter: DocumentSplitter) -> None:
+        self._registry.add("splitters", name, splitter)
 
-def _install(engine: FlowEngine) -> None:
-    """Every engine knows the components, with the default settings; an ``AiFlowEngine`` registers its own."""
-    if not isinstance(engine, AiFlowEngine):
-        _register(engine, FlowSettings(engine=engine))
-
-
-extend_engines(_install)
+    def _kind_of(self, component: object) -> tuple[str, ...]:
+        # The graph layer does not know this layer's kinds: a splitter, and an image model.
+        if callable(getattr(component, "split", None)) and not callable(getattr(component, "run", None)):
+            return ("splitters",)
+        if callable(getattr(component, "generate_image", None)):
+            return ("models",)
+        return super()._kind_of(component)

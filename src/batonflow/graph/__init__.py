@@ -21,7 +21,6 @@ from ._engine import DEFAULT_MAX_VISITS as DEFAULT_MAX_VISITS
 from ._engine import MAX_WALK_DEPTH as MAX_WALK_DEPTH
 from ._engine import YIELD_EVERY as YIELD_EVERY
 from ._engine import FlowEngine as FlowEngine
-from ._engine import extend_engines as extend_engines
 from ._errors import ComponentError as ComponentError
 from ._errors import FlowRunError as FlowRunError
 from ._errors import GraphError as GraphError
@@ -92,6 +91,5 @@ __all__ = [
     "TaskLike",
     "VisitLimitError",
     "compile_expression",
-    "extend_engines",
     "render_template",
 ]

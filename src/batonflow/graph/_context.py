@@ -152,7 +152,7 @@ Handler = Callable[[Any], Any]
 
 
 class FlowContext:
-    """The state of a flow run: variables (``put`` skips ``None``), the trace, an event bus, and ``stop()`` (the
+    """The state of a flow run: variables (``set`` skips ``None``; Solon's ``put`` is its alias), the trace, an event bus, and ``stop()`` (the
     whole run) versus ``interrupt()`` (the current branch only)."""
 
     def __init__(self, instance_id: str = "", variables: Mapping[str, Any] | None = None) -> None:
@@ -162,7 +162,7 @@ class FlowContext:
         self._stopped = False
         self._listeners: dict[str, list[Handler]] = {}
         if variables:
-            self.put_all(variables)
+            self.update(variables)
 
     # -- variables ---------------------------------------------------------------------------------------------
 
@@ -174,20 +174,36 @@ class FlowContext:
     def get(self, key: str, default: Any = None) -> Any:
         return self._data.get(key, default)
 
-    def put(self, key: str, value: Any) -> FlowContext:
-        """Set ``key``; a ``None`` value is skipped, as the original does (``remove`` deletes)."""
+    def set(self, key: str, value: Any) -> None:
+        """Set ``key``; a ``None`` value is skipped, as the original's ``put`` does (``remove`` deletes)."""
         if value is not None:
             self._data[key] = value
+
+    def update(self, variables: Mapping[str, Any]) -> None:
+        """``set`` each of ``variables``."""
+        for key, value in variables.items():
+            self.set(key, value)
+
+    def set_if_absent(self, key: str, value: Any) -> None:
+        """Set ``key`` unless it is set (or ``value`` is ``None``)."""
+        if value is not None and key not in self._data:
+            self._data[key] = value
+
+    # Solon's setters, which return the context so that calls chain: aliases of the three above.
+
+    def put(self, key: str, value: Any) -> FlowContext:
+        """``set``, returning the context (Solon's ``put``)."""
+        self.set(key, value)
         return self
 
     def put_all(self, variables: Mapping[str, Any]) -> FlowContext:
-        for key, value in variables.items():
-            self.put(key, value)
+        """``update``, returning the context (Solon's ``putAll``)."""
+        self.update(variables)
         return self
 
     def put_if_absent(self, key: str, value: Any) -> FlowContext:
-        if value is not None and key not in self._data:
-            self._data[key] = value
+        """``set_if_absent``, returning the context (Solon's ``putIfAbsent``)."""
+        self.set_if_absent(key, value)
         return self
 
     def compute_if_absent(self, key: str, factory: Callable[[str], Any]) -> Any:
@@ -209,7 +225,7 @@ class FlowContext:
         """``key`` set to ``value`` inside the block, then restored (removed if it was not set)."""
         missing = key not in self._data
         previous = self._data.get(key)
-        self.put(key, value)
+        self.set(key, value)
         try:
             yield self
         finally:

@@ -36,17 +36,17 @@ from pathlib import Path
 from types import TracebackType
 from typing import Self
 
-from ..adk import Agent
 from ..errors import BatonflowError
 from ._context import CURRENT, DONE, ENDED, FANNED, FINISHED, FlowContext
-from ._errors import ComponentError, FlowRunError, GraphError, VisitLimitError
+from ._errors import FlowRunError, GraphError, VisitLimitError
 from ._exchanger import Branch, Exchanger, FlowInterceptor, FlowInvocation, Visit, VisitLog, maybe_await
 from ._expr import Expression
 from ._graph import ComponentRef, Condition, Graph, GraphRef, Node
 from ._loop import Peekable, loop_items
+from ._registry import Registrations, Registry
 from ._spec import NodeType
 
-__all__ = ["DEFAULT_MAX_VISITS", "MAX_WALK_DEPTH", "FlowEngine", "extend_engines"]
+__all__ = ["DEFAULT_MAX_VISITS", "MAX_WALK_DEPTH", "FlowEngine"]
 
 DEFAULT_MAX_VISITS = 100_000
 """How often one run may visit one node when no ``steps`` limit is set, before it is taken for an endless cycle."""
@@ -61,31 +61,21 @@ interceptors), so that the deepest task still has stack to run in."""
 
 _WALK_DEPTH: ContextVar[int] = ContextVar("batonflow_walk_depth", default=0)
 
-_EXTENSIONS: list[Callable[[FlowEngine], None]] = []
 
-
-def extend_engines(install: Callable[[FlowEngine], None]) -> None:
-    """Have every ``FlowEngine`` made from now on call ``install(engine)`` once it is built: how a layer above this
-    one (the AI flow components of ``batonflow.flow``) makes its components known to every engine, though the
-    graph layer does not import it. Installing the same function twice installs it once."""
-    if install not in _EXTENSIONS:
-        _EXTENSIONS.append(install)
-
-
-class FlowEngine:
-    """Runs graphs. It knows graphs by id (``load``), components by name (``register``), and engine-wide
-    interceptors (``add_interceptor``); ``eval`` runs a graph on a context and returns the context."""
+class FlowEngine(Registrations):
+    """Runs graphs. It knows graphs by id (``load``), components by name and kind (``tasks``, ``conditions``,
+    ``models``, ``tools``: ``register_task`` and the like, or ``register``, which files a component by what it is),
+    and engine-wide interceptors (``add_interceptor``); ``eval`` runs a graph on a context and returns the context.
+    A ``@name`` task is looked up among the tasks, a ``@name`` condition among the conditions."""
 
     def __init__(self, *, max_visits: int = DEFAULT_MAX_VISITS) -> None:
         if type(max_visits) is not int or max_visits < 1:
             raise GraphError(f"max_visits must be a positive int, got {max_visits!r}")
         self.max_visits = max_visits
         self._graphs: dict[str, Graph] = {}
-        self._components: dict[str, object] = {}
+        self._registry = Registry(self._EXTRA_KINDS)
         self._interceptors: list[tuple[int, FlowInterceptor]] = []
         self._closers: list[Callable[[], Awaitable[object]]] = []
-        for install in tuple(_EXTENSIONS):
-            install(self)
 
     # -- what the components opened ----------------------------------------------------------------------------
 
@@ -109,23 +99,6 @@ class FlowEngine:
         await self.aclose()
 
     # -- registries --------------------------------------------------------------------------------------------
-
-    def register(self, name: str, component: object) -> None:
-        """Make ``component`` the ``@name`` of tasks (``run(context, node)`` or a callable) and conditions
-        (``test(context)`` or a callable)."""
-        if not isinstance(name, str) or not name or name.startswith("@"):
-            raise GraphError(f"a component name must be non-empty text without the '@', got {name!r}")
-        if isinstance(component, Agent):
-            from ._agent import AgentTask
-
-            component = AgentTask(component)
-        self._components[name] = component
-
-    def unregister(self, name: str) -> None:
-        self._components.pop(name, None)
-
-    def get_component(self, name: str) -> object | None:
-        return self._components.get(name)
 
     def load(self, source: Graph | str | os.PathLike[str]) -> Graph:
         """Know a graph (or the graph in a file) by its id, for ``eval("id")`` and ``#id`` tasks; returns it."""
@@ -359,7 +332,7 @@ class FlowEngine:
         items = Peekable(loop_items(node.meta.get("$in"), ex.context._data, graph_id=ex.graph.id, node_id=node.id))
         iterators.append(items)
         while items.has_next() and not ex.is_stopped:
-            ex.context.put(str(item_key), items.next())
+            ex.context.set(str(item_key), items.next())
             tail = await self._free_out(ex, branch, node, start)
             if tail is not None:
                 await self._walk(ex, branch, tail, start)
@@ -489,26 +462,6 @@ class FlowEngine:
                 graph_id=ex.graph.id,
                 node_id=node.id,
             ) from exc
-
-    def _component(self, name: str, node: Node, kind: str) -> object:
-        component = self._components.get(name)
-        if component is None:
-            raise ComponentError(
-                f"The {kind} component {name!r} not exist; registered: {sorted(self._components) or 'none'}",
-                name=name,
-                graph_id=node.graph.id,
-                node_id=node.id,
-            )
-        method = "run" if kind == "task" else "test"
-        if not callable(getattr(component, method, None)) and not callable(component):
-            raise ComponentError(
-                f"the component {name!r} is not a {kind} component: expected {method}() or a callable, got "
-                f"{type(component).__name__}",
-                name=name,
-                graph_id=node.graph.id,
-                node_id=node.id,
-            )
-        return component
 
 
 def _goes_on(ex: Exchanger, branch: Branch) -> bool:

@@ -174,8 +174,28 @@ class GraphSpec:
     def get_node(self, node_id: str) -> NodeSpec | None:
         return self.nodes.get(node_id)
 
-    def _add(self, type: NodeType, id: str, **fields: Any) -> NodeSpec:
-        return self.add_node(NodeSpec(id, type, **fields))
+    def add(
+        self,
+        type: NodeType | str,
+        id: str,
+        *,
+        task: TaskLike | None = None,
+        when: ConditionLike | None = None,
+        meta: Mapping[str, Any] | None = None,
+        title: str | None = None,
+    ) -> NodeSpec:
+        """Add a node of ``type`` (a ``NodeType``, or its name as a document writes it: ``"exclusive"``) and return
+        it, to link it: ``spec.add(NodeType.START, "s").link_add("a")``. A duplicate id is a ``GraphError``."""
+        if not isinstance(type, NodeType):
+            if not isinstance(type, str) or not type:
+                expected = ", ".join(t.value for t in NodeType)
+                raise GraphError(
+                    f"expected a NodeType or one of {expected}, got {type!r}", graph_id=self.id, node_id=str(id)
+                )
+            type = NodeType.parse(type, graph_id=self.id, node_id=str(id))
+        return self.add_node(NodeSpec(id, type, task=task, when=when, meta=meta, title=title))
+
+    # Solon's builder names (addStart, addActivity, ...), kept as aliases of add(NodeType.X, ...).
 
     def add_start(
         self,
@@ -186,7 +206,8 @@ class GraphSpec:
         meta: Mapping[str, Any] | None = None,
         title: str | None = None,
     ) -> NodeSpec:
-        return self._add(NodeType.START, id, task=task, when=when, meta=meta, title=title)
+        """``add(NodeType.START, id, ...)``, by Solon's name."""
+        return self.add(NodeType.START, id, task=task, when=when, meta=meta, title=title)
 
     def add_end(
         self,
@@ -197,7 +218,8 @@ class GraphSpec:
         meta: Mapping[str, Any] | None = None,
         title: str | None = None,
     ) -> NodeSpec:
-        return self._add(NodeType.END, id, task=task, when=when, meta=meta, title=title)
+        """``add(NodeType.END, id, ...)``, by Solon's name."""
+        return self.add(NodeType.END, id, task=task, when=when, meta=meta, title=title)
 
     def add_activity(
         self,
@@ -208,7 +230,8 @@ class GraphSpec:
         meta: Mapping[str, Any] | None = None,
         title: str | None = None,
     ) -> NodeSpec:
-        return self._add(NodeType.ACTIVITY, id, task=task, when=when, meta=meta, title=title)
+        """``add(NodeType.ACTIVITY, id, ...)``, by Solon's name."""
+        return self.add(NodeType.ACTIVITY, id, task=task, when=when, meta=meta, title=title)
 
     def add_exclusive(
         self,
@@ -219,7 +242,8 @@ class GraphSpec:
         meta: Mapping[str, Any] | None = None,
         title: str | None = None,
     ) -> NodeSpec:
-        return self._add(NodeType.EXCLUSIVE, id, task=task, when=when, meta=meta, title=title)
+        """``add(NodeType.EXCLUSIVE, id, ...)``, by Solon's name."""
+        return self.add(NodeType.EXCLUSIVE, id, task=task, when=when, meta=meta, title=title)
 
     def add_inclusive(
         self,
@@ -230,7 +254,8 @@ class GraphSpec:
         meta: Mapping[str, Any] | None = None,
         title: str | None = None,
     ) -> NodeSpec:
-        return self._add(NodeType.INCLUSIVE, id, task=task, when=when, meta=meta, title=title)
+        """``add(NodeType.INCLUSIVE, id, ...)``, by Solon's name."""
+        return self.add(NodeType.INCLUSIVE, id, task=task, when=when, meta=meta, title=title)
 
     def add_parallel(
         self,
@@ -241,7 +266,8 @@ class GraphSpec:
         meta: Mapping[str, Any] | None = None,
         title: str | None = None,
     ) -> NodeSpec:
-        return self._add(NodeType.PARALLEL, id, task=task, when=when, meta=meta, title=title)
+        """``add(NodeType.PARALLEL, id, ...)``, by Solon's name."""
+        return self.add(NodeType.PARALLEL, id, task=task, when=when, meta=meta, title=title)
 
     def add_loop(
         self,
@@ -252,7 +278,8 @@ class GraphSpec:
         meta: Mapping[str, Any] | None = None,
         title: str | None = None,
     ) -> NodeSpec:
-        return self._add(NodeType.LOOP, id, task=task, when=when, meta=meta, title=title)
+        """``add(NodeType.LOOP, id, ...)``, by Solon's name."""
+        return self.add(NodeType.LOOP, id, task=task, when=when, meta=meta, title=title)
 
     def build(self) -> Graph:
         """The checked, immutable graph (``GraphError`` on the first mistake found)."""

@@ -8,6 +8,7 @@ from fastapi import APIRouter, Depends
 from pydantic import BaseModel, ConfigDict, Field
 
 from ..errors import UserError
+from ..flow import AiFlowEngine
 from ..graph import FlowContext, FlowEngine, Graph, GraphError
 from ._errors import ApiError, shown
 from ._server import Server, state
@@ -23,7 +24,7 @@ def load_flows(
     that their ``#id`` tasks find each other; and the flows by id. A new one's AI components have the closed
     defaults: a served flow runs no command, reads no file and connects to no host (pass an ``AiFlowEngine`` with
     ``allowed_commands``, ``base_dir`` or ``allowed_hosts`` to allow some)."""
-    engine = FlowEngine() if engine is None else engine
+    engine = AiFlowEngine() if engine is None else engine
     if flows is None:
         return engine, {}
     graphs = list(flows.values()) if isinstance(flows, Mapping) else [flows] if isinstance(flows, Graph) else flows
