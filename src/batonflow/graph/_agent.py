@@ -35,7 +35,7 @@ from ..adk import (
     event_from_message,
 )
 from ..errors import ResumeError, UserError
-from ..schema import RunStep, assistant, user
+from ..schema import Message, RunStep, assistant, user
 from ..store import register_type
 from ._context import FlowContext
 from ._engine import FlowEngine
@@ -211,8 +211,11 @@ class GraphAgent:
             return
         # The flow's answer, unless it is the input unchanged (the flow said nothing) or an agent node said it last.
         answer = context.get(self.output_key)
-        if answer is not None and answer != given and (not run.answers or run.answers[-1] != str(answer)):
-            yield event_from_message(assistant(str(answer)))
+        if answer is None or answer == given:
+            return
+        text = answer.text if isinstance(answer, Message) else str(answer)
+        if not run.answers or run.answers[-1] != text:
+            yield event_from_message(assistant(text))
 
     def branch_events(self, branch: Branch, ctx: RunContext) -> AsyncIterator[AgentEvent]:
         """Run the agent node a dispatcher sent here (``BranchHost``): ``branch.step`` names the node, as in the run
