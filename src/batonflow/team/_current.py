@@ -18,10 +18,10 @@ __all__ = ["current_run", "current_team_run", "current_trace"]
 
 def current_team_run() -> TeamRun | None:
     """The team run the running code belongs to, or None (outside a team, or in a graph agent's own run)."""
-    from ._run import TeamRun  # _run's protocol imports need this module first
-
     run = current_host()
-    return run if isinstance(run, TeamRun) else None
+    # Told apart by a class attribute rather than isinstance: _run imports this module, so it cannot be imported
+    # here, and a condition asks for its run at every visit.
+    return run if getattr(run, "is_team", False) else None  # type: ignore[return-value]
 
 
 def current_run() -> TeamRun:

@@ -7,6 +7,7 @@ from __future__ import annotations
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
+from typing import ClassVar
 
 from ..adk import AgentEvent, AgentInput, ResumeInfo, agent_with_options, event_from_message, get_language
 from ..adk.loop import ModelStep
@@ -51,6 +52,7 @@ class TeamRun(HostRun):
     interceptors: tuple[TeamInterceptor, ...]
     trace: TeamTrace
     step: ModelStep | None
+    is_team: ClassVar[bool] = True
 
     async def supervisor_step(self, messages: Sequence[Message], tools: Sequence[ToolInfo]) -> Message:
         if self.step is None:
