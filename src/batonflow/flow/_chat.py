@@ -39,8 +39,7 @@ from ..adk.loop import (
     ToolResult,
 )
 from ..errors import ToolArgumentsError, UserError
-from ..graph import FlowContext, Node, render_template
-from ..graph._host import current_host, is_answer
+from ..graph import FlowContext, Node, current_host, render_template
 from ..models import ChatModel, load_model
 from ..schema import Message, RunStep, Stream, ToolCall, system, user
 from ..store import register_type
@@ -257,7 +256,7 @@ class ChatModelComponent(AiComponent):
             async for event in source:
                 _checked(event, node)
                 variant = event.output.message_output if event.output is not None else None
-                if variant is not None and is_answer(event) and variant.message_stream is not None:
+                if variant is not None and variant.role == "assistant" and variant.message_stream is not None:
                     async for chunk in variant.message_stream:
                         if chunk.content:
                             yield chunk

@@ -93,6 +93,10 @@ class HostRun:
                     last = event
         return last, False
 
+    async def answer_text(self, event: AgentEvent) -> str:
+        """The text of an agent's answer event, once the agent is done (see ``text_of``)."""
+        return await text_of(event, self.ctx)
+
     def interrupt_event(self, message: str, state: Any, name: str) -> AgentEvent:
         """The owner's interrupt, saving ``state``: it stands where the node's interrupt stood, or, for several at
         once, at the owner (``name``) itself."""

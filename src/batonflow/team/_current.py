@@ -7,7 +7,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from ..errors import RunError
-from ..graph._host import current_host
+from ..graph import current_host
 from ._trace import TeamTrace
 
 if TYPE_CHECKING:

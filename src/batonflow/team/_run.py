@@ -12,8 +12,7 @@ from typing import ClassVar
 from ..adk import AgentEvent, AgentInput, ResumeInfo, agent_with_options, event_from_message, get_language
 from ..adk.loop import ModelStep
 from ..errors import RunError
-from ..graph import FlowContext, Node
-from ..graph._host import HostRun, text_of
+from ..graph import FlowContext, HostRun, Node
 from ..schema import Message, RunStep, ToolInfo, system
 from ..store import register_type
 from ..trace import SupervisorDelta
@@ -92,7 +91,7 @@ class TeamRun(HostRun):
         )
         if interrupted:
             return None
-        return "" if last is None else await text_of(last, self.ctx)
+        return "" if last is None else await self.answer_text(last)
 
     def _count(self, event: AgentEvent) -> None:
         """A member's model answer in the team's metrics (a nested team counts its own and adds them at its end)."""

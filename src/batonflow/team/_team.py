@@ -24,8 +24,7 @@ from ..adk import (
 )
 from ..adk.loop import ModelRetry, ModelStep
 from ..errors import ResumeError, UserError
-from ..graph import FlowContext, FlowEngine, Graph, GraphSpec, NodeType
-from ..graph._host import GraphHost
+from ..graph import FlowContext, FlowEngine, Graph, GraphHost, GraphSpec, NodeType
 from ..models import ChatModel
 from ..schema import Message, assistant
 from ..trace import TeamEnd, TeamStart
