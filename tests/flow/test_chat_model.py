@@ -441,3 +441,15 @@ async def test_under_a_runner_the_node_s_events_stream_with_the_node_s_run_path(
     answers = [e for e in events if e.output is not None and e.output.message_output is not None]
     assert [[step.agent_name for step in e.run_path] for e in answers] == [["support", "chat", "chat"]]
     assert [e.output.message_output.message.content for e in answers] == ["Nothing to refund."]  # said once
+
+
+async def test_a_streamed_node_s_answer_is_the_graph_agent_s_answer_said_once() -> None:
+    model = ScriptedModel([assistant("Streamed.")])
+    engine = AiFlowEngine()
+    engine.register("scripted", model)
+    agent = GraphAgent(flow(chat_node("stream: true")), engine=engine, name="support")
+
+    result = await Runner(agent, enable_streaming=True).call("hello")
+
+    assert result.text == "Streamed." and model.requests[0].streaming
+    assert len([e for e in result.events if e.output is not None and e.output.message_output is not None]) == 1

@@ -35,7 +35,7 @@ from ..adk import (
     event_from_message,
 )
 from ..errors import ResumeError, UserError
-from ..schema import Message, RunStep, assistant, user
+from ..schema import Message, RunStep, Stream, assistant, user
 from ..store import register_type
 from ._context import FlowContext
 from ._engine import FlowEngine
@@ -213,7 +213,7 @@ class GraphAgent:
         answer = context.get(self.output_key)
         if answer is None or answer == given:
             return
-        text = answer.text if isinstance(answer, Message) else str(answer)
+        text = await _answer_text(answer)
         if not run.answers or run.answers[-1] != text:
             yield event_from_message(assistant(text))
 
@@ -235,6 +235,16 @@ class GraphAgent:
             )
         check_branch(self, branch, sorted(a.name for a in agents.values()), agent.name)
         return node_events(agent, ctx.child(branch.step), branch.resume_records is not None)
+
+
+async def _answer_text(answer: object) -> str:
+    """The flow's answer as text: a message's text, a stream's (a ``@ChatModel`` node's with ``stream: true``)
+    read to its end, anything else as ``str`` makes it."""
+    if isinstance(answer, Message):
+        return answer.text
+    if isinstance(answer, Stream):
+        return "".join(item.text if isinstance(item, Message) else str(item) for item in await answer.collect())
+    return str(answer)
 
 
 async def _single(event: AgentEvent) -> AsyncIterator[AgentEvent]:
