@@ -34,6 +34,7 @@ PAGES = [
     "graph-expressions.md",
     "teams.md",
     "flows.md",
+    "composition.md",
     "models.md",
     "mcp.md",
     "serving.md",

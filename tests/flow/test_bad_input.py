@@ -140,7 +140,9 @@ async def test_an_mcp_server_that_does_not_start_is_an_error_within_its_timeout(
     assert time.monotonic() - started < 5 and model.requests == []
 
 
-async def test_an_mcp_server_that_dies_mid_call_ends_the_run_with_an_error(commands_engine: AiFlowEngine) -> None:
+async def test_an_mcp_server_that_dies_mid_call_ends_the_run_with_an_error_under_tool_errors_raise(
+    commands_engine: AiFlowEngine,
+) -> None:
     engine = commands_engine
 
     def script(messages: list[Message], tools: list[ToolInfo]) -> Message:
@@ -152,7 +154,7 @@ async def test_an_mcp_server_that_dies_mid_call_ends_the_run_with_an_error(comma
 
     engine.register("scripted", FunctionModel(script))
     graph = chat(
-        f"chatConfig: {{model: scripted}}, mcpServers: {{tests: {{type: stdio, command: '{sys.executable}', args: ['{TEST_MCP_SERVER}', stdio], timeout: 10}}}}"
+        f"chatConfig: {{model: scripted}}, toolErrors: raise, mcpServers: {{tests: {{type: stdio, command: '{sys.executable}', args: ['{TEST_MCP_SERVER}', stdio], timeout: 10}}}}"
     )
     started = time.monotonic()
 

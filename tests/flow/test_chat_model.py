@@ -2,16 +2,19 @@
 
 from __future__ import annotations
 
+import asyncio
 import sys
+from pathlib import Path
 
 import pytest
 
-from batonflow.flow import MAX_TOOL_ROUNDS, AiFlowEngine, ChatSession, FlowComponentError
-from batonflow.graph import FlowContext, Graph
+from batonflow import Runner, SqliteCheckpointStore
+from batonflow.flow import MAX_TOOL_ROUNDS, AiFlowEngine, ChatSession, FlowComponentError, FlowMetaError
+from batonflow.graph import FlowContext, Graph, GraphAgent
 from batonflow.models import ChatModel
-from batonflow.schema import Stream, assistant, system, user
+from batonflow.schema import Message, Stream, assistant, system, user
 from batonflow.testing import ScriptedModel, tool_calls
-from batonflow.tools import tool
+from batonflow.tools import ToolContext, tool
 
 from .conftest import EXAMPLES, Console, FakeOpenAI
 
@@ -283,3 +286,170 @@ async def test_an_mcp_server_over_stdio_starts_in_the_engine_s_base_folder(conso
     assert [info.name for info in model.requests[0].tools] == ["get_weather"]
     assert model.requests[1].messages[-1].content == "Sunny, 24 degrees in Xi'an"
     assert context.get("message").content == "Sunny."
+
+
+# -- on the agent loop: tool failures, interrupts, a run of the graph agent's ------------------------------------
+
+
+@tool
+def broken(city: str) -> str:
+    """A weather service that is down."""
+    raise ConnectionError(f"no answer for {city}")
+
+
+async def test_a_failing_tool_gives_the_model_an_observation(engine: AiFlowEngine) -> None:
+    model = ScriptedModel([tool_calls(("broken", {"city": "Xi'an"})), assistant("The service is down.")])
+    engine.register("scripted", model)
+    engine.register("weather", broken)
+
+    context = await engine.eval(flow(chat_node("toolProviders: [weather]")), FlowContext(variables={"message": "?"}))
+
+    observation = model.requests[1].messages[-1]
+    assert observation.role == "tool"
+    assert observation.content == "the tool 'broken' failed: ConnectionError: no answer for Xi'an"
+    assert context.get("message").content == "The service is down."
+
+
+async def test_tool_errors_raise_ends_the_turn_naming_the_tool_s_meta_and_keeps_the_session(
+    engine: AiFlowEngine,
+) -> None:
+    model = ScriptedModel([tool_calls(("broken", {"city": "x"}))])
+    engine.register("scripted", model)
+    engine.register("weather", broken)
+    earlier = ChatSession("s", [user("earlier"), assistant("noted")])
+
+    with pytest.raises(FlowComponentError) as caught:
+        await engine.eval(
+            flow(chat_node("toolProviders: [weather], toolErrors: raise")),
+            FlowContext(variables={"message": "?", "chatSession": earlier}),
+        )
+
+    assert (caught.value.node_id, caught.value.meta) == ("chat", "toolProviders")
+    assert "the tool 'broken' failed: ConnectionError: no answer for x" in str(caught.value)
+    assert [m.content for m in earlier.messages] == ["earlier", "noted"]
+    model.assert_complete()
+
+
+async def test_an_unknown_tool_error_mode_is_refused_before_any_call(
+    engine: AiFlowEngine, model: ScriptedModel
+) -> None:
+    with pytest.raises(FlowMetaError) as caught:
+        await engine.eval(flow(chat_node("toolErrors: ignore")), FlowContext(variables={"message": "?"}))
+
+    assert caught.value.meta == "toolErrors" and "expected one of ['observe', 'raise'], got 'ignore'" in str(
+        caught.value
+    )
+    assert model.requests == []
+
+
+async def test_an_unknown_tool_is_an_observation_naming_the_tools(engine: AiFlowEngine) -> None:
+    model = ScriptedModel([tool_calls(("get_wether", {"location": "x"})), assistant("ok")])
+    engine.register("scripted", model)
+    engine.register("weather", get_weather)
+
+    await engine.eval(flow(chat_node("toolProviders: [weather]")), FlowContext(variables={"message": "?"}))
+
+    assert model.requests[1].messages[-1].content == "Unknown tool 'get_wether': expected one of ['get_weather']"
+
+
+async def test_the_calls_of_one_round_run_concurrently_and_keep_their_order(engine: AiFlowEngine) -> None:
+    both = asyncio.Event()
+    started: list[str] = []
+
+    @tool(threaded=False)
+    async def wait_for_the_other(name: str) -> str:
+        """Wait until both calls are under way."""
+        started.append(name)
+        if len(started) == 2:
+            both.set()
+        await asyncio.wait_for(both.wait(), timeout=10)  # a guard against a hang, not a timing assertion
+        return name
+
+    model = ScriptedModel(
+        [tool_calls(("wait_for_the_other", {"name": "a"}), ("wait_for_the_other", {"name": "b"})), assistant("ab")]
+    )
+    engine.register("scripted", model)
+    engine.register("tools", wait_for_the_other)
+
+    context = await engine.eval(flow(chat_node("toolProviders: [tools]")), FlowContext(variables={"message": "?"}))
+
+    assert [m.content for m in model.requests[1].messages if m.role == "tool"] == ["a", "b"]
+    assert [m.role for m in context.get("chatSession").messages] == ["user", "assistant", "tool", "tool", "assistant"]
+
+
+async def test_an_interrupt_outside_a_graph_agent_is_an_error_naming_the_node(engine: AiFlowEngine) -> None:
+    @tool
+    def approve(ctx: ToolContext) -> str:
+        """Ask a person."""
+        return str(ctx.ask("approve?"))
+
+    engine.register("scripted", ScriptedModel([tool_calls(("approve", {}))]))
+    engine.register("tools", approve)
+
+    with pytest.raises(FlowComponentError, match="can be interrupted and resumed only in a GraphAgent run") as caught:
+        await engine.eval(flow(chat_node("toolProviders: [tools]")), FlowContext(variables={"message": "?"}))
+
+    assert caught.value.node_id == "chat"
+
+
+APPROVALS: list[object] = []
+
+
+@tool
+def refund(order_id: int, ctx: ToolContext) -> str:
+    """Refund an order once a person approved it."""
+    APPROVALS.append(ctx.idempotency_key)
+    return "refunded" if ctx.ask({"approve_refund": order_id}) == "yes" else "not refunded"
+
+
+def refund_agent(script: list[Message]) -> tuple[GraphAgent, ScriptedModel]:
+    model = ScriptedModel(script)
+    engine = AiFlowEngine()
+    engine.register("scripted", model)
+    engine.register("refunds", refund)
+    return GraphAgent(flow(chat_node("toolProviders: [refunds]")), engine=engine, name="support"), model
+
+
+async def test_a_tool_interrupt_pauses_the_graph_agent_and_resumes_from_the_runner_s_checkpoint(
+    tmp_path: Path,
+) -> None:
+    APPROVALS.clear()
+    db = tmp_path / "checkpoints.db"
+    async with SqliteCheckpointStore(db) as store:
+        agent, _ = refund_agent([tool_calls(("refund", {"order_id": 42}))])
+        first = await Runner(agent, checkpoint_store=store).call("refund 42", checkpoint_id="case-1")
+    assert len(first.interrupt_ids) == 1
+
+    async with SqliteCheckpointStore(db) as store:  # new agents and a new engine, as another process would have
+        agent, model = refund_agent([assistant("Order 42 is refunded.")])
+        second = await Runner(agent, checkpoint_store=store).call_resume(
+            "case-1", targets=dict.fromkeys(first.interrupt_ids, "yes")
+        )
+
+    assert second.text == "Order 42 is refunded."
+    observation = model.requests[0].messages[-1]
+    assert (observation.role, observation.content) == ("tool", "refunded")
+    assert len(APPROVALS) == 2 and APPROVALS[0] == APPROVALS[1]  # the resumed call is the same call
+    model.assert_complete()
+
+
+async def test_under_a_runner_the_node_s_events_stream_with_the_node_s_run_path() -> None:
+    agent, _ = refund_agent([assistant("Nothing to refund.")])
+
+    events = [event async for event in Runner(agent).run([user("hello")])]
+
+    answers = [e for e in events if e.output is not None and e.output.message_output is not None]
+    assert [[step.agent_name for step in e.run_path] for e in answers] == [["support", "chat", "chat"]]
+    assert [e.output.message_output.message.content for e in answers] == ["Nothing to refund."]  # said once
+
+
+async def test_a_streamed_node_s_answer_is_the_graph_agent_s_answer_said_once() -> None:
+    model = ScriptedModel([assistant("Streamed.")])
+    engine = AiFlowEngine()
+    engine.register("scripted", model)
+    agent = GraphAgent(flow(chat_node("stream: true")), engine=engine, name="support")
+
+    result = await Runner(agent, enable_streaming=True).call("hello")
+
+    assert result.text == "Streamed." and model.requests[0].streaming
+    assert len([e for e in result.events if e.output is not None and e.output.message_output is not None]) == 1

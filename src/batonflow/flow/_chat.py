@@ -2,30 +2,52 @@
 ``toolProviders`` and ``mcpServers``, a conversation per ``chatSession`` key, and the answer (or its stream) in
 ``output``.
 
-Every model call goes through the agent loop's ``ModelStep``, so that it is traced and counted as an agent's are.
-A turn sends the rendered ``systemPrompt``, the session's messages and the input; while the model calls tools, the
-tools run and the model is called again; the turn's messages then join the session. With ``stream: true`` the
-output is a stream of the answer's chunks, and the session is updated once it has been read to the end.
+A node's chat model is an agent on the agent loop (a ``ModelAgent`` under a small policy of the node's), so that
+its model calls are the model step's (traced and counted) and its tools the tool step's (concurrent, with
+idempotency keys, able to interrupt). A turn sends the rendered ``systemPrompt``, the session's messages and the
+input; while the model calls tools (``MAX_TOOL_ROUNDS`` rounds at most) the tools run and the model is called
+again; the turn's messages then join the session. A tool that fails gives the model an observation saying so
+(meta ``toolErrors: raise`` ends the turn with a ``FlowComponentError`` instead, as solon-ai-flow does).
+
+Inside a graph agent or a team (``FlowContext.run``), the node's agent runs on the run, one step below the node,
+as an agent node's does: its events stream out, and a tool's interrupt pauses the run and resumes through the
+Runner's checkpoints. Outside any run (a plain ``eval``), the node makes a run of its own; with ``stream: true`` its
+output is a stream of the answer's chunks, and the session is updated once it has been read to the end (in a run,
+the run's streaming decides how the model is called, and the output is a stream of the answer once it is whole).
 """
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncIterator, Mapping, Sequence
+from contextlib import aclosing
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..adk import RunContext
-from ..adk.loop import ModelStep
+from ..adk import AgentEvent, AgentInput, FlowAgent, ResumeInfo, RunContext, agent_with_options
+from ..adk.loop import (
+    AgentMiddleware,
+    AgentSetup,
+    Answer,
+    AskAgain,
+    CallTools,
+    Fail,
+    ModelAgent,
+    ModelRequest,
+    ReactState,
+    Routed,
+    ToolCallHandler,
+    ToolResult,
+)
 from ..codec import register_type
 from ..errors import ToolArgumentsError, UserError
-from ..graph import FlowContext, Node, render_template
+from ..graph import FlowContext, Node, current_host, render_template
 from ..models import ChatModel, load_model
-from ..schema import Message, Stream, ToolCall, system, tool_message, user
-from ..tools import Tool, ToolContext
+from ..schema import Message, RunStep, Stream, ToolCall, system, user
+from ..tools import InterruptSignal, ToolContext
 from ._base import AiComponent, meta_bool, meta_text
 from ._config import ModelConfig, checked_config, default_settings
 from ._errors import FlowComponentError, FlowMetaError
-from ._tools import NodeTools, node_tools
+from ._tools import node_tools
 
 __all__ = ["MAX_TOOL_ROUNDS", "ChatModelComponent", "ChatSession"]
 
@@ -33,6 +55,8 @@ MAX_TOOL_ROUNDS = 8
 """How many times one turn lets the model call tools before it is taken for a loop."""
 
 CHAT_CONFIG, STREAM, SYSTEM_PROMPT, CHAT_SESSION = "chatConfig", "stream", "systemPrompt", "chatSession"
+TOOL_ERRORS = "toolErrors"
+_TOOL_ERROR_MODES = ("observe", "raise")
 
 
 @dataclass(slots=True)
@@ -60,11 +84,79 @@ class ChatSession:
 register_type(ChatSession, name="FlowChatSession")
 
 
+class _ToolFailed(FlowComponentError):
+    """A node's tool raised: the error the turn ends with under ``toolErrors: raise``, its cause the tool's own."""
+
+
+class _NodePolicy:
+    """The loop policy of a ``ChatModel`` node: the turn's messages as given, tool calls run until the model
+    answers, ``MAX_TOOL_ROUNDS`` rounds at most, and solon-ai-flow's texts for what goes wrong."""
+
+    __slots__ = ("graph_id", "node_id", "raise_tool_errors")
+
+    def __init__(self, node: Node, *, raise_tool_errors: bool) -> None:
+        self.graph_id = node.graph.id
+        self.node_id = node.id
+        self.raise_tool_errors = raise_tool_errors
+
+    async def model_input(self, setup: AgentSetup, input: AgentInput, ctx: RunContext) -> list[Message]:
+        return list(input.messages)
+
+    def before_turn(self, state: ReactState) -> Answer | Fail | None:
+        if state.remaining > 0:
+            return None
+        return Fail(
+            FlowComponentError(
+                f"the model still called tools after {MAX_TOOL_ROUNDS} rounds of tool calls in one turn",
+                graph_id=self.graph_id,
+                node_id=self.node_id,
+                meta="toolProviders",
+            )
+        )
+
+    def request(self, state: ReactState) -> ModelRequest:
+        return state.messages, state.tools or None
+
+    def route(self, message: Message, state: ReactState, setup: AgentSetup) -> Routed:
+        if not message.tool_calls:
+            return Answer()
+        # The calls of a turn past its last round are not run: the turn fails before the next model call.
+        return CallTools(message) if state.remaining > 0 else AskAgain([])
+
+    def direct_call(self, calls: Sequence[ToolCall], setup: AgentSetup) -> str | None:
+        return None
+
+    def round_answer(
+        self, calls: Sequence[ToolCall], results: Mapping[str, ToolResult], setup: AgentSetup
+    ) -> Message | None:
+        return None
+
+    def interrupt_messages(self, signals: Sequence[InterruptSignal]) -> list[Message]:
+        return []
+
+    def tool_failure(self, call: ToolCall, error: Exception, setup: AgentSetup) -> str | None:
+        if isinstance(error, ToolArgumentsError):
+            return str(error)
+        if self.raise_tool_errors and isinstance(error, _ToolFailed):
+            return None
+        cause = error.__cause__ if isinstance(error, _ToolFailed) and error.__cause__ is not None else error
+        return f"the tool {call.function.name!r} failed: {type(cause).__name__}: {cause}"
+
+    def tool_not_found(self, name: str, setup: AgentSetup) -> str:
+        return f"Unknown tool {name!r}: expected one of {sorted(setup.tools)}"
+
+    def save_output(self, message: Message, ctx: RunContext) -> None:
+        return None
+
+
 @dataclass(slots=True)
 class _Built:
+    """A node's model and its agent, and the transcripts its runs ended with (by session and address, taken by
+    the node once the run is over)."""
+
     model: ChatModel
-    tools: NodeTools
-    step: ModelStep
+    agent: ModelAgent
+    transcripts: dict[tuple[int, tuple[Any, ...]], list[Message]] = field(default_factory=dict)
 
 
 def prompt_of(data: Any, node: Node) -> list[Message]:
@@ -92,7 +184,9 @@ class ChatModelComponent(AiComponent):
         built = self._cache.get(node)
         if built is None:
             built = self._cache[node] = await self._build(node)
-        self.set_property(context, "chatModel", built.model)
+        if context.run is None:
+            # Not in a run's flow, which is saved when the run interrupts: a model object is no data to save.
+            self.set_property(context, "chatModel", built.model)
         data = self.get_input(context, node)
         if data is None:
             return
@@ -101,12 +195,72 @@ class ChatModelComponent(AiComponent):
         system_prompt = meta_text(node, SYSTEM_PROMPT)
         head = [system(render_template(system_prompt, context.data))] if system_prompt else []
         messages = [*head, *session.messages, *prompt]
-        if meta_bool(node, STREAM):
-            self.set_output(context, node, Stream.from_async_iter(self._stream(built, messages, prompt, session, node)))
-            return
-        turn = await self._turn(built, messages, node)
+        streamed = meta_bool(node, STREAM)
+        if context.run is None:
+            ctx = RunContext(enable_streaming=streamed)
+            events = FlowAgent(built.agent).run(AgentInput(messages=messages, enable_streaming=streamed), ctx)
+            if streamed:
+                chunks = self._chunks(events, built, ctx, len(messages), prompt, session, node)
+                self.set_output(context, node, Stream.from_async_iter(chunks))
+                return
+            async with aclosing(events) as source:  # type: ignore[type-var]
+                async for event in source:
+                    _checked(event, node)
+            turn = _turn(built, ctx, len(messages))
+        else:
+            found = await self._hosted(built, context, context.run, messages, node)
+            if found is None:
+                return  # interrupted: the flow waits at this node
+            turn = found
         session.add([*prompt, *turn])
-        self.set_output(context, node, turn[-1])
+        answer = turn[-1]
+        self.set_output(context, node, Stream.from_async_iter(_one(answer)) if streamed else answer)
+
+    async def _hosted(
+        self, built: _Built, context: FlowContext, run: RunContext, messages: list[Message], node: Node
+    ) -> list[Message] | None:
+        """The turn run as an agent node's agent is: on the run, its events handed over; None if it interrupted."""
+        host = current_host()
+        assert host is not None  # FlowContext.run is set by the host, for the host's flow
+        step = host.step_of(node)
+        node_ctx = run.child(step)
+        flow = agent_with_options(built.agent, history_rewriter=lambda entries: messages)
+        if host.resuming(step):
+            events = flow.resume(ResumeInfo(enable_streaming=run.enable_streaming), node_ctx)
+        else:
+            events = flow.run(AgentInput(messages=messages, enable_streaming=run.enable_streaming), node_ctx)
+
+        def failed(error: BaseException) -> Exception:
+            return _failure(error, node)
+
+        own_path = (*node_ctx.run_path, RunStep(built.agent.name))
+        last, interrupted = await host.run_agent(events, context, step=step, own_path=own_path, failed=failed)
+        if interrupted:
+            return None
+        turn = _turn(built, node_ctx, len(messages))
+        if last is not None:
+            host.answers.append(turn[-1].text)
+        return turn
+
+    async def _chunks(
+        self,
+        events: AsyncIterator[AgentEvent],
+        built: _Built,
+        ctx: RunContext,
+        sent: int,
+        prompt: list[Message],
+        session: ChatSession,
+        node: Node,
+    ) -> AsyncIterator[Message]:
+        async with aclosing(events) as source:  # type: ignore[type-var]
+            async for event in source:
+                _checked(event, node)
+                variant = event.output.message_output if event.output is not None else None
+                if variant is not None and variant.role == "assistant" and variant.message_stream is not None:
+                    async for chunk in variant.message_stream:
+                        if chunk.content:
+                            yield chunk
+        session.add([*prompt, *_turn(built, ctx, sent)])
 
     def _session(self, context: FlowContext, node: Node) -> ChatSession:
         key = meta_text(node, CHAT_SESSION) or CHAT_SESSION
@@ -123,9 +277,48 @@ class ChatModelComponent(AiComponent):
     async def _build(self, node: Node) -> _Built:
         meta_bool(node, STREAM)  # checked before the first call, not at the first streamed one
         meta_text(node, SYSTEM_PROMPT)
+        mode = meta_text(node, TOOL_ERRORS) or "observe"
+        if mode not in _TOOL_ERROR_MODES:
+            raise FlowMetaError(
+                f"expected one of {list(_TOOL_ERROR_MODES)}, got {mode!r}",
+                graph_id=node.graph.id,
+                node_id=node.id,
+                meta=TOOL_ERRORS,
+            )
         model = self._model(node, await checked_config(node, CHAT_CONFIG, self.settings))
-        step = ModelStep(model, settings=default_settings(node, CHAT_CONFIG))
-        return _Built(model, await node_tools(node, self.settings), step)
+        tools = await node_tools(node, self.settings)
+        transcripts: dict[tuple[int, tuple[Any, ...]], list[Message]] = {}
+
+        def keep(state: ReactState, ctx: RunContext) -> None:
+            transcripts[(id(ctx.session), ctx.address)] = state.messages
+
+        def wrap(handler: ToolCallHandler) -> ToolCallHandler:
+            async def call(tool_call: ToolCall, ctx: ToolContext) -> str:
+                try:
+                    return await handler(tool_call, ctx)
+                except ToolArgumentsError:
+                    raise
+                except Exception as error:
+                    name = tool_call.function.name
+                    raise _ToolFailed(
+                        f"the tool {name!r} failed: {type(error).__name__}: {error}",
+                        graph_id=node.graph.id,
+                        node_id=node.id,
+                        meta=tools.meta_of[name],
+                    ) from error
+
+            return call
+
+        agent = ModelAgent(
+            name=node.id,
+            model=model,
+            policy=_NodePolicy(node, raise_tool_errors=mode == "raise"),
+            tools=list(tools.by_name.values()),
+            max_turns=MAX_TOOL_ROUNDS + 1,
+            model_settings=default_settings(node, CHAT_CONFIG),
+            middlewares=[AgentMiddleware(after_agent=keep, wrap_tool_call=wrap)],
+        )
+        return _Built(model, agent, transcripts)
 
     def _model(self, node: Node, config: ModelConfig) -> ChatModel:
         where = {"graph_id": node.graph.id, "node_id": node.id, "meta": CHAT_CONFIG}
@@ -150,63 +343,33 @@ class ChatModelComponent(AiComponent):
             self.settings.shared[config.uri] = model
         return model
 
-    async def _turn(self, built: _Built, messages: list[Message], node: Node) -> list[Message]:
-        turn: list[Message] = []
-        for _ in range(MAX_TOOL_ROUNDS + 1):
-            try:
-                answer = await built.step.generate([*messages, *turn], built.tools.infos or None, RunContext())
-            except Exception as error:
-                raise _model_failed(error, node) from error
-            turn.append(answer)
-            if not answer.tool_calls:
-                return turn
-            turn.extend([await self._call_tool(built.tools, call, node) for call in answer.tool_calls])
-        raise _too_many_rounds(node)
 
-    async def _stream(
-        self, built: _Built, messages: list[Message], prompt: list[Message], session: ChatSession, node: Node
-    ) -> AsyncIterator[Message]:
-        turn: list[Message] = []
-        for _ in range(MAX_TOOL_ROUNDS + 1):
-            try:
-                reply = await built.step.stream([*messages, *turn], built.tools.infos or None, RunContext())
-                assert reply is not None  # only a held-back stream is None
-                variant = reply.event.message_output
-                assert variant is not None and variant.message_stream is not None
-                async for chunk in variant.message_stream:
-                    if chunk.content:
-                        yield chunk
-                answer = await reply.message()
-            except Exception as error:
-                raise _model_failed(error, node) from error
-            turn.append(answer)
-            if not answer.tool_calls:
-                session.add([*prompt, *turn])
-                return
-            turn.extend([await self._call_tool(built.tools, call, node) for call in answer.tool_calls])
-        raise _too_many_rounds(node)
-
-    async def _call_tool(self, tools: NodeTools, call: ToolCall, node: Node) -> Message:
-        name = call.function.name
-        found: Tool | None = tools.by_name.get(name)
-        if found is None:
-            text = f"Unknown tool {name!r}: expected one of {sorted(tools.by_name)}"
-            return tool_message(text, tool_call_id=call.id, tool_name=name)
-        try:
-            text = await found.invoke(call.function.arguments, ToolContext(tool_name=name, call_id=call.id))
-        except ToolArgumentsError as error:
-            text = str(error)
-        except Exception as error:
-            raise FlowComponentError(
-                f"the tool {name!r} failed: {type(error).__name__}: {error}",
-                graph_id=node.graph.id,
-                node_id=node.id,
-                meta=tools.meta_of[name],
-            ) from error
-        return tool_message(text, tool_call_id=call.id, tool_name=name)
+def _turn(built: _Built, ctx: RunContext, sent: int) -> list[Message]:
+    """The messages a finished turn added to the ``sent`` ones, as its loop's transcript ends."""
+    agent_ctx = ctx.child(built.agent.name)  # where the agent ran: one step below the context it was given
+    transcript = built.transcripts.pop((id(agent_ctx.session), agent_ctx.address))
+    return transcript[sent:]
 
 
-def _model_failed(error: BaseException, node: Node) -> FlowComponentError:
+def _checked(event: AgentEvent, node: Node) -> None:
+    """A run of the node's own: an interrupt cannot be resumed there, an error is the node's."""
+    if event.action is not None and event.action.signal is not None:
+        raise FlowComponentError(
+            "a tool interrupted the turn; a ChatModel node can be interrupted and resumed only in a GraphAgent run "
+            "under a Runner",
+            graph_id=node.graph.id,
+            node_id=node.id,
+            meta="toolProviders",
+        )
+    if isinstance(event.error, FlowComponentError):
+        raise event.error
+    if event.error is not None:
+        raise _failure(event.error, node) from event.error
+
+
+def _failure(error: BaseException, node: Node) -> Exception:
+    if isinstance(error, FlowComponentError):
+        return error  # the policy's or a tool's: it names its meta
     return FlowComponentError(
         f"the chat model failed: {type(error).__name__}: {error}",
         graph_id=node.graph.id,
@@ -215,10 +378,5 @@ def _model_failed(error: BaseException, node: Node) -> FlowComponentError:
     )
 
 
-def _too_many_rounds(node: Node) -> FlowComponentError:
-    return FlowComponentError(
-        f"the model still called tools after {MAX_TOOL_ROUNDS} rounds of tool calls in one turn",
-        graph_id=node.graph.id,
-        node_id=node.id,
-        meta="toolProviders",
-    )
+async def _one(message: Message) -> AsyncIterator[Message]:
+    yield message

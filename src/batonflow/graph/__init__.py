@@ -37,6 +37,9 @@ from ._expr import compile_expression as compile_expression
 from ._graph import Graph as Graph
 from ._graph import Link as Link
 from ._graph import Node as Node
+from ._host import GraphHost as GraphHost
+from ._host import HostRun as HostRun
+from ._host import current_host as current_host
 from ._spec import ConditionComponent as ConditionComponent
 from ._spec import ConditionLike as ConditionLike
 from ._spec import GraphSpec as GraphSpec
@@ -77,8 +80,10 @@ __all__ = [
     "GraphAgent",
     "GraphError",
     "GraphFileError",
+    "GraphHost",
     "GraphSpec",
     "GraphState",
+    "HostRun",
     "Link",
     "LinkSpec",
     "LoopError",
@@ -91,5 +96,6 @@ __all__ = [
     "TaskLike",
     "VisitLimitError",
     "compile_expression",
+    "current_host",
     "render_template",
 ]

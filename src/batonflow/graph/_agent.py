@@ -15,12 +15,8 @@ names (default ``message``); it cannot be interrupted there.
 
 from __future__ import annotations
 
-import asyncio
-import contextlib
-import time
 from collections.abc import AsyncIterator
 from contextlib import aclosing
-from contextvars import ContextVar
 from dataclasses import dataclass, field
 
 from ..adk import (
@@ -34,20 +30,18 @@ from ..adk import (
     agent_with_options,
     branch_of,
     check_branch,
-    composite_interrupt,
     current_dispatcher,
     dispatch,
     event_from_message,
 )
 from ..codec import register_type
 from ..errors import ResumeError, UserError
-from ..schema import RunStep, assistant, user
-from ..trace import NodeEnd, NodeStart
+from ..schema import Message, RunStep, Stream, assistant, user
 from ._context import FlowContext
 from ._engine import FlowEngine
 from ._errors import FlowRunError, GraphError
-from ._exchanger import FlowInterceptor
 from ._graph import ComponentRef, Graph, Node
+from ._host import GraphHost, HostRun, current_host, is_answer, text_of
 
 __all__ = ["AgentTask", "GraphAgent", "GraphState"]
 
@@ -66,28 +60,6 @@ class GraphState:
 register_type(GraphState, name="GraphState")
 
 
-@dataclass(slots=True, kw_only=True)
-class _AgentRun:
-    """One run of a graph agent, as its agent nodes see it (through ``_RUN``)."""
-
-    ctx: RunContext
-    graph_id: str
-    queue: asyncio.Queue[tuple[AgentEvent, asyncio.Future[None]] | None]
-    resume_nodes: set[str]
-    interrupts: list[tuple[str, AgentEvent]] = field(default_factory=list)
-    answers: list[str] = field(default_factory=list)
-
-    async def hand_over(self, event: AgentEvent) -> None:
-        """Give ``event`` to the graph agent's reader and wait until it asks for the next one: the flow goes on at
-        the reader's pace, as every agent's events are pulled, and trace events keep their order with it."""
-        taken = asyncio.get_running_loop().create_future()
-        self.queue.put_nowait((event, taken))
-        await taken
-
-
-_RUN: ContextVar[_AgentRun | None] = ContextVar("batonflow_graph_agent_run", default=None)
-
-
 class AgentTask:
     """An ``Agent`` as a node's task. The engine wraps agents in one itself; make one to use it elsewhere."""
 
@@ -101,47 +73,36 @@ class AgentTask:
 
     async def run(self, context: FlowContext, node: Node) -> None:
         output = str(node.meta.get("output", DEFAULT_VARIABLE))
-        run = _RUN.get()
-        if run is None:
+        host = current_host()
+        if host is None:
             answer = await self._alone(context, node)
         else:
-            answer = await self._in_run(run, context, node)
+            answer = await self._hosted(host, context, node)
         if answer is not None:
             context.put(output, answer)
 
-    async def _in_run(self, run: _AgentRun, context: FlowContext, node: Node) -> str | None:
-        # A node of a sub-graph is named with its graph, so that equal node ids of two graphs stay apart.
-        step = node.id if node.graph.id == run.graph_id else f"{node.graph.id}/{node.id}"
-        node_ctx = run.ctx.child(step)
-        resuming = step in run.resume_nodes
-        run.resume_nodes.discard(step)
+    async def _hosted(self, host: HostRun, context: FlowContext, node: Node) -> str | None:
+        step = host.step_of(node)
+        node_ctx = host.ctx.child(step)
+        resuming = host.resuming(step)
         dispatcher = current_dispatcher() if _distributed(node) else None
         events: AsyncIterator[AgentEvent]
         if dispatcher is not None:  # on the worker pool: the agent's events come back when it is done
-            branch = await branch_of(run.ctx, name=self.agent.name, resuming=resuming, step=step)
-            events = dispatch(dispatcher, run.ctx, branch)
+            branch = await branch_of(host.ctx, name=self.agent.name, resuming=resuming, step=step)
+            events = dispatch(dispatcher, host.ctx, branch)
         else:
             events = node_events(self.agent, node_ctx, resuming)
+
+        def failed(error: BaseException) -> Exception:
+            return FlowRunError(f"agent {self.agent.name!r} failed: {error}", graph_id=node.graph.id, node_id=node.id)
+
         own_path = (*node_ctx.run_path, RunStep(self.agent.name))
-        last: AgentEvent | None = None
-        async with aclosing(events) as source:  # type: ignore[type-var]
-            async for event in source:
-                if event.action is not None and event.action.signal is not None:
-                    run.interrupts.append((step, event))
-                    context.stop()  # the flow waits at this node; the graph agent saves it
-                    return None
-                if event.error is not None:
-                    raise FlowRunError(
-                        f"agent {self.agent.name!r} failed: {event.error}", graph_id=node.graph.id, node_id=node.id
-                    ) from event.error
-                await run.hand_over(event)
-                if event.run_path == own_path and _is_answer(event):
-                    last = event
+        last, _ = await host.run_agent(events, context, step=step, own_path=own_path, failed=failed)
         if last is None:
             return None
         # Read once the agent is done: a streamed answer is whole by then (its reader, not us, reads the stream).
-        answer = await _text_of(last, run.ctx)
-        run.answers.append(answer)
+        answer = await text_of(last, host.ctx)
+        host.answers.append(answer)
         return answer
 
     async def _alone(self, context: FlowContext, node: Node) -> str | None:
@@ -162,8 +123,8 @@ class AgentTask:
                     raise FlowRunError(
                         f"agent {self.agent.name!r} failed: {event.error}", graph_id=node.graph.id, node_id=node.id
                     ) from event.error
-                if _is_answer(event):
-                    answer = await _text_of(event, None)
+                if is_answer(event):
+                    answer = await text_of(event, None)
         return answer
 
 
@@ -183,51 +144,6 @@ def _distributed(node: Node) -> bool:
             f"graph '{node.graph.id}', node '{node.id}', meta 'distribute': expected true or false, got {value!r}"
         )
     return value
-
-
-def _is_answer(event: AgentEvent) -> bool:
-    variant = event.output.message_output if event.output is not None else None
-    return variant is not None and variant.role == "assistant"
-
-
-async def _text_of(event: AgentEvent, ctx: RunContext | None) -> str:
-    assert event.output is not None and event.output.message_output is not None
-    variant = event.output.message_output
-    if variant.message is not None:
-        return variant.message.text
-    if ctx is None:  # nobody else reads it
-        return (await variant.get_message()).text
-    # A streamed answer belongs to the reader; the session's record of it keeps a tap of every chunk.
-    for entry in reversed(ctx.session.events):
-        if entry.run_path == event.run_path:
-            return (await entry.get_message()).text
-    return ""
-
-
-class _NodeTrace(FlowInterceptor):
-    """``NodeStart`` and ``NodeEnd`` trace events for the nodes of a graph agent's run."""
-
-    def __init__(self, ctx: RunContext) -> None:
-        self.ctx = ctx
-        self.started: dict[tuple[str, str], float] = {}
-
-    async def on_node_start(self, context: FlowContext, node: Node) -> None:
-        if self.ctx.trace is None:
-            return
-        self.started[(node.graph.id, node.id)] = time.perf_counter()
-        await self.ctx.trace.event(NodeStart, graph_id=node.graph.id, node_id=node.id, node_type=node.type.value)
-
-    async def on_node_end(self, context: FlowContext, node: Node) -> None:
-        if self.ctx.trace is None:
-            return
-        started = self.started.pop((node.graph.id, node.id), time.perf_counter())
-        await self.ctx.trace.event(
-            NodeEnd,
-            graph_id=node.graph.id,
-            node_id=node.id,
-            node_type=node.type.value,
-            duration_ms=(time.perf_counter() - started) * 1000,
-        )
 
 
 class GraphAgent:
@@ -252,6 +168,7 @@ class GraphAgent:
             _distributed(node)  # a bad meta 'distribute' is refused here, not when the node runs
         self.graph = graph
         self.engine = engine if engine is not None else FlowEngine()
+        self._host = GraphHost(self.engine)
         self.name = name if name is not None else graph.id
         self.description = description if description is not None else graph.title
         self.input_key = input_key
@@ -284,34 +201,21 @@ class GraphAgent:
     async def _run(
         self, ctx: RunContext, context: FlowContext, resume_nodes: set[str], given: str | None
     ) -> AsyncIterator[AgentEvent]:
-        run = _AgentRun(ctx=ctx, graph_id=self.graph.id, queue=asyncio.Queue(), resume_nodes=resume_nodes)
-        flow = asyncio.create_task(self._eval(run, context))
-        try:
-            while (item := await run.queue.get()) is not None:
-                event, taken = item
+        run = HostRun(ctx=ctx, graph_id=self.graph.id, resume_nodes=resume_nodes)
+        async with aclosing(self._host.run(self.graph, context, run)) as events:
+            async for event in events:
                 yield event
-                taken.set_result(None)
-            await flow
-        finally:
-            if not flow.done():
-                flow.cancel()
-                with contextlib.suppress(asyncio.CancelledError):
-                    await flow
         if run.interrupts:
-            nodes = [node_id for node_id, _ in run.interrupts]
-            subs = [event.action.signal for _, event in run.interrupts if event.action and event.action.signal]
-            state = GraphState(context=context.to_json(), nodes=nodes, given=given)
-            wrapped = composite_interrupt(ctx, "Graph interrupted", state, *subs)
-            # It stands where the node's interrupt stood, or, for several at once, at the graph agent itself.
-            at = run.interrupts[0][1] if len(run.interrupts) == 1 else None
-            wrapped.agent_name = at.agent_name if at is not None else self.name
-            wrapped.run_path = at.run_path if at is not None else ctx.run_path
-            yield wrapped
+            state = GraphState(context=context.to_json(), nodes=[step for step, _ in run.interrupts], given=given)
+            yield run.interrupt_event("Graph interrupted", state, self.name)
             return
         # The flow's answer, unless it is the input unchanged (the flow said nothing) or an agent node said it last.
         answer = context.get(self.output_key)
-        if answer is not None and answer != given and (not run.answers or run.answers[-1] != str(answer)):
-            yield event_from_message(assistant(str(answer)))
+        if answer is None or answer == given:
+            return
+        text = await _answer_text(answer)
+        if not run.answers or run.answers[-1] != text:
+            yield event_from_message(assistant(text))
 
     def branch_events(self, branch: Branch, ctx: RunContext) -> AsyncIterator[AgentEvent]:
         """Run the agent node a dispatcher sent here (``BranchHost``): ``branch.step`` names the node, as in the run
@@ -332,12 +236,15 @@ class GraphAgent:
         check_branch(self, branch, sorted(a.name for a in agents.values()), agent.name)
         return node_events(agent, ctx.child(branch.step), branch.resume_records is not None)
 
-    async def _eval(self, run: _AgentRun, context: FlowContext) -> None:
-        _RUN.set(run)  # this task's own copy: agent nodes of this run find it, nested graph agents set theirs
-        try:
-            await self.engine.eval(self.graph, context, interceptors=[_NodeTrace(run.ctx)])
-        finally:
-            run.queue.put_nowait(None)
+
+async def _answer_text(answer: object) -> str:
+    """The flow's answer as text: a message's text, a stream's (a ``@ChatModel`` node's with ``stream: true``)
+    read to its end, anything else as ``str`` makes it."""
+    if isinstance(answer, Message):
+        return answer.text
+    if isinstance(answer, Stream):
+        return "".join(item.text if isinstance(item, Message) else str(item) for item in await answer.collect())
+    return str(answer)
 
 
 async def _single(event: AgentEvent) -> AsyncIterator[AgentEvent]:

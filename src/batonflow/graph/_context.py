@@ -22,6 +22,7 @@ from ..errors import CodecError
 from ._spec import NodeType
 
 if TYPE_CHECKING:
+    from ..adk import RunContext
     from ._exchanger import Branch, Exchanger
     from ._graph import Graph, Node
 
@@ -152,11 +153,15 @@ Handler = Callable[[Any], Any]
 
 
 class FlowContext:
-    """The state of a flow run: variables (``set`` skips ``None``; Solon's ``put`` is its alias), the trace, an event bus, and ``stop()`` (the
-    whole run) versus ``interrupt()`` (the current branch only)."""
+    """The state of a flow run: variables (``set`` skips ``None``; Solon's ``put`` is its alias), the trace, an event
+    bus, and ``stop()`` (the whole run) versus ``interrupt()`` (the current branch only).
+
+    ``run`` is the agent run the flow belongs to while a graph agent or a team runs it (its tasks call models and
+    agents on it, so that they are traced, counted and resumable); None for a plain ``eval``. It is not saved."""
 
     def __init__(self, instance_id: str = "", variables: Mapping[str, Any] | None = None) -> None:
         self.instance_id = instance_id
+        self.run: RunContext | None = None
         self._data: dict[str, Any] = {}
         self._trace = FlowTrace()
         self._stopped = False

@@ -14,7 +14,7 @@ from typing import Any
 from ..adk import Language, get_language
 from ..graph import GraphSpec
 from ..schema import Message, user
-from ._current import CURRENT_RUN
+from ._current import current_team_run
 from ._member import Member, compact_json
 from ._protocol import END, START, SUPERVISOR, SYSTEM, TeamProtocolBase, sniff_json
 from ._supervisor import SupervisorTask
@@ -287,6 +287,6 @@ def _nested_marker(member: Member) -> str | None:
 
 
 def _nested_finished(trace: TeamTrace, member: Member) -> bool:
-    run = CURRENT_RUN.get()
+    run = current_team_run()
     found = run.ctx.session.values.get(trace_key(member.name)) if run is not None else None
     return isinstance(found, TeamTrace) and (found.route == END or bool(found.final_answer))

@@ -4,19 +4,18 @@ events handed over to the team's reader as they come; an interrupt stops the flo
 
 from __future__ import annotations
 
-import asyncio
 import time
 from collections.abc import Sequence
-from contextlib import aclosing
 from dataclasses import dataclass, field, replace
+from typing import ClassVar
 
-from ..adk import AgentEvent, AgentInput, ResumeInfo, RunContext, agent_with_options, event_from_message, get_language
+from ..adk import AgentEvent, AgentInput, ResumeInfo, agent_with_options, event_from_message, get_language
 from ..adk.loop import ModelStep
 from ..codec import register_type
 from ..errors import RunError
-from ..graph import FlowContext, FlowInterceptor, Node
+from ..graph import FlowContext, HostRun, Node
 from ..schema import Message, RunStep, ToolInfo, system
-from ..trace import NodeEnd, NodeStart, SupervisorDelta
+from ..trace import SupervisorDelta
 from ._config import TeamConfig
 from ._current import current_run
 from ._interceptor import TeamInterceptor, interceptor_name
@@ -24,7 +23,7 @@ from ._member import Member
 from ._protocol import SUPERVISOR, TeamProtocol
 from ._trace import TeamTrace
 
-__all__ = ["MemberTask", "NodeTrace", "TeamMemberError", "TeamRun", "TeamState"]
+__all__ = ["MemberTask", "TeamMemberError", "TeamRun", "TeamState"]
 
 
 class TeamMemberError(RunError):
@@ -43,24 +42,16 @@ register_type(TeamState, name="team.TeamState")
 
 
 @dataclass(slots=True, kw_only=True)
-class TeamRun:
-    """One run of a team, as its graph's tasks see it (through ``current_run``)."""
+class TeamRun(HostRun):
+    """One run of a team, as its graph's tasks see it (through ``current_run``): the graph-as-agent host's run,
+    with the team's settings, protocol, interceptors, trace and supervisor step."""
 
     config: TeamConfig
     protocol: TeamProtocol
     interceptors: tuple[TeamInterceptor, ...]
     trace: TeamTrace
-    ctx: RunContext
     step: ModelStep | None
-    queue: asyncio.Queue[tuple[AgentEvent, asyncio.Future[None]] | None]
-    resume_nodes: set[str]
-    interrupts: list[tuple[str, AgentEvent]] = field(default_factory=list)
-
-    async def hand_over(self, event: AgentEvent) -> None:
-        """Give ``event`` to the team's reader and wait until it asks for the next one."""
-        taken = asyncio.get_running_loop().create_future()
-        self.queue.put_nowait((event, taken))
-        await taken
+    is_team: ClassVar[bool] = True
 
     async def supervisor_step(self, messages: Sequence[Message], tools: Sequence[ToolInfo]) -> Message:
         if self.step is None:
@@ -84,31 +75,23 @@ class TeamRun:
             return messages
 
         flow = agent_with_options(member.agent, history_rewriter=rewrite)
-        if member.name in self.resume_nodes:
-            self.resume_nodes.discard(member.name)
+        if self.resuming(member.name):
             events = flow.resume(ResumeInfo(enable_streaming=self.ctx.enable_streaming), self.ctx)
         else:
             events = flow.run(AgentInput(messages=messages, enable_streaming=self.ctx.enable_streaming), self.ctx)
+
+        def failed(error: BaseException) -> Exception:
+            return TeamMemberError(f"team '{self.config.name}': member '{member.name}' failed: {error}")
+
+        # A team counts its own calls, and adds them at its end.
+        seen = None if _is_team(member) else self._count
         own_path = (*self.ctx.run_path, RunStep(member.name))
-        last: AgentEvent | None = None
-        async with aclosing(events) as source:  # type: ignore[type-var]
-            async for event in source:
-                if event.action is not None and event.action.signal is not None:
-                    self.interrupts.append((member.name, event))
-                    context.stop()
-                    return None
-                if event.error is not None:
-                    raise TeamMemberError(
-                        f"team '{self.config.name}': member '{member.name}' failed: {event.error}"
-                    ) from event.error
-                if not _is_team(member):  # a team counts its own calls, and adds them at its end
-                    self._count(event)
-                await self.hand_over(event)
-                if event.run_path == own_path and _is_answer(event):
-                    last = event
-        if last is None:
-            return ""
-        return await self._text_of(last)
+        last, interrupted = await self.run_agent(
+            events, context, step=member.name, own_path=own_path, failed=failed, seen=seen
+        )
+        if interrupted:
+            return None
+        return "" if last is None else await self.answer_text(last)
 
     def _count(self, event: AgentEvent) -> None:
         """A member's model answer in the team's metrics (a nested team counts its own and adds them at its end)."""
@@ -123,45 +106,9 @@ class TeamRun:
             metrics.prompt_tokens += usage.prompt_tokens
             metrics.completion_tokens += usage.completion_tokens
 
-    async def _text_of(self, event: AgentEvent) -> str:
-        assert event.output is not None and event.output.message_output is not None
-        variant = event.output.message_output
-        if variant.message is not None:
-            return variant.message.text
-        # A streamed answer belongs to the reader; the session's record of it keeps every chunk.
-        for entry in reversed(self.ctx.session.events):
-            if entry.run_path == event.run_path:
-                return (await entry.get_message()).text
-        return ""
-
-
-class NodeTrace(FlowInterceptor):
-    """``NodeStart`` and ``NodeEnd`` trace events for the nodes of a team's graph."""
-
-    def __init__(self, ctx: RunContext) -> None:
-        self.ctx = ctx
-        self.started: dict[str, float] = {}
-
-    async def on_node_start(self, context: FlowContext, node: Node) -> None:
-        if self.ctx.trace is not None:
-            self.started[node.id] = time.perf_counter()
-            await self.ctx.trace.event(NodeStart, graph_id=node.graph.id, node_id=node.id, node_type=node.type.value)
-
-    async def on_node_end(self, context: FlowContext, node: Node) -> None:
-        if self.ctx.trace is not None:
-            duration_ms = (time.perf_counter() - self.started.pop(node.id, time.perf_counter())) * 1000
-            await self.ctx.trace.event(
-                NodeEnd, graph_id=node.graph.id, node_id=node.id, node_type=node.type.value, duration_ms=duration_ms
-            )
-
 
 def _is_team(member: Member) -> bool:
     return isinstance(getattr(member.agent, "protocol", None), TeamProtocol)
-
-
-def _is_answer(event: AgentEvent) -> bool:
-    variant = event.output.message_output if event.output is not None else None
-    return variant is not None and variant.role == "assistant"
 
 
 class MemberTask:

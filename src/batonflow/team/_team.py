@@ -10,8 +10,6 @@ replays the graph to that node and resumes the member there, so that finished me
 
 from __future__ import annotations
 
-import asyncio
-import contextlib
 import time
 from collections.abc import AsyncGenerator, AsyncIterator, Callable, Sequence
 from contextlib import aclosing
@@ -22,12 +20,11 @@ from ..adk import (
     AgentInput,
     ResumeInfo,
     RunContext,
-    composite_interrupt,
     event_from_message,
 )
 from ..adk.loop import ModelRetry, ModelStep
 from ..errors import ResumeError, UserError
-from ..graph import FlowContext, FlowEngine, Graph, GraphSpec, NodeType
+from ..graph import FlowContext, FlowEngine, Graph, GraphHost, GraphSpec, NodeType
 from ..models import ChatModel
 from ..schema import Message, assistant
 from ..trace import TeamEnd, TeamStart
@@ -35,13 +32,13 @@ from ._a2a import A2AProtocol
 from ._blackboard import BlackboardProtocol
 from ._config import MemberMap, TeamConfig
 from ._contract_net import ContractNetProtocol
-from ._current import CURRENT_RUN
+from ._current import current_team_run
 from ._hierarchical import HierarchicalProtocol
 from ._interceptor import TeamInterceptor
 from ._market import MarketBasedProtocol
 from ._member import Member
 from ._protocol import SUPERVISOR, NoneProtocol, TeamProtocol
-from ._run import MemberTask, NodeTrace, TeamRun, TeamState
+from ._run import MemberTask, TeamRun, TeamState
 from ._sequential import SequentialProtocol
 from ._swarm import SwarmProtocol
 from ._tools import attach_tools
@@ -118,7 +115,7 @@ class TeamAgent:
                 attach_tools(name, member)
         self.interceptors = tuple(interceptors)
         self.graph = self._build_graph()
-        self._engine = FlowEngine()
+        self._host = GraphHost(FlowEngine())
         if model is None and SUPERVISOR in self.graph.nodes:
             raise UserError(
                 f"team '{name}': protocol {self.protocol.name} has a supervisor: expected a model, got None"
@@ -173,7 +170,7 @@ class TeamAgent:
         return self._drive(ctx, trace, FlowContext.from_json(state.flow), set(state.nodes))
 
     async def _start(self, input: AgentInput, ctx: RunContext) -> AsyncIterator[AgentEvent]:
-        nested = CURRENT_RUN.get() is not None
+        nested = current_team_run() is not None
         trace = self.trace(ctx)
         if trace is None:
             trace = TeamTrace(team_name=self.name)
@@ -211,7 +208,7 @@ class TeamAgent:
     async def _drive(
         self, ctx: RunContext, trace: TeamTrace, flow: FlowContext, resume_nodes: set[str]
     ) -> AsyncGenerator[AgentEvent, None]:
-        parent = CURRENT_RUN.get()
+        parent = current_team_run()
         run = TeamRun(
             config=self.config,
             protocol=self.protocol,
@@ -219,7 +216,7 @@ class TeamAgent:
             trace=trace,
             ctx=ctx,
             step=self._step,
-            queue=asyncio.Queue(),
+            graph_id=self.graph.id,
             resume_nodes=resume_nodes,
         )
         trace.pending = False
@@ -228,22 +225,15 @@ class TeamAgent:
         if ctx.trace is not None:
             await ctx.trace.event(TeamStart)
         started = time.perf_counter()
-        task = asyncio.create_task(self._eval(run, flow))
         failure: BaseException | None = None
         try:
             try:
-                while (item := await run.queue.get()) is not None:
-                    event, taken = item
-                    yield event
-                    taken.set_result(None)
-                await task
+                hosted = self._host.run(self.graph, flow, run, interceptors=self.interceptors)
+                async with aclosing(hosted) as events:
+                    async for event in events:
+                        yield event
             except Exception as error:
                 failure = error
-            finally:
-                if not task.done():
-                    task.cancel()
-                    with contextlib.suppress(asyncio.CancelledError):
-                        await task
             trace.metrics.total_duration_ms = int((time.perf_counter() - started) * 1000)
             if ctx.trace is not None:
                 duration_ms = (time.perf_counter() - started) * 1000
@@ -266,13 +256,8 @@ class TeamAgent:
         """The end of a run: the team's interrupt, or its answer."""
         trace = run.trace
         if run.interrupts:
-            nodes = [name for name, _ in run.interrupts]
-            subs = [event.action.signal for _, event in run.interrupts if event.action and event.action.signal]
-            wrapped = composite_interrupt(ctx, "Team interrupted", TeamState(flow=trace.flow or "", nodes=nodes), *subs)
-            at = run.interrupts[0][1] if len(run.interrupts) == 1 else None
-            wrapped.agent_name = at.agent_name if at is not None else self.name
-            wrapped.run_path = at.run_path if at is not None else ctx.run_path
-            yield wrapped
+            state = TeamState(flow=trace.flow or "", nodes=[name for name, _ in run.interrupts])
+            yield run.interrupt_event("Team interrupted", state, self.name)
             return
         result = trace.final_answer if trace.final_answer is not None else trace.last_agent_content
         trace.final_answer = result
@@ -283,13 +268,6 @@ class TeamAgent:
         for interceptor in self.interceptors:
             interceptor.on_team_end(trace)
         yield event_from_message(assistant(result))
-
-    async def _eval(self, run: TeamRun, flow: FlowContext) -> None:
-        CURRENT_RUN.set(run)  # this task's own copy: the graph's tasks find it, nested teams set theirs
-        try:
-            await self._engine.eval(self.graph, flow, interceptors=[*self.interceptors, NodeTrace(run.ctx)])
-        finally:
-            run.queue.put_nowait(None)
 
 
 def _supervisor_step(model: ChatModel | None, team: str, attempts: int, delay: float) -> ModelStep | None:

@@ -19,7 +19,7 @@ from ..adk.loop import AgentMiddleware, ModelAgent, ReactState, ToolBatch
 from ..errors import ModelJSONError
 from ..schema import ToolInfo
 from ..tools import parse_model_json
-from ._current import CURRENT_RUN
+from ._current import current_team_run
 from ._member import Member
 
 __all__ = ["PROTOCOL_TOOL_NAMES", "ProtocolTool", "attach_tools", "string_params"]
@@ -67,7 +67,7 @@ def attach_tools(team_name: str, member: Member) -> bool:
         return False
 
     def current() -> dict[str, ProtocolTool]:
-        run = CURRENT_RUN.get()
+        run = current_team_run()
         if run is None or run.config.name != team_name:
             return {}
         return {tool.info.name: tool for tool in run.protocol.agent_tools(run.trace, member)}

@@ -1,5 +1,6 @@
-"""Every model-driven agent calls its model through the one model step: each call, a retried attempt included, is
-traced once and counted once, streaming or not."""
+"""Every place in the library that calls a model calls it through the one model step, under the run's context:
+each call, a retried attempt included, is traced once and counted once, streaming or not — agents, the planner,
+executor and replanner, a flow ``@ChatModel`` node in a graph agent, a team's supervisor, and compression."""
 
 from collections.abc import Callable
 
@@ -17,9 +18,13 @@ from batonflow.adk import (
     plan_execute_replan,
 )
 from batonflow.agents import ReActAgent, SimpleAgent
+from batonflow.agents.compression import ContextCompressionInterceptor, LLMSummaryStrategy
 from batonflow.errors import ModelHTTPError
+from batonflow.flow import AiFlowEngine
+from batonflow.graph import Graph, GraphAgent
 from batonflow.observe import ReasonEnd, ReasonStart, RunEnd, TraceEvent
 from batonflow.schema import assistant
+from batonflow.team import TeamAgent
 from batonflow.testing import ScriptedModel, tool_calls
 from batonflow.tools import tool
 
@@ -59,12 +64,13 @@ def simple_agent() -> tuple[Agent, dict[str, ScriptedModel]]:
 
 def plan_execute() -> tuple[Agent, dict[str, ScriptedModel]]:
     models = {
-        "planner": ScriptedModel([tool_calls(("plan", {"steps": ["look up order 1", "answer"]}))]),
+        "planner": ScriptedModel([tool_calls(("plan", {"steps": ["look up order 1", "answer"]}))], model_name="p"),
         "executor": ScriptedModel(
-            [tool_calls(("lookup", {"order": 1})), assistant("order 1 shipped"), assistant("answered")]
+            [tool_calls(("lookup", {"order": 1})), assistant("order 1 shipped"), assistant("answered")], model_name="e"
         ),
         "replanner": ScriptedModel(
-            [tool_calls(("plan", {"steps": ["answer"]})), tool_calls(("respond", {"response": "It shipped."}))]
+            [tool_calls(("plan", {"steps": ["answer"]})), tool_calls(("respond", {"response": "It shipped."}))],
+            model_name="r",
         ),
     }
     agent = plan_execute_replan(
@@ -75,34 +81,71 @@ def plan_execute() -> tuple[Agent, dict[str, ScriptedModel]]:
     return agent, models
 
 
-# Each kind: how to build a run in which it calls its model, and the agent whose calls are checked (the planner,
-# the executor and the replanner run together, as plan-execute-replan).
-KINDS: dict[str, tuple[Callable[[], tuple[Agent, dict[str, ScriptedModel]]], str]] = {
-    "ChatModelAgent": (chat_model_agent, "chat"),
-    "ReActAgent": (react_agent, "react"),
-    "SimpleAgent": (simple_agent, "simple"),
-    "planner": (plan_execute, "planner"),
-    "executor": (plan_execute, "executor"),
-    "replanner": (plan_execute, "replanner"),
+def chat_model_node() -> tuple[Agent, dict[str, ScriptedModel]]:
+    model = ScriptedModel([tool_calls(("lookup", {"order": 1})), assistant("It shipped.")], model_name="node")
+    engine = AiFlowEngine()
+    engine.register("scripted", model)
+    engine.register("tools", lookup)
+    graph = Graph.from_yaml(
+        "id: g\nlayout:\n  - {id: chat, task: '@ChatModel', meta: {chatConfig: {model: scripted},"
+        " toolProviders: [tools]}}\n"
+    )
+    return GraphAgent(graph, engine=engine, name="graph"), {"chat": model}
+
+
+def team_supervisor() -> tuple[Agent, dict[str, ScriptedModel]]:
+    supervisor = ScriptedModel(
+        [unavailable(), assistant("writer"), assistant("[TEAM_AGENT_FINISH] It shipped.")], model_name="supervisor"
+    )
+    writer = ScriptedModel([assistant("order 1 shipped")], model_name="writer")
+    member = ChatModelAgent(name="writer", description="writes", model=writer)
+    team = TeamAgent(model=supervisor, members=[member], retry_delay=0.0)
+    return team, {"team_agent": supervisor, "writer": writer}
+
+
+def compression() -> tuple[Agent, dict[str, ScriptedModel]]:
+    summarizer = ScriptedModel([unavailable(), assistant("Looked up orders 0 to 2.")], model_name="summarizer")
+    calls = [tool_calls(("lookup", {"order": i}), id_prefix=f"c{i}_") for i in range(6)]
+    model = ScriptedModel([*calls, assistant("They shipped.")], model_name="agent")
+    interceptor = ContextCompressionInterceptor(max_messages=10, strategy=LLMSummaryStrategy(summarizer), max_retries=2)
+    agent = ChatModelAgent(name="compressed", model=model, tools=[lookup], middlewares=[interceptor])
+    return agent, {"compressed": model, "summarizer": summarizer}
+
+
+# Each kind: how to build a run in which it calls its model, the model whose calls are checked, and the agent the
+# calls are counted for (the planner, the executor and the replanner run together, as plan-execute-replan; a
+# summary is one of the compressed agent's calls).
+KINDS: dict[str, tuple[Callable[[], tuple[Agent, dict[str, ScriptedModel]]], str, str]] = {
+    "ChatModelAgent": (chat_model_agent, "chat", "chat"),
+    "ReActAgent": (react_agent, "react", "react"),
+    "SimpleAgent": (simple_agent, "simple", "simple"),
+    "planner": (plan_execute, "planner", "planner"),
+    "executor": (plan_execute, "executor", "executor"),
+    "replanner": (plan_execute, "replanner", "replanner"),
+    "flow @ChatModel node": (chat_model_node, "chat", "chat"),
+    "team supervisor": (team_supervisor, "team_agent", "team_agent"),
+    "compression": (compression, "summarizer", "compressed"),
 }
 
 
 @pytest.mark.parametrize("streaming", [False, True], ids=["generate", "stream"])
 @pytest.mark.parametrize("kind", list(KINDS))
 async def test_every_model_call_is_traced_and_counted_once(kind: str, streaming: bool) -> None:
-    build, name = KINDS[kind]
+    build, key, name = KINDS[kind]
     agent, models = build()
     trace: list[TraceEvent] = []
     events = await collect_events(Runner(agent, enable_streaming=streaming, callbacks=[trace.append]).query("hi"))
     assert [e.error for e in events if e.error is not None] == []
-    model = models[name]
+    model = models[key]
     model.assert_complete()
-    starts = [e for e in trace if isinstance(e, ReasonStart) and e.agent_name == name]
-    ends = [e for e in trace if isinstance(e, ReasonEnd) and e.agent_name == name]
+    starts = [e for e in trace if isinstance(e, ReasonStart) and e.model == model.model_name]
+    ends = [e for e in trace if isinstance(e, ReasonEnd) and e.model == model.model_name]
     assert len(starts) == len(ends) == len(model.requests) > 0
+    assert {e.agent_name for e in starts} == {name}
     run_end = trace[-1]
     assert isinstance(run_end, RunEnd) and run_end.metrics is not None
-    assert run_end.metrics.agents[name].model_calls == len(model.requests)
+    counted = [e for e in trace if isinstance(e, ReasonStart) and e.agent_name == name]
+    assert run_end.metrics.agents[name].model_calls == len(counted) >= len(model.requests)
     assert run_end.metrics.total.model_calls == sum(len(m.requests) for m in models.values())
 
 
