@@ -8,6 +8,7 @@ its SQL, its connections, a listening connection that breaks, writers racing on 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import re
 import time
@@ -38,15 +39,15 @@ STREAM_ID = r"\d{1,20}-\d{1,20}"  # what the server takes as Last-Event-ID
 MakeLog = Callable[..., Any]
 
 
-@pytest.fixture(params=["memory", "redis", "postgres"])
-async def make_log(request: pytest.FixtureRequest, cluster: Cluster) -> AsyncIterator[MakeLog]:
-    """Event logs of the parameter's kind (closed after the test); PostgreSQL's in the module's database."""
+@contextlib.asynccontextmanager
+async def _logs(kind: str, cluster: Cluster) -> AsyncIterator[MakeLog]:
+    """Event logs of ``kind`` (closed after the test); PostgreSQL's in the module's database."""
     made: list[Any] = []
 
     def make(**options: Any) -> Any:
-        if request.param == "memory":
+        if kind == "memory":
             log: Any = MemoryEventLog(**options)
-        elif request.param == "redis":
+        elif kind == "redis":
             log = RedisEventLog(REDIS_URL, **{"ttl": 60.0, **options})
         else:
             log = PostgresEventLog(cluster.database_url, **options)
@@ -58,11 +59,19 @@ async def make_log(request: pytest.FixtureRequest, cluster: Cluster) -> AsyncIte
         await log.close()
 
 
-def _across_processes(make_log: MakeLog) -> None:
-    """Skip a test of what only a log shared between processes has (connections, a ttl, the codec)."""
-    probe = make_log()
-    if isinstance(probe, MemoryEventLog):
-        pytest.skip("a MemoryEventLog lives in one process: no connections, no ttl (keep_runs bounds it), no codec")
+@pytest.fixture(params=["memory", "redis", "postgres"])
+async def make_log(request: pytest.FixtureRequest, cluster: Cluster) -> AsyncIterator[MakeLog]:
+    """Event logs of every kind."""
+    async with _logs(request.param, cluster) as make:
+        yield make
+
+
+@pytest.fixture(params=["redis", "postgres"])
+async def shared_log(request: pytest.FixtureRequest, cluster: Cluster) -> AsyncIterator[MakeLog]:
+    """Event logs shared between processes, for what only they have (connections, a ttl, the codec): a
+    MemoryEventLog lives in one process, and keep_runs bounds it."""
+    async with _logs(request.param, cluster) as make:
+        yield make
 
 
 def _run() -> str:
@@ -125,9 +134,8 @@ async def test_last_gives_a_runs_latest_record(make_log: MakeLog) -> None:
     assert last.data == {"status": "completed"}
 
 
-async def test_a_waiting_reader_is_woken_by_a_publish_from_another_connection(make_log: MakeLog) -> None:
-    _across_processes(make_log)
-    reader, writer = make_log(), make_log()
+async def test_a_waiting_reader_is_woken_by_a_publish_from_another_connection(shared_log: MakeLog) -> None:
+    reader, writer = shared_log(), shared_log()
     run = _run()
     got: list[tuple[EventRecord, float]] = []
 
@@ -165,9 +173,8 @@ async def test_a_run_keeps_its_last_maxlen_records(make_log: MakeLog) -> None:
     assert [r.seq for r in kept] == [9, 10, 11, 12, 12] and kept[-1].kind == "end"
 
 
-async def test_a_run_lapses_ttl_seconds_after_its_last_write(make_log: MakeLog) -> None:
-    _across_processes(make_log)
-    log = make_log(ttl=0.5)
+async def test_a_run_lapses_ttl_seconds_after_its_last_write(shared_log: MakeLog) -> None:
+    log = shared_log(ttl=0.5)
     run = _run()
     await log.publish(run, f"{run}@start", 1, "event", {"n": 1})
     await asyncio.sleep(0.3)
@@ -182,9 +189,8 @@ async def test_a_run_lapses_ttl_seconds_after_its_last_write(make_log: MakeLog) 
     assert [(r.segment_id, r.seq) for r in await _read(log, run)] == [(f"{run}@g2", 3)]
 
 
-async def test_a_cancel_flag_is_seen_and_wakes_its_watcher(make_log: MakeLog) -> None:
-    _across_processes(make_log)
-    log, other = make_log(ttl=0.5), make_log(ttl=0.5)  # the flag lapses with the ttl of the log that set it
+async def test_a_cancel_flag_is_seen_and_wakes_its_watcher(shared_log: MakeLog) -> None:
+    log, other = shared_log(ttl=0.5), shared_log(ttl=0.5)  # the flag lapses with the ttl of the log that set it
     segment = f"{_run()}@start"
     assert await log.cancel_requested(segment) is False
     sleeper = asyncio.ensure_future(asyncio.sleep(3600))
@@ -201,9 +207,8 @@ async def test_a_cancel_flag_is_seen_and_wakes_its_watcher(make_log: MakeLog) ->
     assert await log.cancel_requested(segment) is False  # the flag lapsed with the ttl
 
 
-async def test_payloads_are_the_codecs_and_nothing_else(make_log: MakeLog) -> None:
-    _across_processes(make_log)
-    log = make_log()
+async def test_payloads_are_the_codecs_and_nothing_else(shared_log: MakeLog) -> None:
+    log = shared_log()
     run = _run()
     message = user("naïve \x00 ✓")
     await log.publish(run, f"{run}@start", 1, "event", {"message": message, "when": (1, 2)})
@@ -221,18 +226,28 @@ async def test_payloads_are_the_codecs_and_nothing_else(make_log: MakeLog) -> No
     [
         ({"maxlen": 0}, r"maxlen: expected an int of 1 or more, got 0"),
         ({"maxlen": 2.5}, r"maxlen: expected an int of 1 or more, got 2.5"),
-        ({"ttl": 0}, r"ttl: expected a number of seconds > 0, got 0"),
-        ({"ttl": True}, r"ttl: expected a number of seconds > 0, got True"),
-        ({"max_connections": 0}, r"max_connections: expected an int of 1 or more, got 0"),
     ],
 )
 async def test_a_log_with_bad_bounds_says_what_was_expected(
     make_log: MakeLog, options: dict[str, object], message: str
 ) -> None:
-    if "maxlen" not in options:
-        _across_processes(make_log)
     with pytest.raises(UserError, match=message):
         make_log(**options)
+
+
+@pytest.mark.parametrize(
+    ("options", "message"),
+    [
+        ({"ttl": 0}, r"ttl: expected a number of seconds > 0, got 0"),
+        ({"ttl": True}, r"ttl: expected a number of seconds > 0, got True"),
+        ({"max_connections": 0}, r"max_connections: expected an int of 1 or more, got 0"),
+    ],
+)
+async def test_a_shared_log_with_bad_bounds_says_what_was_expected(
+    shared_log: MakeLog, options: dict[str, object], message: str
+) -> None:
+    with pytest.raises(UserError, match=message):
+        shared_log(**options)
 
 
 # What only PostgresEventLog has.
