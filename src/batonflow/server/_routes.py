@@ -12,7 +12,7 @@ from ..store import check_checkpoint_id, check_session_id
 from ._errors import ApiError, shown
 from ._follow import parse_event_id
 from ._models import ResumeRequest, RunRequest
-from ._server import Server, checked, pending_session, state
+from ._server import Server, checked, no_checkpoint, pending_session, state
 from ._targets import check_targets
 from ._wire import jsonable, message_json
 
@@ -161,7 +161,7 @@ async def get_checkpoint(checkpoint_id: str, server: Srv, session: Session = Fal
     conversation = await _waiting_conversation(server, checkpoint_id)
     if conversation is None:
         why = "no conversation of this id waits" if session else "no run waits on it"
-        raise _no_checkpoint(checkpoint_id, why)
+        raise no_checkpoint(checkpoint_id, why)
     return conversation
 
 
@@ -198,11 +198,11 @@ async def resume_checkpoint(
     if entry is None and body.agent is None:
         if await _waiting_conversation(server, checkpoint_id) is not None:
             return await _resume_conversation(checkpoint_id, body, server, request)
-        raise _no_checkpoint(checkpoint_id, "no run waits on it; name its agent to resume it")
+        raise no_checkpoint(checkpoint_id, "no run waits on it; name its agent to resume it")
     agent = body.agent if body.agent is not None else entry["agent"] if entry is not None else ""
     server.agent(agent)
     if await server.checkpoints.get(checkpoint_id) is None:
-        raise _no_checkpoint(checkpoint_id, "the checkpoint store holds no such checkpoint")
+        raise no_checkpoint(checkpoint_id, "the checkpoint store holds no such checkpoint")
     targets = body.targets if entry is None else check_targets(entry["interrupts"], body.targets)
     segment = SegmentRequest(
         agent=agent, checkpoint_id=checkpoint_id, targets=targets, stream=body.stream, trace=body.trace
@@ -214,10 +214,10 @@ async def resume_checkpoint(
 async def _resume_conversation(session_id: str, body: ResumeRequest, server: Server, request: Request) -> Any:
     waiting = await _waiting_conversation(server, session_id)
     if waiting is None:
-        raise _no_checkpoint(session_id, "no conversation of this id waits")
+        raise no_checkpoint(session_id, "no conversation of this id waits")
     agent = body.agent or waiting["agent"]
     if not agent:
-        raise _no_checkpoint(session_id, "the conversation waits, but its agent is not known here; name it")
+        raise no_checkpoint(session_id, "the conversation waits, but its agent is not known here; name it")
     server.agent(agent)
     server.busy("session", session_id)
     targets = await pending_session(server, session_id, body.targets)
@@ -259,16 +259,6 @@ async def delete_session(session_id: str, server: Srv) -> Response:
     await server.sessions.delete(session_id)
     server.conversations.pop(session_id, None)
     return Response(status_code=204)
-
-
-def _no_checkpoint(checkpoint_id: str, why: str) -> ApiError:
-    return ApiError(
-        404,
-        "unknown_checkpoint",
-        f"checkpoint: expected a pending checkpoint, got {shown(checkpoint_id)}: {why}",
-        expected="an id from GET /checkpoints",
-        found=checkpoint_id,
-    )
 
 
 def _no_session(session_id: str) -> ApiError:

@@ -43,6 +43,7 @@ __all__ = [
     "Server",
     "ServerLimits",
     "checked",
+    "no_checkpoint",
     "pending_session",
     "state",
 ]
@@ -193,7 +194,7 @@ class Server:
         try:
             sid = await self.backend.submit(request)
         except CheckpointNotFoundError as error:
-            raise _no_checkpoint(run_key, str(error)) from None
+            raise no_checkpoint(run_key, str(error)) from None
         after = "0-0" if before is None or before.segment_id == sid else before.stream_id
         if request.session_id is not None:
             self.conversations[request.session_id] = None
@@ -429,7 +430,8 @@ def _no_run(run_id: str) -> ApiError:
     )
 
 
-def _no_checkpoint(checkpoint_id: str, why: str) -> ApiError:
+def no_checkpoint(checkpoint_id: str, why: str) -> ApiError:
+    """The 404 of a checkpoint (or conversation) that nothing waits on, saying why."""
     return ApiError(
         404,
         "unknown_checkpoint",
