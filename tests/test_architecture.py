@@ -46,10 +46,7 @@ PRIVATE_SEAMS_KEPT: set[tuple[str, str]] = {
     ("tests/server/test_wire.py", "batonflow.server._wire.json_text"),
 }
 
-SIZE_ALLOWED: set[str] = {
-    # The server's app is being folded onto the backend seam (one run path).
-    "src/batonflow/server/_app.py",
-}
+SIZE_ALLOWED: set[str] = set()
 
 
 def relative(path: Path) -> str:

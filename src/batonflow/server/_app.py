@@ -97,6 +97,18 @@ def create_app(
     )
     app.state.batonflow = server
     install_handlers(app)
+    _middleware(app, limits, cors)
+    app.add_api_route("/health", health, methods=["GET"], tags=["server"])
+    auth = [Depends(_bearer(auth_token))]
+    app.include_router(routes(), dependencies=auth)
+    app.include_router(openai_routes(), dependencies=auth)
+    app.include_router(flow_routes(), dependencies=auth)
+    _ui(app)
+    return app
+
+
+def _middleware(app: FastAPI, limits: ServerLimits, cors: Sequence[str] | None) -> None:
+    """The body limit on every request, and CORS for the origins given."""
     app.add_middleware(BodyLimit, limit=limits.max_body_bytes)
     if cors is not None:
         app.add_middleware(
@@ -106,14 +118,6 @@ def create_app(
             allow_headers=["Authorization", "Content-Type", "Last-Event-ID"],
             expose_headers=["X-Run-Id", "Location"],
         )
-
-    app.add_api_route("/health", health, methods=["GET"], tags=["server"])
-    auth = [Depends(_bearer(auth_token))]
-    app.include_router(routes(), dependencies=auth)
-    app.include_router(openai_routes(), dependencies=auth)
-    app.include_router(flow_routes(), dependencies=auth)
-    _ui(app)
-    return app
 
 
 def _lifespan(server: Server, backend: LiveBackend) -> Callable[[FastAPI], Any]:
