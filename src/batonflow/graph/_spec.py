@@ -11,7 +11,7 @@ import copy
 import enum
 import itertools
 from collections.abc import Callable, Mapping
-from typing import TYPE_CHECKING, Any, Protocol, TypeAlias
+from typing import TYPE_CHECKING, Any, Protocol, TypeAlias, TypedDict, Unpack
 
 from pydantic import BaseModel, ConfigDict, ValidationError
 
@@ -145,6 +145,15 @@ class NodeSpec:
         return self
 
 
+class NodeOptions(TypedDict, total=False):
+    """The options of a node that ``GraphSpec``'s Solon-named builders pass on to ``add``."""
+
+    task: TaskLike | None
+    when: ConditionLike | None
+    meta: Mapping[str, Any] | None
+    title: str | None
+
+
 class GraphSpec:
     """A graph being specified, in code or from a document. Nodes keep the order they were added in (the layout
     order), which decides the start node when none is of type ``start``."""
@@ -197,89 +206,33 @@ class GraphSpec:
 
     # Solon's builder names (addStart, addActivity, ...), kept as aliases of add(NodeType.X, ...).
 
-    def add_start(
-        self,
-        id: str,
-        *,
-        task: TaskLike | None = None,
-        when: ConditionLike | None = None,
-        meta: Mapping[str, Any] | None = None,
-        title: str | None = None,
-    ) -> NodeSpec:
+    def add_start(self, id: str, **options: Unpack[NodeOptions]) -> NodeSpec:
         """``add(NodeType.START, id, ...)``, by Solon's name."""
-        return self.add(NodeType.START, id, task=task, when=when, meta=meta, title=title)
+        return self.add(NodeType.START, id, **options)
 
-    def add_end(
-        self,
-        id: str,
-        *,
-        task: TaskLike | None = None,
-        when: ConditionLike | None = None,
-        meta: Mapping[str, Any] | None = None,
-        title: str | None = None,
-    ) -> NodeSpec:
+    def add_end(self, id: str, **options: Unpack[NodeOptions]) -> NodeSpec:
         """``add(NodeType.END, id, ...)``, by Solon's name."""
-        return self.add(NodeType.END, id, task=task, when=when, meta=meta, title=title)
+        return self.add(NodeType.END, id, **options)
 
-    def add_activity(
-        self,
-        id: str,
-        *,
-        task: TaskLike | None = None,
-        when: ConditionLike | None = None,
-        meta: Mapping[str, Any] | None = None,
-        title: str | None = None,
-    ) -> NodeSpec:
+    def add_activity(self, id: str, **options: Unpack[NodeOptions]) -> NodeSpec:
         """``add(NodeType.ACTIVITY, id, ...)``, by Solon's name."""
-        return self.add(NodeType.ACTIVITY, id, task=task, when=when, meta=meta, title=title)
+        return self.add(NodeType.ACTIVITY, id, **options)
 
-    def add_exclusive(
-        self,
-        id: str,
-        *,
-        task: TaskLike | None = None,
-        when: ConditionLike | None = None,
-        meta: Mapping[str, Any] | None = None,
-        title: str | None = None,
-    ) -> NodeSpec:
+    def add_exclusive(self, id: str, **options: Unpack[NodeOptions]) -> NodeSpec:
         """``add(NodeType.EXCLUSIVE, id, ...)``, by Solon's name."""
-        return self.add(NodeType.EXCLUSIVE, id, task=task, when=when, meta=meta, title=title)
+        return self.add(NodeType.EXCLUSIVE, id, **options)
 
-    def add_inclusive(
-        self,
-        id: str,
-        *,
-        task: TaskLike | None = None,
-        when: ConditionLike | None = None,
-        meta: Mapping[str, Any] | None = None,
-        title: str | None = None,
-    ) -> NodeSpec:
+    def add_inclusive(self, id: str, **options: Unpack[NodeOptions]) -> NodeSpec:
         """``add(NodeType.INCLUSIVE, id, ...)``, by Solon's name."""
-        return self.add(NodeType.INCLUSIVE, id, task=task, when=when, meta=meta, title=title)
+        return self.add(NodeType.INCLUSIVE, id, **options)
 
-    def add_parallel(
-        self,
-        id: str,
-        *,
-        task: TaskLike | None = None,
-        when: ConditionLike | None = None,
-        meta: Mapping[str, Any] | None = None,
-        title: str | None = None,
-    ) -> NodeSpec:
+    def add_parallel(self, id: str, **options: Unpack[NodeOptions]) -> NodeSpec:
         """``add(NodeType.PARALLEL, id, ...)``, by Solon's name."""
-        return self.add(NodeType.PARALLEL, id, task=task, when=when, meta=meta, title=title)
+        return self.add(NodeType.PARALLEL, id, **options)
 
-    def add_loop(
-        self,
-        id: str,
-        *,
-        task: TaskLike | None = None,
-        when: ConditionLike | None = None,
-        meta: Mapping[str, Any] | None = None,
-        title: str | None = None,
-    ) -> NodeSpec:
+    def add_loop(self, id: str, **options: Unpack[NodeOptions]) -> NodeSpec:
         """``add(NodeType.LOOP, id, ...)``, by Solon's name."""
-        return self.add(NodeType.LOOP, id, task=task, when=when, meta=meta, title=title)
+        return self.add(NodeType.LOOP, id, **options)
 
     def build(self) -> Graph:
         """The checked, immutable graph (``GraphError`` on the first mistake found)."""
