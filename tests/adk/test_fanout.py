@@ -11,10 +11,13 @@ import pytest
 
 from batonflow.adk import (
     AgentEvent,
+    AgentInput,
     Branch,
     BranchResult,
     ChatModelAgent,
+    FlowAgent,
     ParallelAgent,
+    RunContext,
     Runner,
     SequentialAgent,
     collect_events,
@@ -169,6 +172,26 @@ async def test_without_a_dispatcher_a_distributed_parallel_agent_runs_its_branch
     events, _ = await _run(_team(distribute=True), None)
     here, _ = await _run(_team(distribute=False), None)
     assert _said(events) == _said(here)
+
+
+async def test_a_run_keeps_the_dispatcher_its_context_was_made_with_wherever_its_events_are_read() -> None:
+    team = _team(distribute=True)
+    ours, theirs = CodecDispatcher(team), CodecDispatcher(team)
+    with dispatching(ours):
+        made_inside = RunContext()
+    made_outside = RunContext()
+    assert made_inside.dispatcher is ours and made_outside.dispatcher is None
+
+    # Read outside the block, the run made inside it still sends its branches to its dispatcher.
+    there = await collect_events(FlowAgent(team).run(AgentInput(messages=[user("weather?")]), made_inside))
+    # Read inside another run's block, the run made outside it runs its branches here.
+    with dispatching(theirs):
+        here = await collect_events(FlowAgent(team).run(AgentInput(messages=[user("weather?")]), made_outside))
+
+    assert sorted(b.name for b in ours.branches) == ["kobe", "lima", "oslo", "pune"]
+    assert theirs.branches == []
+    assert [e.error for e in [*there, *here] if e.error is not None] == []
+    assert _said(there) == _said(here)
 
 
 async def test_a_branch_the_pool_cannot_run_is_an_error_naming_it() -> None:

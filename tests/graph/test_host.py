@@ -1,12 +1,13 @@
 """The graph-as-agent host that ``GraphAgent`` and ``TeamAgent`` share: the flow paced by its reader and cancelled
-when the reader leaves, the run a flow belongs to, and agents at nodes of a team's graph run as a graph agent's."""
+when the reader leaves, the run a flow belongs to (carried on its run context, so that a flow evaluated inside a
+node is no part of it), and agents at nodes of a team's graph run as a graph agent's."""
 
 from __future__ import annotations
 
 import asyncio
 
 from batonflow import AgentInput, ChatModelAgent, RunContext, Runner, SqliteCheckpointStore, ToolContext, tool
-from batonflow.graph import FlowContext, GraphAgent, GraphSpec, Node, current_host
+from batonflow.graph import FlowContext, FlowEngine, GraphAgent, GraphSpec, HostRun, Node, current_host
 from batonflow.schema import assistant, user
 from batonflow.team import TeamAgent
 from batonflow.testing import ScriptedModel, tool_calls
@@ -96,3 +97,55 @@ async def test_an_agent_node_of_a_team_s_graph_runs_on_the_team_s_run_and_resume
     paths = [[str(step) for step in event.run_path] for event in second.events]
     assert ["desk", "refunds", "clerk"] in paths
     assert refunds == [7, 7]  # asked, then resumed once to read the answer
+
+
+async def test_a_flow_evaluated_inside_a_hosted_node_is_no_part_of_the_hosted_run() -> None:
+    inner = GraphSpec("inner")
+    inner.add_start("start").link_add("ask")
+    inner.add_activity("ask", task=answering("inside", "from the inner flow")).link_add("end")
+    inner.add_end("end")
+    inner_graph = inner.build()
+    seen: list[tuple[object, bool, bool]] = []
+
+    async def nested(context: FlowContext, node: Node) -> None:
+        ran = await FlowEngine().eval(inner_graph, FlowContext())
+        host = current_host()
+        seen.append((ran.get("message"), host is not None, host is not None and host.ctx is context.run))
+
+    outer = GraphSpec("outer")
+    outer.add_start("start").link_add("nested")
+    outer.add_activity("nested", task=nested).link_add("after")
+    outer.add_activity("after", task=answering("after", "outer done")).link_add("end")
+    outer.add_end("end")
+    result = await Runner(GraphAgent(outer.build(), name="outer")).call("go")
+
+    # The inner flow ran its agent on a run of its own: its answer stayed in the inner flow, not in the outer run's
+    # events; back in the outer node, the hosted run is the outer one again.
+    assert seen == [("from the inner flow", True, True)]
+    assert [e.agent_name for e in result.events] == ["after"]
+    assert result.text == "outer done"
+
+
+async def test_a_graph_agent_at_a_node_hosts_its_own_run_and_leaves_the_outer_one_as_it_was() -> None:
+    hosts: list[tuple[str, str]] = []
+
+    def look(context: FlowContext, node: Node) -> None:
+        host = current_host()
+        assert host is not None and context.run is not None
+        found = context.run.scope.get(HostRun)
+        assert found is host
+        hosts.append((node.graph.id, host.graph_id))
+
+    inner = GraphSpec("inner")
+    inner.add_start("start").link_add("look_in")
+    inner.add_activity("look_in", task=look).link_add("end")
+    inner.add_end("end")
+    outer = GraphSpec("outer")
+    outer.add_start("start").link_add("before")
+    outer.add_activity("before", task=look).link_add("graph")
+    outer.add_activity("graph", task=GraphAgent(inner.build(), name="inner")).link_add("after")
+    outer.add_activity("after", task=look).link_add("end")
+    outer.add_end("end")
+    await Runner(GraphAgent(outer.build(), name="outer")).call("go")
+
+    assert hosts == [("outer", "outer"), ("inner", "inner"), ("outer", "outer")]

@@ -16,6 +16,7 @@ from ._chatmodel import ChatModelAgent as ChatModelAgent
 from ._checkpoint import PendingCheckpoint as PendingCheckpoint
 from ._checkpoint import read_pending as read_pending
 from ._context import RunContext as RunContext
+from ._context import RunScope as RunScope
 from ._context import RunSession as RunSession
 from ._context import SessionEvent as SessionEvent
 from ._deterministic import with_deterministic_transfer as with_deterministic_transfer
@@ -125,6 +126,7 @@ __all__ = [
     "ResumeInfo",
     "RunContext",
     "RunResult",
+    "RunScope",
     "RunSession",
     "RunStep",
     "Runner",

@@ -93,6 +93,8 @@ class AgentTool:
             resume=parent.resume if saved.was_interrupted else None,
             run_id=parent.run_id,
             steps=parent.steps,
+            dispatcher=parent.dispatcher,
+            scope=parent.scope,
         )
         events = (
             self.agent.resume(ResumeInfo(enable_streaming=state.enable_streaming), inner)

@@ -1,7 +1,16 @@
 """Per-run state: the run session shared by every agent of a run, and each agent's view of it.
 
 Agents are definitions; a run's state lives here (Eino's run context and run session). ``RunContext`` is passed
-explicitly to ``Agent.run``; tools reach it through ``ToolContext.run``.
+explicitly to ``Agent.run``; tools reach it through ``ToolContext.run``. Everything a run carries for the code deep
+inside it is a field of the context: where trace events go (``trace``), its step log (``steps``), where its
+distributed branches go (``dispatcher``), and what the packages above the runtime hang on it (``scope``: a graph
+agent's or a team's hosted run). Child contexts carry them on, so each agent, agent tool and node of the run sees
+its own run's, and a run nested inside another (an agent tool's, a graph agent's at a node) gets what it is given.
+
+Three of them can also be *installed* around code that starts runs without holding a context (a worker around its
+segments, a traced tool call around user code that starts a Runner): ``current_scope`` (trace), ``installed_steps``
+(``adk.loop``) and ``current_dispatcher`` are context variables read once, when a run's context is made, and
+never by the code of the run.
 """
 
 from __future__ import annotations
@@ -10,8 +19,9 @@ import asyncio
 import functools
 import time
 from collections.abc import Mapping
-from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from contextvars import ContextVar
+from dataclasses import dataclass, field, replace
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from ..codec import register_type
 from ..schema import Address, AddressSegment, Message, RunStep, Tap, concat_messages
@@ -20,10 +30,20 @@ from ..trace import TraceScope, current_scope
 from ._events import AgentAction, AgentEvent, AgentInput
 
 if TYPE_CHECKING:
+    from ._fanout import BranchDispatcher
     from ._interrupt import ResumePoints
     from .loop import StepLog
 
-__all__ = ["RunContext", "RunSession", "SessionEvent"]
+__all__ = ["RunContext", "RunScope", "RunSession", "SessionEvent", "current_dispatcher", "installed_dispatcher"]
+
+T = TypeVar("T")
+
+# Installed by ``dispatching`` (``_fanout``) around the runs a worker starts; a context made there takes it.
+installed_dispatcher: ContextVar[BranchDispatcher | None] = ContextVar("batonflow_branch_dispatcher", default=None)
+
+current_dispatcher = installed_dispatcher.get
+"""The dispatcher ``dispatching`` installed around the code running now, if any: what a run's context made here
+takes as its ``dispatcher``. Code inside a run reads ``RunContext.dispatcher``."""
 
 
 @dataclass(slots=True, kw_only=True)
@@ -74,6 +94,31 @@ class RunSession:
         return RunSession(values=self.values, committed=self.history(), visits=self.visits)
 
 
+@dataclass(frozen=True, slots=True)
+class RunScope:
+    """What packages above the runtime hang on a run for the code deep inside it, one value per class, looked up by
+    class (``get``): a graph agent's or a team's hosted run (``batonflow.graph.HostRun``), say. The runtime cannot
+    name those classes (they live above it), hence a typed lookup rather than fields. Immutable: ``with_value``
+    gives a new scope, so a nested run that adds its own leaves the outer run's as it was."""
+
+    values: tuple[object, ...] = ()
+
+    def get(self, kind: type[T]) -> T | None:
+        """The value of class ``kind`` (or of a subclass) added last, or None."""
+        for value in reversed(self.values):
+            if isinstance(value, kind):
+                return value
+        return None
+
+    def with_value(self, value: object) -> RunScope:
+        """This scope with ``value`` added, in place of a value of the very same class."""
+        kept = tuple(v for v in self.values if type(v) is not type(value))
+        return RunScope((*kept, value))
+
+
+_NO_SCOPE = RunScope()
+
+
 @dataclass(slots=True, kw_only=True)
 class RunContext:
     """One agent's view of a run: the shared session plus where this agent stands (its run path).
@@ -100,6 +145,12 @@ class RunContext:
     # The run's step log: the model and tool steps replay what it holds and record what finishes. Set by the
     # Runner while resuming (the journal) and under a worker's recorder (``recording_steps``), chained when both.
     steps: StepLog | None = field(default=None, repr=False, compare=False)
+    # Where the run's distributed branches go (a ``ParallelAgent(distribute=True)``'s, a graph agent's nodes marked
+    # ``distribute``): a worker pool's dispatcher, or None (they run here). A context made inside ``dispatching``
+    # takes the dispatcher installed there.
+    dispatcher: BranchDispatcher | None = field(default_factory=current_dispatcher, repr=False, compare=False)
+    # What the packages above the runtime hang on the run (see ``RunScope``).
+    scope: RunScope = field(default=_NO_SCOPE, repr=False, compare=False)
 
     def child(self, agent_name: str) -> RunContext:
         # Spelled out rather than dataclasses.replace: every agent of every run comes through here.
@@ -115,7 +166,13 @@ class RunContext:
             trace=self.trace,
             run_id=self.run_id,
             steps=self.steps,
+            dispatcher=self.dispatcher,
+            scope=self.scope,
         )
+
+    def scoped(self, value: object) -> RunContext:
+        """This context with ``value`` in its scope (``RunScope.with_value``); this one is left as it was."""
+        return replace(self, scope=self.scope.with_value(value))
 
     # -- interrupts and resume (Eino's GetInterruptState and GetResumeContext) ----------------------------------
 

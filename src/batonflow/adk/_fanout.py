@@ -16,7 +16,6 @@ from __future__ import annotations
 
 from collections.abc import AsyncGenerator, AsyncIterator, Iterator
 from contextlib import contextmanager
-from contextvars import ContextVar
 from dataclasses import dataclass, field, replace
 from typing import Any, Protocol, runtime_checkable
 
@@ -25,7 +24,7 @@ from ..errors import BranchFailedError, UserError
 from ..schema import Address, Message, RunStep, format_address
 from ..tools import InterruptSignal
 from ._agent import Agent
-from ._context import RunContext, RunSession, SessionEvent
+from ._context import RunContext, RunSession, SessionEvent, current_dispatcher, installed_dispatcher
 from ._events import AgentAction, AgentEvent, AgentInput, event_from_message
 from ._interrupt import InterruptRecord, ResumePoints, flatten, interrupted_action
 
@@ -163,23 +162,15 @@ class BranchDispatcher(Protocol):
     async def run_branch(self, branch: Branch) -> BranchResult: ...
 
 
-_dispatcher: ContextVar[BranchDispatcher | None] = ContextVar("batonflow_branch_dispatcher", default=None)
-
-
-def current_dispatcher() -> BranchDispatcher | None:
-    """The dispatcher of the run in progress here, if it has one."""
-    return _dispatcher.get()
-
-
 @contextmanager
 def dispatching(dispatcher: BranchDispatcher | None) -> Iterator[None]:
-    """Give the runs started inside the block (and the tasks they start) ``dispatcher`` for their distributed
-    parallel agents."""
-    token = _dispatcher.set(dispatcher)
+    """Give the runs started inside the block ``dispatcher`` for their distributed branches: a run's context made
+    here takes it (``RunContext.dispatcher``) and keeps it wherever its events are read."""
+    token = installed_dispatcher.set(dispatcher)
     try:
         yield
     finally:
-        _dispatcher.reset(token)
+        installed_dispatcher.reset(token)
 
 
 async def branch_of(ctx: RunContext, *, name: str, resuming: bool, index: int = -1, step: str = "") -> Branch:

@@ -19,7 +19,7 @@ from ..tools import InterruptSignal
 from ._agent import Agent
 from ._context import RunContext, SessionEvent
 from ._events import AgentEvent, AgentInput
-from ._fanout import Branch, BranchDispatcher, branch_of, check_branch, current_dispatcher, dispatch
+from ._fanout import Branch, BranchDispatcher, branch_of, check_branch, dispatch
 from ._flow import FlowAgent, agent_with_options
 from ._interrupt import ResumeInfo, interrupted_action
 
@@ -293,7 +293,7 @@ class ParallelAgent(WorkflowAgent):
             session.events = list(state.lanes.get(i, []))
             contexts[i] = replace(ctx, session=session)
         resuming = ResumeInfo(enable_streaming=ctx.enable_streaming) if info is not None else None
-        dispatcher = current_dispatcher() if self.distribute else None
+        dispatcher = ctx.dispatcher if self.distribute else None
         if dispatcher is None:
             streams = [Stream.from_async_iter(self._branch(i, contexts[i], resuming)) for i in branches]
         else:

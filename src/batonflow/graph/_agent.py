@@ -30,7 +30,6 @@ from ..adk import (
     agent_with_options,
     branch_of,
     check_branch,
-    current_dispatcher,
     dispatch,
     event_from_message,
 )
@@ -85,7 +84,7 @@ class AgentTask:
         step = host.step_of(node)
         node_ctx = host.ctx.child(step)
         resuming = host.resuming(step)
-        dispatcher = current_dispatcher() if _distributed(node) else None
+        dispatcher = host.ctx.dispatcher if _distributed(node) else None
         events: AsyncIterator[AgentEvent]
         if dispatcher is not None:  # on the worker pool: the agent's events come back when it is done
             branch = await branch_of(host.ctx, name=self.agent.name, resuming=resuming, step=step)

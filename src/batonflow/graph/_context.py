@@ -43,6 +43,13 @@ FINISHED = frozenset((DONE, ENDED, FANNED))
 CURRENT: ContextVar[tuple[Exchanger, Branch] | None] = ContextVar("batonflow_graph_run", default=None)
 
 
+def running_context() -> FlowContext | None:
+    """The flow context of the graph whose node (task, condition, interceptor) is running now, or None outside one.
+    A graph evaluated inside a node of another (a plain ``eval`` in a task or a tool) has its own."""
+    current = CURRENT.get()
+    return current[0].context if current is not None else None
+
+
 @dataclass(frozen=True, slots=True)
 class NodeRecord:
     """The last node a graph visited: where a resumed run picks up."""

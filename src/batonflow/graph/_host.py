@@ -17,7 +17,6 @@ import contextlib
 import time
 from collections.abc import AsyncGenerator, AsyncIterator, Callable, Sequence
 from contextlib import aclosing
-from contextvars import ContextVar
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -25,7 +24,7 @@ from ..adk import AgentEvent, RunContext, composite_interrupt
 from ..schema import RunStep
 from ..tools import InterruptSignal
 from ..trace import NodeEnd, NodeStart
-from ._context import FlowContext
+from ._context import FlowContext, running_context
 from ._engine import FlowEngine
 from ._exchanger import FlowInterceptor
 from ._graph import Graph, Node
@@ -35,8 +34,9 @@ __all__ = ["GraphHost", "HostRun", "NodeTrace", "current_host"]
 
 @dataclass(slots=True, kw_only=True)
 class HostRun:
-    """One hosted run of a graph, as its nodes see it (``current_host()``): the agent's run context, the nodes
-    whose agents resume, and what the run's agent nodes did (their interrupts, their answers)."""
+    """One hosted run of a graph, as its nodes see it (``current_host()``): the agent's run context (which carries
+    this run in its scope once the host runs it), the nodes whose agents resume, and what the run's agent nodes did
+    (their interrupts, their answers)."""
 
     ctx: RunContext
     graph_id: str
@@ -110,12 +110,13 @@ class HostRun:
         return wrapped
 
 
-_CURRENT: ContextVar[HostRun | None] = ContextVar("batonflow_hosted_run", default=None)
-
-
 def current_host() -> HostRun | None:
-    """The hosted run the running node belongs to, or None outside a graph agent or a team."""
-    return _CURRENT.get()
+    """The hosted run the running node belongs to, or None outside a graph agent or a team: the hosted run on the
+    run context of the flow running now (``FlowContext.run``, which the host sets for its own flow). A plain
+    ``eval`` inside a node has a flow context of its own, without a run, so it is no part of the hosted run."""
+    context = running_context()
+    run = context.run if context is not None else None
+    return run.scope.get(HostRun) if run is not None else None
 
 
 class GraphHost:
@@ -131,6 +132,7 @@ class GraphHost:
     ) -> AsyncGenerator[AgentEvent, None]:
         """The events of ``run``: the graph evaluated on ``context`` to its end or its stop. An error of the flow
         is raised here, once the flow is over."""
+        run.ctx = run.ctx.scoped(run)  # the run's context carries its hosted run; the caller's stays as it was
         context.run = run.ctx
         flow = asyncio.create_task(self._eval(graph, context, run, interceptors))
         try:
@@ -149,7 +151,6 @@ class GraphHost:
     async def _eval(
         self, graph: Graph, context: FlowContext, run: HostRun, interceptors: Sequence[FlowInterceptor]
     ) -> None:
-        _CURRENT.set(run)  # this task's own copy: the run's nodes find it, nested hosts set theirs
         try:
             await self.engine.eval(graph, context, interceptors=[*interceptors, NodeTrace(run.ctx)])
         finally:
