@@ -13,6 +13,7 @@ from typing import Any
 
 from ..adk import Agent, Language
 from ..errors import UserError
+from ._texts import phrase
 
 __all__ = ["Member", "compact_json"]
 
@@ -80,11 +81,10 @@ class Member:
 
     def profile_text(self, language: Language) -> str:
         """Solon's ``AgentProfile.toFormatString``: the identity a member reads in its instruction."""
-        zh = language == "zh"
         modes = self.input_modes
         if "image" not in modes and "text" in modes and len(modes) == 1:
-            segments = ["输入限制: 仅限文本" if zh else "Input: Text only"]
+            segments = [phrase("member.text_only", language)]
         else:
-            segments = [("输入模态: " if zh else "Input Modes: ") + ", ".join(modes)]
-        segments.append(("核心能力: " if zh else "Capabilities: ") + ", ".join(self.capabilities))
+            segments = [phrase("member.input_modes", language) + ", ".join(modes)]
+        segments.append(phrase("member.capabilities", language) + ", ".join(self.capabilities))
         return " | ".join(segments)

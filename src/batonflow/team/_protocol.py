@@ -18,6 +18,7 @@ from ..schema import Message
 from ._config import TeamConfig
 from ._current import current_trace
 from ._member import Member
+from ._texts import phrase
 from ._tools import ProtocolTool
 from ._trace import TeamTrace
 
@@ -159,16 +160,8 @@ class TeamProtocolBase(TeamProtocol):
     def agent_instruction(self, trace: TeamTrace, member: Member, language: Language) -> str:
         window = max(1, self.config.record_window)
         history = trace.formatted_history(window, include_system=False)
-        if language == "zh":
-            return (
-                f"## 任务上下文 (SYSTEM CONTEXT)\n### 你的身份\n{member.profile_text(language)}\n\n"
-                f"### 协作进度 (最近 {window} 条)\n{history}\n\n---\n请根据上述进度完成你的任务。"
-            )
-        return (
-            f"## SYSTEM CONTEXT\n### Your Identity\n{member.profile_text(language)}\n\n"
-            f"### Collaboration Records (Last {window} entries)\n{history}\n\n"
-            "---\nPlease complete your task based on the progress."
-        )
+        profile = member.profile_text(language)
+        return phrase("protocol.agent_instruction", language, profile=profile, window=window, history=history)
 
     def should_supervisor_route(self, trace: TeamTrace, decision: str) -> bool:
         if self.config.finish_marker in decision:
@@ -181,9 +174,7 @@ class TeamProtocolBase(TeamProtocol):
     def supervisor_instruction(self, language: Language) -> str:
         candidates = ", ".join(self.candidates())
         marker = self.config.finish_marker
-        if language == "zh":
-            return f"\n## 协作协议：{self.name}\n- 备选成员: [{candidates}]\n- 决策要求：任务完成请输出 {marker}"
-        return f"\n## Collaboration Protocol: {self.name}\n- Candidates: [{candidates}]\n- Requirement: Output {marker} when finished."
+        return phrase("protocol.supervisor_instruction", language, name=self.name, candidates=candidates, marker=marker)
 
     def resolve_supervisor_route(self, trace: TeamTrace, decision: str) -> str | None:
         return self.config.members.canonical(decision)

@@ -15,6 +15,7 @@ from ..graph import FlowContext, GraphSpec, Node
 from ._current import current_trace
 from ._member import Member, compact_json
 from ._protocol import END, START, TeamProtocolBase
+from ._texts import phrase
 from ._trace import TeamTrace
 
 __all__ = ["SequentialProtocol"]
@@ -140,5 +141,5 @@ class SequentialProtocol(TeamProtocolBase):
         return bool(state["pipeline"]) and state["current_index"] >= len(state["pipeline"])
 
     def prepare_supervisor_instruction(self, trace: TeamTrace, language: Language) -> str:
-        title = "\n### 流水线进度 (Pipeline Progress)\n" if language == "zh" else "\n### Pipeline Progress\n"
+        title = phrase("sequential.progress", language)
         return f"{title}```json\n{compact_json(self.state(trace))}\n```\n"

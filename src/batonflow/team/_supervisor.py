@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import re
 
-from ..adk import get_language
+from ..adk import Language, get_language
 from ..errors import ModelJSONError
 from ..graph import FlowContext, Node
 from ..schema import Message, ToolInfo, system, user
@@ -19,6 +19,7 @@ from ._current import current_run
 from ._interceptor import interceptor_name
 from ._member import compact_json
 from ._protocol import END, SUPERVISOR, SYSTEM
+from ._texts import phrase
 from ._tools import call_tool, string_params
 from ._trace import TeamTrace
 
@@ -34,15 +35,9 @@ FEEDBACK = "__ask_for_feedback"
 
 def feedback_tool_info(language: str) -> ToolInfo:
     """The tool the supervisor asks the user with in feedback mode (Solon's ``FeedbackTool``)."""
-    if language == "zh":
-        description = "当任务缺失必要参数、条件或外部反馈而无法继续时，必须调用此工具反馈，并向用户说明原因。"
-        reason = "向用户说明原因"
-    else:
-        description = (
-            "When the task lacks a required parameter, condition or outside feedback and cannot go on, you must "
-            "call this tool to ask for it, and tell the user why."
-        )
-        reason = "Tell the user why."
+    lang: Language = "zh" if language == "zh" else "en"
+    description = phrase("supervisor.feedback_description", lang)
+    reason = phrase("supervisor.feedback_reason", lang)
     return ToolInfo(name=FEEDBACK, description=description, parameters=string_params(reason=reason))
 
 
@@ -67,35 +62,18 @@ def supervisor_system_prompt(trace: TeamTrace) -> str:
     config, protocol = run.config, run.protocol
     language = get_language()
     members = compact_json([member.metadata() for member in config.members])
-    marker = config.finish_marker
-    if language == "zh":
-        role = config.role or "团队协作主管 (Supervisor)，负责协调成员完成任务"
-        text = (
-            f"## 你的角色\n{role}\n\n## 团队成员\n```json\n{members}\n```\n"
-            f"\n## 当前任务\n{trace.user_content}\n{protocol.supervisor_instruction(language)}\n"
-            f"\n## 输出规范\n1. **任务终止**：如果任务已完成，必须输出: {marker} 并在其后提供最终答案。若直接回复用户，**禁止**包括分析过程。\n"
-            "2. **继续执行**：若任务未完成，请**仅输出**下一个要执行的 Agent 名字，不要有额外文本。\n"
-            "\n## 历史分析与准则\n- 参考协作历史，避免重复执行相同逻辑。\n"
-            f"- 任务完成信号：{marker}。\n- 注意：严禁过早结束，确保专家意见已被充分获取。\n"
-        )
-        if config.instruction is not None:
-            text += f"\n## 核心任务指令\n{config.instruction}\n\n"
-        return text
-    role = config.role or "Team Supervisor, responsible for coordinating agents to complete the task"
-    text = (
-        f"## Your Role\n{role}\n\n## Team Members\n```json\n{members}\n```\n"
-        f"\n## Current Task\n{trace.user_content}\n{protocol.supervisor_instruction(language)}\n"
-        f"\n## Output Specification\n1. **Termination**: If the task is finished, output: {marker} followed by the "
-        "final result. If responding directly to the user, **DO NOT** include any analysis process.\n"
-        "2. **Routing**: If the task is ongoing, output **ONLY** the name of the next Agent to execute. Do not "
-        "provide extra text.\n"
-        "\n## History Analysis & Guidelines\n- Reference collaboration history to avoid redundant turns.\n"
-        f"- Task Finish Marker: {marker}.\n- Note: Do not terminate prematurely; ensure necessary expert input is "
-        "obtained.\n"
+    prompt = phrase(
+        "supervisor.system",
+        language,
+        role=config.role or phrase("supervisor.role", language),
+        members=members,
+        task=trace.user_content,
+        protocol=protocol.supervisor_instruction(language),
+        marker=config.finish_marker,
     )
     if config.instruction is not None:
-        text += f"\n## Core Task Instructions\n{config.instruction}\n\n"
-    return text
+        prompt += phrase("supervisor.instruction", language, instruction=config.instruction)
+    return prompt
 
 
 def supervisor_user_content(trace: TeamTrace) -> str:
@@ -108,21 +86,10 @@ def supervisor_user_content(trace: TeamTrace) -> str:
     history = trace.formatted_history(window)
     spoken = {record.source.lower() for record in trace.records if record.is_agent}
     pending = [name for name in config.members.names() if name.lower() not in spoken]
-    if language == "zh":
-        parts.append(f"## 协作进度 (最近 {window} 轮历史)\n{history}\n\n---\n")
-        parts.append(
-            f"当前迭代轮次: {trace.next_turn()}\n指令：请指派下一位执行者。已完成则输出 {config.finish_marker}"
-        )
-        if pending:
-            parts.append(f"\n> **待命专家**：[{', '.join(pending)}].")
-    else:
-        parts.append(f"## Collaboration Progress (Last {window} rounds)\n{history}\n\n---\n")
-        parts.append(
-            f"Current Iteration: {trace.next_turn()}\nCommand: Assign next agent or output {config.finish_marker} "
-            "to finish."
-        )
-        if pending:
-            parts.append(f"\n> **Pending Experts**: [{', '.join(pending)}].")
+    parts.append(phrase("supervisor.progress", language, window=window, history=history))
+    parts.append(phrase("supervisor.turn", language, turn=trace.next_turn(), marker=config.finish_marker))
+    if pending:
+        parts.append(phrase("supervisor.pending", language, names=", ".join(pending)))
     return "".join(parts)
 
 
