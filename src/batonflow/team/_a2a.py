@@ -18,6 +18,7 @@ from ._current import current_trace
 from ._member import Member, compact_json
 from ._protocol import END, START, SUPERVISOR, TeamProtocolBase
 from ._supervisor import SupervisorTask
+from ._texts import phrase
 from ._tools import ProtocolTool, string_params
 from ._trace import TeamTrace
 
@@ -63,7 +64,7 @@ class A2AProtocol(TeamProtocolBase):
 
     def agent_tools(self, trace: TeamTrace, member: Member) -> list[ProtocolTool]:
         state = self.state(trace)
-        zh = get_language() == "zh"
+        language = get_language()
         others = compact_json([m.metadata() for m in self.config.members if m.name != member.name])
 
         def transfer(args: dict[str, Any]) -> str:
@@ -73,61 +74,29 @@ class A2AProtocol(TeamProtocolBase):
             if args.get("state"):
                 given = args["state"]
                 state["global_state"] = given if isinstance(given, str) else compact_json(given)
-            return f"已发起向 [{target}] 的接力请求。" if zh else f"Transfer to [{target}] requested."
+            return phrase("a2a.transfer_requested", language, target=target)
 
-        if zh:
-            info = ToolInfo(
-                name=TRANSFER,
-                description="当你无法完成当前任务时，将其移交给更合适的专家。",
-                parameters=string_params(
-                    target=f"目标专家名。必选范围: {others}",
-                    state="业务状态 JSON。",
-                    memo="交接备忘：把需要下游专家继续处理的关键产出/结论写在这里。",
-                ),
-            )
-        else:
-            info = ToolInfo(
-                name=TRANSFER,
-                description=(
-                    "When you are unable to complete the current task, hand it over to a more appropriate expert."
-                ),
-                parameters=string_params(
-                    target=f"Expert name. Options: {others}",
-                    state="Persistent JSON state.",
-                    memo="Handover memo: put key findings/output the next expert should continue with.",
-                ),
-            )
+        info = ToolInfo(
+            name=TRANSFER,
+            description=phrase("a2a.transfer_description", language),
+            parameters=string_params(
+                target=phrase("a2a.transfer_target", language, others=others),
+                state=phrase("a2a.transfer_state", language),
+                memo=phrase("a2a.transfer_memo", language),
+            ),
+        )
         return [ProtocolTool(info=info, handle=transfer, meta={"_agent_": member.name})]
 
     def agent_instruction(self, trace: TeamTrace, member: Member, language: Language) -> str:
-        zh = language == "zh"
-        text = super().agent_instruction(trace, member, language)
-        if zh:
-            text += "\n## 专家协作指引\n- 必须根据各专家的 [核心能力] 和 [模态] 标签精准选择目标，严禁向不支持相关模态的专家移交任务。\n"
-        else:
-            text += (
-                "\n## Collaboration Guidelines\n- You must choose the target precisely based on [Capabilities] and "
-                "[Modes] tags. Never transfer to an agent that lacks the required modality.\n"
-            )
+        text = super().agent_instruction(trace, member, language) + phrase("a2a.agent_guidelines", language)
         state = self.state(trace)
         output = state["last_payload"] or trace.last_agent_content
         shared = state["global_state"]
         trail = [record.source for record in trace.agent_records()]
         if not trail and not output and not shared:
             return text
-        if zh:
-            text += "\n## 当前接力任务断面 (Active Session Context)\n"
-            text += "> 本部分记录了任务流转至此时的关键快照，请基于此状态继续执行，严禁编造断面之外的信息。\n\n"
-            labels = ("- **协作轨迹**: ", "- **上一步专家**: ", "- **待处理产出**: ", "- **累积业务状态**: ")
-        else:
-            text += "\n## Active Session Context\n"
-            text += "> This snapshot records the current state of the task. Continue execution based on this data.\n\n"
-            labels = (
-                "- **Collaboration Trail**: ",
-                "- **Prior Expert**: ",
-                "- **Pending Output**: ",
-                "- **Global State**: ",
-            )
+        text += phrase("a2a.session_context", language)
+        labels = [phrase(f"a2a.{key}", language) for key in ("trail", "prior", "pending_output", "global_state")]
         if trail:
             text += f"{labels[0]}{' -> '.join(trail)}\n{labels[1]}{trail[-1]}\n"
         if output:
@@ -150,19 +119,14 @@ class A2AProtocol(TeamProtocolBase):
         target = state["last_temp_target"]
         if not target:
             return super().resolve_supervisor_route(trace, decision)
-        zh = get_language() == "zh"
+        language = get_language()
         if state["transfer_count"] >= self.max_transfer_rounds:
-            trace.final_answer = "协作达到最大流转次数，任务中止。" if zh else "Max transfer limit reached."
+            trace.final_answer = phrase("a2a.max_transfers", language)
             return None
         found = self.config.members.get(target)
         if found is None or (trace.multimodal and all(mode.lower() == "text" for mode in found.input_modes)):
             state["last_temp_target"] = ""
-            feedback = (
-                f"【系统通知】移交失败：专家 [{target}] 不存在或能力不匹配（如无法处理图片）。请重新选择或尝试自行解决。"
-                if zh
-                else f"[System] Transfer failed: Expert [{target}] is invalid or lacks required capabilities. "
-                "Please re-select or resolve yourself."
-            )
+            feedback = phrase("a2a.transfer_failed", language, target=target)
             trace.add_record("system", "Supervisor", feedback)
             return trace.last_agent_name
         state["transfer_count"] += 1
@@ -171,25 +135,12 @@ class A2AProtocol(TeamProtocolBase):
 
     def prepare_supervisor_instruction(self, trace: TeamTrace, language: Language) -> str:
         state = self.state(trace)
-        if language == "zh":
-            text = "\n### A2A 接力看板\n"
-            if state["global_state"]:
-                text += f"- 全局状态: {state['global_state']}\n"
-            return text + f"- 接力次数: {state['transfer_count']}\n"
-        text = "\n### A2A Dashboard\n"
+        text = phrase("a2a.dashboard", language)
         if state["global_state"]:
-            text += f"- Global State: {state['global_state']}\n"
-        return text + f"- Handovers: {state['transfer_count']}\n"
+            text += phrase("a2a.dashboard_state", language, state=state["global_state"])
+        return text + phrase("a2a.dashboard_handovers", language, count=state["transfer_count"])
 
     def supervisor_instruction(self, language: Language) -> str:
         marker = self.config.finish_marker
         text = super().supervisor_instruction(language)
-        if language == "zh":
-            return text + (
-                f"\n### A2A 协作准则：\n1. **直接交付**：任务完成时请直接输出 `{marker}`，**禁止**对专家的内容进行二次总结或润色。\n"
-                "2. **流转审计**：若专家间接力流转超过 5 次仍无实质进展，请立即介入并强制收尾。"
-            )
-        return text + (
-            f"\n### A2A Collaboration Rules:\n1. **Direct Delivery**: Output `{marker}` directly. **DO NOT** "
-            "summarize.\n2. **Handover Audit**: Force termination if more than 5 handovers occur."
-        )
+        return text + phrase("a2a.supervisor_rules", language, marker=marker)

@@ -18,6 +18,7 @@ from ..adk import Language, get_language
 from ..schema import Message, ToolInfo, user
 from ._hierarchical import HierarchicalProtocol
 from ._member import Member, compact_json
+from ._texts import phrase
 from ._tools import ProtocolTool
 from ._trace import TeamTrace
 
@@ -149,7 +150,7 @@ class BlackboardProtocol(HierarchicalProtocol):
         return Board(state)
 
     def agent_tools(self, trace: TeamTrace, member: Member) -> list[ProtocolTool]:
-        zh = get_language() == "zh"
+        language = get_language()
 
         def sync(args: dict[str, Any]) -> str:
             board = self.board(trace, create=True)
@@ -161,50 +162,21 @@ class BlackboardProtocol(HierarchicalProtocol):
                 board.add_direct(member.name, result, todo)
             if args.get("state") is not None:
                 board.merge(member.name, args["state"])
-            if zh:
-                return "系统：黑板已更新。后续专家将基于此状态继续。"
-            return "System: Blackboard updated. Subsequent experts will proceed based on this state."
+            return phrase("blackboard.updated", language)
 
-        texts = (
-            (
-                "同步你的结论、已完成待办和后续待办。至少提供 result 或 state 之一。",
-                "本阶段的确切结论；若完成了某 TODO，请在此明确写出该 TODO 原文",
-                "建议后续协作回合的任务（TODOs），没有则省略",
-                "已完成的待办原文（可多条，分号/逗号分隔）",
-                "JSON 格式的详细业务数据，可含 todo / completed_todo / status",
-            )
-            if zh
-            else (
-                "Sync findings, completed todos and future todos. Provide at least result or state.",
-                "Key findings; mention completed TODO text if any",
-                "Suggested tasks for next turns; omit if none",
-                "Completed TODO text (semicolon/comma separated)",
-                "Detailed JSON state (todo/completed_todo/status)",
-            )
-        )
         names = ("result", "todo", "completed_todo", "state")
         parameters = {
             "type": "object",
-            "properties": {n: {"type": "string", "description": d} for n, d in zip(names, texts[1:], strict=True)},
+            "properties": {
+                n: {"type": "string", "description": phrase(f"blackboard.sync_{n}", language)} for n in names
+            },
         }
-        info = ToolInfo(name=SYNC, description=texts[0], parameters=parameters)
+        info = ToolInfo(name=SYNC, description=phrase("blackboard.sync_description", language), parameters=parameters)
         return [ProtocolTool(info=info, handle=sync, meta={"_agent_": member.name})]
 
     def agent_instruction(self, trace: TeamTrace, member: Member, language: Language) -> str:
         text = super().agent_instruction(trace, member, language)
-        if language == "zh":
-            return text + (
-                f"\n## 黑板协作规范\n- **主动同步**：在得出阶段性结论或发现新待办（TODO）时，必须调用 `{SYNC}` 工具。\n"
-                "- **数据导向**：决策前请先查阅“当前协作黑板内容”，避免产生冗余的协作回合（Redundant Turns）。\n"
-                "- **闭环意识**：完成黑板上某个 TODO 时，请通过 `completed_todo` 参数传入该 TODO 原文，或在 result 中完整写出该 TODO，系统会自动从待办列表移除。\n"
-            )
-        return text + (
-            f"\n## Blackboard Guidelines\n- **Proactive Sync**: You must call `{SYNC}` when you reach a conclusion or "
-            "identify new tasks (TODOs).\n"
-            '- **Data-Driven**: Check the "Current blackboard content" before acting to avoid redundant turns.\n'
-            "- **Closure**: When a board TODO is done, pass its exact text via `completed_todo` (or include it in "
-            "result) so the system can remove it from the list.\n"
-        )
+        return text + phrase("blackboard.agent_guidelines", language, tool=SYNC)
 
     def prepare_agent_prompt(
         self, trace: TeamTrace, member: Member, prompt: list[Message], language: Language
@@ -213,7 +185,7 @@ class BlackboardProtocol(HierarchicalProtocol):
         board = self.board(trace)
         if board is None:
             return messages
-        title = "【协作黑板快照】" if language == "zh" else "[Blackboard Snapshot]"
+        title = phrase("blackboard.snapshot", language)
         messages.append(user(f"{title}\n```json\n{board.view()}\n```"))
         return messages
 
@@ -237,21 +209,13 @@ class BlackboardProtocol(HierarchicalProtocol):
 
     def prepare_supervisor_instruction(self, trace: TeamTrace, language: Language) -> str:
         board = self.board(trace)
-        text = "\n### 全局黑板 (Blackboard Dashboard)\n" if language == "zh" else "\n### Global Blackboard\n"
+        text = phrase("blackboard.dashboard", language)
         text += f"```json\n{board.view()}\n```\n" if board is not None else "- Empty\n"
         return text + super().prepare_supervisor_instruction(trace, language)
 
     def supervisor_instruction(self, language: Language) -> str:
         text = super().supervisor_instruction(language)
-        if language == "zh":
-            return text + (
-                "\n### 黑板管理原则：\n1. **依据待办**：优先处理黑板中 `todo` 列表的任务。\n"
-                "2. **结论导向**：若所有待办已完成且信息补全，整理黑板结论并结束。"
-            )
-        return text + (
-            "\n### Blackboard Management:\n1. **Todo Driven**: Prioritize agents based on `todo` list.\n"
-            "2. **Summary**: Finalize findings when todos are cleared."
-        )
+        return text + phrase("blackboard.supervisor_rules", language)
 
 
 def _text(value: Any) -> str | None:

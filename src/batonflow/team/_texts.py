@@ -70,6 +70,91 @@ _TEXTS: dict[str, dict[str, str]] = {
         "when finished.",
         "zh": "\n## 协作协议：%(name)s\n- 备选成员: [%(candidates)s]\n- 决策要求：任务完成请输出 %(marker)s",
     },
+    # -- a2a ------------------------------------------------------------------------------------------------------
+    "a2a.transfer_requested": {"en": "Transfer to [%(target)s] requested.", "zh": "已发起向 [%(target)s] 的接力请求。"},
+    "a2a.transfer_description": {
+        "en": "When you are unable to complete the current task, hand it over to a more appropriate expert.",
+        "zh": "当你无法完成当前任务时，将其移交给更合适的专家。",
+    },
+    "a2a.transfer_target": {"en": "Expert name. Options: %(others)s", "zh": "目标专家名。必选范围: %(others)s"},
+    "a2a.transfer_state": {"en": "Persistent JSON state.", "zh": "业务状态 JSON。"},
+    "a2a.transfer_memo": {
+        "en": "Handover memo: put key findings/output the next expert should continue with.",
+        "zh": "交接备忘：把需要下游专家继续处理的关键产出/结论写在这里。",
+    },
+    "a2a.agent_guidelines": {
+        "en": "\n## Collaboration Guidelines\n- You must choose the target precisely based on [Capabilities] and "
+        "[Modes] tags. Never transfer to an agent that lacks the required modality.\n",
+        "zh": "\n## 专家协作指引\n- 必须根据各专家的 [核心能力] 和 [模态] 标签精准选择目标，严禁向不支持相关模态的专家移交任务。\n",
+    },
+    "a2a.session_context": {
+        "en": "\n## Active Session Context\n"
+        "> This snapshot records the current state of the task. Continue execution based on this data.\n\n",
+        "zh": "\n## 当前接力任务断面 (Active Session Context)\n"
+        "> 本部分记录了任务流转至此时的关键快照，请基于此状态继续执行，严禁编造断面之外的信息。\n\n",
+    },
+    "a2a.trail": {"en": "- **Collaboration Trail**: ", "zh": "- **协作轨迹**: "},
+    "a2a.prior": {"en": "- **Prior Expert**: ", "zh": "- **上一步专家**: "},
+    "a2a.pending_output": {"en": "- **Pending Output**: ", "zh": "- **待处理产出**: "},
+    "a2a.global_state": {"en": "- **Global State**: ", "zh": "- **累积业务状态**: "},
+    "a2a.max_transfers": {"en": "Max transfer limit reached.", "zh": "协作达到最大流转次数，任务中止。"},
+    "a2a.transfer_failed": {
+        "en": "[System] Transfer failed: Expert [%(target)s] is invalid or lacks required capabilities. "
+        "Please re-select or resolve yourself.",
+        "zh": "【系统通知】移交失败：专家 [%(target)s] 不存在或能力不匹配（如无法处理图片）。请重新选择或尝试自行解决。",
+    },
+    "a2a.dashboard": {"en": "\n### A2A Dashboard\n", "zh": "\n### A2A 接力看板\n"},
+    "a2a.dashboard_state": {"en": "- Global State: %(state)s\n", "zh": "- 全局状态: %(state)s\n"},
+    "a2a.dashboard_handovers": {"en": "- Handovers: %(count)s\n", "zh": "- 接力次数: %(count)s\n"},
+    "a2a.supervisor_rules": {
+        "en": "\n### A2A Collaboration Rules:\n1. **Direct Delivery**: Output `%(marker)s` directly. **DO NOT** "
+        "summarize.\n2. **Handover Audit**: Force termination if more than 5 handovers occur.",
+        "zh": "\n### A2A 协作准则：\n1. **直接交付**：任务完成时请直接输出 `%(marker)s`，**禁止**对专家的内容进行二次总结或润色。\n"
+        "2. **流转审计**：若专家间接力流转超过 5 次仍无实质进展，请立即介入并强制收尾。",
+    },
+    # -- blackboard -----------------------------------------------------------------------------------------------
+    "blackboard.updated": {
+        "en": "System: Blackboard updated. Subsequent experts will proceed based on this state.",
+        "zh": "系统：黑板已更新。后续专家将基于此状态继续。",
+    },
+    "blackboard.sync_description": {
+        "en": "Sync findings, completed todos and future todos. Provide at least result or state.",
+        "zh": "同步你的结论、已完成待办和后续待办。至少提供 result 或 state 之一。",
+    },
+    "blackboard.sync_result": {
+        "en": "Key findings; mention completed TODO text if any",
+        "zh": "本阶段的确切结论；若完成了某 TODO，请在此明确写出该 TODO 原文",
+    },
+    "blackboard.sync_todo": {
+        "en": "Suggested tasks for next turns; omit if none",
+        "zh": "建议后续协作回合的任务（TODOs），没有则省略",
+    },
+    "blackboard.sync_completed_todo": {
+        "en": "Completed TODO text (semicolon/comma separated)",
+        "zh": "已完成的待办原文（可多条，分号/逗号分隔）",
+    },
+    "blackboard.sync_state": {
+        "en": "Detailed JSON state (todo/completed_todo/status)",
+        "zh": "JSON 格式的详细业务数据，可含 todo / completed_todo / status",
+    },
+    "blackboard.agent_guidelines": {
+        "en": "\n## Blackboard Guidelines\n- **Proactive Sync**: You must call `%(tool)s` when you reach a conclusion or "
+        "identify new tasks (TODOs).\n"
+        '- **Data-Driven**: Check the "Current blackboard content" before acting to avoid redundant turns.\n'
+        "- **Closure**: When a board TODO is done, pass its exact text via `completed_todo` (or include it in "
+        "result) so the system can remove it from the list.\n",
+        "zh": "\n## 黑板协作规范\n- **主动同步**：在得出阶段性结论或发现新待办（TODO）时，必须调用 `%(tool)s` 工具。\n"
+        "- **数据导向**：决策前请先查阅“当前协作黑板内容”，避免产生冗余的协作回合（Redundant Turns）。\n"
+        "- **闭环意识**：完成黑板上某个 TODO 时，请通过 `completed_todo` 参数传入该 TODO 原文，或在 result 中完整写出该 TODO，系统会自动从待办列表移除。\n",
+    },
+    "blackboard.snapshot": {"en": "[Blackboard Snapshot]", "zh": "【协作黑板快照】"},
+    "blackboard.dashboard": {"en": "\n### Global Blackboard\n", "zh": "\n### 全局黑板 (Blackboard Dashboard)\n"},
+    "blackboard.supervisor_rules": {
+        "en": "\n### Blackboard Management:\n1. **Todo Driven**: Prioritize agents based on `todo` list.\n"
+        "2. **Summary**: Finalize findings when todos are cleared.",
+        "zh": "\n### 黑板管理原则：\n1. **依据待办**：优先处理黑板中 `todo` 列表的任务。\n"
+        "2. **结论导向**：若所有待办已完成且信息补全，整理黑板结论并结束。",
+    },
     # -- sequential -----------------------------------------------------------------------------------------------
     "sequential.progress": {"en": "\n### Pipeline Progress\n", "zh": "\n### 流水线进度 (Pipeline Progress)\n"},
 }
