@@ -16,6 +16,7 @@ from typing import Any
 from ..adk import Language
 from ._hierarchical import HierarchicalProtocol
 from ._member import Member, compact_json
+from ._texts import phrase
 from ._trace import TeamTrace
 
 __all__ = ["MarketBasedProtocol"]
@@ -96,7 +97,6 @@ class MarketBasedProtocol(HierarchicalProtocol):
     def prepare_supervisor_instruction(self, trace: TeamTrace, language: Language) -> str:
         market = self.marketplace(trace)
         self._seed(market)
-        zh = language == "zh"
         view = {
             name: {
                 "score": f"{p['quality']:.2f}",
@@ -106,28 +106,16 @@ class MarketBasedProtocol(HierarchicalProtocol):
             }
             for name, p in market.items()
         }
-        text = "\n### 专家人才市场 (Expert Marketplace)\n" if zh else "\n### Expert Marketplace\n"
+        text = phrase("market.dashboard", language)
         text += f"```json\n{compact_json(view)}\n```\n"
-        if zh:
-            text += (
-                "> 策略指引：\n> - 简单/轻量任务优先 Price 较低的专家。\n> - 攻坚/深度任务优先 Score/ROI 更高的专家。\n"
-                "> - 预算受限时，指派 Price 较低的专家完成基础工作。"
-            )
-        else:
-            text += (
-                "> Strategy Tips:\n> - Prefer lower Price agents for simple/light tasks.\n"
-                "> - Prefer higher Score/ROI agents for deep/critical tasks.\n"
-                "> - Assign lower Price agents for routine tasks under budget constraints."
-            )
+        text += phrase("market.tips", language)
         if market:
             top = max(market, key=lambda name: _roi(market[name]))
             cheapest = min(market, key=lambda name: float(market[name]["current_price"]))
-            text += ("\n> **今日推荐 (ROI King)**：" if zh else "\n> **Top ROI Agent**:") + top
-            text += ("\n> **低价优选 (Budget Pick)**：" if zh else "\n> **Budget Pick**:") + cheapest
+            text += phrase("market.top", language) + top
+            text += phrase("market.cheapest", language) + cheapest
         return text + super().prepare_supervisor_instruction(trace, language)
 
     def supervisor_instruction(self, language: Language) -> str:
         text = super().supervisor_instruction(language)
-        if language == "zh":
-            return text + "\n### 调度准则：简单任务看价格(Price)，攻坚任务看信誉(Score)与性价比(ROI)。"
-        return text + "\n### Guidelines: Price for simple tasks; Score/ROI for critical challenges."
+        return text + phrase("market.supervisor_rules", language)

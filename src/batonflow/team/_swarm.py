@@ -20,6 +20,7 @@ from ..schema import Message, ToolInfo, user
 from ._member import Member, compact_json
 from ._protocol import END, START, SUPERVISOR, SYSTEM, TeamProtocolBase, sniff_json
 from ._supervisor import SupervisorTask
+from ._texts import phrase
 from ._tools import ProtocolTool, string_params
 from ._trace import TeamTrace
 
@@ -100,43 +101,24 @@ class SwarmProtocol(TeamProtocolBase):
 
     def agent_tools(self, trace: TeamTrace, member: Member) -> list[ProtocolTool]:
         state = self.state(trace)
-        zh = get_language() == "zh"
+        language = get_language()
 
         def emerge(args: dict[str, Any]) -> str:
             self.emerge(state, _text(args.get("tasks")), _text(args.get("agents")))
-            return "系统：子任务已加入任务池。" if zh else "System: Tasks added to pool."
+            return phrase("swarm.tasks_added", language)
 
-        if zh:
-            info = ToolInfo(
-                name=EMERGE,
-                description="当你发现需要拆解子任务或建议其他专家介入时调用。",
-                parameters=string_params(
-                    tasks="待办任务描述，多个用分号分隔", agents="建议执行的专家名，多个用分号分隔"
-                ),
-            )
-        else:
-            info = ToolInfo(
-                name=EMERGE,
-                description="Call this to decompose tasks or suggest other experts.",
-                parameters=string_params(
-                    tasks="Task descriptions, separated by semicolons",
-                    agents="Suggested agent names, separated by semicolons",
-                ),
-            )
+        info = ToolInfo(
+            name=EMERGE,
+            description=phrase("swarm.emerge_description", language),
+            parameters=string_params(
+                tasks=phrase("swarm.emerge_tasks", language), agents=phrase("swarm.emerge_agents", language)
+            ),
+        )
         return [ProtocolTool(info=info, handle=emerge, meta={"_agent_": member.name})]
 
     def agent_instruction(self, trace: TeamTrace, member: Member, language: Language) -> str:
         text = super().agent_instruction(trace, member, language)
-        if language == "zh":
-            return text + (
-                f"\n## 蜂群协作规范\n- **任务涌现**：若当前任务需他人配合或拆解，请调用 `{EMERGE}` 将子任务放入池中。\n"
-                "- **专注性**：仅在发现新任务维度时调用工具，不要重复同步已有任务。\n"
-            )
-        return text + (
-            f"\n## Swarm Collaboration\n- **Emergence**: Use `{EMERGE}` to add sub-tasks to the pool when delegation "
-            "or decomposition is needed.\n- **Focus**: Only call the tool for new task dimensions; do not re-sync "
-            "existing tasks.\n"
-        )
+        return text + phrase("swarm.agent_guidelines", language, tool=EMERGE)
 
     def prepare_agent_prompt(
         self, trace: TeamTrace, member: Member, prompt: list[Message], language: Language
@@ -145,7 +127,7 @@ class SwarmProtocol(TeamProtocolBase):
         state = trace.protocol_context.get(_STATE)
         if not state or not state["taskPool"]:
             return messages
-        title = "【蜂群任务池快照】" if language == "zh" else "[Swarm Task Pool Snapshot]"
+        title = phrase("swarm.snapshot", language)
         messages.append(user(f"{title}\n```json\n{compact_json(state)}\n```"))
         return messages
 
@@ -196,40 +178,16 @@ class SwarmProtocol(TeamProtocolBase):
     def supervisor_instruction(self, language: Language) -> str:
         marker = self.config.finish_marker
         text = super().supervisor_instruction(language)
-        if language == "zh":
-            return text + (
-                f"\n### SWARM 决策准则：\n1. **任务终止**：若任务完成，输出 `{marker}`。\n"
-                "2. **决策优先**：若未完成，仅输出下一位 Agent 名字。不要解释。\n"
-                "3. **任务池优先**：看板 task_pool 非空时，优先指派其中建议的专家。"
-            )
-        return text + (
-            f"\n### SWARM Decision Rules:\n1. **Termination**: Output `{marker}` when done.\n"
-            "2. **Routing**: Output only the next Agent name.\n"
-            "3. **Task Pool First**: When task_pool is non-empty, prioritize suggested agents."
-        )
+        return text + phrase("swarm.supervisor_rules", language, marker=marker)
 
     def prepare_supervisor_instruction(self, trace: TeamTrace, language: Language) -> str:
         state = self.state(trace)
         recommended = self.pick_next(state, trace.last_agent_name)
-        zh = language == "zh"
-        text = "\n### 蜂群状态看板 (Swarm Intelligence)\n" if zh else "\n### Swarm Intelligence Dashboard\n"
+        text = phrase("swarm.dashboard", language)
         text += f"```json\n{compact_json(state)}\n```\n"
-        if zh:
-            text += (
-                "> **调度指引**：\n> 1. **负载均衡**：优先指派 pheromones 值较低的成员。\n"
-                "> 2. **能力匹配**：确保 task_pool 中的任务描述与 Agent 的 Capabilities 一致。\n"
-                "> 3. **冷却避障**：避免连续指派刚执行完的 Agent。\n"
-            )
-            if recommended and state["taskPool"]:
-                text += f"> 4. **推荐下一执行者**：`{recommended}`\n"
-            return text
-        text += (
-            "> **Instruction**:\n> 1. **Load Balancing**: Prioritize agents with lower pheromone values.\n"
-            "> 2. **Skill Match**: Ensure emergent tasks in task_pool align with Agent's Capabilities.\n"
-            "> 3. **Cool-down**: Avoid re-assigning the agent that just finished.\n"
-        )
+        text += phrase("swarm.instruction", language)
         if recommended and state["taskPool"]:
-            text += f"> 4. **Recommended next**: `{recommended}`\n"
+            text += phrase("swarm.recommended", language, name=recommended)
         return text
 
 

@@ -155,6 +155,64 @@ _TEXTS: dict[str, dict[str, str]] = {
         "zh": "\n### 黑板管理原则：\n1. **依据待办**：优先处理黑板中 `todo` 列表的任务。\n"
         "2. **结论导向**：若所有待办已完成且信息补全，整理黑板结论并结束。",
     },
+    # -- market-based ---------------------------------------------------------------------------------------------
+    "market.dashboard": {"en": "\n### Expert Marketplace\n", "zh": "\n### 专家人才市场 (Expert Marketplace)\n"},
+    "market.tips": {
+        "en": "> Strategy Tips:\n> - Prefer lower Price agents for simple/light tasks.\n"
+        "> - Prefer higher Score/ROI agents for deep/critical tasks.\n"
+        "> - Assign lower Price agents for routine tasks under budget constraints.",
+        "zh": "> 策略指引：\n> - 简单/轻量任务优先 Price 较低的专家。\n> - 攻坚/深度任务优先 Score/ROI 更高的专家。\n"
+        "> - 预算受限时，指派 Price 较低的专家完成基础工作。",
+    },
+    "market.top": {"en": "\n> **Top ROI Agent**:", "zh": "\n> **今日推荐 (ROI King)**："},
+    "market.cheapest": {"en": "\n> **Budget Pick**:", "zh": "\n> **低价优选 (Budget Pick)**："},
+    "market.supervisor_rules": {
+        "en": "\n### Guidelines: Price for simple tasks; Score/ROI for critical challenges.",
+        "zh": "\n### 调度准则：简单任务看价格(Price)，攻坚任务看信誉(Score)与性价比(ROI)。",
+    },
+    # -- swarm ----------------------------------------------------------------------------------------------------
+    "swarm.tasks_added": {"en": "System: Tasks added to pool.", "zh": "系统：子任务已加入任务池。"},
+    "swarm.emerge_description": {
+        "en": "Call this to decompose tasks or suggest other experts.",
+        "zh": "当你发现需要拆解子任务或建议其他专家介入时调用。",
+    },
+    "swarm.emerge_tasks": {"en": "Task descriptions, separated by semicolons", "zh": "待办任务描述，多个用分号分隔"},
+    "swarm.emerge_agents": {
+        "en": "Suggested agent names, separated by semicolons",
+        "zh": "建议执行的专家名，多个用分号分隔",
+    },
+    "swarm.agent_guidelines": {
+        "en": "\n## Swarm Collaboration\n- **Emergence**: Use `%(tool)s` to add sub-tasks to the pool when delegation "
+        "or decomposition is needed.\n- **Focus**: Only call the tool for new task dimensions; do not re-sync "
+        "existing tasks.\n",
+        "zh": "\n## 蜂群协作规范\n- **任务涌现**：若当前任务需他人配合或拆解，请调用 `%(tool)s` 将子任务放入池中。\n"
+        "- **专注性**：仅在发现新任务维度时调用工具，不要重复同步已有任务。\n",
+    },
+    "swarm.snapshot": {"en": "[Swarm Task Pool Snapshot]", "zh": "【蜂群任务池快照】"},
+    "swarm.supervisor_rules": {
+        "en": "\n### SWARM Decision Rules:\n1. **Termination**: Output `%(marker)s` when done.\n"
+        "2. **Routing**: Output only the next Agent name.\n"
+        "3. **Task Pool First**: When task_pool is non-empty, prioritize suggested agents.",
+        "zh": "\n### SWARM 决策准则：\n1. **任务终止**：若任务完成，输出 `%(marker)s`。\n"
+        "2. **决策优先**：若未完成，仅输出下一位 Agent 名字。不要解释。\n"
+        "3. **任务池优先**：看板 task_pool 非空时，优先指派其中建议的专家。",
+    },
+    "swarm.dashboard": {
+        "en": "\n### Swarm Intelligence Dashboard\n",
+        "zh": "\n### 蜂群状态看板 (Swarm Intelligence)\n",
+    },
+    "swarm.instruction": {
+        "en": "> **Instruction**:\n> 1. **Load Balancing**: Prioritize agents with lower pheromone values.\n"
+        "> 2. **Skill Match**: Ensure emergent tasks in task_pool align with Agent's Capabilities.\n"
+        "> 3. **Cool-down**: Avoid re-assigning the agent that just finished.\n",
+        "zh": "> **调度指引**：\n> 1. **负载均衡**：优先指派 pheromones 值较低的成员。\n"
+        "> 2. **能力匹配**：确保 task_pool 中的任务描述与 Agent 的 Capabilities 一致。\n"
+        "> 3. **冷却避障**：避免连续指派刚执行完的 Agent。\n",
+    },
+    "swarm.recommended": {
+        "en": "> 4. **Recommended next**: `%(name)s`\n",
+        "zh": "> 4. **推荐下一执行者**：`%(name)s`\n",
+    },
     # -- sequential -----------------------------------------------------------------------------------------------
     "sequential.progress": {"en": "\n### Pipeline Progress\n", "zh": "\n### 流水线进度 (Pipeline Progress)\n"},
 }
