@@ -213,6 +213,86 @@ _TEXTS: dict[str, dict[str, str]] = {
         "en": "> 4. **Recommended next**: `%(name)s`\n",
         "zh": "> 4. **推荐下一执行者**：`%(name)s`\n",
     },
+    # -- hierarchical ---------------------------------------------------------------------------------------------
+    "hierarchical.reporting": {"en": "\n## Collaboration & Reporting\n", "zh": "\n## 协作与汇报规范\n"},
+    "hierarchical.report_json": {
+        "en": '\n1. Reporting Requirement:\n- End response with a JSON block for key data (e.g., {"result": "...", '
+        '"status": "done"}).',
+        "zh": '\n1. 汇报要求：\n- 请在回复结尾使用 JSON 块反馈核心数据（例：{"result": "...", "status": "done"}）。',
+    },
+    "hierarchical.finish_marker": {
+        "en": "\n2. **Finish Marker**: Upon completion, must include: ",
+        "zh": "\n2. **完成标记**：任务完成时，必须包含标记: ",
+    },
+    "hierarchical.pre_context": {"en": "\n\n### Pre-Context\n", "zh": "\n\n### 前置背景 (Pre-Context)\n"},
+    "hierarchical.from": {"en": "- From ", "zh": "- 来自 "},
+    "hierarchical.keep_data": {
+        "en": "> Please process based on the data above without altering core information.\n",
+        "zh": "> 请务必基于上述背景数据进行处理，不要修改原始关键信息。\n",
+    },
+    "hierarchical.directive": {
+        "en": "\n\n### Supervisor Directive\n",
+        "zh": "\n\n### 来自主管的最新指令 (Supervisor Directive)\n",
+    },
+    "hierarchical.correction": {"en": "\n### Error Correction Required:\n", "zh": "\n### 错误修正请求：\n"},
+    "hierarchical.failed_validation": {
+        "en": "- Your previous response failed validation: ",
+        "zh": "- 你之前的执行结果未通过验证：",
+    },
+    "hierarchical.fix": {
+        "en": "- Please fix this based on the directive and ensure the correct finish marker.\n",
+        "zh": "- 请根据主管的最新指令进行修复，并务必包含正确的完成标记。\n",
+    },
+    "hierarchical.multimodal": {
+        "en": "\n- [IMPORTANT]: Multimodal content detected. Process based on the attachments.",
+        "zh": "\n- [重要]：输入包含多媒体附件，请务必结合视觉或文件内容进行处理。",
+    },
+    "hierarchical.errors_left": {
+        "en": "[System] Task cannot end because errors exist. Assign agents to fix them.",
+        "zh": "【系统干预】由于看板中仍有未解决的错误，任务不能结束。请指派相关专家修复。",
+    },
+    "hierarchical.dashboard": {"en": "\n## Hierarchical Dashboard\n", "zh": "\n## 运行看板 (Hierarchical Dashboard)\n"},
+    "hierarchical.no_reports": {
+        "en": "> No reports yet. Issue instructions.\n",
+        "zh": "> 暂无汇报，请下达初始指令。\n",
+    },
+    "hierarchical.sop": {
+        "en": "\n### Directive Standards (SOP):\n"
+        "> 1. **Explicit Data Transfer**: Always restate core parameters from `_results`.\n"
+        "\n### Management & Decision Hints:\n"
+        "> **Decision Hint**: Check progress. Keep scheduling if errors exist or key steps are missing.\n"
+        "> **Workflow Integrity**: Ensure both design and implementation (e.g., `implementer`) roles have "
+        "participated. Do not skip execution steps.\n"
+        "> **Final Delivery**: If satisfied, output `%(marker)s` and **consolidate the final code/result** in "
+        "this response for the USER.\n"
+        "> **Crucial**: Once the marker is output, the workflow ends. You cannot assign agents anymore. Ensure "
+        "the final delivery is complete.\n"
+        "> **Load Balance**: Refer to `agent_usage`. If an agent fails repeatedly, switch approach or adjust "
+        "instructions.\n",
+        "zh": "\n### 派发指令准则 (Standard Operating Procedure):\n"
+        "> 1. **显式数据传递**：指派专家时，必须复述看板 `_results` 中的核心参数。\n"
+        "\n### 管理与决策指引 (Management & Decision Hints):\n"
+        "> **决策指引**：对比看板进度。若 `_meta.errors` 存在或关键环节未产出，请继续调度，严禁提前结束。\n"
+        "> **流程完整性**：确保设计与执行角色（如 `implementer`）均已参与。严禁跳过关键执行环节直接结束。\n"
+        "> **终结交付**：若认为任务已达成，请输出 `%(marker)s` 并在此回复中**汇总最终代码或方案**给用户。\n"
+        "> **注意**：输出标记后系统将立即停止，你将无法再次指派专家，请务必在这一步提供完整的交付内容。\n"
+        "> **负载建议**：参考 `agent_usage` 避免过度指派。若专家多次失败，请尝试更换专家或调整指令。\n",
+    },
+    "hierarchical.overworked": {
+        "en": "\n> **![Risk Alert]**: Agents %(names)s have been called repeatedly. Stop the loop, request "
+        "detailed feedback, or try a different approach.",
+        "zh": "\n> **![风险预警]**：专家 %(names)s 已被重复指派多次且未达成目标。请停止无效循环，要求专家提供更详尽的错误说明，或尝试切换到其他专家。",
+    },
+    "hierarchical.supervisor_rules": {
+        "en": "\n### Management Guidelines:\n"
+        "1. **Modality Match**: Assign experts based on capabilities.\n"
+        "2. **Error Recovery**: Handle `_meta.errors` by re-assignment.\n"
+        "3. **Load Balance**: Use `agent_usage` for efficient distribution.",
+        "zh": "\n### 管理决策准则：\n"
+        "1. **模态适配**：优先指派支持对应模式（图片/文件）的专家。\n"
+        "2. **错误恢复**：若 `_meta.errors` 存在，必须指派专家处理，直至错误清除。\n"
+        "3. **负载均衡**：参考 `agent_usage` 避免过度使用单一专家。",
+    },
     # -- sequential -----------------------------------------------------------------------------------------------
     "sequential.progress": {"en": "\n### Pipeline Progress\n", "zh": "\n### 流水线进度 (Pipeline Progress)\n"},
 }
