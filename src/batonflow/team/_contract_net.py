@@ -21,6 +21,7 @@ from ._current import current_trace
 from ._member import Member, compact_json
 from ._protocol import END, START, SUPERVISOR, SYSTEM, TeamProtocolBase
 from ._supervisor import SupervisorTask
+from ._texts import phrase
 from ._tools import ProtocolTool, string_params
 from ._trace import TeamTrace
 
@@ -160,30 +161,27 @@ class ContractNetProtocol(TeamProtocolBase):
     def agent_tools(self, trace: TeamTrace, member: Member) -> list[ProtocolTool]:
         if trace.route != BIDDING:
             return []
-        zh = get_language() == "zh"
+        language = get_language()
 
         def submit(args: dict[str, Any]) -> str:
             plan = "" if args.get("plan") is None else str(args["plan"]).strip()
             if not plan:
-                return "投标失败：plan 不能为空。" if zh else "Bid rejected: plan is required."
+                return phrase("contract_net.bid_rejected", language)
             bid = {"score": _score(args.get("score")), "plan": plan, "auto_bid": False}
             self.state(trace)["bids"][member.name] = bid
-            return "标书已收录。" if zh else "Bid received."
+            return phrase("contract_net.bid_received", language)
 
-        texts = (
-            ("提交你的执行计划和信心分。", "信心分(1-100)", "计划摘要")
-            if zh
-            else ("Submit your execution plan and confidence score.", "Confidence score(1-100)", "Plan summary")
-        )
         parameters = {
             "type": "object",
             "properties": {
-                "score": {"type": "integer", "description": texts[1]},
-                "plan": {"type": "string", "description": texts[2]},
+                "score": {"type": "integer", "description": phrase("contract_net.submit_score", language)},
+                "plan": {"type": "string", "description": phrase("contract_net.submit_plan", language)},
             },
             "required": ["score", "plan"],
         }
-        info = ToolInfo(name=SUBMIT, description=texts[0], parameters=parameters)
+        info = ToolInfo(
+            name=SUBMIT, description=phrase("contract_net.submit_description", language), parameters=parameters
+        )
         return [ProtocolTool(info=info, handle=submit, meta={"_agent_": member.name})]
 
     def prepare_agent_prompt(
@@ -195,34 +193,24 @@ class ContractNetProtocol(TeamProtocolBase):
         bid = self.bid_of(state, member.name) if awarded and awarded.lower() == member.name.lower() else None
         if bid is not None:
             plan = str(bid.get("plan", ""))
-            notice = (
-                f"\n【中标执行指令】\n> 你已在竞标中胜出。请严格按你提交的计划执行：\n{plan}"
-                if language == "zh"
-                else f"\n [Award Execution Order] \n> You won the bid. Execute strictly according to your plan:\n{plan}"
-            )
+            notice = phrase("contract_net.award_order", language, plan=plan)
             messages.append(user(notice))
         return messages
 
     # -- the supervisor ----------------------------------------------------------------------------------------
 
     def supervisor_tools(self, trace: TeamTrace) -> list[ProtocolTool]:
-        zh = get_language() == "zh"
+        language = get_language()
 
         def call_for_bids(args: dict[str, Any]) -> str:
             requirement = None if args.get("requirement") is None else str(args["requirement"]).strip() or None
             if not self.start_bidding(trace, requirement):
-                if zh:
-                    return "招标次数已耗尽。请根据现有标书定标，或直接回复用户无法完成。"
-                return "Bidding rounds exhausted. Award an existing bid or inform the user."
+                return phrase("contract_net.rounds_exhausted", language)
             trace.route = BIDDING
-            return "已进入招标流程。" if zh else "Bidding phase initiated."
+            return phrase("contract_net.bidding_started", language)
 
-        if zh:
-            description = "向全体专家征集方案。当你无法确定由谁执行任务时使用此工具。"
-            parameters = string_params(requirement="任务具体需求")
-        else:
-            description = "Collect proposals from all experts when the best executor is not obvious."
-            parameters = string_params(requirement="Task requirements")
+        description = phrase("contract_net.call_description", language)
+        parameters = string_params(requirement=phrase("contract_net.call_requirement", language))
         info = ToolInfo(name=CALL_FOR_BIDS, description=description, parameters=parameters)
         return [ProtocolTool(info=info, handle=call_for_bids, meta={})]
 
@@ -237,12 +225,7 @@ class ContractNetProtocol(TeamProtocolBase):
             return None
         state = self.state(trace)
         if self.bid_of(state, name) is None:
-            warning = (
-                f"【系统指引】指派无效。必须先调用 {CALL_FOR_BIDS} 获取标书，且只能指派已出现在 bids_board 中的专家。"
-                if get_language() == "zh"
-                else f"[System] Invalid assignment. You must call {CALL_FOR_BIDS} first and only assign experts listed "
-                "in bids_board."
-            )
+            warning = phrase("contract_net.invalid_assignment", get_language(), tool=CALL_FOR_BIDS)
             trace.add_record("system", BIDDING, warning)
             return BIDDING if self.start_bidding(trace) else None
         state["awarded"] = name
@@ -271,11 +254,7 @@ class ContractNetProtocol(TeamProtocolBase):
             if self.start_bidding(trace):
                 trace.route = BIDDING
                 return
-            message = (
-                "无法定标：目标专家无有效标书且招标次数已耗尽。"
-                if get_language() == "zh"
-                else "Cannot award: target has no bid and bidding rounds are exhausted."
-            )
+            message = phrase("contract_net.cannot_award", get_language())
             trace.add_record("system", BIDDING, message)
             trace.final_answer = message
             trace.route = END
@@ -319,58 +298,24 @@ class ContractNetProtocol(TeamProtocolBase):
 
     def prepare_supervisor_instruction(self, trace: TeamTrace, language: Language) -> str:
         state = self.state(trace)
-        zh = language == "zh"
         remaining = max(0, self.max_bidding_rounds - state["rounds"])
         text = ""
         if state["rounds"] > 0 and not state["bids"]:
             if remaining > 0:
-                text += (
-                    f"\n> [警告] 前一轮招标无人响应。剩余尝试次数: {remaining}"
-                    if zh
-                    else f"\n> [Warning] No bids in previous round. Remaining attempts: {remaining}"
-                )
+                text += phrase("contract_net.no_bids", language, remaining=remaining)
             else:
-                text += (
-                    "\n> [最终警告] 招标次数已耗尽。请停止招标，直接回复用户：该任务超出了当前团队的能力范围。"
-                    if zh
-                    else "\n> [Final Warning] No more bidding rounds. Stop bidding and inform the user that the task "
-                    "is out of scope."
-                )
+                text += phrase("contract_net.final_warning", language)
         elif remaining == 0 and state["bids"]:
-            text += (
-                "\n> [提示] 招标次数已用尽，请基于当前看板完成定标。\n"
-                if zh
-                else "\n> [Note] No more bidding rounds. Award based on the current board.\n"
-            )
-        text += "\n### 合同网竞标看板\n" if zh else "\n### Contract Net Dashboard\n"
+            text += phrase("contract_net.award_now", language)
+        text += phrase("contract_net.dashboard", language)
         if state["bids"]:
             text += f"```json\n{self.dashboard(state)}\n```\n"
-            text += (
-                f"> 提示：请根据各专家的 `score` 和 `plan` 择优指派。剩余招标次数: {remaining}\n"
-                if zh
-                else f"> Tips: Award the best candidate by `score`/`plan`. Remaining bidding rounds: {remaining}\n"
-            )
-        elif zh:
-            text += "> **强制规范**：当前处于“待招标”状态。在进行任何指派前，**必须**先获取专家标书。\n"
-            text += f"> **操作建议**：请调用 `{CALL_FOR_BIDS}` 工具发起招标。剩余次数: {remaining}\n"
+            text += phrase("contract_net.tips", language, remaining=remaining)
         else:
-            text += "> **Mandatory**: Status is 'Waiting'. You **MUST** collect proposals before any assignment.\n"
-            text += f"> **Action**: Please call `{CALL_FOR_BIDS}` to initiate bidding. Remaining: {remaining}\n"
-        text += "#### 成员资质表:\n" if zh else "#### Agent Profiles:\n"
+            text += phrase("contract_net.waiting", language, tool=CALL_FOR_BIDS, remaining=remaining)
+        text += phrase("contract_net.profiles", language)
         return text + "".join(f"- {compact_json(member.metadata())}\n" for member in self.config.members)
 
     def supervisor_instruction(self, language: Language) -> str:
         text = super().supervisor_instruction(language)
-        if language == "zh":
-            return text + (
-                f"\n### CNP 协作规范：\n1. **工具招标**：若无法确定最佳人选，优先调用 `{CALL_FOR_BIDS}`。\n"
-                "2. **择优录取**：对比看板中的标书分数，直接回复专家名称进行定标。\n"
-                "3. **模态检查**：请确保所选专家的 `Modes` 支持当前任务模态（如识图需具备 `image`）。\n"
-                "4. **禁止旁路**：未出现在 bids_board 中的专家禁止指派。"
-            )
-        return text + (
-            f"\n### CNP Collaboration Rules:\n1. **Tool Usage**: Call `{CALL_FOR_BIDS}` if unsure about assignments.\n"
-            "2. **Decision**: Award the task by naming the best agent based on their bid score.\n"
-            "3. **Constraint**: Match task requirements with agent `Modes` (e.g., `image` for vision tasks).\n"
-            "4. **No Bypass**: Never assign an expert not listed in bids_board."
-        )
+        return text + phrase("contract_net.supervisor_rules", language, tool=CALL_FOR_BIDS)

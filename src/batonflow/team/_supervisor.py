@@ -33,11 +33,10 @@ _NAME_END = r"(?=[^a-zA-Z0-9_]|$)"
 FEEDBACK = "__ask_for_feedback"
 
 
-def feedback_tool_info(language: str) -> ToolInfo:
+def feedback_tool_info(language: Language) -> ToolInfo:
     """The tool the supervisor asks the user with in feedback mode (Solon's ``FeedbackTool``)."""
-    lang: Language = "zh" if language == "zh" else "en"
-    description = phrase("supervisor.feedback_description", lang)
-    reason = phrase("supervisor.feedback_reason", lang)
+    description = phrase("supervisor.feedback_description", language)
+    reason = phrase("supervisor.feedback_reason", language)
     return ToolInfo(name=FEEDBACK, description=description, parameters=string_params(reason=reason))
 
 

@@ -293,6 +293,72 @@ _TEXTS: dict[str, dict[str, str]] = {
         "2. **错误恢复**：若 `_meta.errors` 存在，必须指派专家处理，直至错误清除。\n"
         "3. **负载均衡**：参考 `agent_usage` 避免过度使用单一专家。",
     },
+    # -- contract net ---------------------------------------------------------------------------------------------
+    "contract_net.bid_rejected": {"en": "Bid rejected: plan is required.", "zh": "投标失败：plan 不能为空。"},
+    "contract_net.bid_received": {"en": "Bid received.", "zh": "标书已收录。"},
+    "contract_net.submit_description": {
+        "en": "Submit your execution plan and confidence score.",
+        "zh": "提交你的执行计划和信心分。",
+    },
+    "contract_net.submit_score": {"en": "Confidence score(1-100)", "zh": "信心分(1-100)"},
+    "contract_net.submit_plan": {"en": "Plan summary", "zh": "计划摘要"},
+    "contract_net.award_order": {
+        "en": "\n [Award Execution Order] \n> You won the bid. Execute strictly according to your plan:\n%(plan)s",
+        "zh": "\n【中标执行指令】\n> 你已在竞标中胜出。请严格按你提交的计划执行：\n%(plan)s",
+    },
+    "contract_net.rounds_exhausted": {
+        "en": "Bidding rounds exhausted. Award an existing bid or inform the user.",
+        "zh": "招标次数已耗尽。请根据现有标书定标，或直接回复用户无法完成。",
+    },
+    "contract_net.bidding_started": {"en": "Bidding phase initiated.", "zh": "已进入招标流程。"},
+    "contract_net.call_description": {
+        "en": "Collect proposals from all experts when the best executor is not obvious.",
+        "zh": "向全体专家征集方案。当你无法确定由谁执行任务时使用此工具。",
+    },
+    "contract_net.call_requirement": {"en": "Task requirements", "zh": "任务具体需求"},
+    "contract_net.invalid_assignment": {
+        "en": "[System] Invalid assignment. You must call %(tool)s first and only assign experts listed in bids_board.",
+        "zh": "【系统指引】指派无效。必须先调用 %(tool)s 获取标书，且只能指派已出现在 bids_board 中的专家。",
+    },
+    "contract_net.cannot_award": {
+        "en": "Cannot award: target has no bid and bidding rounds are exhausted.",
+        "zh": "无法定标：目标专家无有效标书且招标次数已耗尽。",
+    },
+    "contract_net.no_bids": {
+        "en": "\n> [Warning] No bids in previous round. Remaining attempts: %(remaining)s",
+        "zh": "\n> [警告] 前一轮招标无人响应。剩余尝试次数: %(remaining)s",
+    },
+    "contract_net.final_warning": {
+        "en": "\n> [Final Warning] No more bidding rounds. Stop bidding and inform the user that the task "
+        "is out of scope.",
+        "zh": "\n> [最终警告] 招标次数已耗尽。请停止招标，直接回复用户：该任务超出了当前团队的能力范围。",
+    },
+    "contract_net.award_now": {
+        "en": "\n> [Note] No more bidding rounds. Award based on the current board.\n",
+        "zh": "\n> [提示] 招标次数已用尽，请基于当前看板完成定标。\n",
+    },
+    "contract_net.dashboard": {"en": "\n### Contract Net Dashboard\n", "zh": "\n### 合同网竞标看板\n"},
+    "contract_net.tips": {
+        "en": "> Tips: Award the best candidate by `score`/`plan`. Remaining bidding rounds: %(remaining)s\n",
+        "zh": "> 提示：请根据各专家的 `score` 和 `plan` 择优指派。剩余招标次数: %(remaining)s\n",
+    },
+    "contract_net.waiting": {
+        "en": "> **Mandatory**: Status is 'Waiting'. You **MUST** collect proposals before any assignment.\n"
+        "> **Action**: Please call `%(tool)s` to initiate bidding. Remaining: %(remaining)s\n",
+        "zh": "> **强制规范**：当前处于“待招标”状态。在进行任何指派前，**必须**先获取专家标书。\n"
+        "> **操作建议**：请调用 `%(tool)s` 工具发起招标。剩余次数: %(remaining)s\n",
+    },
+    "contract_net.profiles": {"en": "#### Agent Profiles:\n", "zh": "#### 成员资质表:\n"},
+    "contract_net.supervisor_rules": {
+        "en": "\n### CNP Collaboration Rules:\n1. **Tool Usage**: Call `%(tool)s` if unsure about assignments.\n"
+        "2. **Decision**: Award the task by naming the best agent based on their bid score.\n"
+        "3. **Constraint**: Match task requirements with agent `Modes` (e.g., `image` for vision tasks).\n"
+        "4. **No Bypass**: Never assign an expert not listed in bids_board.",
+        "zh": "\n### CNP 协作规范：\n1. **工具招标**：若无法确定最佳人选，优先调用 `%(tool)s`。\n"
+        "2. **择优录取**：对比看板中的标书分数，直接回复专家名称进行定标。\n"
+        "3. **模态检查**：请确保所选专家的 `Modes` 支持当前任务模态（如识图需具备 `image`）。\n"
+        "4. **禁止旁路**：未出现在 bids_board 中的专家禁止指派。",
+    },
     # -- sequential -----------------------------------------------------------------------------------------------
     "sequential.progress": {"en": "\n### Pipeline Progress\n", "zh": "\n### 流水线进度 (Pipeline Progress)\n"},
 }
