@@ -1,5 +1,5 @@
 """The in-process event log: a follower waiting on a run is woken by its next record, one that falls behind the
-run's bound is told so (never given a stream with a hole), the runs kept are bounded, and cancel flags travel."""
+run's bound reads on with the numbers showing the hole (one asking for a dropped record is told so), the runs kept are bounded, and cancel flags travel."""
 
 from __future__ import annotations
 
@@ -30,17 +30,37 @@ async def test_a_memory_log_is_an_event_log_and_wakes_its_waiting_follower() -> 
     assert [(r.stream_id, r.kind) for r in got] == [(first, "event"), ("2-0", "end")]
 
 
-async def test_a_follower_that_falls_behind_the_bound_gets_events_gone_not_a_hole() -> None:
+async def test_a_follower_that_falls_behind_the_bound_reads_on_and_the_numbers_show_the_hole() -> None:
     log = MemoryEventLog(maxlen=2)
     await log.publish("r", "r@start", 1, "event", {"n": 1})
     reader = log.read("r")
-    assert (await anext(reader)).seq == 1
+    first = await anext(reader)
+    assert (first.seq, first.number) == (1, 1)
     for seq in (2, 3, 4):  # the run writes on while this follower reads nothing
         await log.publish("r", "r@start", seq, "event", {"n": seq})
+    later = [await anext(reader), await anext(reader)]
+    assert [(r.seq, r.number) for r in later] == [(3, 3), (4, 4)]  # number 2 was dropped: a hole, not silence
+    assert {r.attempt for r in [first, *later]} == {first.attempt} and first.attempt
     with pytest.raises(EventsGoneError, match=r"expected a record id from 2-0 on .* the oldest kept is '3-0'"):
-        await anext(reader)
+        await anext(log.read("r", "1-0"))  # asking for what was dropped is still refused
     await log.publish("r", "r@start", 4, "end", {"status": "completed"})
-    assert [(r.seq, r.kind) async for r in log.read("r", "3-0")] == [(4, "event"), (4, "end")]
+    assert [(r.seq, r.kind, r.number) async for r in log.read("r", "3-0")] == [(4, "event", 4), (4, "end", 5)]
+
+
+async def test_each_attempt_of_a_segment_numbers_its_records_from_1() -> None:
+    log = MemoryEventLog()
+    for kind in ("event", "event", "end", "event"):  # a segment's end, then the same segment run again
+        await log.publish("r", "r@start", 1, kind, {})  # type: ignore[arg-type]
+    await log.publish("r", "r@other", 1, "event", {})
+    records = log.records("r")
+    assert [(r.segment_id, r.number) for r in records] == [
+        ("r@start", 1),
+        ("r@start", 2),
+        ("r@start", 3),
+        ("r@start", 1),
+        ("r@other", 1),
+    ]
+    assert records[0].attempt == records[2].attempt != records[3].attempt
 
 
 async def test_a_follower_reads_on_while_the_run_writes_between_two_of_its_records() -> None:
