@@ -171,6 +171,41 @@ async def test_a_run_keeps_its_last_maxlen_records(make_log: MakeLog) -> None:
     else:
         kept = await _read(log, run)
     assert [r.seq for r in kept] == [9, 10, 11, 12, 12] and kept[-1].kind == "end"
+    assert [r.number for r in kept] == [9, 10, 11, 12, 13]  # numbers 1 to 8 were trimmed: a follower sees the hole
+
+
+async def test_each_attempt_of_a_segment_numbers_its_records_from_1(make_log: MakeLog) -> None:
+    log = make_log()
+    run = _run()
+    await log.publish(run, f"{run}@start", 1, "event", {"n": 1})
+    await log.publish(run, f"{run}@g2", 1, "event", {"n": 1})  # each segment counts its own
+    await log.publish(run, f"{run}@start", 2, "event", {"n": 2})
+    end = await log.publish(run, f"{run}@start", 2, "end", {"status": "completed"})
+    await log.publish(run, f"{run}@start", 1, "event", {"n": 1})  # run again after its end: a new attempt
+    await log.publish(run, f"{run}@start", 1, "end", {"status": "completed"})
+    first, again = await _read(log, run), await _read(log, run, after=end)
+    assert [(r.segment_id.rpartition("@")[2], r.number) for r in first] == [
+        ("start", 1),
+        ("g2", 1),
+        ("start", 2),
+        ("start", 3),
+    ]
+    assert [r.number for r in again] == [1, 2]
+    assert all(re.fullmatch(r"[0-9a-f]{8}", r.attempt) for r in first + again)
+    mine = [r.attempt for r in first if r.segment_id == f"{run}@start"]
+    assert len(set(mine)) == 1 and again[0].attempt not in mine
+
+
+async def test_a_segment_published_from_another_process_is_another_attempt(shared_log: MakeLog) -> None:
+    one, other = shared_log(), shared_log()
+    run = _run()
+    await one.publish(run, f"{run}@start", 1, "event", {"n": 1})
+    await one.publish(run, f"{run}@start", 2, "event", {"n": 2})
+    await other.publish(run, f"{run}@start", 1, "event", {"n": 1})  # the segment re-run on another worker
+    await other.publish(run, f"{run}@start", 1, "end", {"status": "completed"})
+    records = await _read(one, run)
+    assert [r.number for r in records] == [1, 2, 1, 2]
+    assert records[0].attempt == records[1].attempt != records[2].attempt == records[3].attempt
 
 
 async def test_a_run_lapses_ttl_seconds_after_its_last_write(shared_log: MakeLog) -> None:

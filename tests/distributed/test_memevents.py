@@ -7,7 +7,7 @@ import asyncio
 
 import pytest
 
-from batonflow.distributed import EventLog, EventRecord, EventsGoneError, MemoryEventLog
+from batonflow.distributed import EventLog, EventRecord, EventsGoneError, MemoryEventLog, Numbering
 from batonflow.errors import UserError
 
 WAIT = 5.0  # a guard against a hang, not a measure
@@ -110,3 +110,20 @@ async def test_a_bad_record_id_is_refused_and_nothing_is_read() -> None:
     await log.publish("r", "r@start", 1, "end", {})
     with pytest.raises(UserError, match=r"record id: expected <digits>-<digits> such as '42-0', got '7.2'"):
         await anext(log.read("r", "7.2"))
+
+
+def test_numbering_remembers_a_bounded_number_of_segments_and_forgets_one_at_its_end() -> None:
+    numbering = Numbering(keep=2)
+    first = numbering.next("a", "event")
+    numbering.next("b", "event")
+    assert numbering.next("a", "event") == (first[0], 2)  # a is the most recently published now
+    numbering.next("c", "event")  # b, the least recently published, is forgotten
+    b = numbering.next("b", "event")
+    assert b[1] == 1  # a new attempt: a follower takes it as a restart, not a gap
+    numbering = Numbering()
+    x = numbering.next("x", "event")
+    assert numbering.next("x", "end") == (x[0], 2)
+    again = numbering.next("x", "event")
+    assert again[1] == 1 and again[0] != x[0]  # forgotten at its end
+    with pytest.raises(UserError, match="keep"):
+        Numbering(keep=0)
