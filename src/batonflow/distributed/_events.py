@@ -23,7 +23,7 @@ from __future__ import annotations
 import asyncio
 import secrets
 from collections import OrderedDict
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from typing import Any, Literal, Protocol, runtime_checkable
@@ -214,9 +214,17 @@ class RedisEventLog:
                     if item.kind == "end":
                         return
 
+    async def _wake(self) -> None:
+        """An entry on the followers' wake stream (``_Followers``), from the command pool."""
+        assert self._followers is not None
+        async with self._redis().pipeline(transaction=False) as pipe:
+            pipe.xadd(self._followers.wake_key, {"w": "1"}, maxlen=1, approximate=False)
+            pipe.pexpire(self._followers.wake_key, 60_000)
+            await pipe.execute()
+
     def _shared(self) -> _Followers:
         if self._followers is None:
-            self._followers = _Followers(self.url, self.timeout)
+            self._followers = _Followers(self.url, self.timeout, self._wake, self.prefix)
         return self._followers
 
     async def last(self, run: str) -> EventRecord | None:
@@ -259,14 +267,30 @@ class _Followers:
     """One ``XREAD BLOCK`` over every stream this process follows, on a connection of its own, handing each new
     record to the followers of its stream that have not seen it: a thousand clients following runs cost one
     connection, not a thousand. A follower joins at the last id it read, so nothing published meanwhile is missed;
-    a Redis error reaches every follower, which raises it."""
+    a Redis error reaches every follower, which raises it.
+
+    A follower that joins while a read is under way without its stream would wait for that read to end (up to
+    ``WAIT_MS``): so the join adds an entry to this process's wake stream (``wake_key``, one entry kept, lapsing a
+    minute after), which every read includes, and the read returns at once to start again with the new stream."""
 
     WAIT_MS = 100
-    """How long one read waits: how soon a follower that joins is in the next read."""
+    """How long one read waits: a safety net, should a wake be lost (a join wakes the read at once)."""
 
-    def __init__(self, url: str, timeout: float = 5.0) -> None:
+    def __init__(
+        self,
+        url: str,
+        timeout: float = 5.0,
+        wake: Callable[[], Awaitable[Any]] | None = None,
+        prefix: str = "batonflow",
+    ) -> None:
         self.url = url
         self.timeout = timeout
+        self.wake_key = f"{prefix}:wake:{secrets.token_hex(8)}"
+        self._send_wake = wake
+        self._waking = False
+        self._wake_task: asyncio.Future[None] | None = None
+        self._wake_after = "0-0"
+        self._reading: set[str] = set()  # the streams of the read under way
         self._streams: dict[str, list[_Follower]] = {}
         self._task: asyncio.Task[None] | None = None
         self._client: Any = None
@@ -277,6 +301,8 @@ class _Followers:
         self._streams.setdefault(key, []).append(follower)
         if self._task is None or self._task.done():
             self._task = asyncio.ensure_future(self._read())
+        elif key not in self._reading:
+            self._wake()
         try:
             yield follower.queue
         finally:
@@ -285,6 +311,22 @@ class _Followers:
                 followers.remove(follower)
             if not followers:
                 self._streams.pop(key, None)
+
+    def _wake(self) -> None:
+        """Make the read under way return, once for all the followers joining meanwhile."""
+        if self._waking or self._send_wake is None:
+            return
+        self._waking = True
+
+        async def send() -> None:
+            try:
+                await self._send_wake()  # type: ignore[misc]
+            except Exception:
+                pass  # the read ends within WAIT_MS all the same
+            finally:
+                self._waking = False
+
+        self._wake_task = asyncio.ensure_future(send())
 
     async def _read(self) -> None:
         if self._client is None:
@@ -296,6 +338,9 @@ class _Followers:
             )
         while self._streams:
             streams = {key: _stream_id(min(f.after for f in fs)) for key, fs in self._streams.items() if fs}
+            self._reading = set(streams)
+            if self._send_wake is not None:
+                streams[self.wake_key] = self._wake_after
             try:
                 answer = await self._client.xread(streams, block=self.WAIT_MS, count=256)
             except Exception as error:
@@ -303,8 +348,14 @@ class _Followers:
                     for follower in followers:
                         follower.queue.put_nowait(error)
                 return
+            finally:
+                self._reading = set()
             for raw_key, entries in answer or ():
                 key = raw_key.decode() if isinstance(raw_key, bytes) else str(raw_key)
+                if key == self.wake_key:
+                    last = entries[-1][0]
+                    self._wake_after = last.decode() if isinstance(last, bytes) else str(last)
+                    continue
                 for raw_id, fields in entries:
                     record = _record(raw_id, fields)
                     number = _stream_number(record.stream_id)
