@@ -614,3 +614,31 @@ async def test_a_redis_follower_that_is_never_woken_looks_for_itself() -> None:
     assert [r.kind for r in records] == ["end"]
     with pytest.raises(UserError, match="block: expected a number of seconds > 0, got 0"):
         await anext(log.read(run, block=0))
+
+
+async def test_a_redis_follower_joining_a_read_under_way_wakes_it() -> None:
+    """The shared read waits up to 100 ms on the streams it has; a follower of another run that joins meanwhile adds
+    an entry to the log's wake stream (one kept, lapsing within a minute), which the read includes, so the read
+    starts again at once with the new run's stream."""
+    log, writer = RedisEventLog(REDIS_URL), RedisEventLog(REDIS_URL)
+    first, second = _run(), _run()
+    try:
+        waiting = asyncio.ensure_future(_all(log.read(first, block=30.0)))
+        await asyncio.sleep(0.3)  # the shared read is under way, on the first run's stream only
+        wake = log._shared().wake_key
+        assert await writer._redis().xlen(wake) == 0
+        joining = asyncio.ensure_future(_all(log.read(second, block=30.0)))
+        deadline = time.monotonic() + WAIT
+        while await writer._redis().xlen(wake) == 0:
+            assert time.monotonic() < deadline, "the join did not wake the read"
+            await asyncio.sleep(0.01)
+        lapses = await writer._redis().pttl(wake)
+        for run in (first, second):
+            await writer.publish(run, f"{run}@start", 1, "end", {"status": "completed"})
+        read = await asyncio.wait_for(asyncio.gather(waiting, joining), WAIT)
+        kept = await writer._redis().xlen(wake)
+    finally:
+        await log.close()
+        await writer.close()
+    assert [[r.kind for r in records] for records in read] == [["end"], ["end"]]
+    assert 0 < lapses <= 60_000 and kept == 1
