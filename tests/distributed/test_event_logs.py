@@ -285,6 +285,12 @@ async def test_a_shared_log_with_bad_bounds_says_what_was_expected(
         shared_log(**options)
 
 
+@pytest.mark.parametrize("timeout", [0, -1, True, "5"])
+def test_a_redis_log_with_a_bad_timeout_says_what_was_expected(timeout: object) -> None:
+    with pytest.raises(UserError, match=rf"timeout: expected a number of seconds > 0, got {timeout!r}"):
+        RedisEventLog(REDIS_URL, timeout=timeout)  # type: ignore[arg-type]
+
+
 # What only PostgresEventLog has.
 
 

@@ -8,6 +8,7 @@ undisturbed run of the same length sends."""
 from __future__ import annotations
 
 import asyncio
+import signal
 import socket
 import subprocess
 import time
@@ -160,3 +161,29 @@ async def test_a_redis_outage_mid_stream_ends_every_follower_and_reports_the_gap
             missing = gap.data["missing"]
             # From 1 when the follower had read nothing yet: the records before the outage went with the Redis.
             assert 1 <= missing["from"] <= missing["to"] < whole and gap.data["run_id"] == rid
+
+
+async def test_a_paused_redis_fails_a_publish_after_the_timeout_rather_than_hang(
+    throwaway_redis: ThrowawayRedis,
+) -> None:
+    """A Redis stopped with SIGSTOP takes commands and never answers: a publish fails once ``timeout`` has passed
+    (the worker logs it and the run goes on, rather than hang on it), and the log works again once Redis goes on."""
+    log = RedisEventLog(throwaway_redis.url, timeout=0.5)
+    run = f"paused-{uuid.uuid4().hex[:8]}"
+    process = throwaway_redis.process
+    assert process is not None
+    try:
+        await log.publish(run, f"{run}@start", 1, "event", {"n": 1})
+        process.send_signal(signal.SIGSTOP)
+        try:
+            with pytest.raises(redis.TimeoutError):
+                await asyncio.wait_for(log.publish(run, f"{run}@start", 2, "event", {"n": 2}), WAIT)
+        finally:
+            process.send_signal(signal.SIGCONT)
+        await log.publish(run, f"{run}@start", 3, "end", {"status": "completed"})
+        records = [record async for record in log.read(run)]
+    finally:
+        await log.close()
+    # The timed-out command was in Redis's socket: it ran once Redis went on, so record 2 is there, under the number
+    # it was given; had it been lost, number 2 would be a hole. Either way the numbers say what the stream holds.
+    assert [(r.seq, r.number) for r in records] == [(1, 1), (2, 2), (3, 3)]

@@ -214,12 +214,11 @@ class RedisEventLog:
                     if item.kind == "end":
                         return
 
-    async def _wake(self) -> None:
-        """An entry on the followers' wake stream (``_Followers``), from the command pool."""
-        assert self._followers is not None
+    async def _wake(self, key: str) -> None:
+        """An entry on the followers' wake stream ``key`` (``_Followers``), from the command pool."""
         async with self._redis().pipeline(transaction=False) as pipe:
-            pipe.xadd(self._followers.wake_key, {"w": "1"}, maxlen=1, approximate=False)
-            pipe.pexpire(self._followers.wake_key, 60_000)
+            pipe.xadd(key, {"w": "1"}, maxlen=1, approximate=False)
+            pipe.pexpire(key, 60_000)
             await pipe.execute()
 
     def _shared(self) -> _Followers:
@@ -280,7 +279,7 @@ class _Followers:
         self,
         url: str,
         timeout: float = 5.0,
-        wake: Callable[[], Awaitable[Any]] | None = None,
+        wake: Callable[[str], Awaitable[Any]] | None = None,
         prefix: str = "batonflow",
     ) -> None:
         self.url = url
@@ -314,13 +313,14 @@ class _Followers:
 
     def _wake(self) -> None:
         """Make the read under way return, once for all the followers joining meanwhile."""
-        if self._waking or self._send_wake is None:
+        wake = self._send_wake
+        if self._waking or wake is None:
             return
         self._waking = True
 
         async def send() -> None:
             try:
-                await self._send_wake()  # type: ignore[misc]
+                await wake(self.wake_key)
             except Exception:
                 pass  # the read ends within WAIT_MS all the same
             finally:
