@@ -4,7 +4,8 @@ that is not detached goes on while somebody follows it, and is cancelled once it
 ``reconnect_grace`` seconds: time for that client to reconnect.
 
 A follower ends when its run is over, even when the log lost the run's ``end`` record (an outage of Redis): after
-``END_CHECK`` seconds without a record, or while the log cannot be read, it asks the backend for the segment's
+``END_CHECK`` seconds without a record (then at growing intervals, up to ``END_CHECK_MAX``), or while the log cannot
+be read, it asks the backend for the segment's
 status, and once that says the segment is over and the log holds nothing more, it ends with an ``end`` that says
 the record was lost (``"end_record": "lost"``) and carries the outcome the backend gives. A log that cannot be read
 is tried again (with backoff) while the run goes. Records lost on the way (their numbers missing: an outage, a
@@ -25,6 +26,7 @@ from ._wire import json_text, summary
 
 __all__ = [
     "END_CHECK",
+    "END_CHECK_MAX",
     "Followers",
     "Run",
     "parse_event_id",
@@ -35,7 +37,10 @@ __all__ = [
 ]
 
 END_CHECK = 2.0
-"""Seconds a follower goes without a record before it asks the backend whether the segment is over."""
+"""Seconds a follower goes without a record before it asks the backend whether the segment is over; while the
+segment goes on, each further look waits twice as long, up to ``END_CHECK_MAX`` (a model call of a minute costs a
+follower a few status queries, not thirty)."""
+END_CHECK_MAX = 16.0
 _RETRY = (0.25, 2.0)  # the first and the longest wait before a log that failed is read again
 _OUTCOME_WAIT = 30.0  # the longest a follower waits for the outcome of a segment the backend says is over
 _RUNNING = ("ENQUEUED", "PENDING")
@@ -120,21 +125,21 @@ async def segment_batches(
     brings nothing for ``check_every`` seconds is let go (nothing was taken from it) and made again after ``after``
     once the backend says the segment still goes."""
     sequence = _Sequence(sid, from_start=record_key(after) == (0, 0))
-    delay = _RETRY[0]
+    delay, quiet = _RETRY[0], check_every
     while True:
         reader = aiter(backend.batches(run_key, after))
         idle = False
         try:
             while True:
                 try:
-                    async with asyncio.timeout(check_every):
+                    async with asyncio.timeout(quiet):
                         batch = await anext(reader)
                 except TimeoutError:
                     idle = True
                     break
                 except StopAsyncIteration:  # another segment's end: read on after it
                     break
-                delay = _RETRY[0]
+                delay, quiet = _RETRY[0], check_every
                 after = batch[-1].stream_id
                 mine = sequence.checked([record for record in batch if record.segment_id == sid])
                 if mine:
@@ -161,6 +166,7 @@ async def segment_batches(
             if lost is not None:
                 yield [lost]
                 return
+            quiet = min(quiet * 2, max(check_every, END_CHECK_MAX))
 
 
 async def _lost_end(
