@@ -6,7 +6,9 @@ on it (live events on Redis, or with ``--events postgres`` in that database), an
 through ``DBOSBackend``, each read from its run's event log to its ``end``. The agent is a scripted loop of ``STEPS`` tool calls of ``STEP_S`` seconds each (I/O-bound,
 as model and tool calls are). Prints, beside the same runs through ``InProcessBackend`` in this process: how many
 completed, p50 and p99 time to the first event (from submit), runs per second over the wall time, and how the runs
-split across the workers. Needs PostgreSQL and Redis on loopback (``BATONFLOW_BENCH_POSTGRES``,
+split across the workers; then the first-event p50 with 1 and with 40 runs in flight on each backend, and the runs
+per second of one worker alone (measured before the others start) and of all of them: the figures issue 25's
+latency and throughput targets are set in. Needs PostgreSQL and Redis on loopback (``BATONFLOW_BENCH_POSTGRES``,
 ``BATONFLOW_BENCH_REDIS``) and the ``dbos``, ``postgres`` and ``redis`` extras: when one is missing it measures
 nothing and says so (``skipped``), exiting 0, so that ``python -m benchmarks`` goes on without it.
 """
@@ -72,66 +74,80 @@ def _figures(first: list[float], wall: float, completed: int) -> dict[str, float
     }
 
 
-async def in_process(runs: int) -> dict[str, float | None]:
-    """The same runs as segments of ``InProcessBackend``, in this process: the floor the pool is measured against."""
-    from batonflow.distributed import InProcessBackend, SegmentRequest
+async def _one(backend: Any, cid: str, first: list[float]) -> bool:
+    """One run submitted and read from its run's event log to its ``end``: whether it completed; the time from
+    submit to its first record is appended to ``first``."""
+    from batonflow.distributed import SegmentRequest
     from batonflow.schema import user
+
+    begun = time.perf_counter()
+    sid = await backend.submit(SegmentRequest(agent="looper", checkpoint_id=cid, messages=(user("go"),)))
+    seen = False
+    async for record in backend.events(cid):  # every backend's runs are followed the same way: from the log
+        if not seen:
+            seen = True
+            first.append(time.perf_counter() - begun)
+        if record.kind == "end" and record.segment_id == sid:
+            return bool(record.data["status"] == "completed")
+    return False
+
+
+async def _batch(backend: Any, prefix: str, runs: int) -> dict[str, float | None]:
+    """``runs`` runs at once: the figures of the batch."""
+    first: list[float] = []
+    begin = time.perf_counter()
+    done = await asyncio.gather(*(_one(backend, f"{prefix}-{i}", first) for i in range(runs)))
+    return _figures(first, time.perf_counter() - begin, sum(done))
+
+
+async def _latency(backend: Any, prefix: str, in_flight: int, rounds: int) -> float | None:
+    """p50 time to the first event (ms) with ``in_flight`` runs at a time, over ``rounds`` rounds of them."""
+    first: list[float] = []
+    for r in range(rounds):
+        await asyncio.gather(*(_one(backend, f"{prefix}-lat{in_flight}-{r}-{i}", first) for i in range(in_flight)))
+    return round(statistics.median(first) * 1000, 1) if first else None
+
+
+LATENCY_ROUNDS = {1: 30, 40: 3}
+"""The first-event latencies measured: runs in flight -> rounds of them (30 runs one at a time, 3 rounds of 40)."""
+
+
+async def _latencies(backend: Any, prefix: str) -> dict[str, float | None]:
+    await _batch(backend, f"{prefix}-warm", 5)  # connections made, code paths warm: the first run is no outlier
+    return {str(n): await _latency(backend, prefix, n, rounds) for n, rounds in LATENCY_ROUNDS.items()}
+
+
+async def in_process(runs: int) -> tuple[dict[str, float | None], dict[str, float | None]]:
+    """The same runs as segments of ``InProcessBackend``, in this process: the floor the pool is measured against.
+    The figures of ``runs`` at once, and the first-event p50 at each ``LATENCY_ROUNDS`` size."""
+    from batonflow.distributed import InProcessBackend
     from batonflow.store import MemoryCheckpointStore
 
-    first: list[float] = []
-    started = time.perf_counter()
-    backend = InProcessBackend(agents(), MemoryCheckpointStore(), keep_finished=max(runs, 1))
-
-    async def one(i: int) -> bool:
-        cid = f"local-{i}"
-        begun = time.perf_counter()
-        sid = await backend.submit(SegmentRequest(agent="looper", checkpoint_id=cid, messages=(user("go"),)))
-        seen = False
-        async for record in backend.events(cid):  # as the pool's runs are followed: from the run's event log
-            if not seen:
-                seen = True
-                first.append(time.perf_counter() - begun)
-            if record.kind == "end" and record.segment_id == sid:
-                return bool(record.data["status"] == "completed")
-        return False
-
-    done = await asyncio.gather(*(one(i) for i in range(runs)))
-    wall = time.perf_counter() - started
-    await backend.close()
-    return _figures(first, wall, sum(done))
+    backend = InProcessBackend(agents(), MemoryCheckpointStore(), keep_finished=max(runs, 200))
+    try:
+        latency = await _latencies(backend, "local")
+        return await _batch(backend, "local", runs), latency
+    finally:
+        await backend.close()
 
 
 async def distributed(
-    runs: int, database_url: str, store_path: str, events_url: str
-) -> tuple[dict[str, float | None], dict[str, int]]:
+    runs: int, database_url: str, store_path: str, events_url: str, *, latency: bool = False
+) -> tuple[dict[str, float | None], dict[str, int], dict[str, float | None]]:
+    """``runs`` runs at once through ``DBOSBackend`` on the workers running now: their figures, how they split
+    across the workers, and (``latency``) the first-event p50 at each ``LATENCY_ROUNDS`` size."""
     import psycopg
 
-    from batonflow.distributed import DBOSBackend, SegmentRequest, event_log_at
-    from batonflow.schema import user
+    from batonflow.distributed import DBOSBackend, event_log_at
     from batonflow.store import SqliteCheckpointStore
 
     tag = uuid.uuid4().hex[:8]
-    events = event_log_at(events_url)
-    backend = DBOSBackend(SqliteCheckpointStore(store_path), database_url=database_url, events=events)
-    first: list[float] = []
-    begin = time.perf_counter()
-
-    async def one(i: int) -> bool:
-        cid = f"bench-{tag}-{i}"
-        started = time.perf_counter()
-        sid = await backend.submit(SegmentRequest(agent="looper", checkpoint_id=cid, messages=(user("go"),)))
-        seen = False
-        async for record in backend.events(cid):
-            if not seen:
-                seen = True
-                first.append(time.perf_counter() - started)
-            if record.kind == "end" and record.segment_id == sid:
-                return bool(record.data["status"] == "completed")
-        return False
-
-    done = await asyncio.gather(*(one(i) for i in range(runs)))
-    wall = time.perf_counter() - begin
-    await backend.close()
+    backend = DBOSBackend(SqliteCheckpointStore(store_path), database_url=database_url, events=event_log_at(events_url))
+    try:
+        latencies = await _latencies(backend, f"lat-{tag}") if latency else {}
+        figures = await _batch(backend, f"bench-{tag}", runs)
+    finally:
+        await backend.close()
     with psycopg.connect(database_url) as db:
         split = {
             str(executor): int(count)
@@ -140,7 +156,7 @@ async def distributed(
                 (f"bench-{tag}-%",),
             )
         }
-    return _figures(first, wall, sum(done)), split
+    return figures, split, latencies
 
 
 def _worker(
@@ -201,9 +217,24 @@ def unavailable(events: str = "redis") -> str | None:
     return None
 
 
+def _started(
+    database_url: str, store_path: str, concurrency: int, events_url: str, logs: list[Path]
+) -> list[subprocess.Popen[bytes]]:
+    """Workers started, one per log, once each says it is taking segments."""
+    processes = [_worker(database_url, store_path, concurrency, events_url, log) for log in logs]
+    started = time.monotonic()
+    while not all("taking segments" in log.read_text(errors="replace") for log in logs):
+        if time.monotonic() > started + 60 or any(w.poll() is not None for w in processes):
+            raise SystemExit("benchmarks.scale: a worker did not start:\n" + logs[0].read_text()[-2000:])
+        time.sleep(0.1)
+    return processes
+
+
 def measure(runs: int, workers: int, concurrency: int, events: str = "redis") -> dict[str, Any]:
     """The runs through both backends, live events on ``events`` (``redis`` or ``postgres``): the figures of each,
-    how the pool's runs split across its workers (by executor id) and the workers' process ids."""
+    how the pool's runs split across its workers (by executor id) and the workers' process ids; the first-event
+    p50 at 1 and 40 runs in flight on each backend (on all the workers); the throughput of one worker alone (the
+    same runs, before the others start) and of all of them."""
     import psycopg
 
     name = f"bf_scale_{uuid.uuid4().hex[:10]}"
@@ -216,15 +247,17 @@ def measure(runs: int, workers: int, concurrency: int, events: str = "redis") ->
         with tempfile.TemporaryDirectory() as tmp:
             store_path = str(Path(tmp) / "checkpoints.db")
             logs = [Path(tmp) / f"worker-{i}.log" for i in range(workers)]
-            processes = [_worker(database_url, store_path, concurrency, events_url, log) for log in logs]
             started = time.monotonic()
-            while not all("taking segments" in log.read_text(errors="replace") for log in logs):
-                if time.monotonic() > started + 60 or any(w.poll() is not None for w in processes):
-                    raise SystemExit("benchmarks.scale: a worker did not start:\n" + logs[0].read_text()[-2000:])
-                time.sleep(0.1)
+            processes = _started(database_url, store_path, concurrency, events_url, logs[:1])
             startup = time.monotonic() - started
-            local = asyncio.run(in_process(runs))
-            remote, split = asyncio.run(distributed(runs, database_url, store_path, events_url))
+            local, local_latency = asyncio.run(in_process(runs))
+            alone: dict[str, float | None] | None = None
+            if workers > 1:
+                alone = asyncio.run(distributed(runs, database_url, store_path, events_url))[0]
+                processes += _started(database_url, store_path, concurrency, events_url, logs[1:])
+            remote, split, remote_latency = asyncio.run(
+                distributed(runs, database_url, store_path, events_url, latency=True)
+            )
     finally:
         for process in processes:
             process.terminate()
@@ -242,6 +275,12 @@ def measure(runs: int, workers: int, concurrency: int, events: str = "redis") ->
         "in_process": local,
         "dbos": remote,
         "split": split,
+        "first_event_p50_ms": {"in_process": local_latency, "dbos": remote_latency},
+        "runs_per_s": {
+            "in_process": local["runs_per_s"],
+            "dbos_1_worker": (alone or remote)["runs_per_s"],
+            f"dbos_{workers}_workers": remote["runs_per_s"],
+        },
     }
 
 
@@ -267,9 +306,37 @@ def render(result: dict[str, Any]) -> list[str]:
     split = sorted(result["split"].values(), reverse=True)
     return [
         *lines,
+        *_targets(result),
         "",
         f"Runs per worker: {', '.join(map(str, split))} ({len(split)} of {workers} workers took runs); the workers "
         f"started in {result['worker_startup_s']} s.",
+    ]
+
+
+def _targets(result: dict[str, Any]) -> list[str]:
+    """The latency and throughput lines issue 25 sets targets for: first-event p50 at 1 and 40 runs in flight on
+    each backend (and what DBOS adds at 1), runs/s with one worker and with all, against in-process."""
+    latency, rates = result.get("first_event_p50_ms"), result.get("runs_per_s")
+    if not latency or not rates:
+        return []
+    local, remote = latency["in_process"], latency["dbos"]
+    lines = ["", "| first event p50 (ms) | " + " | ".join(f"{n} in flight" for n in local) + " |"]
+    lines.append("|---|" + "---:|" * len(local))
+    lines += [
+        f"| {label} | " + " | ".join(str(v) for v in row.values()) + " |"
+        for label, row in (("in-process", local), ("dbos", remote))
+    ]
+    one = [local.get("1"), remote.get("1")]
+    added = f"{one[1] - one[0]:.1f} ms" if None not in one else "n/a"
+    workers = result["workers"]
+    pool = rates.get(f"dbos_{workers}_workers")
+    ratio = f"{pool / rates['in_process']:.2f}" if pool and rates["in_process"] else "n/a"
+    return [
+        *lines,
+        "",
+        f"DBOS adds {added} to the first event at 1 in flight (target: at most 30 ms). Runs/s: in-process "
+        f"{rates['in_process']}, DBOS with 1 worker {rates['dbos_1_worker']}, with {workers} workers {pool} "
+        f"({ratio} of in-process; target: at least 0.5 with 2 workers).",
     ]
 
 

@@ -2,7 +2,8 @@
 
 ``shipper`` asks a human before it ships an order, then ships it: each shipment appends a line to the file named
 by ``BATONFLOW_TEST_SIDE_EFFECTS`` (when set), so a test can count how often the side effect happened. ``stepper``
-asks whether to begin, then does six steps; ``starter`` does them at once, in its first segment.
+asks whether to begin, then does six steps; ``starter`` does them at once, in its first segment. ``ticker`` does
+as many steps of 0.3 s as its input says, and answers ``ticked N``.
 """
 
 from __future__ import annotations
@@ -80,7 +81,29 @@ def agents() -> dict[str, Any]:
         "atlas": atlas(),
         "greeter": greeter(),
         "batcher": batcher(),
+        "ticker": ticker(),
     }
+
+
+@tool
+async def tick(n: int) -> str:
+    """Step ``n`` of a long run with nothing to keep.
+
+    Args:
+        n: the step number
+    """
+    await asyncio.sleep(0.3)
+    return f"tick {n}"
+
+
+def _ticks(messages: list[Message], tools: list[ToolInfo]) -> Message:
+    wanted = int(next(m.content for m in messages if m.role == "user"))
+    done = sum(1 for m in messages if m.role == "tool")
+    return tool_calls(("tick", {"n": done + 1})) if done < wanted else assistant(f"ticked {done}")
+
+
+def ticker() -> ChatModelAgent:
+    return ChatModelAgent(name="ticker", description="Ticks.", model=FunctionModel(_ticks), tools=[tick])
 
 
 STEPS = 6

@@ -171,6 +171,41 @@ async def test_a_run_keeps_its_last_maxlen_records(make_log: MakeLog) -> None:
     else:
         kept = await _read(log, run)
     assert [r.seq for r in kept] == [9, 10, 11, 12, 12] and kept[-1].kind == "end"
+    assert [r.number for r in kept] == [9, 10, 11, 12, 13]  # numbers 1 to 8 were trimmed: a follower sees the hole
+
+
+async def test_each_attempt_of_a_segment_numbers_its_records_from_1(make_log: MakeLog) -> None:
+    log = make_log()
+    run = _run()
+    await log.publish(run, f"{run}@start", 1, "event", {"n": 1})
+    await log.publish(run, f"{run}@g2", 1, "event", {"n": 1})  # each segment counts its own
+    await log.publish(run, f"{run}@start", 2, "event", {"n": 2})
+    end = await log.publish(run, f"{run}@start", 2, "end", {"status": "completed"})
+    await log.publish(run, f"{run}@start", 1, "event", {"n": 1})  # run again after its end: a new attempt
+    await log.publish(run, f"{run}@start", 1, "end", {"status": "completed"})
+    first, again = await _read(log, run), await _read(log, run, after=end)
+    assert [(r.segment_id.rpartition("@")[2], r.number) for r in first] == [
+        ("start", 1),
+        ("g2", 1),
+        ("start", 2),
+        ("start", 3),
+    ]
+    assert [r.number for r in again] == [1, 2]
+    assert all(re.fullmatch(r"[0-9a-f]{8}", r.attempt) for r in first + again)
+    mine = [r.attempt for r in first if r.segment_id == f"{run}@start"]
+    assert len(set(mine)) == 1 and again[0].attempt not in mine
+
+
+async def test_a_segment_published_from_another_process_is_another_attempt(shared_log: MakeLog) -> None:
+    one, other = shared_log(), shared_log()
+    run = _run()
+    await one.publish(run, f"{run}@start", 1, "event", {"n": 1})
+    await one.publish(run, f"{run}@start", 2, "event", {"n": 2})
+    await other.publish(run, f"{run}@start", 1, "event", {"n": 1})  # the segment re-run on another worker
+    await other.publish(run, f"{run}@start", 1, "end", {"status": "completed"})
+    records = await _read(one, run)
+    assert [r.number for r in records] == [1, 2, 1, 2]
+    assert records[0].attempt == records[1].attempt != records[2].attempt == records[3].attempt
 
 
 async def test_a_run_lapses_ttl_seconds_after_its_last_write(shared_log: MakeLog) -> None:
@@ -248,6 +283,12 @@ async def test_a_shared_log_with_bad_bounds_says_what_was_expected(
 ) -> None:
     with pytest.raises(UserError, match=message):
         shared_log(**options)
+
+
+@pytest.mark.parametrize("timeout", [0, -1, True, "5"])
+def test_a_redis_log_with_a_bad_timeout_says_what_was_expected(timeout: object) -> None:
+    with pytest.raises(UserError, match=rf"timeout: expected a number of seconds > 0, got {timeout!r}"):
+        RedisEventLog(REDIS_URL, timeout=timeout)  # type: ignore[arg-type]
 
 
 # What only PostgresEventLog has.
@@ -579,3 +620,31 @@ async def test_a_redis_follower_that_is_never_woken_looks_for_itself() -> None:
     assert [r.kind for r in records] == ["end"]
     with pytest.raises(UserError, match="block: expected a number of seconds > 0, got 0"):
         await anext(log.read(run, block=0))
+
+
+async def test_a_redis_follower_joining_a_read_under_way_wakes_it() -> None:
+    """The shared read waits up to 100 ms on the streams it has; a follower of another run that joins meanwhile adds
+    an entry to the log's wake stream (one kept, lapsing within a minute), which the read includes, so the read
+    starts again at once with the new run's stream."""
+    log, writer = RedisEventLog(REDIS_URL), RedisEventLog(REDIS_URL)
+    first, second = _run(), _run()
+    try:
+        waiting = asyncio.ensure_future(_all(log.read(first, block=30.0)))
+        await asyncio.sleep(0.3)  # the shared read is under way, on the first run's stream only
+        wake = log._shared().wake_key
+        assert await writer._redis().xlen(wake) == 0
+        joining = asyncio.ensure_future(_all(log.read(second, block=30.0)))
+        deadline = time.monotonic() + WAIT
+        while await writer._redis().xlen(wake) == 0:
+            assert time.monotonic() < deadline, "the join did not wake the read"
+            await asyncio.sleep(0.01)
+        lapses = await writer._redis().pttl(wake)
+        for run in (first, second):
+            await writer.publish(run, f"{run}@start", 1, "end", {"status": "completed"})
+        read = await asyncio.wait_for(asyncio.gather(waiting, joining), WAIT)
+        kept = await writer._redis().xlen(wake)
+    finally:
+        await log.close()
+        await writer.close()
+    assert [[r.kind for r in records] for records in read] == [["end"], ["end"]]
+    assert 0 < lapses <= 60_000 and kept == 1

@@ -1,5 +1,5 @@
 """Faults around the DBOS backend: with Redis down, a run still completes on the worker and its outcome is readable,
-and the SSE endpoint says why it has no events; bad ``batonflow serve --backend`` options are refused."""
+and the SSE endpoint ends with that outcome, saying why it has no events; bad ``batonflow serve --backend`` options are refused."""
 
 from __future__ import annotations
 
@@ -29,7 +29,7 @@ def deaf_worker(cluster: Cluster) -> Iterator[Worker]:
         worker.stop()
 
 
-async def test_with_redis_down_the_run_completes_and_sse_says_why_it_has_no_events(
+async def test_with_redis_down_the_run_completes_and_sse_ends_with_its_outcome_and_why(
     cluster: Cluster, deaf_worker: Worker
 ) -> None:
     store = SqliteCheckpointStore(cluster.store_path)
@@ -44,10 +44,10 @@ async def test_with_redis_down_the_run_completes_and_sse_says_why_it_has_no_even
         streamed = parse_sse((await client.get(f"/runs/{checkpoint_id}@start/events")).text)
     assert started.status_code == 200 and started.json()["status"] == "completed"
     assert started.json()["text"] == "echo: hi"
-    assert [f.event for f in streamed] == ["error"]
-    message = streamed[0].data["error"]["message"]
-    assert message.startswith("events: the run's live events cannot be read (")
-    assert message.endswith(f"the run goes on: GET /runs/{checkpoint_id}@start gives its outcome")
+    assert [(f.event, f.id) for f in streamed] == [("end", "")]  # no record: no id
+    end = streamed[0].data
+    assert (end["status"], end["text"], end["end_record"]) == ("completed", "echo: hi", "lost")
+    assert end["reason"].startswith("the event log cannot be read (ConnectionError: ")
     deaf_worker.wait_for(f"segment {checkpoint_id}@start: its live events are lost, the run goes on")
 
 

@@ -11,12 +11,16 @@ from contextlib import asynccontextmanager
 from pathlib import Path
 
 import pytest
+from fastapi import FastAPI
 from playwright.async_api import Page, async_playwright, expect
 
+from batonflow import MemoryCheckpointStore
+from batonflow.distributed import InProcessBackend
 from batonflow.server import create_app
 
 from . import apps
 from .conftest import serving
+from .test_gaps import LossyLog
 
 ROOT = Path(__file__).resolve().parents[2]
 ARTIFACTS = Path(os.environ.get("BATONFLOW_ARTIFACTS", ROOT / "build" / "ui-screenshots"))
@@ -24,9 +28,10 @@ CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
 
 
 @asynccontextmanager
-async def opened() -> AsyncIterator[Page]:
-    """The UI of an app with a token, open in Chromium, the token typed in."""
-    app = create_app([apps.echo(), apps.router(), apps.approvals()], auth_token="t0ken")
+async def opened(app: FastAPI | None = None) -> AsyncIterator[Page]:
+    """The UI of an app with a token (``app``, or one of the test agents), open in Chromium, the token typed in."""
+    if app is None:
+        app = create_app([apps.echo(), apps.router(), apps.approvals()], auth_token="t0ken")
     async with serving(app) as url, async_playwright() as playwright:
         browser = await playwright.chromium.launch(executable_path=CHROMIUM, args=["--no-sandbox"])
         try:
@@ -98,3 +103,17 @@ async def test_an_approval_from_the_page_with_edited_arguments_resumes_the_run(s
         await expect(page.locator(".bubble.agent .text").last).to_contain_text("refunded 3")
         await expect(page.locator("#status")).to_have_text("completed")
         await shot(page, screenshots, "approved")
+
+
+async def test_lost_records_and_a_lost_end_are_shown_not_skipped(screenshots: Path) -> None:
+    log = LossyLog(lambda kind, data: kind == "end" or data.get("event") == "message")
+    store = MemoryCheckpointStore()
+    agents = {"echo": apps.echo()}
+    backend = InProcessBackend(agents, store, events=log)
+    async with opened(create_app(agents, checkpoint_store=store, backend=backend, auth_token="t0ken")) as page:
+        await send(page, "echo", "hello")
+        await expect(page.locator(".note.error")).to_contain_text("1 event record(s) lost (")
+        await expect(page.locator("#status")).to_contain_text(
+            "completed (its end record was lost: the event log has no end record)"
+        )
+        await shot(page, screenshots, "lost-records")

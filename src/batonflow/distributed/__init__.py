@@ -17,6 +17,7 @@ from ._backend import LiveBackend as LiveBackend
 from ._backend import PausedRun as PausedRun
 from ._events import EventLog as EventLog
 from ._events import EventRecord as EventRecord
+from ._events import Numbering as Numbering
 from ._events import RedisEventLog as RedisEventLog
 from ._events import event_log_at as event_log_at
 from ._frames import body_of as body_of
@@ -46,6 +47,7 @@ __all__ = [
     "InProcessBackend",
     "LiveBackend",
     "MemoryEventLog",
+    "Numbering",
     "PausedRun",
     "PostgresEventLog",
     "RedisEventLog",

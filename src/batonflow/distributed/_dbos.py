@@ -53,7 +53,8 @@ from ._sweeper import Sweeper
 
 __all__ = ["APP_VERSION", "CodecSerializer", "DBOSBackend", "DBOSWorker"]
 
-POLL = 0.1  # seconds between a worker's looks at the queue: measured 49-103 ms to start at 0.1, 503 ms at 1.0
+POLL = 0.02  # seconds between a worker's looks at the queue: on average half of it before a segment starts. An idle
+# worker polling every 0.1 s used 9 % of a core, every 0.01 s 30 % (2-core machine, DBOS 3.4): 0.02 is the middle.
 
 _log = logging.getLogger("batonflow.distributed")
 

@@ -7,6 +7,10 @@ module), ``PostgresEventLog`` in PostgreSQL tables, for deployments without Redi
   record that carries the segment's outcome.
 - Each record is a frame (``_frames``: what the server sends as one SSE event, ``{"event": name, "data": json}``) and
   has its event's ``seq``, so a client can drop the few events a crashed segment's retry sends again.
+- Each record is numbered: ``number`` counts the records one attempt of a segment published (from 1), ``attempt``
+  names that attempt (a fresh token each time a process starts publishing a segment). The number is taken before
+  the write is tried, so a record lost to an outage, or trimmed by ``maxlen``, leaves a hole in the numbers that a
+  follower reports (the server's ``gap`` event) instead of skipping it silently.
 - The stream is bounded (``maxlen``: each append past it drops the oldest record) and expires ``ttl`` seconds after
   its last write: the durable record of a run is its checkpoint and session, not its live stream.
 - Cancellation travels the other way: ``request_cancel`` sets a key the worker polls while the segment runs.
@@ -17,7 +21,9 @@ Events are written as the codec's JSON (a message is a registered type), never p
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator
+import secrets
+from collections import OrderedDict
+from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from typing import Any, Literal, Protocol, runtime_checkable
@@ -26,7 +32,7 @@ from ..codec import decode_json, encode_json
 from ..errors import UserError
 from ._checks import count, seconds
 
-__all__ = ["EventLog", "EventRecord", "RedisEventLog", "event_log_at"]
+__all__ = ["EventLog", "EventRecord", "Numbering", "RedisEventLog", "event_log_at"]
 
 Kind = Literal["event", "end"]
 
@@ -34,13 +40,40 @@ Kind = Literal["event", "end"]
 @dataclass(frozen=True, slots=True)
 class EventRecord:
     """One entry of a run's stream: ``stream_id`` (the log's record id, ``<n>-<m>``, what ``Last-Event-ID`` names),
-    the event's ``seq``, ``kind`` (``event``, or ``end`` with the segment's outcome), and ``data``."""
+    the event's ``seq``, ``kind`` (``event``, or ``end`` with the segment's outcome), and ``data``; ``number`` and
+    ``attempt`` place it among the records of its segment's attempt (``Numbering``; 0 and '' for a record written
+    by an earlier release, which has none)."""
 
     stream_id: str
     seq: int
     kind: Kind
     segment_id: str
     data: dict[str, Any]
+    number: int = 0
+    attempt: str = ""
+
+
+class Numbering:
+    """The numbers a log gives the records it publishes: per segment, 1, 2, 3… under an attempt token made when this
+    process publishes the segment's first record, forgotten at its ``end``. Only one process runs a segment at a
+    time (a retry elsewhere is a new attempt), so the numbers need no coordination. At most ``keep`` segments are
+    remembered (the least recently published forgotten first): one forgotten mid-run starts a new attempt, which a
+    follower takes as a restart, never as a gap."""
+
+    def __init__(self, keep: int = 10_000) -> None:
+        self.keep = count("keep", keep)
+        self._segments: OrderedDict[str, tuple[str, int]] = OrderedDict()
+
+    def next(self, segment_id: str, kind: Kind) -> tuple[str, int]:
+        """The attempt and number of ``segment_id``'s next record (taken whether or not its write succeeds)."""
+        held = self._segments.pop(segment_id, None)
+        attempt, number = held if held is not None else (secrets.token_hex(4), 0)
+        number += 1
+        if kind != "end":
+            self._segments[segment_id] = (attempt, number)
+            while len(self._segments) > self.keep:
+                self._segments.popitem(last=False)
+        return attempt, number
 
 
 @runtime_checkable
@@ -91,7 +124,9 @@ def event_log_at(url: str) -> EventLog:
 
 class RedisEventLog:
     """Runs' live streams and cancel flags in the Redis at ``url``, over at most ``max_connections`` connections for
-    commands, and one more on which a single blocking read serves every follower of this log (``_Followers``)."""
+    commands, and one more on which a single blocking read serves every follower of this log (``_Followers``). A
+    command that gets no answer within ``timeout`` seconds fails (a Redis paused, or a network that drops packets,
+    costs a publish ``timeout`` seconds, never a hang)."""
 
     def __init__(
         self,
@@ -101,9 +136,12 @@ class RedisEventLog:
         ttl: float = 3600.0,
         prefix: str = "batonflow",
         max_connections: int = 500,
+        timeout: float = 5.0,
     ) -> None:
         self.max_connections = count("max_connections", max_connections)
+        self.timeout = seconds("timeout", timeout)
         self.url = url
+        self.numbering = Numbering()
         self.maxlen = count("maxlen", maxlen)
         self.ttl = seconds("ttl", ttl)
         self.prefix = prefix
@@ -116,7 +154,13 @@ class RedisEventLog:
 
             # Past max_connections a command waits for a free connection rather than failing; followers do not
             # hold one while they wait (they share the followers' read).
-            pool = BlockingConnectionPool.from_url(self.url, max_connections=self.max_connections, timeout=None)
+            pool = BlockingConnectionPool.from_url(
+                self.url,
+                max_connections=self.max_connections,
+                timeout=None,
+                socket_timeout=self.timeout,
+                socket_connect_timeout=self.timeout,
+            )
             self._client = Redis(connection_pool=pool)
         return self._client
 
@@ -130,7 +174,9 @@ class RedisEventLog:
         """Append a record to ``run``'s stream; its stream id."""
         redis = self._redis()
         key = self.stream_key(run)
-        fields = {"seq": str(seq), "kind": kind, "segment": segment_id, "data": encode_json(data, what="event")}
+        text = encode_json(data, what="event")
+        attempt, number = self.numbering.next(segment_id, kind)
+        fields = {"seq": str(seq), "kind": kind, "segment": segment_id, "data": text, "n": str(number), "a": attempt}
         async with redis.pipeline(transaction=True) as pipe:
             pipe.xadd(key, fields, maxlen=self.maxlen, approximate=False)
             pipe.pexpire(key, int(self.ttl * 1000))
@@ -168,9 +214,16 @@ class RedisEventLog:
                     if item.kind == "end":
                         return
 
+    async def _wake(self, key: str) -> None:
+        """An entry on the followers' wake stream ``key`` (``_Followers``), from the command pool."""
+        async with self._redis().pipeline(transaction=False) as pipe:
+            pipe.xadd(key, {"w": "1"}, maxlen=1, approximate=False)
+            pipe.pexpire(key, 60_000)
+            await pipe.execute()
+
     def _shared(self) -> _Followers:
         if self._followers is None:
-            self._followers = _Followers(self.url)
+            self._followers = _Followers(self.url, self.timeout, self._wake, self.prefix)
         return self._followers
 
     async def last(self, run: str) -> EventRecord | None:
@@ -213,13 +266,30 @@ class _Followers:
     """One ``XREAD BLOCK`` over every stream this process follows, on a connection of its own, handing each new
     record to the followers of its stream that have not seen it: a thousand clients following runs cost one
     connection, not a thousand. A follower joins at the last id it read, so nothing published meanwhile is missed;
-    a Redis error reaches every follower, which raises it."""
+    a Redis error reaches every follower, which raises it.
+
+    A follower that joins while a read is under way without its stream would wait for that read to end (up to
+    ``WAIT_MS``): so the join adds an entry to this process's wake stream (``wake_key``, one entry kept, lapsing a
+    minute after), which every read includes, and the read returns at once to start again with the new stream."""
 
     WAIT_MS = 100
-    """How long one read waits: how soon a follower that joins is in the next read."""
+    """How long one read waits: a safety net, should a wake be lost (a join wakes the read at once)."""
 
-    def __init__(self, url: str) -> None:
+    def __init__(
+        self,
+        url: str,
+        timeout: float = 5.0,
+        wake: Callable[[str], Awaitable[Any]] | None = None,
+        prefix: str = "batonflow",
+    ) -> None:
         self.url = url
+        self.timeout = timeout
+        self.wake_key = f"{prefix}:wake:{secrets.token_hex(8)}"
+        self._send_wake = wake
+        self._waking = False
+        self._wake_task: asyncio.Future[None] | None = None
+        self._wake_after = "0-0"
+        self._reading: set[str] = set()  # the streams of the read under way
         self._streams: dict[str, list[_Follower]] = {}
         self._task: asyncio.Task[None] | None = None
         self._client: Any = None
@@ -230,6 +300,8 @@ class _Followers:
         self._streams.setdefault(key, []).append(follower)
         if self._task is None or self._task.done():
             self._task = asyncio.ensure_future(self._read())
+        elif key not in self._reading:
+            self._wake()
         try:
             yield follower.queue
         finally:
@@ -239,13 +311,36 @@ class _Followers:
             if not followers:
                 self._streams.pop(key, None)
 
+    def _wake(self) -> None:
+        """Make the read under way return, once for all the followers joining meanwhile."""
+        wake = self._send_wake
+        if self._waking or wake is None:
+            return
+        self._waking = True
+
+        async def send() -> None:
+            try:
+                await wake(self.wake_key)
+            except Exception:
+                pass  # the read ends within WAIT_MS all the same
+            finally:
+                self._waking = False
+
+        self._wake_task = asyncio.ensure_future(send())
+
     async def _read(self) -> None:
         if self._client is None:
             from redis.asyncio import Redis
 
-            self._client = Redis.from_url(self.url, max_connections=1)
+            wait = self.timeout + self.WAIT_MS / 1000  # a blocking read takes WAIT_MS of its own
+            self._client = Redis.from_url(
+                self.url, max_connections=1, socket_timeout=wait, socket_connect_timeout=self.timeout
+            )
         while self._streams:
             streams = {key: _stream_id(min(f.after for f in fs)) for key, fs in self._streams.items() if fs}
+            self._reading = set(streams)
+            if self._send_wake is not None:
+                streams[self.wake_key] = self._wake_after
             try:
                 answer = await self._client.xread(streams, block=self.WAIT_MS, count=256)
             except Exception as error:
@@ -253,8 +348,14 @@ class _Followers:
                     for follower in followers:
                         follower.queue.put_nowait(error)
                 return
+            finally:
+                self._reading = set()
             for raw_key, entries in answer or ():
                 key = raw_key.decode() if isinstance(raw_key, bytes) else str(raw_key)
+                if key == self.wake_key:
+                    last = entries[-1][0]
+                    self._wake_after = last.decode() if isinstance(last, bytes) else str(last)
+                    continue
                 for raw_id, fields in entries:
                     record = _record(raw_id, fields)
                     number = _stream_number(record.stream_id)
@@ -293,4 +394,6 @@ def _record(raw_id: Any, fields: dict[bytes, bytes]) -> EventRecord:
         kind=kind,  # type: ignore[arg-type]
         segment_id=text["segment"],
         data=decode_json(text["data"], what="event"),
+        number=int(text.get("n", "0")),
+        attempt=text.get("a", ""),
     )

@@ -2,8 +2,9 @@
 
 It is what ``RedisEventLog`` and ``PostgresEventLog`` are across processes, for one process: record ids are
 ``<n>-0``, ``n`` counting the records of the whole log, so an id names one record and orders it in its run; each
-run keeps its last ``maxlen`` records (a follower that falls behind them, or asks for records already dropped, gets
-``EventsGoneError``, never a stream with a hole in it); the last ``keep_runs`` runs are kept, the least recently
+run keeps its last ``maxlen`` records (a reader that asks for records already dropped gets ``EventsGoneError``; one
+that falls behind them while it reads goes on from the oldest kept, and the hole in the records' numbers tells its
+server to report the gap); the last ``keep_runs`` runs are kept, the least recently
 written dropped first. A follower is woken by each record of its run, and reads every record there is at once.
 """
 
@@ -17,7 +18,7 @@ from typing import Any
 
 from ..errors import RunError, UserError
 from ._checks import count
-from ._events import EventRecord, Kind
+from ._events import EventRecord, Kind, Numbering
 
 __all__ = ["EventsGoneError", "MemoryEventLog"]
 
@@ -60,6 +61,7 @@ class MemoryEventLog:
         self._runs: OrderedDict[str, _Run] = OrderedDict()
         self._count = 0
         self._cancels: set[str] = set()
+        self.numbering = Numbering()
 
     async def publish(self, run: str, segment_id: str, seq: int, kind: Kind, data: dict[str, Any]) -> str:
         """Append a record to ``run``'s records; its id."""
@@ -68,7 +70,8 @@ class MemoryEventLog:
     def append(self, run: str, segment_id: str, seq: int, kind: Kind, data: dict[str, Any]) -> EventRecord:
         """``publish``, for a caller in this process that need not wait: nothing here does."""
         self._count += 1
-        record = EventRecord(f"{self._count}-0", seq, kind, segment_id, data)
+        attempt, number = self.numbering.next(segment_id, kind)
+        record = EventRecord(f"{self._count}-0", seq, kind, segment_id, data, number, attempt)
         held = self._runs.get(run)
         if held is None:
             held = self._runs[run] = _Run(self.maxlen)
@@ -92,14 +95,19 @@ class MemoryEventLog:
 
     async def batches(self, run: str, after: str = "0-0") -> AsyncIterator[list[EventRecord]]:
         """``read``'s records, in batches: all those there are each time the follower looks (one write for a burst
-        of deltas, rather than a write each)."""
+        of deltas, rather than a write each). Records after ``after`` already dropped: ``EventsGoneError``; dropped
+        while the follower was away with a batch: it goes on from the oldest kept."""
         position = _number(after)
+        first = True
         while True:
             held = self._runs.get(run)
             if held is None:
                 held = self._runs[run] = _Run(self.maxlen)  # a run not written yet: its first record wakes this
             if held.dropped > position:
-                raise self._gone(run, held, position)
+                if first:
+                    raise self._gone(run, held, position)
+                position = held.dropped  # the numbers of what follows show the hole
+            first = False
             records = held.records
             # The records are in id order: skip the ones seen, from the end (a follower is usually near it).
             start = len(records)

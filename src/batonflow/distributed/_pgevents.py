@@ -2,7 +2,8 @@
 database (it may be the DBOS database), for deployments that run no Redis.
 
 - **Records** are rows of ``<prefix>_events``: the run, an id from one identity column, the event's ``seq``, its
-  kind, its segment and its data (the codec's JSON, as text). A record's id, written ``<id>-0``, is what
+  kind, its segment, its data (the codec's JSON, as text), and its number and attempt (``Numbering``: a record lost
+  leaves a hole in the numbers). A record's id, written ``<id>-0``, is what
   ``Last-Event-ID`` names, in the same shape as a Redis stream id.
 - **One writer at a time per run.** A publish first updates the run's row of ``<prefix>_event_runs`` (its length
   and expiry), which holds that row's lock until it commits; so within a run, ids are taken in commit order, and a
@@ -35,7 +36,7 @@ from typing import TYPE_CHECKING, Any, TypeAlias
 from ..codec import decode_json, encode_json
 from ..errors import UserError
 from ._checks import count, seconds
-from ._events import EventRecord, Kind
+from ._events import EventRecord, Kind, Numbering
 
 if TYPE_CHECKING:
     from psycopg import AsyncConnection
@@ -74,6 +75,8 @@ CREATE TABLE IF NOT EXISTS {p}_event_cancels (
     expires_at timestamptz NOT NULL
 );
 CREATE INDEX IF NOT EXISTS {p}_event_cancels_expiry ON {p}_event_cancels (expires_at);
+ALTER TABLE {p}_events ADD COLUMN IF NOT EXISTS n bigint NOT NULL DEFAULT 0,
+    ADD COLUMN IF NOT EXISTS attempt text NOT NULL DEFAULT '';
 """
 
 # The run's row, locked until the publish commits: its length counts the records it keeps (1 again once it lapsed).
@@ -96,21 +99,21 @@ WITH lapsed AS (
 ), capped AS (
     UPDATE {p}_event_runs SET length = %(maxlen)s WHERE run = %(run)s AND %(excess)s > 0
 ), added AS (
-    INSERT INTO {p}_events (run, seq, kind, segment, data)
-    VALUES (%(run)s, %(seq)s, %(kind)s, %(segment)s, %(data)s) RETURNING id
+    INSERT INTO {p}_events (run, seq, kind, segment, data, n, attempt)
+    VALUES (%(run)s, %(seq)s, %(kind)s, %(segment)s, %(data)s, %(n)s, %(attempt)s) RETURNING id
 )
 SELECT id, pg_notify(%(channel)s, %(payload)s) FROM added
 """
 
 _READ = """
-SELECT e.id, e.seq, e.kind, e.segment, e.data
+SELECT e.id, e.seq, e.kind, e.segment, e.data, e.n, e.attempt
 FROM {p}_events e JOIN {p}_event_runs r ON r.run = e.run
 WHERE e.run = %s AND e.id > %s AND r.expires_at > now()
 ORDER BY e.id LIMIT %s
 """
 
 _LAST = """
-SELECT e.id, e.seq, e.kind, e.segment, e.data
+SELECT e.id, e.seq, e.kind, e.segment, e.data, e.n, e.attempt
 FROM {p}_events e JOIN {p}_event_runs r ON r.run = e.run
 WHERE e.run = %s AND r.expires_at > now()
 ORDER BY e.id DESC LIMIT 1
@@ -186,12 +189,14 @@ class PostgresEventLog:
         self._waiters: dict[tuple[str, str], set[asyncio.Event]] = {}
         self._next_expiry = time.monotonic() + self.expire_every
         self._closed = False
+        self.numbering = Numbering()
 
     async def publish(self, run: str, segment_id: str, seq: int, kind: Kind, data: dict[str, Any]) -> str:
         """Append a record to ``run``'s records; its id (``<n>-0``)."""
         if kind not in ("event", "end"):
             raise UserError(f"kind: expected 'event' or 'end', got {kind!r}")
         text = encode_json(data, what="event")
+        attempt, number = self.numbering.next(segment_id, kind)
         async with self._connection() as conn, conn.transaction():
             claimed = await conn.execute(self._sql["claim"], {"run": run, "ttl": self.ttl})
             (length,) = _one(await claimed.fetchone())
@@ -206,6 +211,8 @@ class PostgresEventLog:
                     "kind": kind,
                     "segment": segment_id,
                     "data": text,
+                    "n": number,
+                    "attempt": attempt,
                     "channel": self.events_channel,
                     "payload": _payload(run),
                 },
@@ -333,7 +340,12 @@ class PostgresEventLog:
             self._schema_made = True
 
     async def _schema_exists(self, conn: Connection) -> bool:
-        found = await conn.execute("SELECT to_regclass(%s) IS NOT NULL", (f"{self.prefix}_event_cancels_expiry",))
+        """Whether the tables are there as this release needs them: the records numbered (their last column)."""
+        found = await conn.execute(
+            "SELECT EXISTS (SELECT 1 FROM pg_attribute WHERE attrelid = to_regclass(%s) AND attname = 'attempt' "
+            "AND NOT attisdropped)",
+            (f"{self.prefix}_events",),
+        )
         return bool(_one(await found.fetchone())[0])
 
     @asynccontextmanager
@@ -465,11 +477,13 @@ def _one(row: Any) -> Any:
 
 
 def _record(row: Any) -> EventRecord:
-    record_id, seq, kind, segment, data = row
+    record_id, seq, kind, segment, data, number, attempt = row
     return EventRecord(
         stream_id=f"{record_id}-0",
         seq=int(seq),
         kind=kind,
         segment_id=segment,
         data=decode_json(data, what="event"),
+        number=int(number),
+        attempt=attempt,
     )

@@ -168,9 +168,14 @@ function onFrame(frame) {
     case "trace":
       onTrace(data);
       break;
-    case "end":
-      status(`${data.status}${data.error ? `: ${data.error.type}: ${data.error.message}` : ""}`, data.status === "failed");
+    case "gap":
+      note(`… ${data.count} event record(s) lost (${data.missing.from} to ${data.missing.to}): ${data.reason}`, "error", data);
       break;
+    case "end": {
+      const lost = data.end_record === "lost" ? ` (its end record was lost: ${data.reason})` : "";
+      status(`${data.status}${data.error ? `: ${data.error.type}: ${data.error.message}` : ""}${lost}`, data.status === "failed");
+      break;
+    }
   }
 }
 
