@@ -3,8 +3,18 @@
 A resume claims its checkpoint's lease before it reads the checkpoint (a conversation, its session's), so of two
 resumers exactly one goes ahead. The lease has a ttl so that a runner that dies blocks nobody for long; a runner
 that lives renews it every third of the ttl, so that a segment longer than the ttl keeps it. A renewal that finds
-the lease taken, or that cannot reach the store before the lease would have lapsed, marks it lost: the run then
-stops before its next tool batch (``check``), and writes nothing more under the id (``LeaseLostError``).
+the lease taken or lapsed, or that cannot reach the store before the lease would have lapsed, marks it lost: the run
+then stops before its next tool batch (``check``), and writes nothing more under the id (``LeaseLostError``).
+
+Each claim is made under a fresh owner token (``uuid4``), the lease's *generation*: a store's ``renew`` extends only
+an unexpired lease of that very token, so a holder that was paused past its ttl (SIGSTOP, a VM migration) never
+takes its lapsed lease back, even when nobody else claimed it meanwhile; only a new claim can, as a new generation,
+and the old holder's fenced writes then fail. A store without ``renew`` (one of one's own) is renewed by ``claim``,
+which may re-take a lapsed lease: the holder's own clock (no renewal for 0.9 of the ttl) is then its only fence.
+
+A process may install a fence of its own around the runs it starts (``fenced_by``): a durable worker's proof that
+it is still alive (its own heartbeat lease). Every ``check`` of a lease consults it too, so a run stops before its
+next tool batch or write once its process cannot prove it still owns its work.
 
 Giving the lease back is best effort: a release that fails is logged, never raised over what the run did (the
 lease lapses by itself after its ttl).
@@ -17,11 +27,13 @@ import contextlib
 import inspect
 import logging
 import time
+from collections.abc import Callable, Iterator
+from contextvars import ContextVar
 from typing import Any, Protocol
 
 from ..errors import LeaseLostError, ResumeConflictError, UserError
 
-__all__ = ["Fenced", "LeaseHolder", "Leasing", "break_lease", "conflict"]
+__all__ = ["Fenced", "LeaseHolder", "Leasing", "break_lease", "conflict", "fenced_by"]
 
 _log = logging.getLogger("batonflow.adk")
 
@@ -34,11 +46,25 @@ class Leasing(Protocol):
     async def release(self, key: str, owner: str, /) -> None: ...
 
 
+_FENCE: ContextVar[Callable[[], None] | None] = ContextVar("batonflow_fence", default=None)
+
+
+@contextlib.contextmanager
+def fenced_by(check: Callable[[], None]) -> Iterator[None]:
+    """Every lease check of the runs started inside also calls ``check``, which raises (``LeaseLostError``) once the
+    process may no longer run their work (a worker whose own heartbeat lease lapsed)."""
+    token = _FENCE.set(check)
+    try:
+        yield
+    finally:
+        _FENCE.reset(token)
+
+
 class LeaseHolder:
     """The lease on ``key`` in ``store``, held for one run segment by ``owner``. ``what`` names it in messages
     (``checkpoint[x]``, ``session 'y'``)."""
 
-    __slots__ = ("_renewed_at", "_renewer", "breaker", "key", "lost", "owner", "store", "ttl", "what")
+    __slots__ = ("_fence", "_renewed_at", "_renewer", "breaker", "key", "lost", "owner", "store", "ttl", "what")
 
     def __init__(
         self, store: Leasing, key: str, owner: str, ttl: float, what: str, breaker: str = "Runner.break_lease"
@@ -52,6 +78,7 @@ class LeaseHolder:
         self.lost = False
         self._renewer: asyncio.Task[None] | None = None
         self._renewed_at = 0.0
+        self._fence = _FENCE.get()  # the process's own fence where the holder is made (a worker's liveness)
 
     async def claim(self, doing: str) -> None:
         """Take the lease, or raise ``ResumeConflictError`` saying who holds it; then keep renewing it."""
@@ -61,7 +88,10 @@ class LeaseHolder:
         self._renewer = asyncio.get_running_loop().create_task(self._renew(), name=f"lease {self.what}")
 
     def check(self) -> None:
-        """Raises ``LeaseLostError`` once the lease is known lost."""
+        """Raises ``LeaseLostError`` once the lease is known lost, or the process's fence (``fenced_by``) says it
+        may not go on."""
+        if self._fence is not None:
+            self._fence()
         if not self.lost and self._renewer is not None and time.monotonic() - self._renewed_at >= self.ttl * 0.9:
             self.lost = True  # not renewed for most of its ttl (the store is unreachable): it may lapse any moment
         if self.lost:
@@ -88,10 +118,11 @@ class LeaseHolder:
 
     async def _renew(self) -> None:
         period = self.ttl / 3
+        renew = getattr(self.store, "renew", None) or self.store.claim  # strict where the store can (see the doc)
         while True:
             await asyncio.sleep(period)
             try:
-                held = await self.store.claim(self.key, self.owner, self.ttl)
+                held = await renew(self.key, self.owner, self.ttl)
             except Exception:
                 _log.warning("could not renew the lease on %s", self.what, exc_info=True)
                 if time.monotonic() - self._renewed_at >= self.ttl:

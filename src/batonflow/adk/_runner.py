@@ -31,7 +31,7 @@ from ._lease import LeaseHolder, break_lease
 from ._parts import PART_EVENTS, HistoryChain
 from ._result import Capture, RunResult, blocking, collect_events, prompt_messages
 from ._segment import Segment, reserved
-from .loop import chained_steps, installed_steps
+from .loop import FenceSteps, chained_steps, installed_steps
 
 __all__ = ["Runner"]
 
@@ -140,17 +140,8 @@ class Runner:
         run_id: str | None = None,
     ) -> AsyncIterator[AgentEvent]:
         values = {**self.session_values, **(session_values or {})}
-        ctx = RunContext(
-            session=RunSession(values=values),
-            enable_streaming=self.enable_streaming,
-            skip_transfer_messages=self.skip_transfer_messages,
-            run_id=os.urandom(16).hex() if run_id is None else run_id,
-            steps=installed_steps(),
-        )
-        trace = _traced(ctx, self.agent.name, callbacks, capture)
-        input = AgentInput(messages=list(messages), enable_streaming=self.enable_streaming)
-        ctx.root_input = input
         segment = None
+        steps = installed_steps()
         if checkpoint_id is not None and store is not None:
             lease = LeaseHolder(
                 store, checkpoint_id, uuid.uuid4().hex, self.resume_lease, f"checkpoint[{checkpoint_id}]"
@@ -158,6 +149,17 @@ class Runner:
             segment = Segment(
                 store, checkpoint_id, lease, chain=self._keeping(store, HistoryChain(self.history_part_events))
             )
+            steps = chained_steps(steps, FenceSteps(lease.check))  # no journal: its lease fences each tool batch
+        ctx = RunContext(
+            session=RunSession(values=values),
+            enable_streaming=self.enable_streaming,
+            skip_transfer_messages=self.skip_transfer_messages,
+            run_id=os.urandom(16).hex() if run_id is None else run_id,
+            steps=steps,
+        )
+        trace = _traced(ctx, self.agent.name, callbacks, capture)
+        input = AgentInput(messages=list(messages), enable_streaming=self.enable_streaming)
+        ctx.root_input = input
         events = self._events(self.agent.run(input, ctx), ctx, segment)
         traced = events if trace is None else trace.wrap(events)
         return traced if segment is None else reserved(segment, traced)
