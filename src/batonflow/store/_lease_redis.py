@@ -16,9 +16,9 @@ from ._base import Lease
 __all__ = [
     "REDIS_BREAK",
     "REDIS_CLAIM",
-    "REDIS_RENEW",
     "REDIS_FENCED_WRITE",
     "REDIS_HOLDER",
+    "REDIS_RENEW",
     "redis_lease",
     "redis_ttl_ms",
 ]
