@@ -13,8 +13,10 @@ and the old holder's fenced writes then fail. A store without ``renew`` (one of 
 which may re-take a lapsed lease: the holder's own clock (no renewal for 0.9 of the ttl) is then its only fence.
 
 A process may install a fence of its own around the runs it starts (``fenced_by``): a durable worker's proof that
-it is still alive (its own heartbeat lease). Every ``check`` of a lease consults it too, so a run stops before its
-next tool batch or write once its process cannot prove it still owns its work.
+it is still alive (its own heartbeat lease). The runs started inside check it before each tool batch, beside their
+lease, so a run stops before its next tool once its process cannot prove it still owns its work. Writes to the
+store stay fenced by the lease alone: a lease still held proves nobody else holds the checkpoint, so what finished
+is saved even while the process's own proof is out of date.
 
 Giving the lease back is best effort: a release that fails is logged, never raised over what the run did (the
 lease lapses by itself after its ttl).
@@ -33,7 +35,7 @@ from typing import Any, Protocol
 
 from ..errors import LeaseLostError, ResumeConflictError, UserError
 
-__all__ = ["Fenced", "LeaseHolder", "Leasing", "break_lease", "conflict", "fenced_by"]
+__all__ = ["Fenced", "LeaseHolder", "Leasing", "break_lease", "conflict", "fenced_by", "installed_fence", "tool_fence"]
 
 _log = logging.getLogger("batonflow.adk")
 
@@ -60,11 +62,15 @@ def fenced_by(check: Callable[[], None]) -> Iterator[None]:
         _FENCE.reset(token)
 
 
+installed_fence = _FENCE.get
+"""The fence ``fenced_by`` installed around the code running now, if any."""
+
+
 class LeaseHolder:
     """The lease on ``key`` in ``store``, held for one run segment by ``owner``. ``what`` names it in messages
     (``checkpoint[x]``, ``session 'y'``)."""
 
-    __slots__ = ("_fence", "_renewed_at", "_renewer", "breaker", "key", "lost", "owner", "store", "ttl", "what")
+    __slots__ = ("_renewed_at", "_renewer", "breaker", "key", "lost", "owner", "store", "ttl", "what")
 
     def __init__(
         self, store: Leasing, key: str, owner: str, ttl: float, what: str, breaker: str = "Runner.break_lease"
@@ -78,7 +84,6 @@ class LeaseHolder:
         self.lost = False
         self._renewer: asyncio.Task[None] | None = None
         self._renewed_at = 0.0
-        self._fence = _FENCE.get()  # the process's own fence where the holder is made (a worker's liveness)
 
     async def claim(self, doing: str) -> None:
         """Take the lease, or raise ``ResumeConflictError`` saying who holds it; then keep renewing it."""
@@ -88,10 +93,7 @@ class LeaseHolder:
         self._renewer = asyncio.get_running_loop().create_task(self._renew(), name=f"lease {self.what}")
 
     def check(self) -> None:
-        """Raises ``LeaseLostError`` once the lease is known lost, or the process's fence (``fenced_by``) says it
-        may not go on."""
-        if self._fence is not None:
-            self._fence()
+        """Raises ``LeaseLostError`` once the lease is known lost."""
         if not self.lost and self._renewer is not None and time.monotonic() - self._renewed_at >= self.ttl * 0.9:
             self.lost = True  # not renewed for most of its ttl (the store is unreachable): it may lapse any moment
         if self.lost:
@@ -166,6 +168,21 @@ async def conflict(
         f"break it with {breaker}({key!r}, {lease.owner!r})",
         lease=lease,
     )
+
+
+def tool_fence(lease: LeaseHolder | None) -> Callable[[], None] | None:
+    """What a run checks before each tool batch: its lease (when it has one), then the process's fence."""
+    process = installed_fence()
+    if lease is None:
+        return process
+    if process is None:
+        return lease.check
+
+    def check() -> None:
+        lease.check()
+        process()
+
+    return check
 
 
 class Fenced:
