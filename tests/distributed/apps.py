@@ -2,7 +2,8 @@
 
 ``shipper`` asks a human before it ships an order, then ships it: each shipment appends a line to the file named
 by ``BATONFLOW_TEST_SIDE_EFFECTS`` (when set), so a test can count how often the side effect happened. ``stepper``
-asks whether to begin, then does six steps; ``starter`` does them at once, in its first segment.
+asks whether to begin, then does six steps; ``starter`` does them at once, in its first segment. ``poison``'s
+tool kills the worker process that runs it (``os._exit``), every time.
 """
 
 from __future__ import annotations
@@ -80,7 +81,23 @@ def agents() -> dict[str, Any]:
         "atlas": atlas(),
         "greeter": greeter(),
         "batcher": batcher(),
+        "poison": poison(),
     }
+
+
+@tool
+def crash() -> str:
+    """Take the process that runs this tool down at once, as a segfault or the OOM killer would."""
+    _note("crash")
+    os._exit(9)
+
+
+def _crashes(messages: list[Message], tools: list[ToolInfo]) -> Message:
+    return tool_calls(("crash", {}))
+
+
+def poison() -> ChatModelAgent:
+    return ChatModelAgent(name="poison", description="Kills its worker.", model=FunctionModel(_crashes), tools=[crash])
 
 
 STEPS = 6
