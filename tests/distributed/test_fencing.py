@@ -19,7 +19,8 @@ import redis.asyncio
 from tests.server.conftest import asgi_client
 
 from batonflow.cli import main
-from batonflow.distributed import DBOSBackend, RedisEventLog, SegmentRequest
+from batonflow.distributed import DBOSBackend, DBOSWorker, RedisEventLog, SegmentRequest
+from batonflow.errors import UserError
 from batonflow.schema import user
 from batonflow.server import create_app
 from batonflow.store import SqliteCheckpointStore
@@ -216,3 +217,9 @@ async def test_a_database_outage_longer_than_the_lease_runs_nothing_twice(
         assert "declared dead" not in worker.text()
     lines = cluster.effect_lines()
     assert sum(" effect " in line for line in lines) == STEPS * len(runs)  # every keyed effect once
+
+
+@pytest.mark.parametrize("attempts", [0, -1, 1.5, True])
+def test_a_recovery_limit_that_is_not_a_positive_count_is_refused(attempts: object) -> None:
+    with pytest.raises(UserError, match="max_attempts"):
+        DBOSWorker({}, SqliteCheckpointStore(":memory:"), database_url="postgresql://x/y", max_attempts=attempts)  # type: ignore[arg-type]
