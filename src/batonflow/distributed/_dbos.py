@@ -334,7 +334,8 @@ class DBOSWorker:
                 await sink(Frame("error", {"seq": 1, "error": body}))
             return SegmentOutcome(segment_id=sid, status="failed", error=error, agent=request.agent)
         outcome = await self._run_segment(request, sid, sink)
-        await asyncio.to_thread(self.attempts.forget, sid)
+        if self.sweeper is None or not self.sweeper.swept:  # a swept worker's segment runs on, counted, elsewhere
+            await asyncio.to_thread(self.attempts.forget, sid)
         return outcome
 
     async def _publish(self, log: EventLog, run: str, sid: str, seq: int, kind: Kind, data: dict[str, Any]) -> None:
