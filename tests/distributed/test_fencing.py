@@ -212,6 +212,10 @@ async def test_a_database_outage_longer_than_the_lease_runs_nothing_twice(
         await backend.close()
     assert [o.status for o in outcomes] == ["completed"] * len(runs), outcomes
     assert alive == [True, True]
+    texts = [worker.text() for worker in workers]
+    assert all("its heartbeat had lapsed" in text for text in texts)  # the outage outlasted every worker's lease
+    again = sum(text.count("running it again") for text in texts)
+    print(f"segments stopped at the fence during the outage and run again on their own worker: {again}")
     for worker in workers:  # no live worker took another for dead
         assert "are back on the queue" not in worker.text()
         assert "declared dead" not in worker.text()
