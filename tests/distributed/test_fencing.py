@@ -14,6 +14,7 @@ import uuid
 from collections import Counter
 from collections.abc import Callable, Iterator
 
+import psycopg
 import pytest
 import redis.asyncio
 from tests.server.conftest import asgi_client
@@ -227,3 +228,20 @@ async def test_a_database_outage_longer_than_the_lease_runs_nothing_twice(
 def test_a_recovery_limit_that_is_not_a_positive_count_is_refused(attempts: object) -> None:
     with pytest.raises(UserError, match="max_attempts"):
         DBOSWorker({}, SqliteCheckpointStore(":memory:"), database_url="postgresql://x/y", max_attempts=attempts)  # type: ignore[arg-type]
+
+
+def test_a_worker_upgrades_the_previous_releases_heartbeat_table(cluster: Cluster) -> None:
+    with psycopg.connect(cluster.database_url, autocommit=True) as db:
+        db.execute("DROP TABLE IF EXISTS batonflow_workers")
+        db.execute(  # the table as the previous release made it, with a row of one of its workers
+            "CREATE TABLE batonflow_workers (executor_id text PRIMARY KEY, app_version text NOT NULL, "
+            "expires_at timestamptz NOT NULL)"
+        )
+        db.execute("INSERT INTO batonflow_workers VALUES ('old-worker', 'v0', now() + interval '1 hour')")
+    worker = cluster.start_worker("--lease-ttl", LEASE)
+    try:
+        with psycopg.connect(cluster.database_url, autocommit=True) as db:
+            rows = db.execute("SELECT executor_id, swept_by FROM batonflow_workers ORDER BY executor_id").fetchall()
+    finally:
+        worker.stop()
+    assert ("old-worker", None) in rows and len(rows) == 2  # the old row kept, this worker's beside it

@@ -63,9 +63,13 @@ CREATE TABLE IF NOT EXISTS batonflow_workers (
     app_version text NOT NULL,
     expires_at timestamptz NOT NULL
 );
-ALTER TABLE batonflow_workers ADD COLUMN IF NOT EXISTS swept_by text;
-ALTER TABLE batonflow_workers ADD COLUMN IF NOT EXISTS swept_at timestamptz;
-"""
+DO $$ BEGIN
+    IF NOT EXISTS (SELECT 1 FROM pg_attribute WHERE attrelid = 'batonflow_workers'::regclass
+                   AND attname = 'swept_by' AND NOT attisdropped) THEN
+        ALTER TABLE batonflow_workers ADD COLUMN swept_by text, ADD COLUMN swept_at timestamptz;
+    END IF;
+END $$;
+"""  # the columns the previous release's table lacks, added only then (ALTER TABLE locks it even when idle)
 _REGISTER = """
 INSERT INTO batonflow_workers (executor_id, app_version, expires_at, swept_by, swept_at)
 VALUES (%s, %s, now() + make_interval(secs => %s), NULL, NULL)
