@@ -14,6 +14,7 @@ from batonflow.adk import (
     LoopAgent,
     Runner,
     collect_events,
+    fenced_by,
 )
 from batonflow.errors import (
     CheckpointNotFoundError,
@@ -270,6 +271,11 @@ class StolenLeases(MemoryCheckpointStore):
             return False
         return await super().claim(checkpoint_id, owner, ttl)
 
+    async def renew(self, checkpoint_id: str, owner: str, ttl: float) -> bool:
+        if self.steal:
+            return False
+        return await super().renew(checkpoint_id, owner, ttl)
+
 
 async def test_a_resumer_that_lost_its_lease_runs_no_more_tools_and_leaves_the_checkpoint() -> None:
     desk = Desk()
@@ -289,6 +295,46 @@ async def test_a_resumer_that_lost_its_lease_runs_no_more_tools_and_leaves_the_c
     assert [type(e) for e in errors(events)] == [LeaseLostError]
     assert desk.lookups == 0  # the tool after the lease was lost did not run
     assert await store.get("c") == saved  # the checkpoint is the new holder's now, untouched
+
+
+async def test_a_first_segment_that_lost_its_lease_runs_no_more_tools_and_saves_nothing() -> None:
+    # A run's first segment has no journal: its lease fences each tool batch all the same (a worker paused past its
+    # ttl, whose segment another worker runs again from the start, stops before its next tool).
+    desk = Desk()
+    model = ScriptedModel(
+        [tool_calls(("slow", {})), tool_calls(("lookup", {})), tool_calls(("refund", {"order_id": 7}))]
+    )
+    store = StolenLeases()
+    runner = Runner(ChatModelAgent(name="s", model=model, tools=desk.tools()), checkpoint_store=store, resume_lease=0.3)
+    running = asyncio.create_task(collect_events(runner.query("go", checkpoint_id="c")))
+    await desk.started.wait()
+    store.steal = True
+    await asyncio.sleep(0.25)  # a renewal finds the lease taken
+    desk.gate.set()
+    events = await running
+    assert [type(e) for e in errors(events)] == [LeaseLostError]
+    assert desk.lookups == 0 and desk.keys == []  # no tool ran after the lease was lost
+    assert await store.get("c") is None  # and no checkpoint was saved under the lost lease
+
+
+async def test_a_process_fence_stops_runs_started_inside_before_their_next_tool() -> None:
+    desk = Desk()
+    model = ScriptedModel([tool_calls(("slow", {})), tool_calls(("lookup", {})), assistant("x")])
+    runner = Runner(ChatModelAgent(name="s", model=model, tools=desk.tools()), checkpoint_store=MemoryCheckpointStore())
+    alive = True
+
+    def fence() -> None:
+        if not alive:
+            raise LeaseLostError("this worker's heartbeat lapsed", checkpoint_id="c", owner="worker-a")
+
+    with fenced_by(fence):
+        running = asyncio.create_task(collect_events(runner.query("go", checkpoint_id="c")))
+    await desk.started.wait()
+    alive = False
+    desk.gate.set()
+    events = await running
+    assert [str(e) for e in errors(events)] == ["this worker's heartbeat lapsed"]
+    assert desk.lookups == 0
 
 
 async def test_a_journal_left_by_an_older_checkpoint_under_the_same_id_is_not_replayed() -> None:

@@ -3,7 +3,7 @@
 ``shipper`` asks a human before it ships an order, then ships it: each shipment appends a line to the file named
 by ``BATONFLOW_TEST_SIDE_EFFECTS`` (when set), so a test can count how often the side effect happened. ``stepper``
 asks whether to begin, then does six steps; ``starter`` does them at once, in its first segment. ``ticker`` does
-as many steps of 0.3 s as its input says, and answers ``ticked N``.
+as many steps of 0.3 s as its input says, and answers ``ticked N``. ``poison``'s tool kills the worker process that runs it (``os._exit``), every time.
 """
 
 from __future__ import annotations
@@ -82,6 +82,7 @@ def agents() -> dict[str, Any]:
         "greeter": greeter(),
         "batcher": batcher(),
         "ticker": ticker(),
+        "poison": poison(),
     }
 
 
@@ -104,6 +105,21 @@ def _ticks(messages: list[Message], tools: list[ToolInfo]) -> Message:
 
 def ticker() -> ChatModelAgent:
     return ChatModelAgent(name="ticker", description="Ticks.", model=FunctionModel(_ticks), tools=[tick])
+
+
+@tool
+def crash() -> str:
+    """Take the process that runs this tool down at once, as a segfault or the OOM killer would."""
+    _note("crash")
+    os._exit(9)
+
+
+def _crashes(messages: list[Message], tools: list[ToolInfo]) -> Message:
+    return tool_calls(("crash", {}))
+
+
+def poison() -> ChatModelAgent:
+    return ChatModelAgent(name="poison", description="Kills its worker.", model=FunctionModel(_crashes), tools=[crash])
 
 
 STEPS = 6

@@ -72,8 +72,10 @@ class Cluster:
         branch_concurrency: int | None = None,
         redis_url: str = REDIS_URL,
         events_url: str | None = None,
+        module: str = "batonflow",
     ) -> Worker:
-        """A ``batonflow worker`` of the cluster, its live events in Redis, or at ``events_url`` when given."""
+        """A ``batonflow worker`` of the cluster, its live events in Redis, or at ``events_url`` when given;
+        ``module`` is what runs the command line (``python -m module worker …``)."""
         log = self.tmp / f"worker-{uuid.uuid4().hex[:6]}.log"
         env = {
             **os.environ,
@@ -85,7 +87,7 @@ class Cluster:
         command = [
             sys.executable,
             "-m",
-            "batonflow",
+            module,
             "worker",
             "tests.distributed.apps:agents",
             "--database-url",

@@ -14,10 +14,10 @@ import uuid
 
 import pytest
 
-from batonflow.adk import transfer_action
+from batonflow.adk import fenced_by, transfer_action
 from batonflow.adk.loop import ToolResult
 from batonflow.distributed import DBOSBackend, DBOSWorker, SegmentRequest, SegmentSteps, StepTable
-from batonflow.errors import StepRecordError, UserError
+from batonflow.errors import LeaseLostError, StepRecordError, UserError
 from batonflow.schema import assistant, tool_message, user
 from batonflow.store import MemoryCheckpointStore, PostgresCheckpointStore
 from batonflow.testing import tool_calls
@@ -208,3 +208,25 @@ def test_step_mode_must_be_a_bool() -> None:
 def test_the_system_schema_must_be_a_plain_name(schema: object) -> None:
     with pytest.raises(UserError, match=r"StepTable schema: expected DBOS's system schema, a plain SQL name, got "):
         StepTable("postgresql://x/y", schema=schema)  # type: ignore[arg-type]
+
+
+async def test_a_worker_that_lost_its_segment_records_nothing(cluster: Cluster) -> None:
+    table = StepTable(cluster.database_url)
+    sid = f"late-{uuid.uuid4().hex[:8]}@start"
+    alive = True
+
+    def fence() -> None:
+        if not alive:
+            raise LeaseLostError("this worker was declared dead", checkpoint_id="", owner="worker-a")
+
+    try:
+        with fenced_by(fence):
+            recorder = SegmentSteps(table, sid)
+            await recorder.record("model|agent:a|0", assistant("first"))
+            alive = False  # paused past its lease: another worker runs the segment now
+            with pytest.raises(LeaseLostError, match="declared dead"):
+                await recorder.record("model|agent:a|1", assistant("late"))
+        assert set(table.load(sid)) == {"model|agent:a|0"}  # the late record was refused, not written
+    finally:
+        table.forget(sid)
+        table.close()

@@ -536,3 +536,41 @@ async def test_close_is_idempotent(store: CheckpointStore) -> None:
 
 async def test_close_before_first_use_is_fine(store: CheckpointStore) -> None:
     await store.close()
+
+
+async def test_renew_extends_only_the_owners_unexpired_lease(store: Any) -> None:
+    assert await store.claim("run-1", "worker-a", 0.5)
+    assert await store.renew("run-1", "worker-a", 30)
+    lease = await store.holder("run-1")
+    assert lease is not None and lease.owner == "worker-a" and lease.expires_in > 1
+    assert not await store.renew("run-1", "worker-b", 30)  # another's lease is not renewed for it
+    assert (await store.holder("run-1")).owner == "worker-a"
+    assert not await store.renew("run-2", "worker-a", 30)  # a free lease is not taken by a renewal
+    assert await store.holder("run-2") is None
+
+
+async def test_an_owner_never_renews_its_lapsed_lease_back(store: Any) -> None:
+    # A holder paused past its ttl: nobody claimed the lease meanwhile, and still its renewal fails and takes nothing.
+    assert await store.claim("run-1", "paused-worker", 0.2)
+    await lapsed(store, "run-1")
+    assert not await store.renew("run-1", "paused-worker", 30)
+    assert await store.holder("run-1") is None
+    with pytest.raises(LeaseLostError):
+        await store.set("run-1", b"late", owner="paused-worker")
+    assert await store.get("run-1") is None
+
+
+async def test_an_owner_never_renews_a_lease_released_and_taken_again(store: Any) -> None:
+    assert await store.claim("run-1", "old", 30)
+    await store.release("run-1", "old")
+    assert await store.claim("run-1", "new", 30)
+    await store.release("run-1", "new")  # the new holder finished and let go: the row is gone
+    assert not await store.renew("run-1", "old", 30)
+    assert await store.holder("run-1") is None
+
+
+@pytest.mark.parametrize("ttl", [0, -1])
+async def test_renew_with_a_ttl_that_is_not_positive_is_a_user_error(store: Any, ttl: float) -> None:
+    assert await store.claim("run-1", "worker-a", 30)
+    with pytest.raises(UserError, match="ttl"):
+        await store.renew("run-1", "worker-a", ttl)

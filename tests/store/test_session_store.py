@@ -924,3 +924,18 @@ async def test_file_store_failure_is_a_store_error_naming_the_directory(tmp_path
             StoreError, match=rf"^file session store at {re.escape(str(blocker))}: cannot append to session 's1'"
         ):
             await store.append_messages("s1", turn(0))
+
+
+async def test_a_session_lease_is_renewed_only_unexpired_and_by_its_owner(store: Any) -> None:
+    assert await store.claim("s1", "worker-a", 30)
+    assert await store.renew("s1", "worker-a", 30)
+    assert not await store.renew("s1", "worker-b", 30)
+    assert not await store.renew("s2", "worker-a", 30)  # a free lease is not taken by a renewal
+    assert await store.holder("s2") is None
+
+
+async def test_an_owner_never_renews_its_lapsed_session_lease_back(store: Any) -> None:
+    assert await store.claim("s1", "paused-worker", 0.2)
+    await lapsed(store, "s1")
+    assert not await store.renew("s1", "paused-worker", 30)
+    assert await store.holder("s1") is None

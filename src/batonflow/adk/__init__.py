@@ -63,6 +63,8 @@ from ._interrupt import interrupt as interrupt
 from ._interrupt import stateful_interrupt as stateful_interrupt
 from ._lease import LeaseHolder as LeaseHolder
 from ._lease import break_lease as break_lease
+from ._lease import fenced_by as fenced_by
+from ._lease import installed_fence as installed_fence
 from ._parts import PART_EVENTS as PART_EVENTS
 from ._plan_execute import new_executor as new_executor
 from ._plan_execute import new_planner as new_planner
@@ -149,8 +151,10 @@ __all__ = [
     "event_from_message",
     "exit_action",
     "fence_message",
+    "fenced_by",
     "fenced_history_rewriter",
     "get_language",
+    "installed_fence",
     "interrupt",
     "new_executor",
     "new_planner",

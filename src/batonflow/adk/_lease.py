@@ -3,8 +3,20 @@
 A resume claims its checkpoint's lease before it reads the checkpoint (a conversation, its session's), so of two
 resumers exactly one goes ahead. The lease has a ttl so that a runner that dies blocks nobody for long; a runner
 that lives renews it every third of the ttl, so that a segment longer than the ttl keeps it. A renewal that finds
-the lease taken, or that cannot reach the store before the lease would have lapsed, marks it lost: the run then
-stops before its next tool batch (``check``), and writes nothing more under the id (``LeaseLostError``).
+the lease taken or lapsed, or that cannot reach the store before the lease would have lapsed, marks it lost: the run
+then stops before its next tool batch (``check``), and writes nothing more under the id (``LeaseLostError``).
+
+Each claim is made under a fresh owner token (``uuid4``), the lease's *generation*: a store's ``renew`` extends only
+an unexpired lease of that very token, so a holder that was paused past its ttl (SIGSTOP, a VM migration) never
+takes its lapsed lease back, even when nobody else claimed it meanwhile; only a new claim can, as a new generation,
+and the old holder's fenced writes then fail. A store without ``renew`` (one of one's own) is renewed by ``claim``,
+which may re-take a lapsed lease: the holder's own clock (no renewal for 0.9 of the ttl) is then its only fence.
+
+A process may install a fence of its own around the runs it starts (``fenced_by``): a durable worker's proof that
+it is still alive (its own heartbeat lease). The runs started inside check it before each tool batch, beside their
+lease, so a run stops before its next tool once its process cannot prove it still owns its work. Writes to the
+store stay fenced by the lease alone: a lease still held proves nobody else holds the checkpoint, so what finished
+is saved even while the process's own proof is out of date.
 
 Giving the lease back is best effort: a release that fails is logged, never raised over what the run did (the
 lease lapses by itself after its ttl).
@@ -17,11 +29,13 @@ import contextlib
 import inspect
 import logging
 import time
+from collections.abc import Callable, Iterator
+from contextvars import ContextVar
 from typing import Any, Protocol
 
 from ..errors import LeaseLostError, ResumeConflictError, UserError
 
-__all__ = ["Fenced", "LeaseHolder", "Leasing", "break_lease", "conflict"]
+__all__ = ["Fenced", "LeaseHolder", "Leasing", "break_lease", "conflict", "fenced_by", "installed_fence", "tool_fence"]
 
 _log = logging.getLogger("batonflow.adk")
 
@@ -32,6 +46,24 @@ class Leasing(Protocol):
     async def claim(self, key: str, owner: str, ttl: float, /) -> bool: ...
 
     async def release(self, key: str, owner: str, /) -> None: ...
+
+
+_FENCE: ContextVar[Callable[[], None] | None] = ContextVar("batonflow_fence", default=None)
+
+
+@contextlib.contextmanager
+def fenced_by(check: Callable[[], None]) -> Iterator[None]:
+    """Every lease check of the runs started inside also calls ``check``, which raises (``LeaseLostError``) once the
+    process may no longer run their work (a worker whose own heartbeat lease lapsed)."""
+    token = _FENCE.set(check)
+    try:
+        yield
+    finally:
+        _FENCE.reset(token)
+
+
+installed_fence = _FENCE.get
+"""The fence ``fenced_by`` installed around the code running now, if any."""
 
 
 class LeaseHolder:
@@ -88,10 +120,11 @@ class LeaseHolder:
 
     async def _renew(self) -> None:
         period = self.ttl / 3
+        renew = getattr(self.store, "renew", None) or self.store.claim  # strict where the store can (see the doc)
         while True:
             await asyncio.sleep(period)
             try:
-                held = await self.store.claim(self.key, self.owner, self.ttl)
+                held = await renew(self.key, self.owner, self.ttl)
             except Exception:
                 _log.warning("could not renew the lease on %s", self.what, exc_info=True)
                 if time.monotonic() - self._renewed_at >= self.ttl:
@@ -135,6 +168,21 @@ async def conflict(
         f"break it with {breaker}({key!r}, {lease.owner!r})",
         lease=lease,
     )
+
+
+def tool_fence(lease: LeaseHolder | None) -> Callable[[], None] | None:
+    """What a run checks before each tool batch: its lease (when it has one), then the process's fence."""
+    process = installed_fence()
+    if lease is None:
+        return process
+    if process is None:
+        return lease.check
+
+    def check() -> None:
+        lease.check()
+        process()
+
+    return check
 
 
 class Fenced:

@@ -27,11 +27,11 @@ from ._events import AgentEvent, AgentInput
 from ._flow import FlowAgent
 from ._interrupt import InterruptInfo, ResumeInfo, ResumePoints, interrupt_contexts
 from ._journal import Journal, base_digest
-from ._lease import LeaseHolder, break_lease
+from ._lease import LeaseHolder, break_lease, installed_fence, tool_fence
 from ._parts import PART_EVENTS, HistoryChain
 from ._result import Capture, RunResult, blocking, collect_events, prompt_messages
 from ._segment import Segment, reserved
-from .loop import chained_steps, installed_steps
+from .loop import FenceSteps, StepLog, chained_steps, installed_steps
 
 __all__ = ["Runner"]
 
@@ -140,17 +140,8 @@ class Runner:
         run_id: str | None = None,
     ) -> AsyncIterator[AgentEvent]:
         values = {**self.session_values, **(session_values or {})}
-        ctx = RunContext(
-            session=RunSession(values=values),
-            enable_streaming=self.enable_streaming,
-            skip_transfer_messages=self.skip_transfer_messages,
-            run_id=os.urandom(16).hex() if run_id is None else run_id,
-            steps=installed_steps(),
-        )
-        trace = _traced(ctx, self.agent.name, callbacks, capture)
-        input = AgentInput(messages=list(messages), enable_streaming=self.enable_streaming)
-        ctx.root_input = input
         segment = None
+        steps: StepLog | None = installed_steps()
         if checkpoint_id is not None and store is not None:
             lease = LeaseHolder(
                 store, checkpoint_id, uuid.uuid4().hex, self.resume_lease, f"checkpoint[{checkpoint_id}]"
@@ -158,6 +149,19 @@ class Runner:
             segment = Segment(
                 store, checkpoint_id, lease, chain=self._keeping(store, HistoryChain(self.history_part_events))
             )
+        fence = tool_fence(segment.lease if segment is not None else None)
+        if fence is not None:  # no journal: the lease (and the process's fence) guard each tool batch
+            steps = chained_steps(steps, FenceSteps(fence))
+        ctx = RunContext(
+            session=RunSession(values=values),
+            enable_streaming=self.enable_streaming,
+            skip_transfer_messages=self.skip_transfer_messages,
+            run_id=os.urandom(16).hex() if run_id is None else run_id,
+            steps=steps,
+        )
+        trace = _traced(ctx, self.agent.name, callbacks, capture)
+        input = AgentInput(messages=list(messages), enable_streaming=self.enable_streaming)
+        ctx.root_input = input
         events = self._events(self.agent.run(input, ctx), ctx, segment)
         traced = events if trace is None else trace.wrap(events)
         return traced if segment is None else reserved(segment, traced)
@@ -284,7 +288,7 @@ class Runner:
             skip_transfer_messages=self.skip_transfer_messages,
             resume=ResumePoints(checkpoint.interrupts, journal.targets),
             run_id=checkpoint.run_id or journal.base,
-            steps=chained_steps(journal, installed_steps()),  # a worker's records (step mode) after the journal
+            steps=_fenced(chained_steps(journal, installed_steps())),  # a worker's records after the journal
         )
         trace = _traced(ctx, self.agent.name, self.callbacks, capture)
         events = self.agent.resume(ResumeInfo(enable_streaming=checkpoint.enable_streaming), ctx)
@@ -487,3 +491,9 @@ def _check_tree(root: FlowAgent) -> None:
         raise UserError(f"agent tree of '{root.name}': expected unique agent names, got {repeated} more than once")
     if not all(names):
         raise UserError(f"agent tree of '{root.name}': expected every agent to have a name, got an empty one")
+
+
+def _fenced(steps: StepLog | None) -> StepLog | None:
+    """``steps`` and the process's fence (``fenced_by``), checked before each tool batch, when one is installed."""
+    process = installed_fence()
+    return steps if process is None else chained_steps(steps, FenceSteps(process))

@@ -301,6 +301,9 @@ def worker(
             help="record each model reply and tool result, so a re-run segment repeats only the call in flight"
         ),
     ] = False,
+    max_attempts: Annotated[
+        int, typer.Option(min=1, help="starts of a segment whose workers died before it fails (a poison tool)")
+    ] = 3,
 ) -> None:
     """Run segments of the DBOS backend: a worker process for the agents (the dbos extra)."""
     from ._worker import work
@@ -317,7 +320,25 @@ def worker(
         events_url=events_url,
         lease_ttl=lease_ttl,
         step_mode=step_mode,
+        max_attempts=max_attempts,
     )
+
+
+@app.command()
+def segments(
+    database_url: Annotated[
+        str, typer.Option(envvar="BATONFLOW_DATABASE_URL", help="the PostgreSQL URL of the DBOS system database")
+    ],
+    failed: Annotated[bool, typer.Option("--failed", help="the segments given up after the recovery limit")] = False,
+    limit: Annotated[int, typer.Option(min=1, help="at most this many, newest first")] = 100,
+) -> None:
+    """List the DBOS workers' segments given up after their recovery limit, one JSON object a line."""
+    from ._worker import failed_segments
+
+    if not failed:
+        raise UserError("segments: expected --failed (the one listing there is), got no listing")
+    for line in failed_segments(database_url, limit):
+        typer.echo(line)
 
 
 @app.command()

@@ -3,14 +3,17 @@
 
 from __future__ import annotations
 
+import asyncio
+import json
 import logging
 import signal
 from types import FrameType
 
-from ..distributed import DBOSWorker, event_log_at
+from ..distributed import DBOSBackend, DBOSWorker, event_log_at
+from ..store import MemoryCheckpointStore
 from ._target import chosen_events_url, load_target, open_stores
 
-__all__ = ["work"]
+__all__ = ["failed_segments", "work"]
 
 
 def work(
@@ -26,6 +29,7 @@ def work(
     lease_ttl: float = 10.0,
     events_url: str | None = None,
     step_mode: bool = False,
+    max_attempts: int = 3,
 ) -> None:
     """Run a worker for the agents of ``target`` until it is told to stop."""
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(levelname)s %(message)s")
@@ -43,6 +47,7 @@ def work(
         lease_ttl=lease_ttl,
         session_store=sessions,
         step_mode=step_mode,
+        max_attempts=max_attempts,
         events=None if where is None else event_log_at(where),
         **extra,
     )
@@ -61,3 +66,16 @@ def work(
         ", step mode" if step_mode else "",
     )
     worker.run()
+
+
+def failed_segments(database_url: str, limit: int) -> list[str]:
+    """The segments the workers of ``database_url`` gave up after their recovery limit, as JSON lines."""
+
+    async def read() -> list[str]:
+        backend = DBOSBackend(MemoryCheckpointStore(), database_url=database_url)
+        try:
+            return [json.dumps(segment.payload()) for segment in await backend.failed_segments(limit)]
+        finally:
+            await backend.close()
+
+    return asyncio.run(read())

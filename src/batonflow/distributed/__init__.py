@@ -44,6 +44,7 @@ __all__ = [
     "EventRecord",
     "EventSink",
     "EventsGoneError",
+    "FailedSegment",
     "InProcessBackend",
     "LiveBackend",
     "MemoryEventLog",
@@ -68,6 +69,7 @@ __all__ = [
 
 _DBOS_NAMES = ("APP_VERSION", "CodecSerializer", "DBOSBackend", "DBOSWorker")
 _STEP_NAMES = ("SegmentSteps", "StepMode", "StepTable")
+_ATTEMPT_NAMES = ("FailedSegment",)
 
 
 def __getattr__(name: str) -> Any:
@@ -79,4 +81,8 @@ def __getattr__(name: str) -> Any:
         from . import _steps
 
         return getattr(_steps, name)
+    if name in _ATTEMPT_NAMES:  # imported on first use: psycopg is an extra
+        from . import _attempts
+
+        return getattr(_attempts, name)
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -25,22 +25,24 @@ import socket
 import threading
 import time
 import uuid
-from collections.abc import Mapping
-from typing import Any
+from collections.abc import Callable, Mapping
+from typing import Any, ClassVar
 
 from dbos import DBOS, DBOSClient
 from sqlalchemy.engine import make_url
 from sqlalchemy.exc import OperationalError
 
-from ..adk import Agent, Branch, BranchResult, dispatching, run_branch
+from ..adk import Agent, Branch, BranchResult, dispatching, fenced_by, run_branch
 from ..errors import (
     BackendUnavailableError,
+    LeaseLostError,
     ResumeConflictError,
     UnknownAgentError,
     UserError,
     VersionMismatchError,
 )
 from ..store import CheckpointStore, SessionStore
+from ._attempts import SegmentAttempts
 from ._branches import BRANCH_QUEUE, BRANCH_WORKFLOW, PoolBranches
 from ._checks import count, seconds
 from ._dbosbackend import APP_VERSION, QUEUE, RESULT_POLL, WORKFLOW, DBOSBackend, check_version
@@ -64,8 +66,15 @@ class DBOSWorker:
     agents it serves and their checkpoint store. DBOS is one per process, so is a worker.
 
     ``lease_ttl`` bounds how long a dead worker's segments wait: its heartbeat, and its Runner's lease on each
-    checkpoint, lapse after it; then a live worker's sweep puts the segments back on the queue. With ``step_mode``
-    (``StepMode``), a segment re-run after a crash runs again only the calls that were in flight."""
+    checkpoint, lapse after it; then a live worker's sweep puts the segments back on the queue. The heartbeat is
+    also this worker's fence: its segments run a tool batch, or publish an event, only while it was renewed within
+    the ttl (``Sweeper``). A segment started more than ``max_attempts`` times (its workers died each time: a
+    poison tool) ends failed without running (``SegmentAttempts``). With ``step_mode`` (``StepMode``), a segment
+    re-run after a crash runs again only the calls that were in flight."""
+
+    after_sweep_claim: ClassVar[Callable[[str], None] | None] = None
+    """A seam for fault tests: called with a dead worker's executor id between the sweep's claim of it and the
+    hand-off of its segments (a test process sets it to kill itself there)."""
 
     def __init__(
         self,
@@ -82,8 +91,10 @@ class DBOSWorker:
         lease_ttl: float = 10.0,
         session_store: SessionStore | None = None,
         step_mode: bool = False,
+        max_attempts: int = 3,
     ) -> None:
         count("concurrency", concurrency)
+        self.max_attempts = count("max_attempts", max_attempts)
         self.branch_concurrency = (
             concurrency if branch_concurrency is None else count("branch_concurrency", branch_concurrency)
         )
@@ -105,6 +116,8 @@ class DBOSWorker:
         self._unpublished: set[str] = set()
         self._client: DBOSClient | None = None
         self.steps = StepMode(database_url, step_mode)
+        self.attempts = SegmentAttempts(database_url)
+        self.sweeper: Sweeper | None = None
 
     def launch(self) -> None:
         """Start taking segments (DBOS's threads and loop run them); returns at once."""
@@ -114,6 +127,15 @@ class DBOSWorker:
         _worker = self
         try:
             self._connect()
+            self.sweeper = Sweeper(
+                self.database_url,
+                self.executor_id,
+                self.app_version,
+                ttl=self.lease_ttl,
+                queues=(QUEUE, BRANCH_QUEUE),
+                after_claim=type(self).after_sweep_claim,
+            )
+            self.sweeper.beat()  # alive before the first segment is taken: its fence passes
         except BaseException:
             _worker = None
             raise
@@ -168,29 +190,53 @@ class DBOSWorker:
                 delay = min(delay * 2, 5.0)
 
     def run(self) -> None:
-        """Launch, then work until ``stop`` (SIGTERM, Ctrl-C), saying which waiting segments it refuses."""
+        """Launch, then work until ``stop`` (SIGTERM, Ctrl-C), saying which waiting segments it refuses. A worker
+        found swept (declared dead while it was paused or cut off) stops, raising ``LeaseLostError``: its segments
+        run elsewhere, and a fresh worker (a new executor id) is what may take segments again."""
         self.launch()
-        sweeper = Sweeper(
-            self.database_url, self.executor_id, self.app_version, ttl=self.lease_ttl, queues=(QUEUE, BRANCH_QUEUE)
-        )
-        sweeper.beat()
+        sweeper = self.sweeper
+        assert sweeper is not None
         _log.info("worker %s: taking segments", self.executor_id)
         try:
             while not self._stop.wait(min(1.0, self.lease_ttl / 4)):
                 self._tend(sweeper)
+                if sweeper.swept:
+                    break
         finally:
             sweeper.close()
+            self.attempts.close()
             self.shutdown()
+        if sweeper.swept:
+            sweeper.check()  # raises: this worker was declared dead
 
     def _tend(self, sweeper: Sweeper) -> None:
         """One turn of the worker's housekeeping: heartbeat, sweep, refusals. A database that does not answer
         is logged and tried again next turn (DBOS's own threads retry too)."""
         try:
-            sweeper.beat()
+            renewal = sweeper.beat()
+            if renewal == "swept":
+                _log.error(
+                    "worker %s: declared dead (its heartbeat lapsed and another worker handed its segments on): "
+                    "stopping; start a fresh worker",
+                    self.executor_id,
+                )
+                return
+            if renewal == "lapsed":
+                _log.warning(
+                    "worker %s: its heartbeat had lapsed (the database was away, or the process paused) and nobody "
+                    "swept it: taken back; it sweeps again after %g s",
+                    self.executor_id,
+                    self.lease_ttl,
+                )
             sweeper.sweep()
             self.refuse_foreign()
         except Exception:
             _log.warning("worker %s: housekeeping failed; trying again", self.executor_id, exc_info=True)
+
+    def fence(self) -> None:
+        """Raises ``LeaseLostError`` unless this worker may go on with its segments (``Sweeper.check``)."""
+        if self.sweeper is not None:
+            self.sweeper.check()
 
     def stop(self) -> None:
         self._stop.set()
@@ -243,17 +289,20 @@ class DBOSWorker:
     async def run_request(self, payload: Any, version: str, sid: str) -> dict[str, Any]:
         self.check_version(version, sid)
         request = SegmentRequest.from_payload(payload)
+        attempt = await asyncio.to_thread(self.attempts.count, sid, self.executor_id)
         log = self.events
         if log is None:
-            return (await self._run_segment(request, sid, None)).payload()
+            outcome = await self._counted(request, sid, None, attempt)
+            return outcome.payload()
         run, last = request.run_key, 0
 
         async def publish(frame: Frame) -> None:
             nonlocal last
+            self.fence()  # a worker that cannot prove it still owns the segment publishes nothing more
             last = frame.seq
             await self._publish(log, run, sid, frame.seq, "event", frame.record())
 
-        task = asyncio.ensure_future(self._run_segment(request, sid, publish))
+        task = asyncio.ensure_future(self._counted(request, sid, publish, attempt))
         watcher = asyncio.ensure_future(log.watch_cancel(sid, task))
         try:
             outcome = await task
@@ -264,8 +313,31 @@ class DBOSWorker:
             outcome = SegmentOutcome(segment_id=sid, status="cancelled")
         finally:
             watcher.cancel()
-        await self._publish(log, run, sid, last, "end", outcome.payload())
+        if self.sweeper is None or not self.sweeper.swept:  # a swept worker's segment ends elsewhere
+            await self._publish(log, run, sid, last, "end", outcome.payload())
         return outcome.payload()
+
+    async def _counted(
+        self, request: SegmentRequest, sid: str, sink: EventSink | None, attempt: int | None
+    ) -> SegmentOutcome:
+        """The segment, unless this start is one more than ``max_attempts``: then it fails without running, its
+        error naming the segment and the attempts, and is listed as failed. Its count goes when it ends."""
+        if attempt is not None and attempt > self.max_attempts:
+            error = (
+                f"RecoveryLimitError: segment {sid}: gave up after {attempt - 1} attempts (the limit is "
+                f"{self.max_attempts}): each ended with its worker gone before the segment did (a tool that kills "
+                "its process?); the run's checkpoint, if it has one, is kept"
+            )
+            _log.error("%s", error)
+            await asyncio.to_thread(self.attempts.give_up, sid, error)
+            if sink is not None:
+                body = {"type": "RecoveryLimitError", "message": error.split(": ", 1)[1]}
+                await sink(Frame("error", {"seq": 1, "error": body}))
+            return SegmentOutcome(segment_id=sid, status="failed", error=error, agent=request.agent)
+        outcome = await self._run_segment(request, sid, sink)
+        if self.sweeper is None or not self.sweeper.swept:  # a swept worker's segment runs on, counted, elsewhere
+            await asyncio.to_thread(self.attempts.forget, sid)
+        return outcome
 
     async def _publish(self, log: EventLog, run: str, sid: str, seq: int, kind: Kind, data: dict[str, Any]) -> None:
         """Append to the run's live stream, best effort: the run's record is its checkpoint and outcome, so a
@@ -278,6 +350,27 @@ class DBOSWorker:
                 _log.warning("segment %s: its live events are lost, the run goes on: %s", sid, error)
 
     async def _run_segment(self, request: SegmentRequest, sid: str, sink: EventSink | None) -> SegmentOutcome:
+        """The segment, under this worker's fence. One stopped by the fence (the heartbeat could not be renewed
+        in time: the database away, the process paused) runs again here once the heartbeat is renewed, if no
+        sweeper took this worker's segments meanwhile: nobody else runs it, and it resumes from what it saved."""
+        while True:
+            outcome = await self._try_segment(request, sid, sink)
+            if not (outcome.error or "").startswith("LeaseLostError") or not await self._still_ours():
+                return outcome
+            _log.warning("segment %s: stopped while this worker could not prove it was alive; running it again", sid)
+
+    async def _still_ours(self) -> bool:
+        """Wait until this worker's heartbeat is renewed (True) or it was swept (False)."""
+        sweeper = self.sweeper
+        if sweeper is None:
+            return False
+        while not sweeper.fresh():
+            if sweeper.swept:
+                return False
+            await asyncio.sleep(min(0.1, self.lease_ttl / 10))
+        return True
+
+    async def _try_segment(self, request: SegmentRequest, sid: str, sink: EventSink | None) -> SegmentOutcome:
         """The segment, tried again while its checkpoint's lease is held by a runner that died (its lease lapses
         within ``lease_ttl``), for twice that at most."""
         deadline = time.monotonic() + 2 * self.lease_ttl
@@ -285,7 +378,8 @@ class DBOSWorker:
         branches = PoolBranches(self, sid, request.agent)
         while True:
             try:
-                with dispatching(branches), self.steps.recording(sid):  # branches to the pool, calls recorded
+                # branches to the pool, calls recorded, tool batches fenced by this worker's heartbeat
+                with dispatching(branches), self.steps.recording(sid), fenced_by(self.fence):
                     return await run_segment(
                         self.agents,
                         self.store,
@@ -295,6 +389,8 @@ class DBOSWorker:
                         resume_lease=self.lease_ttl,
                         sessions=self.sessions,
                     )
+            except LeaseLostError as lost:  # a publish refused by the fence
+                return SegmentOutcome(segment_id=sid, status="failed", error=f"LeaseLostError: {lost}")
             except ResumeConflictError as conflict:
                 if time.monotonic() + delay > deadline:
                     return SegmentOutcome(segment_id=sid, status="failed", error=f"ResumeConflictError: {conflict}")

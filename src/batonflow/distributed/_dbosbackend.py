@@ -16,6 +16,7 @@ from .. import __version__
 from ..codec import CODEC_VERSION
 from ..errors import SegmentError, SegmentFailedError, UserError
 from ..store import CheckpointStore, SessionStore
+from ._attempts import FailedSegment, SegmentAttempts
 from ._backend import PausedRun
 from ._events import EventLog, EventRecord
 from ._segment import SegmentOutcome, SegmentRequest, request_id, segment_id
@@ -55,6 +56,7 @@ class DBOSBackend:
         self.event_log = events
         self.app_version = app_version
         self._client = DBOSClient(system_database_url=database_url, serializer=CodecSerializer())
+        self._database_url = database_url
 
     async def submit(self, request: SegmentRequest) -> str:
         sid = await request_id(request, self.store, self.sessions)
@@ -222,6 +224,14 @@ class DBOSBackend:
         if self.event_log is not None:
             await self.event_log.request_cancel(segment_id)
         await self._client.cancel_workflow_async(segment_id)
+
+    async def failed_segments(self, limit: int = 100) -> list[FailedSegment]:
+        """The segments the workers gave up after their recovery limit, newest first (``GET /segments/failed``)."""
+        attempts = SegmentAttempts(self._database_url)
+        try:
+            return await asyncio.to_thread(attempts.failed, limit)
+        finally:
+            attempts.close()
 
     async def close(self) -> None:
         self._client.destroy()

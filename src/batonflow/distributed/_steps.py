@@ -15,6 +15,10 @@ ends (completed, interrupted, failed); at most once a minute, as a segment start
 segments that are no longer pending (cancelled ones, or a crash between the end and the delete), so the table holds
 only segments under way.
 
+A record is written only while the worker may still write for its segment (the fence ``fenced_by`` installed, its
+heartbeat): a worker paused past its ttl, whose segment another worker now runs, finds its late record refused
+(``LeaseLostError``), never mixed into the other's.
+
 Recording is best effort: a record that cannot be written (the database away, a value the codec cannot hold) is
 logged and the run goes on, its call then runs again if the segment is re-run, as without step mode. A record
 that is there but cannot be used is an error (``StepRecordError``), never taken as "not recorded".
@@ -33,6 +37,7 @@ from typing import Any
 
 import psycopg
 
+from ..adk import installed_fence
 from ..adk.loop import ToolResult, recording_steps
 from ..codec import decode_json, encode_json
 from ..errors import CodecError, StepRecordError, UserError
@@ -180,6 +185,9 @@ class SegmentSteps:
                 "segment %s: step %s is not recorded (it runs again on a re-run): %s", self.segment_id, key, error
             )
             return
+        fence = installed_fence()
+        if fence is not None:
+            fence()  # a late write of a worker that lost its segment is refused, not recorded
         (await self._loaded())[key] = text
         try:
             await asyncio.to_thread(self._table.record, self.segment_id, key, text)

@@ -145,6 +145,13 @@ async def list_checkpoints(server: Srv) -> dict[str, Any]:
     return {"checkpoints": await server.paused()}
 
 
+async def list_failed_segments(server: Srv) -> dict[str, Any]:
+    """The segments given up after the workers' recovery limit (each start's worker died before it ended), newest
+    first: a backend without a pool of workers (in process) has none."""
+    failed = getattr(server.backend, "failed_segments", None)
+    return {"segments": [] if failed is None else [segment.payload() for segment in await failed()]}
+
+
 Session = Annotated[
     bool,
     Query(description="the conversation of this id waiting, not the checkpoint (for a conversation listed with it)"),
@@ -292,6 +299,7 @@ def routes() -> APIRouter:
     api.add_api_route("/runs/{run_id:path}/cancel", cancel_run, methods=["POST"], tags=["runs"])
     api.add_api_route("/runs/{run_id:path}", get_run, methods=["GET"], tags=["runs"])
     api.add_api_route("/checkpoints", list_checkpoints, methods=["GET"], tags=["checkpoints"])
+    api.add_api_route("/segments/failed", list_failed_segments, methods=["GET"], tags=["runs"])
     # Ids are data: one may hold "/" (a store takes it), so the routes of an id take the rest of the path.
     api.add_api_route("/checkpoints/{checkpoint_id:path}", get_checkpoint, methods=["GET"], tags=["checkpoints"])
     api.add_api_route(

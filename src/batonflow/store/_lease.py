@@ -4,7 +4,9 @@ exactly one goes ahead, and what the backends share to show, break and fence wit
 A lease names its owner, the moment that owner claimed it, and when it expires; it expires on its own, so a worker
 that dies holding one blocks nobody for longer than its ttl. Claiming succeeds when the lease is free, has expired,
 or is already the claimant's (which renews it and keeps its start); releasing and breaking delete it only for its
-owner. A fenced write checks that its owner holds the lease in the same atomic step as the write. Checkpoint
+owner. Renewing (``renew``) is stricter than claiming: it extends a lease its owner holds *unexpired*, and nothing
+else, so a holder that was paused past its ttl cannot take its lapsed lease back unnoticed (a runner's owner token
+is fresh for each claim: the token is the lease's generation, and a lapsed one is never renewed). A fenced write checks that its owner holds the lease in the same atomic step as the write. Checkpoint
 stores lease checkpoints, session stores lease conversations; both use what is here, so each rule is written once
 per backend: a dict for memory, conditional statements for SQLite and PostgreSQL, Lua scripts for Redis
 (``_lease_redis``).
@@ -33,11 +35,13 @@ __all__ = [
     "postgres_lease",
     "postgres_lease_table",
     "postgres_release_sql",
+    "postgres_renew_sql",
     "sqlite_break",
     "sqlite_claim",
     "sqlite_holder",
     "sqlite_lease_schema",
     "sqlite_release",
+    "sqlite_renew",
 ]
 
 
@@ -74,6 +78,15 @@ class MemoryLeases:
         else:
             start = now
         self._held[key] = (owner, start, now + ttl)
+        return True
+
+    def renew(self, key: str, owner: str, ttl: float) -> bool:
+        """Extend ``owner``'s unexpired lease by ``ttl``; False (nothing changed) when it lapsed or is another's."""
+        now = time.monotonic()
+        held = self._held.get(key)
+        if held is None or held[0] != owner or held[2] <= now:
+            return False
+        self._held[key] = (owner, held[1], now + ttl)
         return True
 
     def release(self, key: str, owner: str) -> None:
@@ -126,6 +139,16 @@ def sqlite_claim(conn: sqlite3.Connection, table: str, key: str, owner: str, ttl
         f"THEN {table}.claimed_at ELSE excluded.claimed_at END "
         f"WHERE {table}.owner = excluded.owner OR {table}.expires_at <= :now "
         "RETURNING 1",
+        {"id": key, "owner": owner, "expires": now + ttl, "now": now},
+    ).fetchall()
+    return bool(rows)
+
+
+def sqlite_renew(conn: sqlite3.Connection, table: str, key: str, owner: str, ttl: float) -> bool:
+    """Extend ``owner``'s unexpired lease; False when it lapsed or is another's (a lapsed lease is never renewed)."""
+    now = time.time()
+    rows = conn.execute(
+        f"UPDATE {table} SET expires_at = :expires WHERE id = :id AND owner = :owner AND expires_at > :now RETURNING 1",
         {"id": key, "owner": owner, "expires": now + ttl, "now": now},
     ).fetchall()
     return bool(rows)
@@ -189,6 +212,15 @@ def postgres_claim_sql(table: str) -> str:
         "THEN lease.claimed_at ELSE EXCLUDED.claimed_at END "
         "WHERE lease.owner = EXCLUDED.owner OR lease.expires_at <= clock_timestamp() "
         "RETURNING true"
+    )
+
+
+def postgres_renew_sql(table: str) -> str:
+    """``$1`` key, ``$2`` owner, ``$3`` ttl in seconds; true when ``$2`` held the lease unexpired and now holds it
+    ``$3`` seconds more, no row when it lapsed or is another's (the row lock orders it with a racing claim)."""
+    return (
+        f"UPDATE {table} SET expires_at = clock_timestamp() + make_interval(secs => $3) "
+        "WHERE id = $1 AND owner = $2 AND expires_at > clock_timestamp() RETURNING true"
     )
 
 

@@ -13,7 +13,15 @@ from typing import Any
 
 from ._base import Lease
 
-__all__ = ["REDIS_BREAK", "REDIS_CLAIM", "REDIS_FENCED_WRITE", "REDIS_HOLDER", "redis_lease", "redis_ttl_ms"]
+__all__ = [
+    "REDIS_BREAK",
+    "REDIS_CLAIM",
+    "REDIS_FENCED_WRITE",
+    "REDIS_HOLDER",
+    "REDIS_RENEW",
+    "redis_lease",
+    "redis_ttl_ms",
+]
 
 # lease(key) -> owner, start in ms (nil when unknown); false when the lease is free.
 _READ = """
@@ -58,6 +66,19 @@ end
 redis.call('HSET', KEYS[1], 'owner', ARGV[1], 'since', string.format('%.0f', now_ms()))
 redis.call('PEXPIRE', KEYS[1], ARGV[2])
 return 1
+"""
+)
+
+# KEYS[1] = lease key, ARGV[1] = owner, ARGV[2] = ttl in milliseconds; 1 when the owner held it (a lapsed lease no
+# longer exists, so it is never renewed), 0 else.
+REDIS_RENEW = (
+    _READ
+    + """
+if lease(KEYS[1]) == ARGV[1] then
+  redis.call('PEXPIRE', KEYS[1], ARGV[2])
+  return 1
+end
+return 0
 """
 )
 

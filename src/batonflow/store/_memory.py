@@ -45,6 +45,14 @@ class MemoryCheckpointStore(StoreBase):
         self._check_open()
         return self._leases.claim(checkpoint_id, owner, ttl)
 
+    async def renew(self, checkpoint_id: str, owner: str, ttl: float) -> bool:
+        """Extend ``owner``'s unexpired lease; False when it lapsed or is another's (see ``_lease``)."""
+        check_checkpoint_id(checkpoint_id)
+        check_owner(owner)
+        ttl = check_ttl(ttl)
+        self._check_open()
+        return self._leases.renew(checkpoint_id, owner, ttl)
+
     async def release(self, checkpoint_id: str, owner: str) -> None:
         check_checkpoint_id(checkpoint_id)
         check_owner(owner)

@@ -23,6 +23,7 @@ from ._lease import (
     postgres_lease,
     postgres_lease_table,
     postgres_release_sql,
+    postgres_renew_sql,
 )
 
 __all__ = ["PostgresCheckpointStore"]
@@ -110,6 +111,14 @@ class PostgresCheckpointStore(StoreBase):
         ttl = check_ttl(ttl)
         sql = postgres_claim_sql(self._leases)
         return bool(await self._fetchval(f"cannot claim checkpoint {checkpoint_id!r}", sql, checkpoint_id, owner, ttl))
+
+    async def renew(self, checkpoint_id: str, owner: str, ttl: float) -> bool:
+        """Extend ``owner``'s unexpired lease; False when it lapsed or is another's (see ``_lease``)."""
+        check_checkpoint_id(checkpoint_id)
+        check_owner(owner)
+        ttl = check_ttl(ttl)
+        sql = postgres_renew_sql(self._leases)
+        return bool(await self._fetchval(f"cannot renew checkpoint {checkpoint_id!r}", sql, checkpoint_id, owner, ttl))
 
     async def release(self, checkpoint_id: str, owner: str) -> None:
         check_checkpoint_id(checkpoint_id)

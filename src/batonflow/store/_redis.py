@@ -14,7 +14,15 @@ from ..codec import DEFAULT_LIMITS, DecodeLimits
 from ._base import Lease, StoreBase, check_checkpoint_id, check_owner, check_ttl
 from ._conn import RedisConnection
 from ._lease import check_fence
-from ._lease_redis import REDIS_BREAK, REDIS_CLAIM, REDIS_FENCED_WRITE, REDIS_HOLDER, redis_lease, redis_ttl_ms
+from ._lease_redis import (
+    REDIS_BREAK,
+    REDIS_CLAIM,
+    REDIS_FENCED_WRITE,
+    REDIS_HOLDER,
+    REDIS_RENEW,
+    redis_lease,
+    redis_ttl_ms,
+)
 
 __all__ = ["RedisCheckpointStore"]
 
@@ -56,6 +64,7 @@ class RedisCheckpointStore(StoreBase):
         )
         self._client = self._conn.client
         self._claim = self._client.register_script(REDIS_CLAIM)
+        self._renew = self._client.register_script(REDIS_RENEW)
         self._break = self._client.register_script(REDIS_BREAK)
         self._holder = self._client.register_script(REDIS_HOLDER)
         self._fenced_write = self._client.register_script(REDIS_FENCED_WRITE)
@@ -109,6 +118,18 @@ class RedisCheckpointStore(StoreBase):
         except self._conn.errors as exc:
             raise self._conn.error(f"claim checkpoint {checkpoint_id!r}", exc) from exc
         return bool(won)
+
+    async def renew(self, checkpoint_id: str, owner: str, ttl: float) -> bool:
+        """Extend ``owner``'s unexpired lease; False when it lapsed or is another's (see ``_lease_redis``)."""
+        check_checkpoint_id(checkpoint_id)
+        check_owner(owner)
+        ttl_ms = redis_ttl_ms(check_ttl(ttl))
+        self._conn.check_open()
+        try:
+            held = await self._renew(keys=[self._lease_key(checkpoint_id)], args=[owner, ttl_ms])
+        except self._conn.errors as exc:
+            raise self._conn.error(f"renew checkpoint {checkpoint_id!r}", exc) from exc
+        return bool(held)
 
     async def release(self, checkpoint_id: str, owner: str) -> None:
         check_checkpoint_id(checkpoint_id)

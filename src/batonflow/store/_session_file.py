@@ -154,6 +154,23 @@ class FileSessionStore(StoreBase):
 
         return await self._worker.run(f"cannot claim session {session_id!r}", claim)
 
+    async def renew(self, session_id: str, owner: str, ttl: float) -> bool:
+        """Extend ``owner``'s unexpired lease; False when it lapsed or is another's."""
+        path = self._lease_path(session_id)
+        check_owner(owner)
+        ttl = check_ttl(ttl)
+
+        def renew() -> bool:
+            with _directory_lock(self.directory):
+                now = time.time()
+                held = _read_lease(path)
+                if held is None or held.owner != owner or held.expires_at <= now:
+                    return False
+                path.write_text(json.dumps({"owner": owner, "expires_at": now + ttl, "claimed_at": held.claimed_at}))
+                return True
+
+        return await self._worker.run(f"cannot renew session {session_id!r}", renew)
+
     async def release(self, session_id: str, owner: str) -> None:
         path = self._lease_path(session_id)
         check_owner(owner)

@@ -17,7 +17,7 @@ from ..codec import DEFAULT_LIMITS, DecodeLimits
 from ..schema import Message
 from ._base import Lease, StoreBase, check_owner, check_ttl
 from ._conn import RedisConnection
-from ._lease_redis import REDIS_BREAK, REDIS_CLAIM, REDIS_HOLDER, redis_lease, redis_ttl_ms
+from ._lease_redis import REDIS_BREAK, REDIS_CLAIM, REDIS_HOLDER, REDIS_RENEW, redis_lease, redis_ttl_ms
 from ._sessions import (
     SessionData,
     SessionState,
@@ -67,6 +67,7 @@ class RedisSessionStore(StoreBase):
             pool_timeout=pool_timeout,
         )
         self._claim = self._redis.client.register_script(REDIS_CLAIM)
+        self._renew = self._redis.client.register_script(REDIS_RENEW)
         self._break = self._redis.client.register_script(REDIS_BREAK)
         self._holder = self._redis.client.register_script(REDIS_HOLDER)
 
@@ -145,6 +146,18 @@ class RedisSessionStore(StoreBase):
         except self._redis.errors as exc:
             raise self._redis.error(f"claim session {session_id!r}", exc) from exc
         return bool(won)
+
+    async def renew(self, session_id: str, owner: str, ttl: float) -> bool:
+        """Extend ``owner``'s unexpired lease; False when it lapsed or is another's."""
+        check_session_id(session_id)
+        check_owner(owner)
+        ttl_ms = redis_ttl_ms(check_ttl(ttl))
+        self._redis.check_open()
+        try:
+            held = await self._renew(keys=[self._lease_key(session_id)], args=[owner, ttl_ms])
+        except self._redis.errors as exc:
+            raise self._redis.error(f"renew session {session_id!r}", exc) from exc
+        return bool(held)
 
     async def release(self, session_id: str, owner: str) -> None:
         check_session_id(session_id)

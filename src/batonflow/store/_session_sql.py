@@ -26,11 +26,13 @@ from ._lease import (
     postgres_lease,
     postgres_lease_table,
     postgres_release_sql,
+    postgres_renew_sql,
     sqlite_break,
     sqlite_claim,
     sqlite_holder,
     sqlite_lease_schema,
     sqlite_release,
+    sqlite_renew,
 )
 from ._sessions import (
     SessionData,
@@ -154,6 +156,16 @@ class SqliteSessionStore(StoreBase):
         return await self._conn.run(
             f"cannot claim session {session_id!r}",
             lambda conn: sqlite_claim(conn, self._leases, session_id, owner, ttl),
+        )
+
+    async def renew(self, session_id: str, owner: str, ttl: float) -> bool:
+        """Extend ``owner``'s unexpired lease; False when it lapsed or is another's."""
+        check_session_id(session_id)
+        check_owner(owner)
+        ttl = check_ttl(ttl)
+        return await self._conn.run(
+            f"cannot renew session {session_id!r}",
+            lambda conn: sqlite_renew(conn, self._leases, session_id, owner, ttl),
         )
 
     async def release(self, session_id: str, owner: str) -> None:
@@ -305,6 +317,14 @@ class PostgresSessionStore(StoreBase):
         ttl = check_ttl(ttl)
         sql = postgres_claim_sql(self._leases)
         return bool(await self._fetchval(f"cannot claim session {session_id!r}", sql, session_id, owner, ttl))
+
+    async def renew(self, session_id: str, owner: str, ttl: float) -> bool:
+        """Extend ``owner``'s unexpired lease; False when it lapsed or is another's."""
+        check_session_id(session_id)
+        check_owner(owner)
+        ttl = check_ttl(ttl)
+        sql = postgres_renew_sql(self._leases)
+        return bool(await self._fetchval(f"cannot renew session {session_id!r}", sql, session_id, owner, ttl))
 
     async def release(self, session_id: str, owner: str) -> None:
         check_session_id(session_id)

@@ -265,6 +265,14 @@ class MemorySessionStore(StoreBase):
         self._check_open()
         return self._leases.claim(session_id, owner, ttl)
 
+    async def renew(self, session_id: str, owner: str, ttl: float) -> bool:
+        """Extend ``owner``'s unexpired lease; False when it lapsed or is another's."""
+        check_session_id(session_id)
+        check_owner(owner)
+        ttl = check_ttl(ttl)
+        self._check_open()
+        return self._leases.renew(session_id, owner, ttl)
+
     async def release(self, session_id: str, owner: str) -> None:
         check_session_id(session_id)
         check_owner(owner)

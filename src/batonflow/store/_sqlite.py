@@ -20,7 +20,15 @@ from contextlib import contextmanager
 from ..codec import DEFAULT_LIMITS, DecodeLimits
 from ._base import Lease, StoreBase, check_checkpoint_id, check_owner, check_table_name, check_ttl
 from ._conn import SqliteConnection, Synchronous, transaction
-from ._lease import check_fence, sqlite_break, sqlite_claim, sqlite_holder, sqlite_lease_schema, sqlite_release
+from ._lease import (
+    check_fence,
+    sqlite_break,
+    sqlite_claim,
+    sqlite_holder,
+    sqlite_lease_schema,
+    sqlite_release,
+    sqlite_renew,
+)
 
 __all__ = ["SqliteCheckpointStore"]
 
@@ -108,6 +116,16 @@ class SqliteCheckpointStore(StoreBase):
             return sqlite_claim(conn, self._leases, checkpoint_id, owner, ttl)
 
         return await self._db.run(f"cannot claim checkpoint {checkpoint_id!r}", claim)
+
+    async def renew(self, checkpoint_id: str, owner: str, ttl: float) -> bool:
+        """Extend ``owner``'s unexpired lease; False when it lapsed or is another's (see ``_lease``)."""
+        check_checkpoint_id(checkpoint_id)
+        check_owner(owner)
+        ttl = check_ttl(ttl)
+        return await self._db.run(
+            f"cannot renew checkpoint {checkpoint_id!r}",
+            lambda conn: sqlite_renew(conn, self._leases, checkpoint_id, owner, ttl),
+        )
 
     async def release(self, checkpoint_id: str, owner: str) -> None:
         check_checkpoint_id(checkpoint_id)

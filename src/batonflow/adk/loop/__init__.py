@@ -45,6 +45,7 @@ from ._state import ChatModelAgentState as ChatModelAgentState
 from ._state import ReactState as ReactState
 from ._state import ToolResult as ToolResult
 from ._steps import ChainedSteps as ChainedSteps
+from ._steps import FenceSteps as FenceSteps
 from ._steps import RecordedSteps as RecordedSteps
 from ._steps import StepLog as StepLog
 from ._steps import StepRecorder as StepRecorder
@@ -67,6 +68,7 @@ __all__ = [
     "ChatModelAgentState",
     "EinoPolicy",
     "Fail",
+    "FenceSteps",
     "GenModelInput",
     "Interrupt",
     "LoopPolicy",

@@ -32,7 +32,7 @@ context (``installed_steps``), chained after the journal when the run is a resum
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
 from typing import Any, Protocol, TypeVar
@@ -43,6 +43,7 @@ from ._state import ToolResult
 
 __all__ = [
     "ChainedSteps",
+    "FenceSteps",
     "RecordedSteps",
     "StepLog",
     "StepRecorder",
@@ -153,6 +154,32 @@ class RecordedSteps(Replies):
 
     def check(self) -> None:
         pass
+
+    async def flush(self) -> None:
+        pass
+
+
+class FenceSteps(Replies):
+    """A step log that holds nothing and only fences: ``check`` calls ``fence`` (a lease's check), so that a run
+    with no journal (a run's first segment) stops before a tool batch once its lease is lost, as a resume does."""
+
+    __slots__ = ("fence",)
+
+    def __init__(self, fence: Callable[[], None]) -> None:
+        super().__init__()
+        self.fence = fence
+
+    def __repr__(self) -> str:
+        return f"FenceSteps({self.fence!r})"
+
+    async def recall(self, key: str, kind: type[T]) -> T | None:
+        return None
+
+    async def record(self, key: str, value: Message | ToolResult) -> None:
+        pass
+
+    def check(self) -> None:
+        self.fence()
 
     async def flush(self) -> None:
         pass
