@@ -330,9 +330,15 @@ class _TapStream(Stream[T]):
     def __init__(self, tap: Tap[T]) -> None:
         self._tap = tap
         self._pos = 0
-        self._anext = self._read  # what a new owner reads after taking the stream over (convert, merge)
+        # Never a method of self: that would be a cycle, and the chunks would wait for the garbage collector.
+        self._anext = _TapReader(tap, 0).__anext__
         self._closer = tap.reader_closed
         self._state = None
+
+    def _take(self, verb: str, done: str) -> tuple[Callable[[], Awaitable[T]], _Closer]:
+        """A new owner (convert, merge) reads on from where this reader stands."""
+        _, closer = super()._take(verb, done)
+        return _TapReader(self._tap, self._pos).__anext__, closer
 
     async def __anext__(self) -> T:
         if self._state is not None:
