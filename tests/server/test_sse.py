@@ -64,3 +64,10 @@ async def test_a_server_told_to_stop_ends_the_streams_it_has_open() -> None:
     await asyncio.wait_for(serve, 10)
     assert any(line.startswith("event: run") for line in lines)
     assert model.started == 1 and model.cancelled == 1  # the backend, closed with the app, cancelled the run
+
+
+def test_the_bearer_scheme_is_in_the_openapi_document_only_when_the_server_has_a_token() -> None:
+    # Without a token no request is checked: no dependency is solved per request, none is advertised.
+    assert "securitySchemes" not in create_app([apps.echo()]).openapi().get("components", {})
+    with_token = create_app([apps.echo()], auth_token="s3cret").openapi()
+    assert with_token["components"]["securitySchemes"]["HTTPBearer"]["scheme"] == "bearer"
