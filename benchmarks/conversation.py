@@ -108,8 +108,8 @@ def maf_side(directory: Path, turns: int) -> tuple[Turns, Callable[[str], Awaita
 
 
 async def measure_side(side: str, turns: int, reps: int) -> dict[str, Any]:
-    with tempfile.TemporaryDirectory(prefix="bf-conversation-", dir=Path.cwd()) as tmp:
-        # On the working directory's disk, not a tmpfs: what a save waits for is the point.
+    # In the temporary directory (TMPDIR): it must be on a disk, not a tmpfs, for what a save waits for to count.
+    with tempfile.TemporaryDirectory(prefix="bf-conversation-") as tmp:
         build = batonflow_side if side == "bf" else maf_side
         conversation, stored = build(Path(tmp), turns)
         for _ in range(2):  # warm-up: imports, the database file, the first session
@@ -165,10 +165,17 @@ def _in_subprocess(side: str, turns: int, reps: int) -> dict[str, Any]:
     return report
 
 
+def _positive(text: str) -> int:
+    value = int(text)
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"expected a count >= 1, got {text}")
+    return value
+
+
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(prog="python -m benchmarks.conversation", description=__doc__.split("\n\n")[0])
-    parser.add_argument("--turns", type=int, default=20)
-    parser.add_argument("--reps", type=int, help="conversations timed per round (default 15; --quick 5)")
+    parser.add_argument("--turns", type=_positive, default=20)
+    parser.add_argument("--reps", type=_positive, help="conversations timed per round (default 15; --quick 5)")
     parser.add_argument("--quick", action="store_true", help="one round of fewer conversations")
     parser.add_argument("--json", action="store_true", help="print one JSON line")
     parser.add_argument("--side", choices=list(SIDES), help=argparse.SUPPRESS)  # one side, in this process
