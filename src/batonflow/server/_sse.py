@@ -6,8 +6,9 @@ frames, the heartbeat, the disconnect, the server's exit) and cancels three of t
 streams at once those tasks, their cancel scopes and the tracebacks of their cancellations were a good part of what
 the server did per run, and most of the objects the garbage collector walked. What it did is kept: the headers
 (``Cache-Control: no-store``, ``X-Accel-Buffering: no`` for proxies), a heartbeat every ``ping`` seconds, the
-frames stopped (and their generator closed) when the client goes away, and the open streams ended when uvicorn is told to stop (one watcher per process polls for it while any stream is open, as
-``sse_starlette`` does; uvicorn waits for open responses before it shuts down).
+frames stopped (and their generator closed) when the client goes away, and the open streams ended when uvicorn is
+told to stop (one watcher per process polls for it while any stream is open, as ``sse_starlette`` does; uvicorn
+waits for open responses before it shuts down).
 """
 
 from __future__ import annotations
