@@ -330,8 +330,9 @@ class _TapStream(Stream[T]):
     def __init__(self, tap: Tap[T]) -> None:
         self._tap = tap
         self._pos = 0
-        # Never a method of self: that would be a cycle, and the chunks would wait for the garbage collector.
-        self._anext = _TapReader(tap, 0).__anext__
+        # Not read (``__anext__`` and ``_take`` are this class's own), and never a method of self: that would be a
+        # cycle, and the chunks would wait for the garbage collector.
+        self._anext = _taken_over
         self._closer = tap.reader_closed
         self._state = None
 
@@ -369,6 +370,10 @@ class _TapStream(Stream[T]):
         chunk: T = await _TapReader(self._tap, pos).__anext__()
         self._pos = pos + 1
         return chunk
+
+
+async def _taken_over() -> Any:
+    raise StreamClosedError("cannot read a stream that was taken over")
 
 
 class _TapReader:
