@@ -40,6 +40,7 @@ class LeaseHolder:
 
     __slots__ = (
         "_holding",
+        "_released",
         "_renewal",
         "_renewed_at",
         "_timer",
@@ -65,6 +66,7 @@ class LeaseHolder:
         # Renewing is a timer, and a task only while a renewal talks to the store (every third of the ttl): a run
         # that holds a lease costs no task of its own while it works.
         self._holding = False
+        self._released = False
         self._timer: asyncio.TimerHandle | None = None
         self._renewal: asyncio.Task[None] | None = None
         self._renewed_at = 0.0
@@ -90,7 +92,11 @@ class LeaseHolder:
             )
 
     async def release(self) -> None:
-        """Stop renewing and give the lease back; never raises (a lease that stays lapses after its ttl)."""
+        """Stop renewing and give the lease back; never raises (a lease that stays lapses after its ttl). Once only:
+        a second call (the run's ``finally`` after the save gave it back) does nothing."""
+        if self._released:
+            return
+        self._released = True
         self._holding = False
         timer, self._timer = self._timer, None
         if timer is not None:
