@@ -7,7 +7,9 @@ fastest peer of this run and batonflow's time divided by that peer's; the target
 one interrupt + resume and one conversation turn cost at turn 10, 100, 1,000 and 2,000; the graph engines
 (``benchmarks.graph``), batonflow's ``FlowEngine`` beside LangGraph's ``StateGraph`` on a 100-node chain and a
 10-way fan-out and join, per run, per node visit and per superstep; teams (``benchmarks.team``), µs per
-supervisor turn of a ``TeamAgent`` beside a LangGraph supervisor graph; serving (``benchmarks.serve``), many
+supervisor turn of a ``TeamAgent`` beside a LangGraph supervisor graph; a persisted conversation of 20 turns
+(``benchmarks.conversation``), batonflow's SQLite session store beside Microsoft Agent Framework's file-backed
+history; serving (``benchmarks.serve``), many
 concurrent SSE runs against one server process; and scale-out (``benchmarks.scale``), 400 concurrent runs on two
 ``batonflow worker`` processes over PostgreSQL and Redis beside the same runs in-process (skipped, saying why, when
 PostgreSQL or Redis does not answer on loopback).
@@ -141,6 +143,12 @@ PROBES = [
         "Graph engines: batonflow's FlowEngine and LangGraph's StateGraph (python -m benchmarks.graph)",
     ),
     ("team", "teams", "Teams: batonflow's TeamAgent and a LangGraph supervisor graph (python -m benchmarks.team)"),
+    (
+        "conversation",
+        "persisted conversation",
+        "A persisted 20-turn conversation: batonflow's SqliteSessionStore beside MAF's FileHistoryProvider "
+        "(python -m benchmarks.conversation)",
+    ),
     ("serve", "serving", "Serving: concurrent SSE runs against one server process (python -m benchmarks.serve)"),
     ("scale", "scale-out", "Scale-out: runs on a pool of workers, DBOS beside in-process (python -m benchmarks.scale)"),
 ]
@@ -256,6 +264,7 @@ def main() -> None:
         "--workloads", nargs="+", choices=list(WORKLOADS), default=list(WORKLOADS), help="run these workloads only"
     )
     parser.add_argument("--concurrency", type=int, help="concurrent turns in W5 (default 1000, quick 100)")
+    parser.add_argument("--no-sections", action="store_true", help="the peer tables only, not batonflow's sections")
     args = parser.parse_args()
     modules = args.only or list(FRAMEWORKS)
     workloads = [w for w in WORKLOADS if w in args.workloads]
@@ -265,7 +274,11 @@ def main() -> None:
     print(f"batonflow benchmarks ({mode}), one framework at a time:", file=sys.stderr)
     load_before = os.getloadavg()[0]
     reports = collect(modules, workloads, quick=args.quick, concurrency=concurrency, rounds=1 if args.quick else 2)
-    probes = {module: run_probe(module, label, args.quick) for module, label, _ in PROBES} if SUBJECT in modules else {}
+    probes = (
+        {module: run_probe(module, label, args.quick) for module, label, _ in PROBES}
+        if SUBJECT in modules and not args.no_sections
+        else {}
+    )
     versions = ", ".join(f"{r['name']} {r.get('version', r['status'])}" for r in reports.values())
     # Other work on the machine inflates every figure, and not evenly: the load average tells how quiet it was, and
     # the CPU-time table (this process's own time) is the steadier one when it was not.

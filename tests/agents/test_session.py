@@ -24,6 +24,7 @@ from batonflow.store import (
     MemoryCheckpointStore,
     MemorySessionStore,
     SessionData,
+    SessionState,
     SessionStore,
 )
 
@@ -422,6 +423,14 @@ class FlakyStore(MemorySessionStore):
     async def replace_messages(self, session_id: str, messages: Sequence[Message]) -> None:
         self._fail()
         await super().replace_messages(session_id, messages)
+
+    async def save_session(
+        self, session_id: str, state: SessionState, *, messages: Sequence[Message] = (), replace: bool = False
+    ) -> None:
+        """What ``Session.save`` calls on a ``SessionSaver``: messages and state at once, failing as the others do."""
+        if messages or replace:
+            self._fail()
+        await super().save_session(session_id, state, messages=messages, replace=replace)
 
 
 async def test_a_failed_save_still_owes_its_messages_and_a_retry_writes_them_once() -> None:

@@ -26,6 +26,7 @@ def test_public_api_is_pinned() -> None:
         "RedisCheckpointStore",
         "RedisSessionStore",
         "SessionData",
+        "SessionSaver",
         "SessionState",
         "SessionStore",
         "SharedObjects",

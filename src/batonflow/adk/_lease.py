@@ -70,7 +70,20 @@ class LeaseHolder:
     """The lease on ``key`` in ``store``, held for one run segment by ``owner``. ``what`` names it in messages
     (``checkpoint[x]``, ``session 'y'``)."""
 
-    __slots__ = ("_renewed_at", "_renewer", "breaker", "key", "lost", "owner", "store", "ttl", "what")
+    __slots__ = (
+        "_holding",
+        "_released",
+        "_renewal",
+        "_renewed_at",
+        "_timer",
+        "breaker",
+        "key",
+        "lost",
+        "owner",
+        "store",
+        "ttl",
+        "what",
+    )
 
     def __init__(
         self, store: Leasing, key: str, owner: str, ttl: float, what: str, breaker: str = "Runner.break_lease"
@@ -82,7 +95,12 @@ class LeaseHolder:
         self.ttl = ttl
         self.what = what
         self.lost = False
-        self._renewer: asyncio.Task[None] | None = None
+        # Renewing is a timer, and a task only while a renewal talks to the store (every third of the ttl): a run
+        # that holds a lease costs no task of its own while it works.
+        self._holding = False
+        self._released = False
+        self._timer: asyncio.TimerHandle | None = None
+        self._renewal: asyncio.Task[None] | None = None
         self._renewed_at = 0.0
 
     async def claim(self, doing: str) -> None:
@@ -90,11 +108,12 @@ class LeaseHolder:
         if not await self.store.claim(self.key, self.owner, self.ttl):
             raise await conflict(self.store, self.key, self.what, doing, self.breaker)
         self._renewed_at = time.monotonic()
-        self._renewer = asyncio.get_running_loop().create_task(self._renew(), name=f"lease {self.what}")
+        self._holding = True
+        self._schedule()
 
     def check(self) -> None:
         """Raises ``LeaseLostError`` once the lease is known lost."""
-        if not self.lost and self._renewer is not None and time.monotonic() - self._renewed_at >= self.ttl * 0.9:
+        if not self.lost and self._holding and time.monotonic() - self._renewed_at >= self.ttl * 0.9:
             self.lost = True  # not renewed for most of its ttl (the store is unreachable): it may lapse any moment
         if self.lost:
             raise LeaseLostError(
@@ -105,12 +124,20 @@ class LeaseHolder:
             )
 
     async def release(self) -> None:
-        """Stop renewing and give the lease back; never raises (a lease that stays lapses after its ttl)."""
-        renewer, self._renewer = self._renewer, None
-        if renewer is not None:
-            renewer.cancel()
+        """Stop renewing and give the lease back; never raises (a lease that stays lapses after its ttl). Once only:
+        a second call (the run's ``finally`` after the save gave it back) does nothing."""
+        if self._released:
+            return
+        self._released = True
+        self._holding = False
+        timer, self._timer = self._timer, None
+        if timer is not None:
+            timer.cancel()
+        renewal, self._renewal = self._renewal, None
+        if renewal is not None:
+            renewal.cancel()
             with contextlib.suppress(asyncio.CancelledError):
-                await renewer
+                await renewal
         if self.lost:
             return  # not ours any more: releasing could only fail or free nothing
         try:
@@ -118,23 +145,33 @@ class LeaseHolder:
         except Exception:
             _log.warning("could not release the lease on %s; it lapses in %g s", self.what, self.ttl, exc_info=True)
 
+    def _schedule(self) -> None:
+        """The next renewal, a third of the ttl from now."""
+        if self._holding and not self.lost:
+            self._timer = asyncio.get_running_loop().call_later(self.ttl / 3, self._due)
+
+    def _due(self) -> None:
+        self._timer = None
+        if self._holding:
+            self._renewal = asyncio.get_running_loop().create_task(self._renew(), name=f"lease {self.what}")
+
     async def _renew(self) -> None:
-        period = self.ttl / 3
-        renew = getattr(self.store, "renew", None) or self.store.claim  # strict where the store can (see the doc)
-        while True:
-            await asyncio.sleep(period)
-            try:
-                held = await renew(self.key, self.owner, self.ttl)
-            except Exception:
-                _log.warning("could not renew the lease on %s", self.what, exc_info=True)
-                if time.monotonic() - self._renewed_at >= self.ttl:
-                    self.lost = True  # it has lapsed by now: another runner may hold it
-                    return
-                continue
-            if not held:
-                self.lost = True
+        try:
+            renew = getattr(self.store, "renew", None) or self.store.claim  # strict where the store can (see the doc)
+            held = await renew(self.key, self.owner, self.ttl)
+        except Exception:
+            _log.warning("could not renew the lease on %s", self.what, exc_info=True)
+            if time.monotonic() - self._renewed_at >= self.ttl:
+                self.lost = True  # it has lapsed by now: another runner may hold it
                 return
+            held = None  # tried again a third of the ttl later
+        if held is False:
+            self.lost = True
+            return
+        if held:
             self._renewed_at = time.monotonic()
+        self._renewal = None
+        self._schedule()
 
 
 async def break_lease(store: Any, key: str, holder: str, what: str) -> bool:

@@ -17,6 +17,7 @@ reads and writes it there, through a checkpoint store that is the session's snap
 
 from __future__ import annotations
 
+import asyncio
 import struct
 import uuid
 from collections.abc import AsyncGenerator, AsyncIterator, Mapping, Sequence
@@ -274,7 +275,12 @@ async def _follow(session: Session, events: Stream[AgentEvent], lease: LeaseHold
                 answer = variant.peek_message() or answer
     if not saved:
         lease.check()
-        await _save(session, answer, None)
+        # The turn saved and the lease given back at once, the save first: on SQLite they commit together, one
+        # round trip to the store's writer and one wait for the disk. The finally of the run's stream then has
+        # nothing left to give back.
+        done, _ = await asyncio.gather(_save(session, answer, None), lease.release(), return_exceptions=True)
+        if isinstance(done, BaseException):
+            raise done
 
 
 async def _save(session: Session, answer: Message | None, interrupt: InterruptInfo | None) -> None:

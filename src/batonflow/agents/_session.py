@@ -21,7 +21,7 @@ from typing import Any
 
 from ..errors import UserError
 from ..schema import Message
-from ..store import MemorySessionStore, SessionData, SessionState, SessionStore, check_session_id
+from ..store import MemorySessionStore, SessionData, SessionSaver, SessionState, SessionStore, check_session_id
 
 __all__ = ["Session"]
 
@@ -239,7 +239,11 @@ class Session:
 
     async def save(self) -> None:
         """Write what changed since the session was loaded or last saved (see the module docstring), messages first,
-        then the state record, so a stored snapshot never refers to messages the store does not have yet."""
+        then the state record, so a stored snapshot never refers to messages the store does not have yet. A store
+        that is a ``SessionSaver`` writes both in one transaction (one commit, one wait for the disk)."""
+        if isinstance(self._store, SessionSaver):
+            await self._save_at_once(self._store)
+            return
         async with self._save_lock:
             # A failed or cancelled write may or may not have landed; owing it again loses nothing, at the price of a
             # possible duplicate append on the retry.
@@ -266,6 +270,25 @@ class Session:
                     snapshot=self._snapshot,
                 ),
             )
+
+    async def _save_at_once(self, store: SessionSaver) -> None:
+        async with self._save_lock:
+            replace = self._rewrite
+            batch = list(self._messages) if replace else self._unsaved
+            self._rewrite, self._unsaved = False, []
+            try:
+                await store.save_session(self._session_id, self._state(), messages=batch, replace=replace)
+            except BaseException:  # owed again, as in save()
+                if replace:
+                    self._rewrite = True
+                else:
+                    self._unsaved = batch + self._unsaved
+                raise
+
+    def _state(self) -> SessionState:
+        return SessionState(
+            attrs=self._attrs, pending=self._pending, pending_reason=self._pending_reason, snapshot=self._snapshot
+        )
 
     def _trim(self) -> None:
         # The original drops the oldest messages once the list is past max_messages (InMemoryChatSession's

@@ -330,9 +330,16 @@ class _TapStream(Stream[T]):
     def __init__(self, tap: Tap[T]) -> None:
         self._tap = tap
         self._pos = 0
-        self._anext = self._read  # what a new owner reads after taking the stream over (convert, merge)
+        # Not read (``__anext__`` and ``_take`` are this class's own), and never a method of self: that would be a
+        # cycle, and the chunks would wait for the garbage collector.
+        self._anext = _taken_over
         self._closer = tap.reader_closed
         self._state = None
+
+    def _take(self, verb: str, done: str) -> tuple[Callable[[], Awaitable[T]], _Closer]:
+        """A new owner (convert, merge) reads on from where this reader stands."""
+        _, closer = super()._take(verb, done)
+        return _TapReader(self._tap, self._pos).__anext__, closer
 
     async def __anext__(self) -> T:
         if self._state is not None:
@@ -363,6 +370,10 @@ class _TapStream(Stream[T]):
         chunk: T = await _TapReader(self._tap, pos).__anext__()
         self._pos = pos + 1
         return chunk
+
+
+async def _taken_over() -> Any:
+    raise StreamClosedError("cannot read a stream that was taken over")
 
 
 class _TapReader:

@@ -99,7 +99,9 @@ def create_app(
     install_handlers(app)
     _middleware(app, limits, cors)
     app.add_api_route("/health", health, methods=["GET"], tags=["server"])
-    auth = [Depends(_bearer(auth_token))]
+    # Without a token there is nothing to check: no dependency to solve on every request (nor a bearer scheme in the
+    # OpenAPI document that no request needs).
+    auth = [Depends(_bearer(auth_token))] if auth_token is not None else []
     app.include_router(routes(), dependencies=auth)
     app.include_router(openai_routes(), dependencies=auth)
     app.include_router(flow_routes(), dependencies=auth)
@@ -193,13 +195,11 @@ def _named(agents: Agent | Mapping[str, Agent] | Sequence[Agent], flows: bool) -
     return named
 
 
-def _bearer(token: str | None) -> Callable[..., Any]:
-    scheme = HTTPBearer(auto_error=False, description="the server's auth_token, when it has one")
-    expected = token.encode() if token is not None else b""
+def _bearer(token: str) -> Callable[..., Any]:
+    scheme = HTTPBearer(auto_error=False, description="the server's auth_token")
+    expected = token.encode()
 
     async def check(credentials: Annotated[HTTPAuthorizationCredentials | None, Depends(scheme)]) -> None:
-        if token is None:
-            return
         if credentials is None:
             raise ApiError(
                 401,

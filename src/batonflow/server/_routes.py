@@ -4,7 +4,6 @@ import uuid
 from typing import Annotated, Any
 
 from fastapi import APIRouter, Depends, Header, Query, Request, Response
-from sse_starlette import EventSourceResponse
 
 from ..distributed import SegmentRequest
 from ..schema import Message
@@ -13,6 +12,7 @@ from ._errors import ApiError, shown
 from ._follow import parse_event_id
 from ._models import ResumeRequest, RunRequest
 from ._server import Server, checked, no_checkpoint, pending_session, state
+from ._sse import EventStream
 from ._targets import check_targets
 from ._wire import jsonable, message_json
 
@@ -125,7 +125,7 @@ async def run_events(
     run_id: str,
     server: Srv,
     last_event_id: Annotated[str | None, Header(alias="Last-Event-ID", max_length=64)] = None,
-) -> EventSourceResponse:
+) -> EventStream:
     """A run's events as SSE, from the start or after ``Last-Event-ID`` (replayed from the run's event log)."""
     given = None if last_event_id is None else parse_event_id(last_event_id)  # a malformed one is a 400 first
     await server.outcome(run_id)  # an unknown run is a 404

@@ -10,7 +10,7 @@ that is not detached is cancelled once its last follower has been gone ``reconne
 
 import asyncio
 from collections import OrderedDict
-from collections.abc import AsyncIterator, Iterator, Mapping, Sequence
+from collections.abc import AsyncGenerator, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, fields
 from typing import Any
@@ -18,7 +18,7 @@ from urllib.parse import quote
 
 from fastapi import Request
 from pydantic import BaseModel
-from sse_starlette import EventSourceResponse, ServerSentEvent
+from sse_starlette import ServerSentEvent
 
 from ..adk import FlowAgent
 from ..distributed import (
@@ -36,6 +36,7 @@ from ..store import CheckpointStore, SessionStore
 from ._errors import ApiError, shown
 from ._follow import Followers, Run, parse_event_id, record_key, segment_batches, segment_records, sent
 from ._models import InputMessage, check_body
+from ._sse import EventStream
 from ._targets import check_targets
 from ._wire import JSONAnswer, json_text, paused_json, summary
 
@@ -297,7 +298,7 @@ class Server:
             )
         return after
 
-    async def sse(self, sid: str, run_key: str, after: str) -> EventSourceResponse:
+    async def sse(self, sid: str, run_key: str, after: str) -> EventStream:
         """The run's frames after record id ``after`` as an SSE stream, with comment heartbeats. A log that has
         dropped the frames after ``after`` says so at once (a 410) or, when a follower falls behind while it reads,
         with an ``error`` frame that ends the stream; so does a log that cannot be read."""
@@ -315,7 +316,7 @@ class Server:
             )
         server = self
 
-        async def frames() -> AsyncIterator[bytes]:
+        async def frames() -> AsyncGenerator[bytes, None]:
             run = server.active.get(sid)
             server.followers.attach(run)
             try:
@@ -347,7 +348,7 @@ class Server:
                 server.followers.detach(run)
 
         headers = {"X-Run-Id": quote(sid, safe="/@"), "Cache-Control": "no-store"}
-        return EventSourceResponse(frames(), ping=self.limits.heartbeat, headers=headers)
+        return EventStream(frames(), ping=self.limits.heartbeat, headers=headers)
 
     async def result(self, run: Run, after: str, request: Request) -> dict[str, Any]:
         """Wait for the run to end, for a JSON answer: its summary and its agent events. A client that goes away

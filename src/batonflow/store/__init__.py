@@ -49,6 +49,7 @@ from ._session_sql import PostgresSessionStore as PostgresSessionStore
 from ._session_sql import SqliteSessionStore as SqliteSessionStore
 from ._sessions import MemorySessionStore as MemorySessionStore
 from ._sessions import SessionData as SessionData
+from ._sessions import SessionSaver as SessionSaver
 from ._sessions import SessionState as SessionState
 from ._sessions import SessionStore as SessionStore
 from ._sessions import check_session_id as check_session_id
@@ -74,6 +75,7 @@ __all__ = [
     "RedisCheckpointStore",
     "RedisSessionStore",
     "SessionData",
+    "SessionSaver",
     "SessionState",
     "SessionStore",
     "SharedObjects",

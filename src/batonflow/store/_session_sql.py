@@ -130,14 +130,34 @@ class SqliteSessionStore(StoreBase):
         check_session_id(session_id)
         data = encode_state(session_id, state, self.limits)
 
-        def set_state(conn: sqlite3.Connection) -> None:
-            conn.execute(
-                f"INSERT INTO {self._table} (id, state, updated_at) VALUES (?, ?, ?) "
-                "ON CONFLICT (id) DO UPDATE SET state = excluded.state, updated_at = excluded.updated_at",
-                (session_id, data, time.time()),
-            )
+        await self._conn.run(
+            f"cannot write the state of session {session_id!r}", lambda conn: self._set_state(conn, session_id, data)
+        )
 
-        await self._conn.run(f"cannot write the state of session {session_id!r}", set_state)
+    async def save_session(
+        self, session_id: str, state: SessionState, *, messages: Sequence[Message] = (), replace: bool = False
+    ) -> None:
+        """The turn's messages and the state in one transaction: one commit, one wait for the disk."""
+        check_session_id(session_id)
+        data = encode_messages(session_id, messages, self.limits)
+        encoded = encode_state(session_id, state, self.limits)
+
+        def save(conn: sqlite3.Connection) -> None:
+            with transaction(conn):
+                if replace:
+                    conn.execute(f"DELETE FROM {self._messages} WHERE session_id = ?", (session_id,))
+                if data:
+                    self._insert(conn, session_id, data)
+                self._set_state(conn, session_id, encoded)
+
+        await self._conn.run(f"cannot save session {session_id!r}", save)
+
+    def _set_state(self, conn: sqlite3.Connection, session_id: str, data: bytes) -> None:
+        conn.execute(
+            f"INSERT INTO {self._table} (id, state, updated_at) VALUES (?, ?, ?) "
+            "ON CONFLICT (id) DO UPDATE SET state = excluded.state, updated_at = excluded.updated_at",
+            (session_id, data, time.time()),
+        )
 
     async def delete(self, session_id: str) -> None:
         check_session_id(session_id)
@@ -153,9 +173,13 @@ class SqliteSessionStore(StoreBase):
         check_session_id(session_id)
         check_owner(owner)
         ttl = check_ttl(ttl)
+        # A lease need not wait for the disk (durable=False): whoever holds one is on this machine, and does not
+        # outlive a power cut either. It is in the log at once (a killed process loses nothing), and on the disk with
+        # the next save.
         return await self._conn.run(
             f"cannot claim session {session_id!r}",
             lambda conn: sqlite_claim(conn, self._leases, session_id, owner, ttl),
+            durable=False,
         )
 
     async def renew(self, session_id: str, owner: str, ttl: float) -> bool:
@@ -172,7 +196,9 @@ class SqliteSessionStore(StoreBase):
         check_session_id(session_id)
         check_owner(owner)
         await self._conn.run(
-            f"cannot release session {session_id!r}", lambda conn: sqlite_release(conn, self._leases, session_id, owner)
+            f"cannot release session {session_id!r}",
+            lambda conn: sqlite_release(conn, self._leases, session_id, owner),
+            durable=False,
         )
 
     async def holder(self, session_id: str) -> Lease | None:
@@ -299,6 +325,30 @@ class PostgresSessionStore(StoreBase):
             )
         except self._db.errors as exc:
             raise self._db.error(f"cannot write the state of session {session_id!r}", exc) from exc
+
+    async def save_session(
+        self, session_id: str, state: SessionState, *, messages: Sequence[Message] = (), replace: bool = False
+    ) -> None:
+        """The turn's messages and the state in one transaction (one commit), under the session's lock."""
+        check_session_id(session_id)
+        data = encode_messages(session_id, messages, self.limits)
+        encoded = encode_state(session_id, state, self.limits)
+        pool = await self._db.get()
+        try:
+            async with pool.acquire() as conn, conn.transaction():
+                await self._lock(conn, session_id)
+                if replace:
+                    await conn.execute(f"DELETE FROM {self._messages} WHERE session_id = $1", session_id)
+                if data:
+                    await self._insert(conn, session_id, data)
+                await conn.execute(
+                    f"INSERT INTO {self._table} (id, state, updated_at) VALUES ($1, $2, now()) "
+                    "ON CONFLICT (id) DO UPDATE SET state = EXCLUDED.state, updated_at = EXCLUDED.updated_at",
+                    session_id,
+                    encoded,
+                )
+        except self._db.errors as exc:
+            raise self._db.error(f"cannot save session {session_id!r}", exc) from exc
 
     async def delete(self, session_id: str) -> None:
         check_session_id(session_id)

@@ -22,7 +22,7 @@ from ..schema import Message
 from ._base import Lease, StoreBase, check_id, check_owner, check_ttl, closed_error
 from ._lease import MemoryLeases
 
-__all__ = ["MemorySessionStore", "SessionData", "SessionState", "SessionStore", "check_session_id"]
+__all__ = ["MemorySessionStore", "SessionData", "SessionSaver", "SessionState", "SessionStore", "check_session_id"]
 
 
 @dataclass(slots=True, kw_only=True)
@@ -90,6 +90,22 @@ class SessionStore(Protocol):
 
     async def close(self) -> None:
         """Release connections and threads. Idempotent."""
+        ...
+
+
+@runtime_checkable
+class SessionSaver(Protocol):
+    """A session store that writes a turn in one transaction: ``Session.save`` uses ``save_session`` when its store
+    has it (the built-in SQLite, PostgreSQL and memory stores do), else ``append_messages`` then ``set_state``.
+
+    One transaction is one wait for the disk where a commit waits for it (SQLite's ``synchronous=FULL``), and a
+    reader never sees a turn's messages without the state saved with them.
+    """
+
+    async def save_session(
+        self, session_id: str, state: SessionState, *, messages: Sequence[Message] = (), replace: bool = False
+    ) -> None:
+        """Append ``messages`` (with ``replace``: make them the whole list) and replace the state record, atomically."""
         ...
 
 
@@ -251,6 +267,21 @@ class MemorySessionStore(StoreBase):
         data = encode_state(session_id, state, self.limits)
         self._check_open()
         self._states[session_id] = data
+
+    async def save_session(
+        self, session_id: str, state: SessionState, *, messages: Sequence[Message] = (), replace: bool = False
+    ) -> None:
+        check_session_id(session_id)
+        data = encode_messages(session_id, messages, self.limits)
+        encoded = encode_state(session_id, state, self.limits)
+        self._check_open()
+        if replace and data:
+            self._messages[session_id] = data
+        elif replace:
+            self._messages.pop(session_id, None)
+        elif data:
+            self._messages.setdefault(session_id, []).extend(data)
+        self._states[session_id] = encoded
 
     async def delete(self, session_id: str) -> None:
         check_session_id(session_id)

@@ -9,6 +9,11 @@ and no caller hears of success before the COMMIT. Since the writer holds SQLite'
 COMMIT, another process still never sees, or interleaves with, half of a write, and a claim is still decided on the
 latest row. Reads go to the reader's connection: WAL lets it read while the writer writes, it never waits for a
 commit, and it sees only what was committed.
+
+A write may say it need not wait for the disk (``durable=False``: a lease taken or given back, which no one on the
+machine can hold past a power cut anyway). A group of such writes alone commits with ``synchronous=NORMAL``: it is
+in the log, safe from a killed process, and on the disk with the next durable commit, which writes the log out up
+to its own end. A group with one durable write in it commits as the store's ``synchronous`` says.
 """
 
 from __future__ import annotations
@@ -56,12 +61,15 @@ first of them is not kept waiting for long."""
 class _Call:
     """One call of a store on a lane: what to run, and where its outcome goes."""
 
-    __slots__ = ("error", "fn", "future", "loop", "operation", "read", "value")
+    __slots__ = ("durable", "error", "fn", "future", "loop", "operation", "read", "value")
 
-    def __init__(self, operation: str, fn: Callable[[sqlite3.Connection], Any], *, read: bool) -> None:
+    def __init__(
+        self, operation: str, fn: Callable[[sqlite3.Connection], Any], *, read: bool, durable: bool = True
+    ) -> None:
         self.operation = operation
         self.fn = fn
         self.read = read
+        self.durable = durable
         self.loop = asyncio.get_running_loop()
         self.future: asyncio.Future[Any] = self.loop.create_future()
         self.value: Any = None
@@ -84,9 +92,12 @@ class _Lane:
     thread and closes its connection when the lane is collected.
     """
 
-    def __init__(self, name: str, opener: Callable[[], sqlite3.Connection], *, grouped: bool) -> None:
+    def __init__(
+        self, name: str, opener: Callable[[], sqlite3.Connection], *, grouped: bool, synchronous: Synchronous
+    ) -> None:
         self._queue: queue.SimpleQueue[_Call | _Stop] = queue.SimpleQueue()
-        self._thread = threading.Thread(target=_serve, args=(self._queue, opener, grouped), name=name, daemon=True)
+        args = (self._queue, opener, grouped, synchronous)
+        self._thread = threading.Thread(target=_serve, args=args, name=name, daemon=True)
         self._started = False
 
     def put(self, call: _Call) -> None:
@@ -106,9 +117,13 @@ class _Lane:
 
 
 def _serve(
-    calls_queue: queue.SimpleQueue[_Call | _Stop], opener: Callable[[], sqlite3.Connection], grouped: bool
+    calls_queue: queue.SimpleQueue[_Call | _Stop],
+    opener: Callable[[], sqlite3.Connection],
+    grouped: bool,
+    synchronous: Synchronous,
 ) -> None:
     conn: sqlite3.Connection | None = None
+    waits = _Waits(synchronous)
     while True:
         calls, stop = _take(calls_queue)
         if calls:
@@ -119,7 +134,7 @@ def _serve(
                 for call in calls:
                     call.error = exc
             else:
-                _run(conn, calls, grouped)
+                _run(conn, calls, grouped, waits)
             _settle(calls)
         del calls  # a call holds its store, through its function: nothing here may keep a dropped store alive
         if stop is not None:
@@ -148,16 +163,35 @@ def _take(calls_queue: queue.SimpleQueue[_Call | _Stop]) -> tuple[list[_Call], _
     return calls, None
 
 
-def _run(conn: sqlite3.Connection, calls: list[_Call], grouped: bool) -> None:
+class _Waits:
+    """What the connection's commits wait for now: the store's ``synchronous``, or NORMAL for a group of writes that
+    are all ``durable=False`` (set only when it changes, and never inside a transaction)."""
+
+    __slots__ = ("current", "store")
+
+    def __init__(self, store: Synchronous) -> None:
+        self.store: Synchronous = store
+        self.current: Synchronous = store
+
+    def set_for(self, conn: sqlite3.Connection, writes: Sequence[_Call]) -> None:
+        wanted: Synchronous = self.store if any(call.durable for call in writes) else "NORMAL"
+        if wanted != self.current and not conn.in_transaction:
+            conn.execute(f"PRAGMA synchronous={wanted}")  # one of two words, never user text
+            self.current = wanted
+
+
+def _run(conn: sqlite3.Connection, calls: list[_Call], grouped: bool, waits: _Waits) -> None:
     writes: list[_Call] = []
     for call in calls:
         if call.read or not grouped:
-            _commit(conn, writes)  # the writes before a read, so that it sees them committed or not at all
+            _commit(conn, writes, waits)  # the writes before a read, so that it sees them committed or not at all
             writes = []
+            if not call.read:
+                waits.set_for(conn, [call])
             _run_one(conn, call)
         else:
             writes.append(call)
-    _commit(conn, writes)
+    _commit(conn, writes, waits)
 
 
 def _run_one(conn: sqlite3.Connection, call: _Call) -> None:
@@ -167,8 +201,10 @@ def _run_one(conn: sqlite3.Connection, call: _Call) -> None:
         call.error = exc
 
 
-def _commit(conn: sqlite3.Connection, writes: list[_Call]) -> None:
+def _commit(conn: sqlite3.Connection, writes: list[_Call], waits: _Waits) -> None:
     """Run ``writes`` in one transaction, each in its own savepoint; a single write runs as it is."""
+    if writes:
+        waits.set_for(conn, writes)
     while len(writes) > 1:
         try:
             conn.execute("BEGIN IMMEDIATE")
@@ -262,18 +298,24 @@ class SqliteConnection:
         self.path: str | Path = path if path == ":memory:" else Path(path)
         self.where = where
         self._closed = False
-        opener = functools.partial(_open_database, self.path, timeout, tuple(schema), check_synchronous(synchronous))
+        synchronous = check_synchronous(synchronous)
+        opener = functools.partial(_open_database, self.path, timeout, tuple(schema), synchronous)
 
-        self._writer = _Lane("batonflow-sqlite-writer", opener, grouped=True)
+        self._writer = _Lane("batonflow-sqlite-writer", opener, grouped=True, synchronous=synchronous)
         self._reader = (
-            self._writer if self.path == ":memory:" else _Lane("batonflow-sqlite-reader", opener, grouped=False)
+            self._writer
+            if self.path == ":memory:"
+            else _Lane("batonflow-sqlite-reader", opener, grouped=False, synchronous=synchronous)
         )
 
-    async def run(self, operation: str, fn: Callable[[sqlite3.Connection], R], *, read: bool = False) -> R:
-        """``fn`` on the reader's connection (``read``: it must not write) or in the writer's next group."""
+    async def run(
+        self, operation: str, fn: Callable[[sqlite3.Connection], R], *, read: bool = False, durable: bool = True
+    ) -> R:
+        """``fn`` on the reader's connection (``read``: it must not write) or in the writer's next group; a write
+        with ``durable=False`` need not wait for the disk (see the module)."""
         if self._closed:
             raise closed_error(self.where, "sqlite")
-        call = _Call(operation, fn, read=read)
+        call = _Call(operation, fn, read=read, durable=durable)
         (self._reader if read else self._writer).put(call)
         try:
             return cast("R", await call.future)

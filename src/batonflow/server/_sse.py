@@ -1,0 +1,186 @@
+"""A run's events as an SSE response, for the least a stream can cost: the frames are sent from the request's own
+task, a comment heartbeat goes out on a timer, and one task waits for the client to hang up.
+
+``sse_starlette``'s response, which the server used before, runs four tasks per stream in an anyio task group (the
+frames, the heartbeat, the disconnect, the server's exit) and cancels three of them when it ends; with a thousand
+streams at once those tasks, their cancel scopes and the tracebacks of their cancellations were a good part of what
+the server did per run, and most of the objects the garbage collector walked. What it did is kept: the headers
+(``Cache-Control: no-store``, ``X-Accel-Buffering: no`` for proxies), a heartbeat every ``ping`` seconds, the
+frames stopped (and their generator closed) when the client goes away, and the open streams ended when uvicorn is
+told to stop (one watcher per process polls for it while any stream is open, as ``sse_starlette`` does; uvicorn
+waits for open responses before it shuts down).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import signal
+from collections.abc import AsyncGenerator, Mapping
+from datetime import UTC, datetime
+from typing import Any
+
+from sse_starlette.sse import AppStatus
+from starlette.background import BackgroundTask
+from starlette.responses import Response
+from starlette.types import Receive, Scope, Send
+
+__all__ = ["EventStream"]
+
+_HEADERS = [
+    (b"content-type", b"text/event-stream; charset=utf-8"),
+    (b"cache-control", b"no-store"),
+    (b"connection", b"keep-alive"),
+    (b"x-accel-buffering", b"no"),
+]
+_EXIT_POLL = 0.5  # seconds between looks at whether the server was told to stop
+
+
+class EventStream(Response):
+    """``frames`` (SSE events, as bytes) as a ``text/event-stream`` response, with a comment every ``ping`` seconds
+    (0: none) and ``headers`` besides the stream's own."""
+
+    def __init__(
+        self, frames: AsyncGenerator[bytes, None], *, ping: float, headers: Mapping[str, str] | None = None
+    ) -> None:
+        self.frames = frames
+        self.ping = ping
+        self.status_code = 200
+        self.background: BackgroundTask | None = None
+        extra = [(k.lower().encode("latin-1"), v.encode("latin-1")) for k, v in (headers or {}).items()]
+        given = {name for name, _ in extra}  # they replace the stream's own of the same name
+        self.raw_headers = [*(h for h in _HEADERS if h[0] not in given), *extra]
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        try:
+            await send({"type": "http.response.start", "status": 200, "headers": self.raw_headers})
+            await _Streaming(self, send).run(receive)
+        finally:
+            await self.frames.aclose()
+        if self.background is not None:
+            await self.background()
+
+
+class _Streaming:
+    """One response going out: its frames, its heartbeat timer, the wait for the client to hang up."""
+
+    __slots__ = ("done", "heartbeat", "response", "send", "stopped", "task")
+
+    def __init__(self, response: EventStream, send: Send) -> None:
+        self.response = response
+        self.send = send
+        task = asyncio.current_task()
+        assert task is not None  # an ASGI app runs in a task
+        self.task = task
+        self.stopped: str | None = None  # why this stream cancelled its own task: "gone" or "exit"
+        self.done = False
+        self.heartbeat: asyncio.TimerHandle | None = None
+
+    async def run(self, receive: Receive) -> None:
+        listener = asyncio.ensure_future(self._listen(receive))
+        _EXITS.add(self)
+        self._schedule_ping()
+        try:
+            async for chunk in self.response.frames:
+                await self.send({"type": "http.response.body", "body": chunk, "more_body": True})
+            self._finish()
+            await self.send({"type": "http.response.body", "body": b"", "more_body": False})
+        except asyncio.CancelledError:
+            if self.stopped is None or self.task.uncancel() > 0:
+                raise  # not this stream's own doing: the request was cancelled
+            if self.stopped == "exit":  # end the response cleanly, so that the client sees the stream end
+                with contextlib.suppress(OSError):
+                    await self.send({"type": "http.response.body", "body": b"", "more_body": False})
+        finally:
+            self._finish()
+            _EXITS.discard(self)
+            await _let_go(listener)
+
+    def _finish(self) -> None:
+        self.done = True
+        if self.heartbeat is not None:
+            self.heartbeat.cancel()
+            self.heartbeat = None
+
+    def stop(self, why: str) -> None:
+        """End the stream from outside its task (the client went away, the server stops)."""
+        if not self.done and self.stopped is None:
+            self.stopped = why
+            self.task.cancel()
+
+    async def _listen(self, receive: Receive) -> None:
+        # The server answers a receive with http.disconnect once the client has gone, or the response is complete.
+        while not self.done:
+            message = await receive()
+            if message["type"] == "http.disconnect":
+                self.stop("gone")
+                return
+
+    def _schedule_ping(self) -> None:
+        if self.response.ping > 0 and not self.done:
+            self.heartbeat = asyncio.get_running_loop().call_later(self.response.ping, self._ping)
+
+    def _ping(self) -> None:
+        self.heartbeat = None
+        comment = f": ping - {datetime.now(UTC)}\r\n\r\n".encode()
+        _spawn(self._send_ping(comment))
+        self._schedule_ping()
+
+    async def _send_ping(self, comment: bytes) -> None:
+        if not self.done:
+            with contextlib.suppress(OSError, RuntimeError):  # the response ended meanwhile
+                await self.send({"type": "http.response.body", "body": comment, "more_body": True})
+
+
+async def _let_go(listener: asyncio.Future[None]) -> None:
+    """The disconnect listener, once the response is over: it ends by itself at the server's next message (a
+    complete response makes the server answer http.disconnect); cancelled if it has not after one turn."""
+    if not listener.done():
+        await asyncio.sleep(0)
+    if not listener.done():
+        listener.cancel()
+    with contextlib.suppress(asyncio.CancelledError, Exception):
+        await listener
+
+
+_TASKS: set[asyncio.Task[Any]] = set()
+
+
+def _spawn(coro: Any) -> None:
+    task = asyncio.ensure_future(coro)
+    _TASKS.add(task)
+    task.add_done_callback(_TASKS.discard)
+
+
+class _Exits(set["_Streaming"]):
+    """The open streams of this process, and the one watcher that ends them when uvicorn is told to stop."""
+
+    watcher: asyncio.Task[None] | None = None
+
+    def add(self, stream: _Streaming) -> None:
+        super().add(stream)
+        watcher = self.watcher
+        if watcher is None or watcher.done() or watcher.get_loop() is not asyncio.get_running_loop():
+            self.watcher = asyncio.ensure_future(self._watch())
+
+    async def _watch(self) -> None:
+        loop = asyncio.get_running_loop()
+        while any(stream.task.get_loop() is loop for stream in self):
+            if _should_exit():
+                for stream in [s for s in self if s.task.get_loop() is loop]:
+                    stream.stop("exit")
+                return
+            await asyncio.sleep(_EXIT_POLL)
+
+
+_EXITS = _Exits()
+
+
+def _should_exit() -> bool:
+    """Whether uvicorn was told to stop: ``sse_starlette`` patches uvicorn's exit handler to set its flag, and a
+    server stopped by ``should_exit`` alone is found through its signal handler, as ``sse_starlette`` finds it."""
+    if AppStatus.should_exit:
+        return True
+    handler = signal.getsignal(signal.SIGTERM)
+    server = getattr(handler, "__self__", None)
+    return bool(getattr(server, "should_exit", False))
