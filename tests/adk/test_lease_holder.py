@@ -13,7 +13,7 @@ from batonflow.store import MemoryCheckpointStore
 
 
 class CountingStore(MemoryCheckpointStore):
-    """Counts claims; ``down`` makes them fail as an unreachable store's do."""
+    """Counts claims and renewals; ``down`` makes them fail as an unreachable store's do."""
 
     def __init__(self) -> None:
         super().__init__()
@@ -25,6 +25,12 @@ class CountingStore(MemoryCheckpointStore):
         if self.down:
             raise ConnectionError("the store is down")
         return await super().claim(checkpoint_id, owner, ttl)
+
+    async def renew(self, checkpoint_id: str, owner: str, ttl: float) -> bool:
+        self.claims += 1
+        if self.down:
+            raise ConnectionError("the store is down")
+        return await super().renew(checkpoint_id, owner, ttl)
 
 
 def lease_tasks() -> list[asyncio.Task[object]]:
