@@ -258,6 +258,35 @@ async def test_node_when_guards_only_the_task() -> None:
     assert log.ran == ["b"]
 
 
+async def test_a_node_when_is_tested_without_a_task_as_in_solon_flow() -> None:
+    tested: list[str] = []
+
+    def when(node_id: str) -> Any:
+        def test(ctx: FlowContext) -> bool:
+            tested.append(node_id)
+            return False  # the flow goes on either way
+
+        return test
+
+    spec = GraphSpec("g")
+    spec.add(NodeType.START, "s", when=when("s")).link_add("a")
+    spec.add(NodeType.ACTIVITY, "a", when=when("a")).link_add("x")
+    spec.add(NodeType.EXCLUSIVE, "x", when=when("x")).link_add("p")
+    spec.add(NodeType.PARALLEL, "p", when=when("p")).link_add("i")
+    spec.add(NodeType.INCLUSIVE, "i", when=when("i")).link_add("rows")
+    spec.add(NodeType.LOOP, "rows", when=when("rows"), meta={"$for": "n", "$in": [1]}).link_add("done")
+    spec.add(NodeType.LOOP, "done", when=when("done")).link_add("e")
+    spec.add(NodeType.END, "e", when=when("e"))
+    context = await FlowEngine().eval(spec.build())
+    assert tested == ["a", "x", "p", "i", "rows", "done"]  # start and end have no task to guard, in Solon too
+    assert context.trace.is_end("g")
+
+    unknown = Graph.from_yaml("id: g\nlayout: [{id: a, when: '@missing'}]")
+    with pytest.raises(ComponentError, match="'missing' not exist") as caught:
+        await FlowEngine().eval(unknown)
+    assert (caught.value.name, caught.value.node_id) == ("missing", "a")
+
+
 @pytest.mark.parametrize(
     ("source", "expected"),
     [

@@ -12,6 +12,8 @@ from ._agent import AgentTask as AgentTask
 from ._agent import GraphAgent as GraphAgent
 from ._agent import GraphState as GraphState
 from ._context import FlowContext as FlowContext
+from ._context import FlowOutcome as FlowOutcome
+from ._context import FlowStop as FlowStop
 from ._context import FlowTrace as FlowTrace
 from ._context import NodeRecord as NodeRecord
 from ._document import MAX_DOCUMENT_BYTES as MAX_DOCUMENT_BYTES
@@ -25,6 +27,7 @@ from ._errors import ComponentError as ComponentError
 from ._errors import FlowRunError as FlowRunError
 from ._errors import GraphError as GraphError
 from ._errors import GraphFileError as GraphFileError
+from ._errors import JoinError as JoinError
 from ._errors import LoopError as LoopError
 from ._errors import ScriptTaskError as ScriptTaskError
 from ._errors import VisitLimitError as VisitLimitError
@@ -74,7 +77,9 @@ __all__ = [
     "FlowEngine",
     "FlowInterceptor",
     "FlowInvocation",
+    "FlowOutcome",
     "FlowRunError",
+    "FlowStop",
     "FlowTrace",
     "Graph",
     "GraphAgent",
@@ -84,6 +89,7 @@ __all__ = [
     "GraphSpec",
     "GraphState",
     "HostRun",
+    "JoinError",
     "Link",
     "LinkSpec",
     "LoopError",

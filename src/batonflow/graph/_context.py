@@ -26,7 +26,19 @@ if TYPE_CHECKING:
     from ._exchanger import Branch, Exchanger
     from ._graph import Graph, Node
 
-__all__ = ["DONE", "ENDED", "FANNED", "FINISHED", "OUTCOMES", "PENDING", "FlowContext", "FlowTrace", "NodeRecord"]
+__all__ = [
+    "DONE",
+    "ENDED",
+    "FANNED",
+    "FINISHED",
+    "OUTCOMES",
+    "PENDING",
+    "FlowContext",
+    "FlowOutcome",
+    "FlowStop",
+    "FlowTrace",
+    "NodeRecord",
+]
 
 register_type(NodeType, name="FlowNodeType")
 
@@ -159,6 +171,46 @@ register_type(_ContextSnapshot, name="FlowContext")
 Handler = Callable[[Any], Any]
 
 
+@dataclass(frozen=True, slots=True)
+class FlowStop:
+    """A place where a branch of a run ended short of an end node: the graph, the node, and why."""
+
+    graph_id: str
+    node_id: str
+    reason: str
+
+
+@dataclass(frozen=True, slots=True)
+class FlowOutcome:
+    """How the last ``eval`` of a context ended. ``finished``: it ran to completion, nothing left to run and nothing
+    waiting, with or without an end node. ``stops`` are the places where it did not (a join still waiting, no
+    outgoing link whose condition held, a node that stopped the run or ended its branch, the steps limit…), in the
+    order they happened; ``stopped_at`` and ``reason`` are the first. ``reached_end`` is solon-flow's
+    ``isEnd``: the graph's last recorded node is an end node."""
+
+    finished: bool
+    reached_end: bool
+    stops: tuple[FlowStop, ...] = ()
+
+    @property
+    def stopped_at(self) -> str | None:
+        return self.stops[0].node_id if self.stops else None
+
+    @property
+    def reason(self) -> str | None:
+        return self.stops[0].reason if self.stops else None
+
+    def to_dict(self) -> dict[str, Any]:
+        """As the HTTP flow endpoint and ``batonflow run`` report it."""
+        return {
+            "finished": self.finished,
+            "reached_end": self.reached_end,
+            "stopped_at": self.stopped_at,
+            "reason": self.reason,
+            "stops": [{"graph": stop.graph_id, "node": stop.node_id, "reason": stop.reason} for stop in self.stops],
+        }
+
+
 class FlowContext:
     """The state of a flow run: variables (``set`` skips ``None``; Solon's ``put`` is its alias), the trace, an event
     bus, and ``stop()`` (the whole run) versus ``interrupt()`` (the current branch only).
@@ -173,6 +225,7 @@ class FlowContext:
         self._trace = FlowTrace()
         self._stopped = False
         self._listeners: dict[str, list[Handler]] = {}
+        self._outcome: FlowOutcome | None = None
         if variables:
             self.update(variables)
 
@@ -300,6 +353,11 @@ class FlowContext:
     @property
     def last_node_id(self) -> str | None:
         return self._trace.last_node_id()
+
+    @property
+    def outcome(self) -> FlowOutcome | None:
+        """How the last ``eval`` on this context ended (None before one returned). It is not saved."""
+        return self._outcome
 
     # -- snapshots ---------------------------------------------------------------------------------------------
 

@@ -37,7 +37,7 @@ from types import TracebackType
 from typing import Self
 
 from ..errors import BatonflowError
-from ._context import CURRENT, DONE, ENDED, FANNED, FINISHED, FlowContext
+from ._context import CURRENT, DONE, ENDED, FANNED, FINISHED, FlowContext, FlowOutcome, FlowStop
 from ._errors import FlowRunError, GraphError, VisitLimitError
 from ._exchanger import Branch, Exchanger, FlowInterceptor, FlowInvocation, Visit, VisitLog, maybe_await
 from ._expr import Expression
@@ -164,8 +164,10 @@ class FlowEngine(Registrations):
         journal = VisitLog(dict(trace._visits))
         ex = Exchanger(graph, context, steps, self._ranked(interceptors), self.max_visits, [0], {}, journal)
         context._stopped = False  # as the original: every eval starts unstopped
+        context._outcome = None
         try:
             await self._run_graph(ex)
+            context._outcome = _outcome(ex)
         except RecursionError:  # walks through many sub-graphs and interceptors, before MAX_WALK_DEPTH is reached
             raise FlowRunError(
                 f"expected walks nested less deeply than Python's stack allows, found deeper ones (walks nest at most"
@@ -195,11 +197,14 @@ class FlowEngine(Registrations):
             ex.open_journal(fresh=trace.last_record(ex.graph.id) is None)
             start = trace.last_node(ex.graph)
             await FlowInvocation(self, ex, branch, start).invoke()
+            ex.halt_waiting()
         finally:
             CURRENT.reset(token)
 
-    async def _walk(self, ex: Exchanger, branch: Branch, node: Node | None, start: Node) -> None:
-        """Visit ``node`` and what follows it in this branch."""
+    async def _walk(
+        self, ex: Exchanger, branch: Branch, node: Node | None, start: Node, came_from: Node | None
+    ) -> None:
+        """Visit ``node`` (reached from ``came_from``) and what follows it in this branch."""
         depth = _WALK_DEPTH.get() + 1
         if depth > MAX_WALK_DEPTH and node is not None:
             raise FlowRunError(
@@ -244,6 +249,7 @@ class FlowEngine(Registrations):
                         )
                 elif not visit.replay and not ex.next_step():
                     ex.stop()
+                    ex.halt(node, f"the steps limit ({ex.steps}) was reached before this node")
                     return
                 ex.ticks[0] += 1
                 if not ex.ticks[0] % YIELD_EVERY:
@@ -251,11 +257,13 @@ class FlowEngine(Registrations):
                     # server's other requests, /health included, waiting on a loop of 100,000 items): now and
                     # then, let go.
                     await asyncio.sleep(0)
-                node = await self._visit(ex, branch, node, start, visit)
+                came_from, node = node, await self._visit(ex, branch, node, start, visit, came_from)
         finally:
             _WALK_DEPTH.reset(token)
 
-    async def _visit(self, ex: Exchanger, branch: Branch, node: Node, start: Node, visit: Visit) -> Node | None:
+    async def _visit(
+        self, ex: Exchanger, branch: Branch, node: Node, start: Node, visit: Visit, came_from: Node | None
+    ) -> Node | None:
         """Act on ``node`` by its type; returns the node the branch goes on to (its last link's), if any."""
         kind = node.type
         if kind is NodeType.ACTIVITY:
@@ -271,7 +279,10 @@ class FlowEngine(Registrations):
                     default = link  # the last unconditioned link is the default
                 elif await self._test(ex, link._condition, node, f"link to {link.next_id!r}"):
                     return link.next_node
-            return None if default is None else default.next_node
+            if default is None:
+                _dead_end(ex, node)
+                return None
+            return default.next_node
         if kind is NodeType.START or kind is NodeType.END:
             if not await self._task(ex, branch, node, visit, hooks_only=True):
                 return None
@@ -281,7 +292,9 @@ class FlowEngine(Registrations):
             ex.counts[node.id] = arrived
             if len(node.prev_links) > arrived:
                 visit.finish(DONE)
+                ex.arrive(node, came_from, len(node.prev_links))
                 return None  # a join waits for every inbound branch; the last one goes on
+            ex.settle_join(node)
             if not await self._task(ex, branch, node, visit):
                 return None
             ex.counts[node.id] = 0
@@ -290,7 +303,7 @@ class FlowEngine(Registrations):
                 return following[0] if following else None
             if not ex.reverting:
                 visit.fanned()
-            await self._fan_out(ex, following, start)
+            await self._fan_out(ex, node, start)
             return None
         if kind is NodeType.INCLUSIVE:
             forks = ex.stack("inclusive")
@@ -299,7 +312,9 @@ class FlowEngine(Registrations):
                 ex.counts[node.id] = arrived
                 if forks[-1] > arrived:
                     visit.finish(DONE)
+                    ex.arrive(node, came_from, forks[-1])
                     return None
+                ex.settle_join(node)
                 forks.pop()
                 ex.counts[node.id] = 0
             if not await self._task(ex, branch, node, visit):
@@ -308,10 +323,11 @@ class FlowEngine(Registrations):
                 link for link in node.links if await self._test(ex, link._condition, node, f"link to {link.next_id!r}")
             ]
             if not taken:
+                _dead_end(ex, node)
                 return None
             forks.append(len(taken))
             for link in taken[:-1]:
-                await self._walk(ex, branch, link.next_node, start)
+                await self._walk(ex, branch, link.next_node, start, node)
             return taken[-1].next_node
         return await self._loop(ex, branch, node, start, visit)
 
@@ -331,11 +347,13 @@ class FlowEngine(Registrations):
             return None
         items = Peekable(loop_items(node.meta.get("$in"), ex.context._data, graph_id=ex.graph.id, node_id=node.id))
         iterators.append(items)
+        if not items.has_next() and node.links:
+            ex.halt(node, "the loop has no items, and a loop that walks none never reaches its join")
         while items.has_next() and not ex.is_stopped:
             ex.context.set(str(item_key), items.next())
             tail = await self._free_out(ex, branch, node, start)
             if tail is not None:
-                await self._walk(ex, branch, tail, start)
+                await self._walk(ex, branch, tail, start, node)
         return None
 
     async def _free_out(self, ex: Exchanger, branch: Branch, node: Node, start: Node) -> Node | None:
@@ -343,26 +361,31 @@ class FlowEngine(Registrations):
         links = node.links
         if not links:
             return None
+        taken = False
         for link in links[:-1]:
             if link._condition is None or await self._test(ex, link._condition, node, f"link to {link.next_id!r}"):
-                await self._walk(ex, branch, link.next_node, start)
+                taken = True
+                await self._walk(ex, branch, link.next_node, start, node)
         last = links[-1]
         if last._condition is None or await self._test(ex, last._condition, node, f"link to {last.next_id!r}"):
             return last.next_node
+        if not taken:
+            _dead_end(ex, node)
         return None
 
-    async def _fan_out(self, ex: Exchanger, following: Sequence[Node], start: Node) -> None:
+    async def _fan_out(self, ex: Exchanger, gateway: Node, start: Node) -> None:
+        following = gateway.next_nodes
         if ex.reverting:
             # A replay runs no tasks: walking the branches in order keeps which one reaches the resume point first
             # the same as in the original.
             for node in following:
-                await self._walk(ex, Branch(), node, start)
+                await self._walk(ex, Branch(), node, start, gateway)
             return
 
         async def run_branch(node: Node) -> None:
             branch = Branch()
             CURRENT.set((ex, branch))  # this task's own copy of the variable
-            await self._walk(ex, branch, node, start)
+            await self._walk(ex, branch, node, start, gateway)
 
         first: BaseException | None = None
         try:
@@ -386,22 +409,20 @@ class FlowEngine(Registrations):
             return not visit.ends
         if ex.interceptors:
             await self._hooks(ex, node, start=True)
-            if not _goes_on(ex, branch):
+            if not _goes_on(ex, branch, node, "an interceptor's on_node_start"):
                 return False
         finished = True
-        if (
-            not hooks_only
-            and node._target is not None
-            and (node._condition is None or await self._test(ex, node._condition, node, "when"))
-        ):
+        # As the original, a node's ``when`` is tested even when it has no task to guard (an unknown ``@name``
+        # there fails the run).
+        if not hooks_only and await self._test(ex, node._condition, node, "when") and node._target is not None:
             finished = await self._run_task(ex, branch, node)
         visit.settle(branch, finished)
-        if not _goes_on(ex, branch):
+        if not _goes_on(ex, branch, node, "its task" if finished else ""):
             return False
         if ex.interceptors:
             await self._hooks(ex, node, start=False)
             visit.settle(branch, finished)  # an end hook that stops the run leaves the visit to run again
-            return _goes_on(ex, branch)
+            return _goes_on(ex, branch, node, "an interceptor's on_node_end")
         return True
 
     async def _run_task(self, ex: Exchanger, branch: Branch, node: Node) -> bool:
@@ -441,6 +462,9 @@ class FlowEngine(Registrations):
             return True
         if not ex.is_stopped:
             branch.interrupted = True  # an unfinished sub-graph holds the branch that called it
+            ex.halt(
+                node, f"its sub-graph '#{graph.id}' did not reach an end node, which holds the branch that called it"
+            )
         return False
 
     async def _test(self, ex: Exchanger, condition: Condition | None, node: Node, where: str) -> bool:
@@ -464,10 +488,30 @@ class FlowEngine(Registrations):
             ) from exc
 
 
-def _goes_on(ex: Exchanger, branch: Branch) -> bool:
+def _goes_on(ex: Exchanger, branch: Branch, node: Node, by: str) -> bool:
+    """Whether the branch goes on after ``by`` (a node's hook or task) ran; where it does not because of ``by``,
+    the run notes why (an unfinished sub-graph notes its own reason)."""
     if ex.is_stopped:
+        if branch.stopped and by:
+            ex.halt(node, f"{by} stopped the run (context.stop())")
         return False
     if branch.interrupted:
         branch.interrupted = False
+        if by:
+            ex.halt(node, f"{by} ended its branch (context.interrupt())")
         return False
     return True
+
+
+def _dead_end(ex: Exchanger, node: Node) -> None:
+    targets = ", ".join(repr(link.next_id) for link in node.links)
+    ex.halt(node, f"no outgoing link whose condition holds (links to {targets})")
+
+
+def _outcome(ex: Exchanger) -> FlowOutcome:
+    """How the run of ``ex`` (a root graph's) ended."""
+    stops = list(ex.stops)
+    context = ex.context
+    if context.is_stopped and not stops:  # stopped from outside any branch of the run
+        stops.append(FlowStop(ex.graph.id, context.last_node_id or ex.graph.start.id, "the run was stopped"))
+    return FlowOutcome(finished=not stops, reached_end=context.trace.is_end(ex.graph.id), stops=tuple(stops))

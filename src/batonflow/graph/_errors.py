@@ -73,6 +73,25 @@ class LoopError(GraphError):
     """A loop node whose ``$in`` is not something to iterate over."""
 
 
+class JoinError(GraphError):
+    """A parallel join that can never go on: no run can bring a branch down each of its inbound links.
+    ``node_id`` is the join, ``links`` its inbound links as ``(from, to)`` pairs, and ``gateways`` the exclusive
+    gateways that send a run down only one of them (empty when the cause is elsewhere)."""
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        graph_id: str,
+        node_id: str,
+        gateways: tuple[str, ...],
+        links: tuple[tuple[str, str], ...],
+    ) -> None:
+        super().__init__(message, graph_id=graph_id, node_id=node_id)
+        self.gateways = gateways
+        self.links = links
+
+
 class FlowRunError(RunError):
     """A failure while a flow ran: a task or a condition raised (the cause is chained), or a limit was passed."""
 

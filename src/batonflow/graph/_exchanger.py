@@ -6,7 +6,7 @@ from __future__ import annotations
 import inspect
 from typing import TYPE_CHECKING, Any
 
-from ._context import DONE, ENDED, FANNED, PENDING, FlowContext
+from ._context import DONE, ENDED, FANNED, PENDING, FlowContext, FlowStop
 
 if TYPE_CHECKING:
     from ._engine import FlowEngine
@@ -125,8 +125,10 @@ class Exchanger:
         "stepped",
         "steps",
         "stopped",
+        "stops",
         "ticks",
         "visits",
+        "waits",
     )
 
     def __init__(
@@ -153,6 +155,8 @@ class Exchanger:
         self.saved: dict[str, str] = {}
         self.counts: dict[str, int] = {}
         self.stacks: dict[str, list[Any]] = {}
+        self.stops: list[FlowStop] = []  # where branches ended short of an end node (shared with sub-graph runs)
+        self.waits: dict[str, tuple[int, list[str]]] = {}  # joins waiting: the arrivals they need, the ones come
         self.stopped = False
         self.reverting = True  # replaying the way to where the saved run stopped
         self.marked = False  # the saved run fanned out: reverting ends at that parallel gateway, not the last node
@@ -165,6 +169,7 @@ class Exchanger:
             graph, self.context, self.steps, self.interceptors, self.max_visits, self.stepped, self.visits, self.journal
         )
         sub.ticks = self.ticks
+        sub.stops = self.stops
         if self.following:
             sub.reverting, sub.following = False, True
         return sub
@@ -204,6 +209,32 @@ class Exchanger:
         if self.steps >= 0:
             self.stepped[0] -= 1
 
+    def halt(self, node: Node, reason: str) -> None:
+        """Note that a branch ended at ``node``, short of an end node, and why."""
+        self.stops.append(FlowStop(self.graph.id, node.id, reason))
+
+    def arrive(self, join: Node, came_from: Node | None, needed: int) -> None:
+        """Note an arrival at a join that waits for ``needed`` (``settle`` once it goes on)."""
+        sources = self.waits.get(join.id, (needed, []))[1]
+        sources.append(came_from.id if came_from is not None else "?")
+        self.waits[join.id] = (needed, sources)
+
+    def settle_join(self, join: Node) -> None:
+        self.waits.pop(join.id, None)
+
+    def halt_waiting(self) -> None:
+        """Note the joins still waiting as this graph's run ends."""
+        for join_id, (needed, sources) in self.waits.items():
+            kind = self.graph.nodes[join_id].type.value
+            what = "inbound links" if kind == "parallel" else "branches (as many as its fork took)"
+            self.stops.append(
+                FlowStop(
+                    self.graph.id,
+                    join_id,
+                    f"{kind} join waits for {needed} {what}, {len(sources)} arrived (from {', '.join(sources)})",
+                )
+            )
+
     def stack(self, name: str) -> list[Any]:
         return self.stacks.setdefault(name, [])
 
@@ -238,7 +269,7 @@ class FlowInvocation:
             await maybe_await(interceptor.intercept_flow(self))
         else:
             ex = self._exchanger
-            await self._engine._walk(ex, self._branch, ex.graph.start, self.start_node)
+            await self._engine._walk(ex, self._branch, ex.graph.start, self.start_node, None)
 
 
 async def maybe_await(value: Any) -> Any:

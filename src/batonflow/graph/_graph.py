@@ -1,8 +1,9 @@
 """``Graph``, ``Node`` and ``Link``: a checked, immutable graph, and its document forms (YAML, JSON, Mermaid).
 
 Building checks everything that can be checked before a run: node types, links to missing nodes, the start node,
-task forms (inline scripts are refused: no ``eval``, no ``exec``), ``$meta`` references, loop ``$in`` shapes, and
-conditions, which are compiled here so that a bad expression fails at load time, naming graph and node.
+task forms (inline scripts are refused: no ``eval``, no ``exec``), ``$meta`` references, loop ``$in`` shapes,
+conditions, which are compiled here so that a bad expression fails at load time, naming graph and node, and
+parallel joins that can never go on (``_joins``).
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ from ..adk import Agent
 from ._document import parse_json, parse_yaml, read_text
 from ._errors import GraphError, GraphFileError, LoopError, ScriptTaskError, where
 from ._expr import Expression, ExpressionError, compile_expression
+from ._joins import refuse_dead_joins
 from ._spec import ConditionLike, GraphSpec, LinkSpec, NodeSpec, NodeType, TaskLike
 
 __all__ = ["ComponentRef", "Graph", "GraphRef", "Link", "Node"]
@@ -112,7 +114,7 @@ class Graph:
         raise TypeError("build a Graph with GraphSpec(...).build(), Graph.from_yaml, Graph.from_json or Graph.load")
 
     @classmethod
-    def _from_spec(cls, spec: GraphSpec) -> Graph:
+    def _from_spec(cls, spec: GraphSpec, *, check_joins: bool = True) -> Graph:
         graph = object.__new__(cls)
         graph.id = spec.id
         graph.title = spec.title if spec.title is not None else spec.id
@@ -154,29 +156,32 @@ class Graph:
         if start is None:
             raise GraphError(f"No start node found, graph: {spec.id}", graph_id=spec.id)
         graph.start = start
+        if check_joins:
+            refuse_dead_joins(nodes, start, spec.id)
         graph._spec = _snapshot(spec)
         return graph
 
     # -- reading -----------------------------------------------------------------------------------------------
 
     @classmethod
-    def from_dict(cls, document: Any) -> Graph:
-        return GraphSpec.from_dict(document).build()
+    def from_dict(cls, document: Any, *, check_joins: bool = True) -> Graph:
+        return GraphSpec.from_dict(document).build(check_joins=check_joins)
 
     @classmethod
-    def from_yaml(cls, text: str) -> Graph:
+    def from_yaml(cls, text: str, *, check_joins: bool = True) -> Graph:
         """The graph of a YAML document, read by PyYAML's safe loader (no tags that build objects) within the
         limits on documents (``MAX_DOCUMENT_BYTES``, ``MAX_DOCUMENT_DEPTH``, ``MAX_DOCUMENT_VALUES``, aliases
-        counted as what they name): a ``GraphFileError`` past one of them."""
-        return cls.from_dict(parse_yaml(text))
+        counted as what they name): a ``GraphFileError`` past one of them. ``check_joins=False`` keeps a parallel
+        join that can never go on (see ``GraphSpec.build``)."""
+        return cls.from_dict(parse_yaml(text), check_joins=check_joins)
 
     @classmethod
-    def from_json(cls, text: str) -> Graph:
+    def from_json(cls, text: str, *, check_joins: bool = True) -> Graph:
         """The graph of a JSON document, within the same limits as ``from_yaml``."""
-        return cls.from_dict(parse_json(text))
+        return cls.from_dict(parse_json(text), check_joins=check_joins)
 
     @classmethod
-    def load(cls, path: str | os.PathLike[str]) -> Graph:
+    def load(cls, path: str | os.PathLike[str], *, check_joins: bool = True) -> Graph:
         """The graph in a ``.yml``, ``.yaml`` or ``.json`` file (a regular file of UTF-8 text, within the limits
         of ``from_yaml``). Every error names the file: a ``GraphFileError`` when it cannot be read, else the
         ``GraphError`` (or ``ExpressionError``) of the graph it holds, with ``file`` set."""
@@ -188,7 +193,7 @@ class Graph:
         text = read_text(file)
         parse = parse_json if suffix == ".json" else parse_yaml
         try:
-            return cls.from_dict(parse(text, file=name))
+            return cls.from_dict(parse(text, file=name), check_joins=check_joins)
         except GraphFileError:
             raise
         except (GraphError, ExpressionError) as error:
@@ -205,12 +210,12 @@ class Graph:
         return _snapshot(self._spec)
 
     @staticmethod
-    def copy(graph: Graph, edit: Callable[[GraphSpec], object] | None = None) -> Graph:
+    def copy(graph: Graph, edit: Callable[[GraphSpec], object] | None = None, *, check_joins: bool = True) -> Graph:
         """A new graph: this one's spec, changed by ``edit`` (if given), built and checked again."""
         spec = graph.to_spec()
         if edit is not None:
             edit(spec)
-        return spec.build()
+        return spec.build(check_joins=check_joins)
 
     def to_dict(self) -> dict[str, Any]:
         return self._spec.to_dict()

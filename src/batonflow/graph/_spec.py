@@ -234,11 +234,13 @@ class GraphSpec:
         """``add(NodeType.LOOP, id, ...)``, by Solon's name."""
         return self.add(NodeType.LOOP, id, **options)
 
-    def build(self) -> Graph:
-        """The checked, immutable graph (``GraphError`` on the first mistake found)."""
+    def build(self, *, check_joins: bool = True) -> Graph:
+        """The checked, immutable graph (``GraphError`` on the first mistake found). A parallel join that no run
+        can bring a branch down each inbound link of is a ``JoinError``; ``check_joins=False`` builds it anyway, as
+        solon-flow does (the join then waits in every run)."""
         from ._graph import Graph
 
-        return Graph._from_spec(self)
+        return Graph._from_spec(self, check_joins=check_joins)
 
     # -- documents ---------------------------------------------------------------------------------------------
 

@@ -1,0 +1,147 @@
+"""Parallel joins that can never go on are refused when the graph is built, naming the join, the exclusive
+gateway and the links; graphs whose joins some run can fire (forks, nested forks, inclusive forks, cycles,
+loops) build as before; ``check_joins=False`` keeps solon-flow's behaviour (the join waits)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from batonflow.graph import FlowContext, FlowEngine, Graph, GraphSpec, JoinError, NodeType
+
+THREE_WAYS = """
+id: g
+layout:
+  - {id: s, type: start, link: x}
+  - id: x
+    type: exclusive
+    link: [{nextId: a, when: "k == 1"}, {nextId: b, when: "k == 2"}, {nextId: c}]
+  - {id: a, link: join1}
+  - {id: b, link: join1}
+  - {id: c, link: join1}
+  - {id: join1, type: parallel, link: e}
+  - {id: e, type: end}
+"""
+
+
+def test_a_join_fed_by_the_branches_of_one_exclusive_gateway_is_refused_naming_join_gateway_and_links() -> None:
+    with pytest.raises(JoinError) as caught:
+        Graph.from_yaml(THREE_WAYS)
+    error = caught.value
+    assert (error.graph_id, error.node_id, error.gateways) == ("g", "join1", ("x",))
+    assert error.links == (("a", "join1"), ("b", "join1"), ("c", "join1"))
+    assert str(error).startswith(
+        "graph 'g', node 'join1': a parallel join waits for all its 3 inbound links (a -> join1, b -> join1,"
+        " c -> join1), but at most 1 can arrive in a run: they come from different links of the exclusive gateway"
+        " 'x', which follows only one."
+    )
+    assert "check_joins=False" in str(error)
+
+
+def test_the_file_is_named_when_a_loaded_graph_has_a_dead_join(tmp_path: Path) -> None:
+    path = tmp_path / "flow.yml"
+    path.write_text(THREE_WAYS, encoding="utf-8")
+    with pytest.raises(JoinError) as caught:
+        Graph.load(path)
+    assert caught.value.file == str(path) and str(caught.value).startswith(f"file {str(path)!r}, graph 'g'")
+
+
+async def test_check_joins_false_builds_it_and_the_join_waits_as_in_solon_flow(tmp_path: Path) -> None:
+    path = tmp_path / "flow.yml"
+    path.write_text(THREE_WAYS, encoding="utf-8")
+    graphs = [
+        Graph.from_yaml(THREE_WAYS, check_joins=False),
+        Graph.from_json(Graph.from_yaml(THREE_WAYS, check_joins=False).to_json(), check_joins=False),
+        Graph.load(path, check_joins=False),
+        Graph.from_yaml(THREE_WAYS, check_joins=False).to_spec().build(check_joins=False),
+        Graph.copy(Graph.from_yaml(THREE_WAYS, check_joins=False), check_joins=False),
+    ]
+    for graph in graphs:
+        context = await FlowEngine().eval(graph, FlowContext(variables={"k": 2}))
+        assert context.last_node_id == "join1" and not context.trace.is_end("g")
+    with pytest.raises(JoinError):
+        Graph.copy(graphs[0])
+
+
+def test_a_join_a_node_the_start_never_reaches_feeds_is_refused() -> None:
+    spec = GraphSpec("g")
+    spec.add(NodeType.START, "s").link_add("a")
+    spec.add(NodeType.ACTIVITY, "a").link_add("join")
+    spec.add(NodeType.START, "orphan").link_add("join")  # a second start: the first one is the graph's
+    spec.add(NodeType.PARALLEL, "join")
+    with pytest.raises(JoinError, match=r"at most 1 can arrive in a run: no branch reaches 'orphan'") as caught:
+        spec.build()
+    assert caught.value.gateways == ()
+
+
+def _fork_and_join(spec: GraphSpec, fork: str, branches: dict[str, str | None], join: str) -> None:
+    """``fork`` links to each branch; a branch links on to ``join`` (or to the node its value names)."""
+    node = spec.nodes[fork]
+    for branch, then in branches.items():
+        node.link_add(branch)
+        spec.add(NodeType.ACTIVITY, branch).link_add(then or join)
+
+
+def test_joins_some_run_can_fire_build_as_before() -> None:
+    forks = GraphSpec("forks")  # nested forks, and an exclusive choice that rejoins inside one branch
+    forks.add(NodeType.START, "s").link_add("p")
+    forks.add(NodeType.PARALLEL, "p")
+    _fork_and_join(forks, "p", {"a": "x", "b": None}, "join")
+    forks.add(NodeType.EXCLUSIVE, "x").link_add("x1", when="k == 1").link_add("x2")
+    forks.add(NodeType.ACTIVITY, "x1").link_add("m")
+    forks.add(NodeType.ACTIVITY, "x2").link_add("m")
+    forks.add(NodeType.ACTIVITY, "m").link_add("q")
+    forks.add(NodeType.PARALLEL, "q")
+    _fork_and_join(forks, "q", {"q1": None, "q2": None}, "inner")
+    forks.add(NodeType.PARALLEL, "inner").link_add("join")
+    forks.add(NodeType.PARALLEL, "join").link_add("e")
+    forks.add(NodeType.END, "e")
+
+    inclusive = GraphSpec("inclusive")  # both conditions may hold
+    inclusive.add(NodeType.INCLUSIVE, "i").link_add("a", when="a").link_add("b", when="b")
+    inclusive.add(NodeType.ACTIVITY, "a").link_add("join")
+    inclusive.add(NodeType.ACTIVITY, "b").link_add("join")
+    inclusive.add(NodeType.PARALLEL, "join")
+
+    cycle = GraphSpec("cycle")  # the exclusive gateway is visited again: a, then b
+    cycle.add(NodeType.START, "s").link_add("x")
+    cycle.add(NodeType.EXCLUSIVE, "x").link_add("a", when="n == 0").link_add("b")
+    cycle.add(NodeType.ACTIVITY, "a").link_add("join").link_add("x")
+    cycle.add(NodeType.ACTIVITY, "b").link_add("join")
+    cycle.add(NodeType.PARALLEL, "join")
+
+    loop = GraphSpec("loop")  # one item takes a, the next b
+    loop.add(NodeType.LOOP, "rows", meta={"$for": "i", "$in": [0, 1]}).link_add("x")
+    loop.add(NodeType.EXCLUSIVE, "x").link_add("a", when="i == 0").link_add("b")
+    loop.add(NodeType.ACTIVITY, "a").link_add("join")
+    loop.add(NodeType.ACTIVITY, "b").link_add("join")
+    loop.add(NodeType.PARALLEL, "join").link_add("done")
+    loop.add(NodeType.LOOP, "done")
+
+    for spec in (forks, inclusive, cycle, loop):
+        assert spec.build().id == spec.id
+
+
+async def test_the_joins_kept_do_fire() -> None:
+    cycle = GraphSpec("cycle")
+    cycle.add(NodeType.START, "s").link_add("x")
+    cycle.add(NodeType.EXCLUSIVE, "x").link_add("a", when="n == 0").link_add("b")
+    cycle.add(NodeType.ACTIVITY, "a", task=lambda ctx, node: ctx.set("n", 1)).link_add("join").link_add("x")
+    cycle.add(NodeType.ACTIVITY, "b").link_add("join")
+    cycle.add(NodeType.PARALLEL, "join").link_add("e")
+    cycle.add(NodeType.END, "e")
+    context = await FlowEngine().eval(cycle.build(), FlowContext(variables={"n": 0}))
+    assert context.trace.is_end("cycle")
+
+
+def test_a_long_chain_above_a_join_is_checked_without_recursion() -> None:
+    spec = GraphSpec("long")
+    spec.add(NodeType.START, "s").link_add("x")
+    spec.add(NodeType.EXCLUSIVE, "x").link_add("n0", when="k").link_add("b")
+    for index in range(5_000):
+        spec.add(NodeType.ACTIVITY, f"n{index}").link_add(f"n{index + 1}" if index < 4_999 else "join")
+    spec.add(NodeType.ACTIVITY, "b").link_add("join")
+    spec.add(NodeType.PARALLEL, "join")
+    with pytest.raises(JoinError, match="exclusive gateway 'x'"):
+        spec.build()
