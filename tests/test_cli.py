@@ -101,18 +101,56 @@ def test_run_a_flow_file_with_vars_prints_the_outcome_as_json(
         "graph": "greet",
         "last_node": "end",
         "finished": True,
+        "reached_end": True,
+        "stopped_at": None,
+        "reason": None,
+        "stops": [],
         "stopped": False,
         "variables": {"n": 3, "name": "Ada", "tags": [1, 2], "i": 2},
     }
 
 
-def test_run_with_a_steps_limit_stops_early(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_run_with_a_steps_limit_stops_early_says_where_and_exits_3(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     path = tmp_path / "greet.yml"
     path.write_text(FLOW, encoding="utf-8")
 
-    assert main(["run", str(path), "--var", "n=1", "--steps", "2"]) == 0
-    report = json.loads(capsys.readouterr().out)
+    assert main(["run", str(path), "--var", "n=1", "--steps", "2"]) == 3
+    captured = capsys.readouterr()
+    report = json.loads(captured.out)
     assert (report["last_node"], report["finished"], report["stopped"]) == ("one", False, True)
+    assert (report["stopped_at"], report["reason"]) == ("one", "the steps limit (2) was reached before this node")
+    assert captured.err == (
+        "batonflow: the flow did not finish: graph 'greet', node 'one': the steps limit (2) was reached before this"
+        " node\n"
+    )
+
+
+def test_run_a_flow_whose_join_waits_says_why_and_one_without_an_end_node_finishes(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    waiting = tmp_path / "waiting.yml"
+    waiting.write_text(
+        "id: w\nlayout:\n  - {id: x, type: exclusive, link: [a, b]}\n  - {id: a, link: join1}\n"
+        "  - {id: b, link: join1}\n  - {id: join1, type: parallel}\n",
+        encoding="utf-8",
+    )
+    assert main(["run", str(waiting)]) == 1  # refused when it is built
+    assert "node 'join1': a parallel join waits for all its 2 inbound links" in capsys.readouterr().err
+
+    plain = tmp_path / "plain.yml"
+    plain.write_text("id: p\nlayout: [{id: a}, {id: b}]\n", encoding="utf-8")
+    assert main(["run", str(plain)]) == 0
+    report = json.loads(capsys.readouterr().out)
+    assert (report["finished"], report["reached_end"], report["stopped_at"]) == (True, False, None)
+
+    dead_end = tmp_path / "dead_end.yml"
+    dead_end.write_text("id: d\nlayout: [{id: a, link: [{nextId: b, when: 'go'}]}, {id: b}]\n", encoding="utf-8")
+    assert main(["run", str(dead_end), "--var", "go=false"]) == 3
+    captured = capsys.readouterr()
+    assert json.loads(captured.out)["reason"] == "no outgoing link whose condition holds (links to 'b')"
+    assert captured.err.startswith("batonflow: the flow did not finish: graph 'd', node 'a': no outgoing link")
 
 
 @pytest.mark.parametrize(

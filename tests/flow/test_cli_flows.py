@@ -48,10 +48,11 @@ def test_chat_case1_runs_offline_on_the_local_model_and_var_sets_the_question() 
 def test_chat_case3_reads_the_console_and_ends_with_its_input() -> None:
     result = batonflow_run(str(EXAMPLES / "chat_case3.yml"), stdin="Hi\nBye\n")
 
-    assert result.returncode == 0, result.stderr
+    assert result.returncode == 3, result.stderr  # the input ended before the tenth round: stopped short
     assert sum(line.startswith("Robot: ") for line in result.stdout.splitlines()) == 2
     outcome = report(result.stdout)
-    assert outcome["stopped"] is True and outcome["finished"] is False
+    assert outcome["stopped"] is True and outcome["finished"] is False and outcome["stopped_at"] == "input"
+    assert "node 'input': its task stopped the run (context.stop())" in result.stderr
 
 
 def test_a_flow_error_exits_1_naming_graph_node_and_meta(tmp_path: Path) -> None:

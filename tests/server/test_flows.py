@@ -59,8 +59,35 @@ async def test_flows_are_listed_and_evaluated_on_the_variables_given() -> None:
     assert listed[0] == {"id": "order", "title": "Order approval", "nodes": ["start", "check", "review", "pay", "end"]}
     assert (big["status"], big["finished"], big["variables"]["visited"]) == ("completed", True, ["review", "pay"])
     assert small["variables"]["visited"] == ["pay"]
-    assert (stepped["status"], stepped["finished"]) == ("stopped", False)
+    assert (stepped["status"], stepped["finished"], stepped["stopped_at"]) == ("stopped", False, "review")
     assert health["flows"] == 3
+
+
+async def test_a_flow_says_whether_it_finished_and_where_and_why_it_stopped() -> None:
+    waiting = Graph.from_yaml(
+        "id: waiting\nlayout:\n  - {id: x, type: exclusive, link: [{nextId: a, when: 'k == 1'}, b]}\n"
+        "  - {id: a, link: join1}\n  - {id: b, link: join1}\n  - {id: join1, type: parallel}\n",
+        check_joins=False,
+    )
+    plain = Graph.from_yaml("id: plain\nlayout: [{id: a}, {id: b}]\n")
+    served = create_app([apps.echo()], flows=[waiting, plain], flow_engine=engine())
+    async with asgi_client(served) as client:
+        waits = (await client.post("/flows/waiting/eval", json={"variables": {"k": 1}})).json()
+        done = (await client.post("/flows/plain/eval", json={})).json()
+    reason = "parallel join waits for 2 inbound links, 1 arrived (from a)"
+    assert (waits["status"], waits["finished"], waits["stopped_at"], waits["reason"]) == (
+        "paused",
+        False,
+        "join1",
+        reason,
+    )
+    assert waits["stops"] == [{"graph": "waiting", "node": "join1", "reason": reason}]
+    assert (done["status"], done["finished"], done["reached_end"], done["stopped_at"]) == (
+        "completed",
+        True,
+        False,
+        None,
+    )
 
 
 async def test_a_flow_that_fails_says_why_and_a_missing_component_or_flow_is_a_4xx() -> None:

@@ -154,7 +154,8 @@ def run(
     """Run a graph flow and print where it ended, as JSON; or run an agent on --input, its events streamed.
 
     An agent's run exits 0 when it answers, 1 when it fails, 3 when it waits for a person (its interrupts and how
-    to resume them are printed).
+    to resume them are printed). A flow exits 0 when it finished, 1 when it fails, 3 when it stopped short (where
+    and why is printed).
     """
     if target.endswith(_FLOW_SUFFIXES):
         for name, given in (("--input", input), ("--agent", agent)):
@@ -162,8 +163,7 @@ def run(
                 raise typer.BadParameter(
                     f"expected with a module:attr target, got a flow file {target!r}", ctx, None, name
                 )
-        _run_flow_file(target, var or [], graph or [], steps, allow_host or [], allow_command or [], base_dir)
-        return 0
+        return _run_flow_file(target, var or [], graph or [], steps, allow_host or [], allow_command or [], base_dir)
     flow_only = (("--allow-host", allow_host), ("--allow-command", allow_command), ("--base-dir", base_dir))
     for name, used in (("--var", var), ("--graph", graph), ("--steps", steps != -1), *flow_only):
         if used:
@@ -186,14 +186,15 @@ def _run_flow_file(
     allowed_hosts: list[str],
     allowed_commands: list[str],
     base_dir: str | None,
-) -> None:
-    """``batonflow run FLOW.yml``: the flow on its variables, reaching only what the options open."""
+) -> int:
+    """``batonflow run FLOW.yml``: the flow on its variables, reaching only what the options open. A run that did
+    not finish says on stderr where it stopped and why, and exits 3, as an agent's run that waits does."""
     from ._run import parse_vars, run_flow
 
     opened = {"allowed_hosts": allowed_hosts, "allowed_commands": allowed_commands}
     variables = parse_vars(var)
     try:
-        asyncio.run(
+        context = asyncio.run(
             run_flow(
                 target, variables=variables, graphs=graphs, steps=steps, out=sys.stdout, base_dir=base_dir, **opened
             )
@@ -203,6 +204,15 @@ def _run_flow_file(
             raise  # named where it was read
         joint = ", " if getattr(error, "graph_id", "") else ": "
         raise UserError(f"file {target!r}{joint}{error}") from error  # what went wrong as it ran names it too
+    outcome = context.outcome
+    if outcome is None or outcome.finished or not outcome.stops:
+        return 0
+    first = outcome.stops[0]
+    typer.echo(
+        f"batonflow: the flow did not finish: graph {first.graph_id!r}, node {first.node_id!r}: {first.reason}",
+        err=True,
+    )
+    raise typer.Exit(3)
 
 
 def _agent_run(ctx: typer.Context, target: str, name: str | None, store: str) -> AgentRun:

@@ -1,4 +1,5 @@
-"""``batonflow run FLOW.yml``: run a graph file and print where it ended and its variables, as JSON.
+"""``batonflow run FLOW.yml``: run a graph file and print where it ended and its variables, as JSON: whether it
+finished, and if not, where it stopped and why.
 
 The engine is an ``AiFlowEngine``: it knows the AI components (``@ChatModel``, ``@ConsoleOutput`` …) and reads the
 console for ``@ConsoleInput``. What the flow may reach is closed but for what the command line opens: files in the
@@ -54,10 +55,12 @@ async def run_flow(
             engine.load_all(extra)
         graph = engine.load(Graph.load(path))
         context = await engine.eval(graph, FlowContext(variables=variables), steps=steps)
+    outcome = context.outcome
+    assert outcome is not None  # eval returned
     report = {
         "graph": graph.id,
         "last_node": context.last_node_id,
-        "finished": context.trace.is_end(graph.id),
+        **outcome.to_dict(),
         "stopped": context.is_stopped,
         "variables": dict(context.data),
     }

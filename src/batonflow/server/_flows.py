@@ -9,7 +9,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from ..errors import UserError
 from ..flow import AiFlowEngine
-from ..graph import FlowContext, FlowEngine, Graph, GraphError
+from ..graph import FlowContext, FlowEngine, FlowOutcome, Graph, GraphError
 from ._errors import ApiError, shown
 from ._server import Server, state
 from ._wire import error_json, jsonable
@@ -67,7 +67,8 @@ async def list_flows(server: Srv) -> dict[str, Any]:
 
 
 async def eval_flow(flow_id: str, body: EvalRequest, server: Srv) -> dict[str, Any]:
-    """Run a flow on ``variables``: where it ended, whether it finished or was stopped, and its variables after.
+    """Run a flow on ``variables``: where it ended, whether it finished (and if not, where it stopped and why) or
+    was stopped, and its variables after.
     A failure while it ran (a task that raised, a limit passed) is ``status: "failed"`` with the error. An
     evaluation takes a place among the server's active runs while it goes (``ServerLimits.max_active_runs``)."""
     graph = _graph(server, flow_id)
@@ -81,12 +82,13 @@ async def eval_flow(flow_id: str, body: EvalRequest, server: Srv) -> dict[str, A
             raise ApiError(422, "invalid_flow", str(problem), expected="a flow that can run", found=graph.id) from None
         except Exception as problem:
             error = error_json(problem)
-    finished = context.trace.is_end(graph.id)
+    outcome = context.outcome or FlowOutcome(finished=False, reached_end=context.trace.is_end(graph.id))
+    finished = outcome.finished
     return {
         "flow": graph.id,
         "status": "failed" if error else "stopped" if context.is_stopped else "completed" if finished else "paused",
         "last_node": context.last_node_id,
-        "finished": finished,
+        **outcome.to_dict(),
         "stopped": context.is_stopped,
         "variables": jsonable(dict(context.data)),
         "error": error,
