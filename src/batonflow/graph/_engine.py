@@ -37,7 +37,7 @@ from types import TracebackType
 from typing import Self
 
 from ..errors import BatonflowError
-from ._context import CURRENT, DONE, ENDED, FANNED, FINISHED, FlowContext, FlowOutcome, FlowStop
+from ._context import CURRENT, DONE, ENDED, FANNED, FINISHED, FlowContext
 from ._errors import FlowRunError, GraphError, VisitLimitError
 from ._exchanger import Branch, Exchanger, FlowInterceptor, FlowInvocation, Visit, VisitLog, maybe_await
 from ._expr import Expression
@@ -167,7 +167,7 @@ class FlowEngine(Registrations):
         context._outcome = None
         try:
             await self._run_graph(ex)
-            context._outcome = _outcome(ex)
+            context._outcome = ex.outcome()
         except RecursionError:  # walks through many sub-graphs and interceptors, before MAX_WALK_DEPTH is reached
             raise FlowRunError(
                 f"expected walks nested less deeply than Python's stack allows, found deeper ones (walks nest at most"
@@ -280,7 +280,7 @@ class FlowEngine(Registrations):
                 elif await self._test(ex, link._condition, node, f"link to {link.next_id!r}"):
                     return link.next_node
             if default is None:
-                _dead_end(ex, node)
+                ex.dead_end(node)
                 return None
             return default.next_node
         if kind is NodeType.START or kind is NodeType.END:
@@ -288,23 +288,7 @@ class FlowEngine(Registrations):
                 return None
             return await self._free_out(ex, branch, node, start) if kind is NodeType.START else None
         if kind is NodeType.PARALLEL:
-            arrived = ex.counts.get(node.id, 0) + 1
-            ex.counts[node.id] = arrived
-            if len(node.prev_links) > arrived:
-                visit.finish(DONE)
-                ex.arrive(node, came_from, len(node.prev_links))
-                return None  # a join waits for every inbound branch; the last one goes on
-            ex.settle_join(node)
-            if not await self._task(ex, branch, node, visit):
-                return None
-            ex.counts[node.id] = 0
-            following = node.next_nodes
-            if len(following) < 2:
-                return following[0] if following else None
-            if not ex.reverting:
-                visit.fanned()
-            await self._fan_out(ex, node, start)
-            return None
+            return await self._parallel(ex, branch, node, start, visit, came_from)
         if kind is NodeType.INCLUSIVE:
             forks = ex.stack("inclusive")
             if len(node.prev_links) > 1 and forks:
@@ -323,13 +307,36 @@ class FlowEngine(Registrations):
                 link for link in node.links if await self._test(ex, link._condition, node, f"link to {link.next_id!r}")
             ]
             if not taken:
-                _dead_end(ex, node)
+                ex.dead_end(node)
                 return None
             forks.append(len(taken))
             for link in taken[:-1]:
                 await self._walk(ex, branch, link.next_node, start, node)
             return taken[-1].next_node
         return await self._loop(ex, branch, node, start, visit)
+
+    async def _parallel(
+        self, ex: Exchanger, branch: Branch, node: Node, start: Node, visit: Visit, came_from: Node | None
+    ) -> Node | None:
+        """A parallel gateway: as a join, it counts the arrival and the last one goes on; as a fork, it runs its
+        branches concurrently."""
+        arrived = ex.counts.get(node.id, 0) + 1
+        ex.counts[node.id] = arrived
+        if len(node.prev_links) > arrived:
+            visit.finish(DONE)
+            ex.arrive(node, came_from, len(node.prev_links))
+            return None  # a join waits for every inbound branch; the last one goes on
+        ex.settle_join(node)
+        if not await self._task(ex, branch, node, visit):
+            return None
+        ex.counts[node.id] = 0
+        following = node.next_nodes
+        if len(following) < 2:
+            return following[0] if following else None
+        if not ex.reverting:
+            visit.fanned()
+        await self._fan_out(ex, node, start)
+        return None
 
     async def _loop(self, ex: Exchanger, branch: Branch, node: Node, start: Node, visit: Visit) -> Node | None:
         iterators = ex.stack("loop")
@@ -370,7 +377,7 @@ class FlowEngine(Registrations):
         if last._condition is None or await self._test(ex, last._condition, node, f"link to {last.next_id!r}"):
             return last.next_node
         if not taken:
-            _dead_end(ex, node)
+            ex.dead_end(node)
         return None
 
     async def _fan_out(self, ex: Exchanger, gateway: Node, start: Node) -> None:
@@ -409,7 +416,7 @@ class FlowEngine(Registrations):
             return not visit.ends
         if ex.interceptors:
             await self._hooks(ex, node, start=True)
-            if not _goes_on(ex, branch, node, "an interceptor's on_node_start"):
+            if not ex.goes_on(branch, node, "an interceptor's on_node_start"):
                 return False
         finished = True
         # As the original, a node's ``when`` is tested even when it has no task to guard (an unknown ``@name``
@@ -417,12 +424,12 @@ class FlowEngine(Registrations):
         if not hooks_only and await self._test(ex, node._condition, node, "when") and node._target is not None:
             finished = await self._run_task(ex, branch, node)
         visit.settle(branch, finished)
-        if not _goes_on(ex, branch, node, "its task" if finished else ""):
+        if not ex.goes_on(branch, node, "its task" if finished else ""):
             return False
         if ex.interceptors:
             await self._hooks(ex, node, start=False)
             visit.settle(branch, finished)  # an end hook that stops the run leaves the visit to run again
-            return _goes_on(ex, branch, node, "an interceptor's on_node_end")
+            return ex.goes_on(branch, node, "an interceptor's on_node_end")
         return True
 
     async def _run_task(self, ex: Exchanger, branch: Branch, node: Node) -> bool:
@@ -486,32 +493,3 @@ class FlowEngine(Registrations):
                 graph_id=ex.graph.id,
                 node_id=node.id,
             ) from exc
-
-
-def _goes_on(ex: Exchanger, branch: Branch, node: Node, by: str) -> bool:
-    """Whether the branch goes on after ``by`` (a node's hook or task) ran; where it does not because of ``by``,
-    the run notes why (an unfinished sub-graph notes its own reason)."""
-    if ex.is_stopped:
-        if branch.stopped and by:
-            ex.halt(node, f"{by} stopped the run (context.stop())")
-        return False
-    if branch.interrupted:
-        branch.interrupted = False
-        if by:
-            ex.halt(node, f"{by} ended its branch (context.interrupt())")
-        return False
-    return True
-
-
-def _dead_end(ex: Exchanger, node: Node) -> None:
-    targets = ", ".join(repr(link.next_id) for link in node.links)
-    ex.halt(node, f"no outgoing link whose condition holds (links to {targets})")
-
-
-def _outcome(ex: Exchanger) -> FlowOutcome:
-    """How the run of ``ex`` (a root graph's) ended."""
-    stops = list(ex.stops)
-    context = ex.context
-    if context.is_stopped and not stops:  # stopped from outside any branch of the run
-        stops.append(FlowStop(ex.graph.id, context.last_node_id or ex.graph.start.id, "the run was stopped"))
-    return FlowOutcome(finished=not stops, reached_end=context.trace.is_end(ex.graph.id), stops=tuple(stops))

@@ -6,7 +6,7 @@ from __future__ import annotations
 import inspect
 from typing import TYPE_CHECKING, Any
 
-from ._context import DONE, ENDED, FANNED, PENDING, FlowContext, FlowStop
+from ._context import DONE, ENDED, FANNED, PENDING, FlowContext, FlowOutcome, FlowStop
 
 if TYPE_CHECKING:
     from ._engine import FlowEngine
@@ -212,6 +212,32 @@ class Exchanger:
     def halt(self, node: Node, reason: str) -> None:
         """Note that a branch ended at ``node``, short of an end node, and why."""
         self.stops.append(FlowStop(self.graph.id, node.id, reason))
+
+    def dead_end(self, node: Node) -> None:
+        targets = ", ".join(repr(link.next_id) for link in node.links)
+        self.halt(node, f"no outgoing link whose condition holds (links to {targets})")
+
+    def goes_on(self, branch: Branch, node: Node, by: str) -> bool:
+        """Whether ``branch`` goes on after ``by`` (a hook or the task of ``node``) ran; where it does not because
+        of ``by``, the run notes why (``by`` empty: nothing to note, as for a sub-graph, which notes its own)."""
+        if self.is_stopped:
+            if branch.stopped and by:
+                self.halt(node, f"{by} stopped the run (context.stop())")
+            return False
+        if branch.interrupted:
+            branch.interrupted = False
+            if by:
+                self.halt(node, f"{by} ended its branch (context.interrupt())")
+            return False
+        return True
+
+    def outcome(self) -> FlowOutcome:
+        """How this (a root graph's) run ended."""
+        stops = list(self.stops)
+        context = self.context
+        if context.is_stopped and not stops:  # stopped from outside any branch of the run
+            stops.append(FlowStop(self.graph.id, context.last_node_id or self.graph.start.id, "the run was stopped"))
+        return FlowOutcome(finished=not stops, reached_end=context.trace.is_end(self.graph.id), stops=tuple(stops))
 
     def arrive(self, join: Node, came_from: Node | None, needed: int) -> None:
         """Note an arrival at a join that waits for ``needed`` (``settle`` once it goes on)."""
