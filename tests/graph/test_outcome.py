@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 
 from batonflow.graph import (
+    MAX_STOPS,
     FlowContext,
     FlowEngine,
     FlowInterceptor,
@@ -180,3 +181,35 @@ async def test_the_outcome_is_none_before_a_run_and_not_saved() -> None:
     assert context.outcome is None
     await FlowEngine().eval(Graph.from_yaml("id: g\nlayout: [{id: a}]"), context)
     assert context.outcome is not None and FlowContext.from_json(context.to_json()).outcome is None
+
+
+async def test_a_branch_where_no_link_held_does_not_count_once_the_run_reached_an_end_node() -> None:
+    spec = GraphSpec("g")
+    spec.add(NodeType.PARALLEL, "fork").link_add("a").link_add("b")
+    spec.add(NodeType.ACTIVITY, "a").link_add("e")
+    spec.add(NodeType.ACTIVITY, "b").link_add("notify", when="vip")
+    spec.add(NodeType.ACTIVITY, "notify")
+    spec.add(NodeType.END, "e")
+    outcome = await _outcome(spec.build(), {"vip": False})
+    assert (outcome.finished, outcome.stops) == (True, ())  # reached_end: whether e was the last node recorded
+
+
+async def test_no_link_held_inside_a_loop_with_items_left_is_not_a_stop() -> None:
+    graph = Graph.from_yaml(
+        "id: g\nlayout:\n  - {id: rows, type: loop, meta: {$for: i, $in: [0, 1, 2]}, link: body}\n"
+        "  - {id: body, link: [{nextId: done, when: 'i == 2'}]}\n  - {id: done, type: loop}\n  - {id: after}\n"
+    )
+    assert await _outcome(graph) == FlowOutcome(finished=True, reached_end=False)
+    last_fails = await _outcome(Graph.from_yaml(graph.to_yaml().replace("i == 2", "i == 1")))
+    assert (last_fails.stopped_at, last_fails.reason) == (
+        "body",
+        "no outgoing link whose condition holds (links to 'done')",
+    )
+
+
+async def test_an_outcome_keeps_at_most_max_stops() -> None:
+    spec = GraphSpec("g")
+    spec.add(NodeType.LOOP, "rows", meta={"$for": "i", "$in": "0:150:1"}).link_add("body")
+    spec.add(NodeType.ACTIVITY, "body", task=lambda context, node: context.interrupt())
+    outcome = await _outcome(spec.build())
+    assert len(outcome.stops) == MAX_STOPS and outcome.stops[0].node_id == "body"

@@ -31,6 +31,7 @@ from ._errors import JoinError as JoinError
 from ._errors import LoopError as LoopError
 from ._errors import ScriptTaskError as ScriptTaskError
 from ._errors import VisitLimitError as VisitLimitError
+from ._exchanger import MAX_STOPS as MAX_STOPS
 from ._exchanger import FlowInterceptor as FlowInterceptor
 from ._exchanger import FlowInvocation as FlowInvocation
 from ._expr import Expression as Expression
@@ -63,6 +64,7 @@ __all__ = [
     "MAX_DOCUMENT_VALUES",
     "MAX_ITEMS",
     "MAX_RENDERED",
+    "MAX_STOPS",
     "MAX_WALK_DEPTH",
     "MAX_WORK",
     "YIELD_EVERY",

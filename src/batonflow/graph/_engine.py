@@ -284,6 +284,7 @@ class FlowEngine(Registrations):
                 return None
             return default.next_node
         if kind is NodeType.START or kind is NodeType.END:
+            ex.ended = ex.ended or kind is NodeType.END
             if not await self._task(ex, branch, node, visit, hooks_only=True):
                 return None
             return await self._free_out(ex, branch, node, start) if kind is NodeType.START else None
@@ -355,7 +356,7 @@ class FlowEngine(Registrations):
         items = Peekable(loop_items(node.meta.get("$in"), ex.context._data, graph_id=ex.graph.id, node_id=node.id))
         iterators.append(items)
         if not items.has_next() and node.links:
-            ex.halt(node, "the loop has no items, and a loop that walks none never reaches its join")
+            ex.halt(node, "the loop has no items, and a loop that walks none never reaches its join", soft=True)
         while items.has_next() and not ex.is_stopped:
             ex.context.set(str(item_key), items.next())
             tail = await self._free_out(ex, branch, node, start)

@@ -12,7 +12,10 @@ if TYPE_CHECKING:
     from ._engine import FlowEngine
     from ._graph import Graph, Node
 
-__all__ = ["Branch", "Exchanger", "FlowInterceptor", "FlowInvocation", "Visit", "VisitLog", "maybe_await"]
+MAX_STOPS = 100
+"""The stops of a run its outcome keeps (a loop of many items could make one an item)."""
+
+__all__ = ["MAX_STOPS", "Branch", "Exchanger", "FlowInterceptor", "FlowInvocation", "Visit", "VisitLog", "maybe_await"]
 
 
 class FlowInterceptor:
@@ -112,6 +115,7 @@ class Exchanger:
     __slots__ = (
         "context",
         "counts",
+        "ended",
         "following",
         "graph",
         "interceptors",
@@ -121,6 +125,7 @@ class Exchanger:
         "max_visits",
         "reverting",
         "saved",
+        "soft",
         "stacks",
         "stepped",
         "steps",
@@ -157,6 +162,8 @@ class Exchanger:
         self.stacks: dict[str, list[Any]] = {}
         self.stops: list[FlowStop] = []  # where branches ended short of an end node (shared with sub-graph runs)
         self.waits: dict[str, tuple[int, list[str]]] = {}  # joins waiting: the arrivals they need, the ones come
+        self.soft: list[FlowStop] = []  # this graph's stops that do not count once it reached an end node
+        self.ended = False  # this graph's run visited an end node
         self.stopped = False
         self.reverting = True  # replaying the way to where the saved run stopped
         self.marked = False  # the saved run fanned out: reverting ends at that parallel gateway, not the last node
@@ -209,13 +216,23 @@ class Exchanger:
         if self.steps >= 0:
             self.stepped[0] -= 1
 
-    def halt(self, node: Node, reason: str) -> None:
-        """Note that a branch ended at ``node``, short of an end node, and why."""
-        self.stops.append(FlowStop(self.graph.id, node.id, reason))
+    def halt(self, node: Node, reason: str, *, soft: bool = False) -> None:
+        """Note that a branch ended at ``node``, short of an end node, and why (the first ``MAX_STOPS``). A
+        ``soft`` stop is a choice the graph made (no link held, a loop had no items): it stops the run short only
+        if the graph reaches no end node."""
+        if len(self.stops) < MAX_STOPS:
+            stop = FlowStop(self.graph.id, node.id, reason)
+            self.stops.append(stop)
+            if soft:
+                self.soft.append(stop)
 
     def dead_end(self, node: Node) -> None:
+        """No link of ``node`` held. Inside a loop that has items left, its join waits anyway: nothing to note."""
+        loops = self.stacks.get("loop")
+        if loops and loops[-1].has_next():
+            return
         targets = ", ".join(repr(link.next_id) for link in node.links)
-        self.halt(node, f"no outgoing link whose condition holds (links to {targets})")
+        self.halt(node, f"no outgoing link whose condition holds (links to {targets})", soft=True)
 
     def goes_on(self, branch: Branch, node: Node, by: str) -> bool:
         """Whether ``branch`` goes on after ``by`` (a hook or the task of ``node``) ran; where it does not because
@@ -249,7 +266,11 @@ class Exchanger:
         self.waits.pop(join.id, None)
 
     def halt_waiting(self) -> None:
-        """Note the joins still waiting as this graph's run ends."""
+        """As this graph's run ends: forget its soft stops if it reached an end node, and note the joins still
+        waiting."""
+        if self.ended and self.soft:
+            soft = {id(stop) for stop in self.soft}
+            self.stops[:] = [stop for stop in self.stops if id(stop) not in soft]
         for join_id, (needed, sources) in self.waits.items():
             kind = self.graph.nodes[join_id].type.value
             what = "inbound links" if kind == "parallel" else "branches (as many as its fork took)"
