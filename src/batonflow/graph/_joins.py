@@ -1,12 +1,12 @@
-"""Parallel joins that can never fire, found when a graph is built.
+"""Parallel joins that can never go on, found when a graph is built.
 
 A parallel join goes on once as many branches arrived as it has inbound links. Before it first goes on, no branch
-passes through it, so the branches that can arrive are bounded by the graph above it: from one branch at a node,
-an activity, a start, an inclusive or a parallel gateway can send one down each of its links, an exclusive
-gateway down one of them, a loop with ``$for`` any number, and a cycle any number. Counting that way over-counts
-(a condition may not hold, another join may wait), never under-counts; so a join whose count stays below its
-inbound links can never fire, in any run, whatever the conditions say, and refusing it refuses no graph that
-could run it.
+passes through it, so the arrivals it can get are bounded by the graph above it. One branch at a start node, an
+activity, an inclusive or a parallel gateway may go down each of its links; at an exclusive gateway down one of
+them; at an end node down none; at a loop with ``$for`` and on a cycle any number of times. Counted that way
+(every condition as the count needs it, every other join going on at each arrival), the arrivals are never fewer
+than a run can bring: a join whose count stays below its inbound links can never go on, whatever the conditions
+say, and refusing it refuses no graph some run could take through it.
 """
 
 from __future__ import annotations
@@ -31,6 +31,7 @@ def refuse_dead_joins(nodes: Mapping[str, Node], start: Node, graph_id: str) -> 
 
 
 def _check(nodes: Mapping[str, Node], join: Node, start: Node, graph_id: str) -> None:
+    """Refuse ``join`` if the most arrivals a run could bring it are fewer than its inbound links, naming why."""
     needed = len(join.prev_links)
     above = _reaching(nodes, join)
     counted = _most_arrivals(join, start, above, needed)
