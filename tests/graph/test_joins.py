@@ -145,3 +145,27 @@ def test_a_long_chain_above_a_join_is_checked_without_recursion() -> None:
     spec.add(NodeType.PARALLEL, "join")
     with pytest.raises(JoinError, match="exclusive gateway 'x'"):
         spec.build()
+
+
+def test_a_dead_join_below_a_fork_and_its_join_is_found_and_a_long_chain_of_diamonds_builds() -> None:
+    spec = GraphSpec("g")
+    spec.add(NodeType.START, "s").link_add("fork")
+    spec.add(NodeType.PARALLEL, "fork")
+    _fork_and_join(spec, "fork", {"a": None, "b": None}, "joined")
+    spec.add(NodeType.PARALLEL, "joined").link_add("x")  # goes on once, for both arrivals
+    spec.add(NodeType.EXCLUSIVE, "x").link_add("c", when="k").link_add("d")
+    spec.add(NodeType.ACTIVITY, "c").link_add("join")
+    spec.add(NodeType.ACTIVITY, "d").link_add("join")
+    spec.add(NodeType.PARALLEL, "join")
+    with pytest.raises(JoinError) as caught:
+        spec.build()
+    assert (caught.value.node_id, caught.value.gateways) == ("join", ("x",))
+
+    diamonds = GraphSpec("diamonds")
+    diamonds.add(NodeType.START, "s").link_add("f0")
+    for index in range(1_000):
+        diamonds.add(NodeType.PARALLEL, f"f{index}")
+        _fork_and_join(diamonds, f"f{index}", {f"a{index}": None, f"b{index}": None}, f"j{index}")
+        diamonds.add(NodeType.PARALLEL, f"j{index}").link_add(f"f{index + 1}" if index < 999 else "e")
+    diamonds.add(NodeType.END, "e")
+    assert len(diamonds.build().nodes) == 4_002

@@ -25,17 +25,42 @@ __all__ = ["refuse_dead_joins"]
 
 def refuse_dead_joins(nodes: Mapping[str, Node], start: Node, graph_id: str) -> None:
     """Refuse (``JoinError``) the first parallel join of ``nodes`` that no run from ``start`` can make go on."""
-    for join in nodes.values():
-        if join.type is NodeType.PARALLEL and len(join.prev_links) > 1:
-            _check(nodes, join, start, graph_id)
+    joins = [node for node in nodes.values() if node.type is NodeType.PARALLEL and len(node.prev_links) > 1]
+    if not joins:
+        return
+    order = _reverse_postorder(start)
+    rank = {node.id: index for index, node in enumerate(order)}
+    sources = {
+        node.id: [
+            nodes[link.prev_id]
+            for link in node.prev_links
+            if link.prev_id in rank and nodes[link.prev_id].type is not NodeType.END
+        ]
+        for node in order
+    }
+    dominators = _dominators(order, rank, sources)
+    visits = _most_visits(order, rank, sources)
+    for join in joins:
+        if join is not start:
+            _check(nodes, join, graph_id, dominators.get(join.id), visits)
 
 
-def _check(nodes: Mapping[str, Node], join: Node, start: Node, graph_id: str) -> None:
-    """Refuse ``join`` if the most arrivals a run could bring it are fewer than its inbound links, naming why."""
+def _check(
+    nodes: Mapping[str, Node], join: Node, graph_id: str, above_all: Node | None, visits: Mapping[str, int]
+) -> None:
+    """Refuse ``join`` if the most arrivals a run could bring it are fewer than its inbound links, naming why.
+    Every branch that reaches ``join`` passed ``above_all`` (its immediate dominator, None when no branch reaches
+    it), at most ``visits`` times: the arrivals are at most that many times the most one branch there can make."""
     needed = len(join.prev_links)
-    above = _reaching(nodes, join)
-    counted = _most_arrivals(join, start, above, needed)
-    arriving = counted.get(start.id, 1 if start is join else 0)
+    if above_all is None:
+        counted: dict[str, int] = {}
+        arriving = 0
+    else:
+        times = visits[above_all.id]
+        if times >= needed:
+            return  # too many branches pass there to tell
+        counted = _most_arrivals(join, above_all, _reaching(nodes, join, above_all), needed)
+        arriving = min(needed, times * counted.get(above_all.id, 0))
     if arriving >= needed:
         return
     choosers = [
@@ -100,8 +125,9 @@ def _most_arrivals(join: Node, start: Node, above: set[str], needed: int) -> dic
     return counted
 
 
-def _reaching(nodes: Mapping[str, Node], join: Node) -> set[str]:
-    """The ids of the nodes with a path to ``join`` that does not pass through it."""
+def _reaching(nodes: Mapping[str, Node], join: Node, above_all: Node) -> set[str]:
+    """The ids of the nodes with a path to ``join`` that passes neither through it nor through ``above_all``
+    (which is included): since every branch to ``join`` passes ``above_all``, the part of the graph between them."""
     seen: set[str] = set()
     todo = list(join.prev_links)
     while todo:
@@ -109,5 +135,80 @@ def _reaching(nodes: Mapping[str, Node], join: Node) -> set[str]:
         if link.prev_id in seen or link.prev_id == join.id:
             continue
         seen.add(link.prev_id)
-        todo.extend(nodes[link.prev_id].prev_links)
+        if link.prev_id != above_all.id:
+            todo.extend(nodes[link.prev_id].prev_links)
     return seen
+
+
+def _following(node: Node) -> list[Node]:
+    """The nodes a branch at ``node`` may go on to (an end node follows none of its links)."""
+    return [] if node.type is NodeType.END else [link.next_node for link in node.links]
+
+
+def _reverse_postorder(start: Node) -> list[Node]:
+    """The nodes a branch from ``start`` can reach, each before those it links to (but along a cycle)."""
+    seen = {start.id}
+    postorder: list[Node] = []
+    todo: list[tuple[Node, int]] = [(start, 0)]
+    while todo:
+        node, index = todo.pop()
+        following = _following(node)
+        if index < len(following):
+            todo.append((node, index + 1))
+            after = following[index]
+            if after.id not in seen:
+                seen.add(after.id)
+                todo.append((after, 0))
+        else:
+            postorder.append(node)
+    return postorder[::-1]
+
+
+def _dominators(order: list[Node], rank: Mapping[str, int], sources: Mapping[str, list[Node]]) -> dict[str, Node]:
+    """Each reachable node's immediate dominator (the start's is itself): the iteration of Cooper, Harvey and
+    Kennedy over ``order``, a reverse postorder from the start."""
+    idom: dict[str, Node] = {order[0].id: order[0]}
+
+    def common(a: Node, b: Node) -> Node:
+        while a is not b:
+            while rank[a.id] > rank[b.id]:
+                a = idom[a.id]
+            while rank[b.id] > rank[a.id]:
+                b = idom[b.id]
+        return a
+
+    changed = True
+    while changed:
+        changed = False
+        for node in order[1:]:
+            found: Node | None = None
+            for source in sources[node.id]:
+                if source.id in idom:
+                    found = source if found is None else common(source, found)
+            if found is not None and idom.get(node.id) is not found:
+                idom[node.id] = found
+                changed = True
+    return idom
+
+
+def _most_visits(order: list[Node], rank: Mapping[str, int], sources: Mapping[str, list[Node]]) -> dict[str, int]:
+    """For each reachable node, the most times a run can visit it, capped: a node on or after a cycle, or below a
+    loop with ``$for``, may be visited any number of times. A parallel join goes on at most once for as many
+    arrivals as it waits for; every other node sends a branch down each link at each visit."""
+    cap = 1 << 30
+    visits: dict[str, int] = {}
+    for node in order:
+        total = 1 if node is order[0] else 0  # the run visits the start once
+        for source in sources[node.id]:
+            if rank[source.id] >= rank[node.id]:
+                total = cap  # a link back along a cycle
+                break
+            seen = visits[source.id]
+            if source.type is NodeType.LOOP and source.meta.get("$for"):
+                total = cap
+            elif source.type is NodeType.PARALLEL and len(source.prev_links) > 1:
+                total += seen // len(source.prev_links)
+            else:
+                total += seen
+        visits[node.id] = min(cap, total)
+    return visits
