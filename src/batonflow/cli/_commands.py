@@ -205,7 +205,7 @@ def _run_flow_file(
         joint = ", " if getattr(error, "graph_id", "") else ": "
         raise UserError(f"file {target!r}{joint}{error}") from error  # what went wrong as it ran names it too
     outcome = context.outcome
-    if outcome is None or outcome.finished or not outcome.stops:
+    if outcome is None or outcome.finished:  # an unfinished outcome names at least one stop
         return 0
     first = outcome.stops[0]
     typer.echo(
