@@ -17,6 +17,7 @@ from ..errors import BatonflowError, UserError
 
 if TYPE_CHECKING:
     from ._agent_run import AgentRun
+    from ._remote import Answers
 
 __all__ = ["app"]
 
@@ -27,7 +28,10 @@ app = typer.Typer(
     add_completion=False,
     pretty_exceptions_enable=False,
 )
-checkpoints = typer.Typer(help="The pending checkpoints of a running server (batonflow serve).", no_args_is_help=True)
+checkpoints = typer.Typer(
+    help="The pending checkpoints of a running server (batonflow serve); resume --target resumes one here.",
+    no_args_is_help=True,
+)
 app.add_typer(checkpoints, name="checkpoints")
 
 Url = Annotated[str, typer.Option(envvar="BATONFLOW_URL", help="the server's base URL")]
@@ -433,34 +437,90 @@ def show(
 
 @checkpoints.command()
 def resume(
+    ctx: typer.Context,
     checkpoint_id: CheckpointId,
     answer: Annotated[
-        list[str] | None, typer.Option(help="INTERRUPT_ID=VALUE, once per interrupt (VALUE as JSON when it is)")
+        list[str] | None,
+        typer.Option(metavar="ID=VALUE", help="answer a question (ctx.ask) with VALUE, as JSON when it is"),
     ] = None,
     every: Annotated[str | None, typer.Option("--all", help="answer every interrupt with this VALUE")] = None,
+    approve: Annotated[
+        list[str] | None, typer.Option(metavar="ID", help="approve the calls an approval waits for")
+    ] = None,
+    reject: Annotated[list[str] | None, typer.Option(metavar="ID", help="reject them (the model is told)")] = None,
+    skip: Annotated[list[str] | None, typer.Option(metavar="ID", help="skip them (the model is told)")] = None,
+    edit: Annotated[
+        list[str] | None,
+        typer.Option(metavar="ID=JSON", help="approve them with these arguments changed, a JSON object"),
+    ] = None,
+    comment: Annotated[
+        str | None, typer.Option(help="the comment of the decisions given (the model reads it in the call's result)")
+    ] = None,
     agent: Annotated[
         str | None,
         typer.Option(help="the agent whose run it is, for a checkpoint the server did not make (batonflow run's)"),
     ] = None,
+    target: Annotated[
+        str | None,
+        typer.Option(metavar="MODULE:ATTR", help="resume here, not on a server: the agents, with --store"),
+    ] = None,
+    store: Annotated[
+        str, typer.Option(help="with --target: where the checkpoint is, sqlite:PATH or postgres:URL")
+    ] = "memory",
     session: SessionFlag = False,
     url: Url = "http://127.0.0.1:8000",
     token: Token = None,
-) -> None:
-    """Resume a pending checkpoint with answers; prints how the run ended and its answer."""
-    from ._remote import Remote, parse_answers
+) -> int:
+    """Resume a pending checkpoint with answers; prints how the run ended and its answer.
 
-    if agent is not None and every is not None:
+    Exits 0 when the run answers, 1 when it fails (with the reason), 3 when it waits again.
+    """
+    from ._remote import Answers
+
+    answers = Answers(
+        answers=answer or [],
+        every=every,
+        approve=approve or [],
+        reject=reject or [],
+        skip=skip or [],
+        edit=edit or [],
+        comment=comment,
+    )
+    if (agent is not None or target is not None) and every is not None:
         raise UserError(
-            "--all: expected a checkpoint the server made (it knows the interrupts), got --agent: "
-            "answer each interrupt with --answer ID=VALUE"
+            "--all: expected a checkpoint the server made (it knows the interrupts), got --agent or --target: "
+            "answer each interrupt by its id"
         )
+    if target is not None:
+        code = asyncio.run(_agent_run(ctx, target, agent, store).resume(checkpoint_id, answers.targets()))
+    else:
+        code = _resume_remote(url, token, checkpoint_id, answers, agent, session)
+    if code:
+        raise typer.Exit(code)
+    return 0
+
+
+def _resume_remote(
+    url: str, token: str | None, checkpoint_id: str, answers: Answers, agent: str | None, session: bool
+) -> int:
+    """Resume on the server at ``url``; prints how the run ended (why, when it failed) and returns the exit code."""
+    from ._remote import Remote
+
     body: dict[str, object]
     if agent is None:
         pending = Remote(url, token).call("GET", _checkpoint_path(checkpoint_id, session))
-        body = {"targets": parse_answers(answer or [], every, pending["interrupts"])}
+        body = {"targets": answers.targets(pending["interrupts"])}
     else:
-        body = {"targets": parse_answers(answer or [], None, []), "agent": agent}
+        body = {"targets": answers.targets(), "agent": agent}
     ended = Remote(url, token).call("POST", _checkpoint_path(checkpoint_id, session, "/resume"), body)
-    typer.echo(f"{ended['status']}: {ended['text']}" if ended["text"] else ended["status"])
-    for interrupt in ended["interrupts"] if ended["status"] == "interrupted" else ():
+    status = ended["status"]
+    if status not in ("completed", "interrupted"):
+        error = ended.get("error") or {}
+        reason = f"{error.get('type', 'Error')}: {error.get('message', '')}" if error else "no reason given"
+        raise UserError(f"checkpoint {checkpoint_id!r}: expected the resumed run to end, got {status} ({reason})")
+    typer.echo(f"{status}: {ended['text']}" if ended["text"] else status)
+    if status == "completed":
+        return 0
+    for interrupt in ended["interrupts"]:
         typer.echo(f"  waiting {interrupt['id']}: {json.dumps(interrupt['info'], ensure_ascii=False)}")
+    return 3
