@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import importlib
 import json
 import sys
 import uuid
@@ -96,6 +97,8 @@ def demo(
     with --team, a research team (researcher, writer, reviewer) writing a paragraph."""
     from . import demo as demo_package  # on first use: the demo pulls in the agents and a model
 
+    if model.startswith("local:"):
+        importlib.import_module("llama_cpp")  # the model loads on its first call: a missing extra is said up front
     if team:
         asyncio.run(demo_package.run_team_demo(model, out=sys.stdout))
     else:
