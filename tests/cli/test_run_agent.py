@@ -329,6 +329,17 @@ def test_a_bad_answer_on_a_server_exits_1_with_the_servers_reason(
     assert "HITL resume data: expected a HITLDecision, one of ['approve', 'reject', 'skip']" in err
 
 
+@pytest.mark.parametrize("where", [["--agent", "asks"], ["--target", "m:asks"]])
+def test_all_needs_the_servers_index_so_it_is_refused_with_agent_or_target(
+    where: list[str], capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert main(["checkpoints", "resume", "c1", *where, "--all", "yes"]) == 1
+    assert capsys.readouterr().err == (
+        "batonflow: --all: expected a checkpoint the server made (it knows the interrupts), got --agent or --target: "
+        "answer each interrupt by its id\n"
+    )
+
+
 @pytest.mark.parametrize(
     ("args", "message"),
     [

@@ -13,10 +13,6 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-import pytest
-
-from batonflow.cli._serve import _ui_url
-
 ROOT = Path(__file__).resolve().parents[2]
 
 AGENT = """
@@ -78,8 +74,3 @@ def test_an_opened_browser_gets_the_url_and_is_not_reported_missing(tmp_path: Pa
     browser.chmod(0o755)
     said = _web(tmp_path, str(browser), lambda seen: bool(seen) and opened.exists())
     assert said == [f"batonflow web: the dev UI is at {opened.read_text().strip()}"]
-
-
-@pytest.mark.parametrize(("host", "url"), [("127.0.0.1", "http://127.0.0.1:80/ui/"), ("::1", "http://[::1]:80/ui/")])
-def test_the_url_names_an_ipv6_host_in_brackets(host: str, url: str) -> None:
-    assert _ui_url(host, 80) == url

@@ -14,15 +14,17 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+import typer
 from rich.console import Console
 
 from ..adk import Agent, AgentEvent, InterruptCtx, Runner
 from ..agents import HITLPending
+from ..errors import UserError
 from ..schema import Stream, user
 from ..store import CheckpointStore
 from ._events import EventPrinter, info_text, plain
 
-__all__ = ["ANSWERED", "FAILED", "WAITING", "AgentRun", "answer_hint"]
+__all__ = ["ANSWERED", "FAILED", "WAITING", "AgentRun", "agent_run", "answer_hint"]
 
 ANSWERED, FAILED, WAITING = 0, 1, 3
 
@@ -88,3 +90,19 @@ class AgentRun:
 def answer_hint(cause: InterruptCtx) -> str:
     """The option that answers ``cause``: an approval is approved, a question is answered with a VALUE."""
     return f"--approve {cause.id}" if isinstance(cause.info, HITLPending) else f"--answer {cause.id}=VALUE"
+
+
+def agent_run(ctx: typer.Context, target: str, name: str | None, store: str) -> AgentRun:
+    """The run ``batonflow run module:attr`` makes; a target, an agent or a store it cannot use is bad usage."""
+    from ._chat import pick
+    from ._target import load_target, open_stores
+
+    try:
+        chosen = pick(load_target(target)[0], name, "run")
+        checkpoints, _ = open_stores(store)
+    except UserError as error:
+        raise typer.BadParameter(str(error), ctx) from None
+    console = Console(highlight=False, soft_wrap=True)
+    return AgentRun(
+        target=target, name=chosen.name, agent=chosen, checkpoints=checkpoints, store=store, console=console
+    )

@@ -37,11 +37,6 @@ def _browse(url: str, within: float = 30.0) -> None:
         print(f"batonflow web: no browser could be opened here; open {url} in one", file=sys.stderr, flush=True)
 
 
-def _ui_url(host: str, port: int) -> str:
-    """Where the dev UI of a server listening on ``host``:``port`` is (an IPv6 address in brackets)."""
-    return f"http://{f'[{host}]' if ':' in host else host}:{port}/ui/"
-
-
 def make_app(
     target: str,
     store: str,
@@ -119,7 +114,7 @@ def serve(
         target, store, token, backend=backend, database_url=database_url, redis_url=redis_url, events_url=events_url
     )  # made here first, so that a bad target fails before uvicorn starts
     if browse:
-        url = _ui_url(host, port)
+        url = f"http://{host}:{port}/ui/"
         print(f"batonflow web: the dev UI is at {url}", flush=True)  # before a browser is tried: it may be none
         threading.Thread(target=_browse, args=(url,), daemon=True).start()
     if not reload:
