@@ -16,6 +16,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
+import httpx
 import pytest
 import uvicorn
 
@@ -380,3 +381,38 @@ def test_the_exit_code_reaches_the_shell(module: str, tmp_path: Path) -> None:
         assert "Traceback" not in done.stderr
         codes[attr] = done.returncode
     assert codes == {"answer": 0, "broken": 1, "asks": 3}
+
+
+@pytest.mark.parametrize(
+    ("decision", "said"),
+    [
+        (["--reject", "{i}", "--comment", "no"], "completed: the tools said: no | no\n"),
+        (
+            ["--edit", '{i}={{"order_id": 8}}'],
+            "completed: the tools said: refunded 30.0 on order 8 | order 8: shipped\n",
+        ),
+        (["--answer", "{i}=skip"], "completed: the tools said: Operation skipped: please continue with the next step."),
+    ],
+)
+def test_a_decision_on_an_approval_the_server_made_is_sent_for_each_of_its_calls(
+    module: str, decision: list[str], said: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    agents = __import__(module)
+    with _serving(create_app([agents.approvals_of_both()])) as url:
+        started = httpx.post(f"{url}/runs", json={"agent": "approvals", "input": "x", "checkpoint_id": "c1"}).json()
+        interrupt = started["interrupts"][0]["id"]
+        assert main(["checkpoints", "resume", "c1", *(d.format(i=interrupt) for d in decision), "--url", url]) == 0
+    assert capsys.readouterr().out.startswith(said)
+
+
+def test_a_bad_answer_to_an_approval_the_server_made_exits_1_with_the_servers_reason(
+    module: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    agents = __import__(module)
+    with _serving(create_app([agents.approvals()])) as url:
+        started = httpx.post(f"{url}/runs", json={"agent": "approvals", "input": "x", "checkpoint_id": "c1"}).json()
+        interrupt = started["interrupts"][0]["id"]
+        assert main(["checkpoints", "resume", "c1", "--answer", f"{interrupt}=maybe", "--url", url]) == 1
+    err = capsys.readouterr().err
+    assert err.startswith("batonflow: POST /checkpoints/c1/resume: 422: targets[")
+    assert err.endswith("got {'action': 'maybe'}\n")
