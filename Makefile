@@ -14,7 +14,7 @@ $(BIN)/python:
 	$(BIN)/python -m pip install --quiet --upgrade pip
 
 $(VENV)/.demo-installed: pyproject.toml | $(BIN)/python
-	$(BIN)/python -m pip install --quiet -e '.[local,cli]'
+	$(BIN)/python -m pip install --quiet -e '.[local,cli,server]'  # server: batonflow serve and web after the demo
 	touch $@
 
 $(VENV)/.test-installed: pyproject.toml | $(BIN)/python

@@ -162,6 +162,15 @@ class TransferError(RunError):
 class CheckpointNotFoundError(RunError):
     """A resume named a checkpoint that the store does not hold (or that was already resumed to the end)."""
 
+    @classmethod
+    def in_store(cls, checkpoint_id: str, store: object) -> CheckpointNotFoundError:
+        """The error for ``checkpoint_id``, which ``store`` does not hold: the id and the store named."""
+        shown = checkpoint_id if len(checkpoint_id) <= 120 else f"{checkpoint_id[:120]}…"
+        return cls(
+            f"checkpoint: expected a pending checkpoint {shown!r} in the {type(store).__name__}, found none "
+            "(it was never saved there, or was already resumed to the end)"
+        )
+
 
 class CheckpointExistsError(RunError):
     """A run was given a ``checkpoint_id`` under which the store already holds a pending run.

@@ -60,7 +60,7 @@ def test_a_run_interrupted_in_a_killed_process_resumes_in_a_fresh_one(kind: str,
     third = child("resume", spec, checkpoint_id, str(ledger), interrupt_id, "approve")
     _, err = third.communicate(timeout=60)
     assert third.returncode != 0
-    assert f"checkpoint[{checkpoint_id}] not exist" in err
+    assert f"expected a pending checkpoint {checkpoint_id!r} in the" in err
     assert ledger.read_text() == "refund 42\n"
 
 

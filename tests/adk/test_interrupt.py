@@ -116,7 +116,9 @@ async def test_targeted_resume_continues_the_loop_and_deletes_the_finished_check
     assert isinstance(model, ScriptedModel)
     assert [m.role for m in model.requests[1].messages] == ["user", "assistant", "tool"]
     assert await store.get("t1") is None
-    with pytest.raises(CheckpointNotFoundError, match=r"checkpoint\[t1\] not exist"):
+    with pytest.raises(
+        CheckpointNotFoundError, match=r"expected a pending checkpoint 't1' in the MemoryCheckpointStore, found none"
+    ):
         await runner.resume("t1", targets={root.id: "approve"}).collect()
     assert ledger.refunds == [7]
 

@@ -246,7 +246,8 @@ async def test_decisions_that_are_not_hitl_decisions_are_refused() -> None:
     interrupt_id, _ = pending_of(await collect_events(runner.query("x", checkpoint_id="c")))
     events = await collect_events(runner.resume("c", {interrupt_id: {"call_1": "yes"}}))
     assert isinstance(events[-1].error, UserError)
-    assert "expected a HITLDecision for call 'call_1', got str" in str(events[-1].error)
+    assert "HITL resume data for call 'call_1': expected a HITLDecision, one of" in str(events[-1].error)
+    assert str(events[-1].error).endswith("got the action 'yes'")
 
 
 def test_the_interceptor_is_the_middleware_and_says_which_tools_it_watches() -> None:
@@ -339,11 +340,64 @@ async def test_a_refused_resume_keeps_the_checkpoint_for_a_second_one_with_the_r
 async def test_resume_data_that_is_not_a_mapping_of_decisions_is_refused() -> None:
     runner = Runner(agent(Shop(), REFUND), checkpoint_store=MemoryCheckpointStore())
     interrupt_id, _ = pending_of(await collect_events(runner.query("x", checkpoint_id="c")))
-    events = await collect_events(runner.resume("c", {interrupt_id: HITL.approve()}))
+    events = await collect_events(runner.resume("c", {interrupt_id: 42}))
     assert isinstance(events[-1].error, UserError)
-    assert (
-        str(events[-1].error) == "HITL resume data: expected a mapping of call ids to HITLDecisions, got HITLDecision"
+    assert str(events[-1].error) == (
+        "HITL resume data: expected a mapping of call ids to HITLDecisions (or one of ['approve', 'reject', 'skip']), "
+        "got int"
     )
+
+
+async def test_one_decision_for_the_interrupt_decides_every_call_it_waits_for() -> None:
+    shop = Shop()
+    runner = Runner(agent(shop, REFUND, assistant("Refunded.")), checkpoint_store=MemoryCheckpointStore())
+    interrupt_id, _ = pending_of(await collect_events(runner.query("x", checkpoint_id="c")))
+    events = await collect_events(runner.resume("c", {interrupt_id: HITL.approve()}))
+    assert events[-1].error is None
+    assert shop.refunds == [(7, 30.0)]
+
+
+@pytest.mark.parametrize(
+    "answer",
+    [
+        {"action": "approve", "comment": "ok", "modified_args": {"amount": 5.0}},
+        {"call_1": {"action": "approve", "comment": "ok", "modified_args": {"amount": 5.0}}},
+    ],
+)
+async def test_decisions_in_their_json_form_are_applied(answer: dict[str, Any]) -> None:
+    shop = Shop()
+    support = agent(shop, REFUND, assistant("Refunded."))
+    runner = Runner(support, checkpoint_store=MemoryCheckpointStore())
+    interrupt_id, _ = pending_of(await collect_events(runner.query("x", checkpoint_id="c")))
+    events = await collect_events(runner.resume("c", {interrupt_id: answer}))
+    assert events[-1].error is None
+    assert shop.refunds == [(7, 5.0)]
+    assert isinstance(support.model, ScriptedModel)
+    said = [m.content for m in support.model.requests[1].messages if m.role == "tool"]
+    assert said[0] == "refunded 5.0 for order 7 (Note: ok)"
+
+
+@pytest.mark.parametrize(
+    ("answer", "message"),
+    [
+        ("maybe", "HITL resume data: expected a HITLDecision, one of ['approve', 'reject', 'skip'], or "),
+        ({"action": "approve", "why": 1}, "got the fields ['why']"),
+        ({"call_1": {"action": "nod"}}, "HITL resume data for call 'call_1': expected a HITLDecision"),
+        ({"action": "reject", "comment": 3}, "expected a comment string, got int"),
+        (
+            {"action": "approve", "modified_args": [1]},
+            "expected modified_args as a mapping of argument names, got list",
+        ),
+    ],
+)
+async def test_a_bad_json_decision_is_refused_saying_what_was_expected(answer: Any, message: str) -> None:
+    shop = Shop()
+    runner = Runner(agent(shop, REFUND), checkpoint_store=MemoryCheckpointStore())
+    interrupt_id, _ = pending_of(await collect_events(runner.query("x", checkpoint_id="c")))
+    events = await collect_events(runner.resume("c", {interrupt_id: answer}))
+    assert isinstance(events[-1].error, UserError)
+    assert message in str(events[-1].error)
+    assert shop.refunds == []
 
 
 async def test_decisions_apply_to_the_tasks_the_person_was_shown_even_if_the_strategy_changed() -> None:
@@ -456,17 +510,67 @@ def test_a_react_agents_pending_approval_survives_a_killed_process_on_sqlite(
     assert (ledger.read_text() if ledger.exists() else None) == ledger_text
 
 
-async def test_deeply_nested_arguments_of_a_sensitive_call_are_asked_about_then_refused_by_the_tool() -> None:
+async def test_deeply_nested_arguments_of_a_sensitive_call_are_refused_without_asking() -> None:
     shop = Shop()
     support = agent(shop, tool_calls(("refund", "[" * 100_000)), assistant("Sorry."))
-    runner = Runner(support, checkpoint_store=MemoryCheckpointStore())
-    events = await collect_events(runner.query("refund 7", checkpoint_id="c"))
+    events = await collect_events(Runner(support, checkpoint_store=MemoryCheckpointStore()).query("refund 7"))
     assert [e.error for e in events if e.error is not None] == []
-    interrupt_id, pending = pending_of(events)
-    assert [(t.call_id, t.tool_name) for t in pending.tasks] == [("call_1", "refund")]
-    events = await collect_events(runner.resume("c", {interrupt_id: {"call_1": HITL.approve()}}))
+    assert all(e.action is None or e.action.interrupted is None for e in events)
     assert shop.refunds == []
     assert isinstance(support.model, ScriptedModel)
     assert support.model.requests[1].messages[-1].content == (
         "Invalid arguments for tool [refund]: expected JSON nested at most 100 levels deep, got 100,000 levels"
     )
+
+
+def _results(model: object, request: int) -> list[str]:
+    assert isinstance(model, ScriptedModel)
+    return [m.content for m in model.requests[request].messages if m.role == "tool"]
+
+
+@pytest.mark.parametrize(
+    ("arguments", "refusal"),
+    [
+        ('{"order_id": 7, "amo', "Invalid arguments for tool [refund]: expected a JSON object, got "),
+        ('{"order_id": 7, "amount": "lots"}', "Invalid arguments for tool [refund]: "),
+        ('{"order_id": 7}', "Invalid arguments for tool [refund]: "),
+    ],
+)
+async def test_a_call_whose_arguments_do_not_validate_is_answered_with_the_error_and_no_approval_is_asked(
+    arguments: str, refusal: str
+) -> None:
+    shop = Shop()
+    calls = tool_calls(("refund", arguments), ("lookup", {"order_id": 7}))
+    support = agent(shop, calls, assistant("The refund could not be made."))
+    events = await collect_events(Runner(support, checkpoint_store=MemoryCheckpointStore()).query("x"))
+    assert all(e.action is None or e.action.interrupted is None for e in events)
+    assert shop.refunds == [] and shop.lookups == [7]
+    said = _results(support.model, 1)
+    assert said[0].startswith(refusal) and said[1] == "order 7"
+    assert events[-1].message_output.message.content == "The refund could not be made."  # type: ignore[union-attr]
+
+
+async def test_an_invalid_call_is_answered_and_the_valid_sensitive_one_still_waits_for_a_person() -> None:
+    shop = Shop()
+    calls = tool_calls(("refund", {"order_id": 7, "amount": 30.0}), ("lookup", '{"order_id": "seven"}'))
+    support = agent(shop, calls, assistant("Done."))
+    runner = Runner(support, checkpoint_store=MemoryCheckpointStore())
+    interrupt_id, pending = pending_of(await collect_events(runner.query("x", checkpoint_id="c")))
+    assert [t.call_id for t in pending.tasks] == ["call_1"]
+    events = await collect_events(runner.resume("c", {interrupt_id: HITL.approve()}))
+    assert events[-1].error is None
+    assert shop.refunds == [(7, 30.0)] and shop.lookups == []
+    said = _results(support.model, 1)
+    assert said[0] == "refunded 30.0 for order 7"
+    assert said[1].startswith("Invalid arguments for tool [lookup]: ")
+
+
+async def test_every_call_invalid_is_answered_without_asking() -> None:
+    shop = Shop()
+    support = agent(shop, tool_calls(("refund", "{"), ("lookup", "[1]")), assistant("Sorry."))
+    events = await collect_events(Runner(support, checkpoint_store=MemoryCheckpointStore()).query("x"))
+    assert events[-1].error is None
+    assert [s.split(":")[0] for s in _results(support.model, 1)] == [
+        "Invalid arguments for tool [refund]",
+        "Invalid arguments for tool [lookup]",
+    ]

@@ -4,6 +4,7 @@ ended; the agents live in a module each test writes (scripted models)."""
 from __future__ import annotations
 
 import os
+import shlex
 import socket
 import subprocess
 import sys
@@ -11,8 +12,11 @@ import threading
 import time
 import uuid
 from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
+from typing import Any
 
+import httpx
 import pytest
 import uvicorn
 
@@ -24,6 +28,7 @@ ROOT = Path(__file__).resolve().parents[2]
 
 AGENTS = r'''
 from batonflow import ChatModelAgent, ToolContext, tool
+from batonflow.agents import human_approval
 from batonflow.graph import Graph
 from batonflow.schema import assistant
 from batonflow.testing import FunctionModel, ScriptedModel, tool_calls
@@ -58,6 +63,48 @@ def _asks(messages, tools):
 
 def asks():
     return ChatModelAgent(name="asks", description="asks first", model=FunctionModel(_asks), tools=[confirm])
+
+
+@tool
+def refund(order_id: int, amount: float) -> str:
+    """Refund an order.
+
+    Args:
+        order_id: the order number
+        amount: how much
+    """
+    return f"refunded {amount} on order {order_id}"
+
+
+@tool
+def lookup(order_id: int) -> str:
+    """Look an order up.
+
+    Args:
+        order_id: the order number
+    """
+    return f"order {order_id}: shipped"
+
+
+def _refunds(messages, tools):
+    results = [m.content for m in messages if m.role == "tool"]
+    if not results:
+        return tool_calls(("refund", {"order_id": 7, "amount": 30.0}), ("lookup", {"order_id": 7}))
+    return assistant("the tools said: " + " | ".join(results))
+
+
+def approvals(sensitive=("refund",)):
+    return ChatModelAgent(
+        name="approvals",
+        description="refunds after a person approves",
+        model=FunctionModel(_refunds),
+        tools=[refund, lookup],
+        middlewares=[human_approval(sensitive_tools=list(sensitive))],
+    )
+
+
+def approvals_of_both():
+    return approvals(("refund", "lookup"))
 
 
 both = {"answer": answer(), "asks": asks()}
@@ -115,20 +162,39 @@ def _free_port() -> int:
         return int(probe.getsockname()[1])
 
 
-@pytest.fixture
-def serve_store(tmp_path: Path, module: str) -> Iterator[tuple[str, Path]]:
-    """A server of the module's ``asks`` over a SQLite checkpoint store: its URL and the store's file."""
-    path = tmp_path / "runs.db"
-    agents = __import__(module)
-    app = create_app([agents.asks()], checkpoint_store=SqliteCheckpointStore(path))
+@contextmanager
+def _serving(app: Any) -> Iterator[str]:
+    """``app`` served on a free port in a thread, while the block runs: its URL."""
     server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=_free_port(), log_level="warning"))
     thread = threading.Thread(target=server.run, daemon=True)
     thread.start()
     while not server.started:
         time.sleep(0.01)
-    yield f"http://127.0.0.1:{server.config.port}", path
-    server.should_exit = True
-    thread.join(10)
+    try:
+        yield f"http://127.0.0.1:{server.config.port}"
+    finally:
+        server.should_exit = True
+        thread.join(10)
+
+
+@pytest.fixture
+def serve_store(tmp_path: Path, module: str) -> Iterator[tuple[str, Path]]:
+    """A server of the module's ``asks`` over a SQLite checkpoint store: its URL and the store's file."""
+    path = tmp_path / "runs.db"
+    agents = __import__(module)
+    with _serving(create_app([agents.asks()], checkpoint_store=SqliteCheckpointStore(path))) as url:
+        yield url, path
+
+
+def _waiting(out: str) -> tuple[str, str, list[str], list[str]]:
+    """What a waiting run printed: its checkpoint, its first interrupt's id, and the two resume commands."""
+    lines = out.splitlines()
+    at = next(i for i, line in enumerate(lines) if line.startswith("the run waits at checkpoint "))
+    checkpoint = lines[at].removeprefix("the run waits at checkpoint ").removesuffix(" for:")
+    interrupt = lines[at + 1].strip().split(": ")[0]
+    here = lines[at + 2].removeprefix("resume it: batonflow ")
+    remote = lines[at + 3].split("): batonflow ", 1)[1]
+    return checkpoint, interrupt, shlex.split(here), shlex.split(remote)
 
 
 def test_an_interrupt_kept_in_sqlite_is_resumed_by_a_server_on_that_store(
@@ -136,22 +202,142 @@ def test_an_interrupt_kept_in_sqlite_is_resumed_by_a_server_on_that_store(
 ) -> None:
     url, path = serve_store
     assert main(["run", f"{module}:asks", "--input", "refund", "--store", f"sqlite:{path}"]) == 3
-    lines = capsys.readouterr().out.splitlines()
-    checkpoint = lines[2].removeprefix("the run waits at checkpoint ").removesuffix(" for:")
-    interrupt = lines[3].strip().split(": ")[0]
-    assert lines[4] == f"resume it on a server over the same store: batonflow serve {module}:asks --store sqlite:{path}"
-    assert lines[5] == f"then: batonflow checkpoints resume {checkpoint} --agent asks --answer {interrupt}=VALUE"
+    out = capsys.readouterr().out
+    checkpoint, interrupt, here, remote = _waiting(out)
+    assert here == [
+        *("checkpoints", "resume", checkpoint, "--target", f"{module}:asks", "--agent", "asks"),
+        *("--store", f"sqlite:{path}", "--answer", f"{interrupt}=VALUE"),
+    ]
+    assert f"or on a server over the same store (batonflow serve {module}:asks --store sqlite:{path}): " in out
+    assert remote == ["checkpoints", "resume", checkpoint, "--agent", "asks", "--answer", f"{interrupt}=VALUE"]
 
-    resume = ["checkpoints", "resume", checkpoint, "--agent", "asks", "--answer", f"{interrupt}=yes", "--url", url]
-    assert main(resume) == 0
+    assert main([*remote[:-1], f"{interrupt}=yes", "--url", url]) == 0
     assert capsys.readouterr().out == "completed: order 7: refunded\n"
 
 
-def test_all_needs_the_servers_index_so_it_is_refused_with_agent(capsys: pytest.CaptureFixture[str]) -> None:
-    assert main(["checkpoints", "resume", "c1", "--agent", "asks", "--all", "yes"]) == 1
+def test_a_question_is_answered_here_with_the_hints_command(
+    module: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    store = f"sqlite:{tmp_path / 'runs.db'}"
+    assert main(["run", f"{module}:asks", "--input", "refund", "--store", store]) == 3
+    _, interrupt, here, _ = _waiting(capsys.readouterr().out)
+    assert main([*here[:-1], f"{interrupt}=yes"]) == 0
+    assert capsys.readouterr().out == "  ← confirm: refunded\nasks› order 7: refunded\n"
+
+
+def _waiting_approval(
+    module: str, attr: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> tuple[str, list[str], list[str]]:
+    """A run of ``attr`` waiting for an approval in SQLite: its interrupt id and the two resume commands printed."""
+    store = f"sqlite:{tmp_path / 'runs.db'}"
+    assert main(["run", f"{module}:{attr}", "--input", "refund order 7", "--store", store]) == 3
+    out = capsys.readouterr().out
+    assert "an approval takes --approve ID, --reject ID, --skip ID or --edit ID=JSON, and --comment TEXT" in out
+    _, interrupt, here, remote = _waiting(out)
+    assert here[-2:] == ["--approve", interrupt] and remote[-2:] == ["--approve", interrupt]
+    return interrupt, here, remote
+
+
+@pytest.fixture
+def approval(module: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> tuple[str, list[str], list[str]]:
+    """A run of ``approvals`` waiting for a person to approve its refund."""
+    return _waiting_approval(module, "approvals", tmp_path, capsys)
+
+
+def test_following_the_approval_hint_completes_the_run(
+    approval: tuple[str, list[str], list[str]], capsys: pytest.CaptureFixture[str]
+) -> None:
+    _, here, _ = approval
+    assert main(here) == 0
+    assert capsys.readouterr().out.endswith("approvals› the tools said: refunded 30.0 on order 7 | order 7: shipped\n")
+
+
+def test_following_the_approval_hint_on_a_server_completes_the_run(
+    module: str, tmp_path: Path, approval: tuple[str, list[str], list[str]], capsys: pytest.CaptureFixture[str]
+) -> None:
+    _, _, remote = approval
+    agents = __import__(module)
+    app = create_app([agents.approvals()], checkpoint_store=SqliteCheckpointStore(tmp_path / "runs.db"))
+    with _serving(app) as url:
+        assert main([*remote, "--url", url]) == 0
+    assert capsys.readouterr().out == "completed: the tools said: refunded 30.0 on order 7 | order 7: shipped\n"
+
+
+@pytest.mark.parametrize(
+    ("decision", "said"),
+    [
+        (["--skip", "{i}"], "Operation skipped: please continue with the next step. | order 7: shipped"),
+        (["--approve", "{i}", "--comment", "regular"], "refunded 30.0 on order 7 (Note: regular) | order 7: shipped"),
+        (["--edit", '{i}={{"amount": 5}}'], "refunded 5.0 on order 7 | order 7: shipped"),
+    ],
+)
+def test_a_decision_given_on_the_command_line_reaches_the_tool_and_the_model(
+    approval: tuple[str, list[str], list[str]], decision: list[str], said: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    interrupt, here, _ = approval
+    assert main([*here[:-2], *(part.format(i=interrupt) for part in decision)]) == 0
+    assert capsys.readouterr().out.endswith(f"approvals› the tools said: {said}\n")
+
+
+def test_a_rejection_with_a_comment_is_what_the_model_reads(
+    module: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    interrupt, here, _ = _waiting_approval(module, "approvals_of_both", tmp_path, capsys)
+    assert main([*here[:-2], "--reject", interrupt, "--comment", "ask the customer first"]) == 0
+    said = "ask the customer first | ask the customer first"
+    assert capsys.readouterr().out.endswith(f"approvals› the tools said: {said}\n")
+
+
+def test_the_only_sensitive_call_rejected_ends_the_run_with_the_comment_as_solon_does(
+    approval: tuple[str, list[str], list[str]], capsys: pytest.CaptureFixture[str]
+) -> None:
+    interrupt, here, _ = approval
+    assert main([*here[:-2], "--reject", interrupt, "--comment", "too much"]) == 0
+    assert capsys.readouterr().out.endswith("approvals› too much\n")
+
+
+@pytest.mark.parametrize(
+    ("answer", "reason"),
+    [
+        (["--answer", "{i}=maybe"], "HITL resume data: expected a HITLDecision, one of ['approve', 'reject', 'skip']"),
+        (["--edit", "{i}=[1]"], "--edit {i}: expected a JSON object of the call's arguments, got '[1]'"),
+        (["--comment", "why"], "--comment: expected with --approve, --reject, --skip or --edit, got none of them"),
+        (["--approve", "{i}", "--skip", "{i}"], "interrupt '{i}': expected one answer, got two"),
+    ],
+)
+def test_a_bad_answer_exits_1_with_the_reason(
+    approval: tuple[str, list[str], list[str]], answer: list[str], reason: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    interrupt, here, _ = approval
+    assert main([*here[:-2], *(part.format(i=interrupt) for part in answer)]) == 1
+    printed = capsys.readouterr()
+    assert reason.format(i=interrupt) in printed.out + printed.err
+    assert main(here) == 0  # the checkpoint waits still
+
+
+def test_a_bad_answer_on_a_server_exits_1_with_the_servers_reason(
+    module: str, tmp_path: Path, approval: tuple[str, list[str], list[str]], capsys: pytest.CaptureFixture[str]
+) -> None:
+    interrupt, _, remote = approval
+    agents = __import__(module)
+    app = create_app([agents.approvals()], checkpoint_store=SqliteCheckpointStore(tmp_path / "runs.db"))
+    with _serving(app) as url:
+        assert main([*remote[:-2], "--answer", f"{interrupt}=maybe", "--url", url]) == 1
+    err = capsys.readouterr().err
+    assert (
+        err.startswith("batonflow: checkpoint ") and "expected the resumed run to end, got failed (UserError: " in err
+    )
+    assert "HITL resume data: expected a HITLDecision, one of ['approve', 'reject', 'skip']" in err
+
+
+@pytest.mark.parametrize("where", [["--agent", "asks"], ["--target", "m:asks"]])
+def test_all_needs_the_servers_index_so_it_is_refused_with_agent_or_target(
+    where: list[str], capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert main(["checkpoints", "resume", "c1", *where, "--all", "yes"]) == 1
     assert capsys.readouterr().err == (
-        "batonflow: --all: expected a checkpoint the server made (it knows the interrupts), got --agent: answer "
-        "each interrupt with --answer ID=VALUE\n"
+        "batonflow: --all: expected a checkpoint the server made (it knows the interrupts), got --agent or --target: "
+        "answer each interrupt by its id\n"
     )
 
 
@@ -195,3 +381,38 @@ def test_the_exit_code_reaches_the_shell(module: str, tmp_path: Path) -> None:
         assert "Traceback" not in done.stderr
         codes[attr] = done.returncode
     assert codes == {"answer": 0, "broken": 1, "asks": 3}
+
+
+@pytest.mark.parametrize(
+    ("decision", "said"),
+    [
+        (["--reject", "{i}", "--comment", "no"], "completed: the tools said: no | no\n"),
+        (
+            ["--edit", '{i}={{"order_id": 8}}'],
+            "completed: the tools said: refunded 30.0 on order 8 | order 8: shipped\n",
+        ),
+        (["--answer", "{i}=skip"], "completed: the tools said: Operation skipped: please continue with the next step."),
+    ],
+)
+def test_a_decision_on_an_approval_the_server_made_is_sent_for_each_of_its_calls(
+    module: str, decision: list[str], said: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    agents = __import__(module)
+    with _serving(create_app([agents.approvals_of_both()])) as url:
+        started = httpx.post(f"{url}/runs", json={"agent": "approvals", "input": "x", "checkpoint_id": "c1"}).json()
+        interrupt = started["interrupts"][0]["id"]
+        assert main(["checkpoints", "resume", "c1", *(d.format(i=interrupt) for d in decision), "--url", url]) == 0
+    assert capsys.readouterr().out.startswith(said)
+
+
+def test_a_bad_answer_to_an_approval_the_server_made_exits_1_with_the_servers_reason(
+    module: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    agents = __import__(module)
+    with _serving(create_app([agents.approvals()])) as url:
+        started = httpx.post(f"{url}/runs", json={"agent": "approvals", "input": "x", "checkpoint_id": "c1"}).json()
+        interrupt = started["interrupts"][0]["id"]
+        assert main(["checkpoints", "resume", "c1", "--answer", f"{interrupt}=maybe", "--url", url]) == 1
+    err = capsys.readouterr().err
+    assert err.startswith("batonflow: POST /checkpoints/c1/resume: 422: targets[")
+    assert err.endswith("got {'action': 'maybe'}\n")

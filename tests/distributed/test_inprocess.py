@@ -77,7 +77,7 @@ async def test_a_segment_id_names_the_checkpoint_generation() -> None:
 
 async def test_a_resume_of_no_checkpoint_is_refused_before_anything_runs() -> None:
     backend, _ = _backend()
-    with pytest.raises(CheckpointNotFoundError, match=r"checkpoint\[gone\] not exist"):
+    with pytest.raises(CheckpointNotFoundError, match=r"expected a pending checkpoint 'gone' in the \w+, found none"):
         await backend.submit(SegmentRequest(agent="shipper", checkpoint_id="gone"))
 
 

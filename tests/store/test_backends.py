@@ -123,7 +123,7 @@ async def test_sqlite_refuses_an_emptied_database_file_whose_log_holds_data_inst
     shutil.copyfile(os.devnull, copy)  # SQLite would read an empty file as a new database, and drop the log
     size = log_size(copy)
     with pytest.raises(StoreError) as caught:
-        await resumed(copy)  # not "checkpoint[run-1] not exist"
+        await resumed(copy)  # not "expected a pending checkpoint 'run-1' … found none"
     assert str(caught.value) == (
         f"SQLite checkpoint store at {copy}: cannot claim checkpoint 'run-1': the database file is damaged: expected "
         f"{copy} to hold the database its write-ahead log {copy}-wal adds to ({size:,} bytes), got an empty "

@@ -22,6 +22,7 @@ def test_public_names_of_the_tools_package() -> None:
         "ToolLike",
         "as_tool",
         "as_tools",
+        "check_arguments",
         "check_model_json",
         "decode_model_json",
         "format_address",

@@ -30,7 +30,7 @@ class ChatModelAgent(ModelAgent):
         self,
         *,
         name: str,
-        model: ChatModel,
+        model: ChatModel | str,
         description: str = "",
         instruction: str = "",
         tools: Sequence[ToolLike] = (),

@@ -14,7 +14,7 @@ from contextlib import aclosing
 from typing import TypeAlias
 
 from ..errors import RunError, UserError
-from ..models import ChatModel, ForcedTool
+from ..models import ChatModel, ForcedTool, as_model
 from ..schema import Message, assistant
 from ..tools import ToolInfo, ToolLike
 from ._agent import Agent
@@ -60,7 +60,7 @@ class _Planner:
         *,
         name: str,
         description: str,
-        model: ChatModel,
+        model: ChatModel | str,
         plan_tool: ToolInfo | None,
         gen_input: PlannerInput | None,
         parse_plan: PlanParser,
@@ -69,12 +69,12 @@ class _Planner:
             raise UserError("planner needs a name: expected a non-empty string, got ''")
         self.name = name
         self.description = description
-        self.model = model
+        self.model = as_model(model, f"planner {name!r} model")
         self.plan_tool = plan_tool
         self.gen_input = gen_input
         self.parse_plan = parse_plan
         # One tool offered and a call required: the original's "forced" choice is this tool.
-        self._step = ModelStep(model, tool_choice=ForcedTool(plan_tool.name) if plan_tool is not None else None)
+        self._step = ModelStep(self.model, tool_choice=ForcedTool(plan_tool.name) if plan_tool is not None else None)
 
     def __repr__(self) -> str:
         return f"planner({self.name!r}, model={self.model.model_name!r})"
@@ -121,7 +121,7 @@ class _Replanner:
         *,
         name: str,
         description: str,
-        model: ChatModel,
+        model: ChatModel | str,
         plan_tool: ToolInfo,
         respond_tool: ToolInfo,
         gen_input: ExecutionInput | None,
@@ -136,13 +136,13 @@ class _Replanner:
             )
         self.name = name
         self.description = description
-        self.model = model
+        self.model = as_model(model, f"replanner {name!r} model")
         self.plan_tool = plan_tool
         self.respond_tool = respond_tool
         self.gen_input = gen_input
         self.parse_plan = parse_plan
         # The original's "forced" choice: some tool must be called, the model picks which.
-        self._step = ModelStep(model, tool_choice="required")
+        self._step = ModelStep(self.model, tool_choice="required")
 
     def __repr__(self) -> str:
         return f"replanner({self.name!r}, model={self.model.model_name!r})"
@@ -195,7 +195,7 @@ class _Replanner:
 
 def new_planner(
     *,
-    model: ChatModel,
+    model: ChatModel | str,
     name: str = "planner",
     description: str = "a planner agent",
     plan_tool: ToolInfo | None = PLAN_TOOL,
@@ -220,7 +220,7 @@ def new_planner(
 
 def new_executor(
     *,
-    model: ChatModel,
+    model: ChatModel | str,
     tools: Sequence[ToolLike] = (),
     max_iterations: int = 20,
     name: str = "executor",
@@ -251,7 +251,7 @@ def new_executor(
 
 def new_replanner(
     *,
-    model: ChatModel,
+    model: ChatModel | str,
     name: str = "replanner",
     description: str = "a replanner agent",
     plan_tool: ToolInfo = PLAN_TOOL,

@@ -252,7 +252,7 @@ class Runner:
             # and replaying it would run its tools twice.
             data = await store.get(checkpoint_id)
             if data is None:
-                raise CheckpointNotFoundError(f"checkpoint[{checkpoint_id}] not exist")
+                raise CheckpointNotFoundError.in_store(checkpoint_id, store)
             checkpoint, chain = await load_checkpoint(data, store, checkpoint_id, self.history_part_events)
             journal = await Journal.load(
                 store,

@@ -5,7 +5,8 @@ under Solon's class name) that names the tools needing a person: always, or when
 arguments. When a model turn calls any of them, the **whole batch** of that turn's calls waits, nothing run, as an
 interrupt whose info is a ``HITLPending`` listing the tasks. Resume with decisions for the tasks, keyed by call id:
 ``runner.resume(checkpoint_id, targets={interrupt_id: {call_id: HITL.approve()}})`` (``HITL`` makes the decisions,
-as Solon's static helper does). The batch then goes straight to the tools — the model is not asked again: approved
+as Solon's static helper does); one decision for the interrupt decides every call, and a decision may be given in its
+JSON form (``"approve"``, ``{"action": "reject", "comment": "…"}``), as a command line or an HTTP body sends it. The batch then goes straight to the tools — the model is not asked again: approved
 calls run (with modified arguments if given, and the approval's comment noted in their result), skipped and
 rejected ones get the decision's comment as their result, or else the skip or reject text; when the only sensitive
 call is rejected, that text is the run's answer. Built on
@@ -16,7 +17,7 @@ suspension and each decision applied are trace events.
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any, Literal
 
@@ -247,25 +248,62 @@ class _Approvals:
 
 
 def _decisions(batch: ToolBatch, tasks: tuple[PendingTask, ...]) -> dict[str, HITLDecision]:
-    """The resume's decisions, checked: a mapping of pending call ids to ``HITLDecision``s (empty if none given)."""
+    """The resume's decisions, checked: a mapping of pending call ids to decisions (empty if none given)."""
     data = batch.get_resume_context().data
-    if data is None:
-        return {}
+    return {} if data is None else parse_decisions(data, [t.call_id for t in tasks])
+
+
+_ACTIONS = ("approve", "reject", "skip")
+_FIELDS = frozenset(("action", "comment", "modified_args", "always_allow"))
+
+
+def parse_decisions(data: object, call_ids: Sequence[str]) -> dict[str, HITLDecision]:
+    """An approval's answer as decisions per call id. It may be ``HITLDecision``s or their JSON form (what a command
+    line or an HTTP body sends): one action for every call (``"approve"``), one decision for every call
+    (``{"action": "reject", "comment": "too much"}``), or a mapping of call ids to either."""
+    if isinstance(data, str | HITLDecision) or (
+        isinstance(data, Mapping) and "action" in data and "action" not in call_ids
+    ):
+        return dict.fromkeys(call_ids, _decision(data, "HITL resume data"))
     if not isinstance(data, Mapping):
-        raise UserError(f"HITL resume data: expected a mapping of call ids to HITLDecisions, got {type(data).__name__}")
-    expected = [t.call_id for t in tasks]
-    unknown = sorted(str(key) for key in data if key not in expected)
+        raise UserError(
+            f"HITL resume data: expected a mapping of call ids to HITLDecisions (or one of {list(_ACTIONS)}), "
+            f"got {type(data).__name__}"
+        )
+    unknown = sorted(str(key) for key in data if key not in call_ids)
     if unknown:
         raise UserError(
-            f"HITL resume data: expected decisions for the pending call ids {expected}, "
+            f"HITL resume data: expected decisions for the pending call ids {list(call_ids)}, "
             f"got {sorted(map(str, data))} (unknown: {unknown})"
         )
-    for call_id, decision in data.items():
-        if not isinstance(decision, HITLDecision):
-            raise UserError(
-                f"HITL resume data: expected a HITLDecision for call {call_id!r}, got {type(decision).__name__}"
-            )
-    return dict(data)
+    return {call_id: _decision(value, f"HITL resume data for call {call_id!r}") for call_id, value in data.items()}
+
+
+def _decision(value: object, where: str) -> HITLDecision:
+    """One decision: a ``HITLDecision``, an action, or its JSON form ``{"action": ..., "comment"?, ...}``."""
+    if isinstance(value, HITLDecision):
+        return value
+    if isinstance(value, str):
+        value = {"action": value}
+    expected = (
+        f"a HITLDecision, one of {list(_ACTIONS)}, or {{'action', 'comment'?, 'modified_args'?, 'always_allow'?}}"
+    )
+    if not isinstance(value, Mapping):
+        raise UserError(f"{where}: expected {expected}, got {type(value).__name__}")
+    action, comment, arguments = value.get("action"), value.get("comment"), value.get("modified_args")
+    extra = sorted(str(key) for key in value if key not in _FIELDS)
+    if action not in _ACTIONS or extra:
+        found = f"the fields {extra}" if extra else f"the action {repr(action)[:80]}"
+        raise UserError(f"{where}: expected {expected}, got {found}")
+    if comment is not None and not isinstance(comment, str):
+        raise UserError(f"{where}: expected a comment string, got {type(comment).__name__}")
+    if arguments is not None and not isinstance(arguments, Mapping):
+        raise UserError(
+            f"{where}: expected modified_args as a mapping of argument names, got {type(arguments).__name__}"
+        )
+    return HITLDecision(
+        action=action, comment=comment, modified_args=arguments, always_allow=value.get("always_allow") is True
+    )
 
 
 def _comments(sensitive_tools: Iterable[str] | Mapping[str, str | None]) -> dict[str, str | None]:

@@ -160,7 +160,7 @@ class ReActAgent(ModelAgent):
     def __init__(
         self,
         *,
-        model: ChatModel,
+        model: ChatModel | str,
         name: str = "react_agent",
         description: str = "",
         role: str | None = None,

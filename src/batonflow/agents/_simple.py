@@ -22,7 +22,7 @@ from dataclasses import dataclass, replace
 from ..adk import AgentEvent, AgentInput, RunContext, event_from_message
 from ..adk.loop import ModelRetry, ModelStep, is_empty_answer, render_instruction
 from ..errors import ModelError, RunError, UserError
-from ..models import ChatModel, ModelSettings
+from ..models import ChatModel, ModelSettings, as_model
 from ..schema import Message, system
 from ..tools import ToolInfo, ToolLike, as_tool
 from ._output import OutputSchema, Schema, parse_output
@@ -70,7 +70,7 @@ class SimpleAgent:
     def __init__(
         self,
         *,
-        model: ChatModel,
+        model: ChatModel | str,
         name: str = "simple_agent",
         description: str = "",
         system_prompt: str = "",
@@ -93,7 +93,7 @@ class SimpleAgent:
             raise UserError(f"history_window: expected 0 or more messages (None for all), got {history_window}")
         self.name = name
         self.description = description
-        self.model = model
+        self.model = as_model(model, f"SimpleAgent '{name}' model")
         self.system_prompt = system_prompt
         self.tools = [
             t if isinstance(t, ToolInfo) else as_tool(t, where=f"SimpleAgent '{name}': tools[{i}]").info
@@ -111,7 +111,7 @@ class SimpleAgent:
         self.model_settings = model_settings
         self._schema = Schema.of(output_schema) if output_schema is not None else None
         self._step = ModelStep(
-            model,
+            self.model,
             # The provider's structured output where it has one; the prompt and the check stay for the others.
             settings=self._schema.settings(model_settings) if self._schema is not None else model_settings,
             retry=ModelRetry(

@@ -3,20 +3,18 @@
 from __future__ import annotations
 
 import asyncio
-import json
+import importlib
 import sys
 import uuid
 from enum import StrEnum
-from typing import TYPE_CHECKING, Annotated
+from typing import Annotated
 
 import typer
 from rich.console import Console
-from rich.table import Table
 
 from ..errors import BatonflowError, UserError
-
-if TYPE_CHECKING:
-    from ._agent_run import AgentRun
+from ._checkpoints import checkpoints
+from ._options import Store, Token
 
 __all__ = ["app"]
 
@@ -27,12 +25,8 @@ app = typer.Typer(
     add_completion=False,
     pretty_exceptions_enable=False,
 )
-checkpoints = typer.Typer(help="The pending checkpoints of a running server (batonflow serve).", no_args_is_help=True)
 app.add_typer(checkpoints, name="checkpoints")
 
-Url = Annotated[str, typer.Option(envvar="BATONFLOW_URL", help="the server's base URL")]
-Token = Annotated[str | None, typer.Option(envvar="BATONFLOW_TOKEN", help="the server's bearer token")]
-Store = Annotated[str, typer.Option(help="where checkpoints and sessions live: memory, sqlite:PATH or postgres:URL")]
 Target = Annotated[
     str, typer.Argument(help="module:attr — an agent or a graph, a mapping or list of them, or a factory")
 ]
@@ -92,6 +86,8 @@ def demo(
     with --team, a research team (researcher, writer, reviewer) writing a paragraph."""
     from . import demo as demo_package  # on first use: the demo pulls in the agents and a model
 
+    if model.startswith("local:"):
+        importlib.import_module("llama_cpp")  # the model loads on its first call: a missing extra is said up front
     if team:
         asyncio.run(demo_package.run_team_demo(model, out=sys.stdout))
     else:
@@ -172,7 +168,9 @@ def run(
             )
     if input is None:
         raise typer.BadParameter(f"expected the text to run {target} on, got none", ctx, None, "--input")
-    code = asyncio.run(_agent_run(ctx, target, agent, store).run(input))
+    from ._agent_run import agent_run  # on first use: it pulls in the runtime
+
+    code = asyncio.run(agent_run(ctx, target, agent, store).run(input))
     if code:
         raise typer.Exit(code)
     return 0
@@ -213,23 +211,6 @@ def _run_flow_file(
         err=True,
     )
     raise typer.Exit(3)
-
-
-def _agent_run(ctx: typer.Context, target: str, name: str | None, store: str) -> AgentRun:
-    """The run ``batonflow run module:attr`` makes; a target, an agent or a store it cannot use is bad usage."""
-    from ._agent_run import AgentRun
-    from ._chat import pick
-    from ._target import load_target, open_stores
-
-    try:
-        chosen = pick(load_target(target)[0], name, "run")
-        checkpoints, _ = open_stores(store)
-    except UserError as error:
-        raise typer.BadParameter(str(error), ctx) from None
-    console = Console(highlight=False, soft_wrap=True)
-    return AgentRun(
-        target=target, name=chosen.name, agent=chosen, checkpoints=checkpoints, store=store, console=console
-    )
 
 
 @app.command()
@@ -395,82 +376,3 @@ def chat(
     if code:
         raise typer.Exit(code)
     return 0
-
-
-CheckpointId = Annotated[str, typer.Argument(help="the checkpoint's id (any text: it is sent quoted)")]
-SessionFlag = Annotated[
-    bool,
-    typer.Option("--session", help="the conversation of this id waiting, not the checkpoint (both may be listed)"),
-]
-
-
-@checkpoints.command("list")
-def list_checkpoints(url: Url = "http://127.0.0.1:8000", token: Token = None) -> None:
-    """The checkpoints the server's runs left waiting, with their interrupts."""
-    from ._events import plain
-    from ._remote import Remote
-
-    found = Remote(url, token).call("GET", "/checkpoints")["checkpoints"]
-    table = Table("checkpoint", "agent", "session", "interrupts (id: info)")
-    for entry in found:
-        asked = "\n".join(f"{i['id']}: {json.dumps(i['info'], ensure_ascii=False)}" for i in entry["interrupts"])
-        # What the server sent is data: cells as Text, so that an id such as "[/]" is printed, not read as markup.
-        cells = (entry["checkpoint_id"], entry["agent"], entry["session_id"] or "", asked)
-        table.add_row(*(plain(str(cell)) for cell in cells))
-    Console(highlight=False, width=200).print(table if found else "no pending checkpoints")
-
-
-def _checkpoint_path(checkpoint_id: str, session: bool, tail: str = "") -> str:
-    from ..store import check_checkpoint_id
-    from ._remote import segment
-
-    check_checkpoint_id(checkpoint_id)  # an empty id would name /checkpoints itself
-    return f"/checkpoints/{segment(checkpoint_id)}{tail}" + ("?session=true" if session else "")
-
-
-@checkpoints.command()
-def show(
-    checkpoint_id: CheckpointId,
-    session: SessionFlag = False,
-    url: Url = "http://127.0.0.1:8000",
-    token: Token = None,
-) -> None:
-    """One pending checkpoint, as JSON."""
-    from ._remote import Remote
-
-    typer.echo(json.dumps(Remote(url, token).call("GET", _checkpoint_path(checkpoint_id, session)), indent=2))
-
-
-@checkpoints.command()
-def resume(
-    checkpoint_id: CheckpointId,
-    answer: Annotated[
-        list[str] | None, typer.Option(help="INTERRUPT_ID=VALUE, once per interrupt (VALUE as JSON when it is)")
-    ] = None,
-    every: Annotated[str | None, typer.Option("--all", help="answer every interrupt with this VALUE")] = None,
-    agent: Annotated[
-        str | None,
-        typer.Option(help="the agent whose run it is, for a checkpoint the server did not make (batonflow run's)"),
-    ] = None,
-    session: SessionFlag = False,
-    url: Url = "http://127.0.0.1:8000",
-    token: Token = None,
-) -> None:
-    """Resume a pending checkpoint with answers; prints how the run ended and its answer."""
-    from ._remote import Remote, parse_answers
-
-    if agent is not None and every is not None:
-        raise UserError(
-            "--all: expected a checkpoint the server made (it knows the interrupts), got --agent: "
-            "answer each interrupt with --answer ID=VALUE"
-        )
-    body: dict[str, object]
-    if agent is None:
-        pending = Remote(url, token).call("GET", _checkpoint_path(checkpoint_id, session))
-        body = {"targets": parse_answers(answer or [], every, pending["interrupts"])}
-    else:
-        body = {"targets": parse_answers(answer or [], None, []), "agent": agent}
-    ended = Remote(url, token).call("POST", _checkpoint_path(checkpoint_id, session, "/resume"), body)
-    typer.echo(f"{ended['status']}: {ended['text']}" if ended["text"] else ended["status"])
-    for interrupt in ended["interrupts"] if ended["status"] == "interrupted" else ():
-        typer.echo(f"  waiting {interrupt['id']}: {json.dumps(interrupt['info'], ensure_ascii=False)}")

@@ -4,6 +4,7 @@ each process it restarts, so the options travel in the environment to ``app_from
 from __future__ import annotations
 
 import os
+import sys
 import threading
 import time
 import urllib.request
@@ -23,7 +24,8 @@ _TARGET, _STORE, _TOKEN = "BATONFLOW_SERVE_TARGET", "BATONFLOW_SERVE_STORE", "BA
 
 
 def _browse(url: str, within: float = 30.0) -> None:
-    """Open ``url`` in the user's browser (``$BROWSER`` when set) as soon as the server answers there."""
+    """Open ``url`` in the user's browser (``$BROWSER`` when set) as soon as the server answers there; say so when
+    no browser could be opened (a machine without one, a remote shell)."""
     deadline = time.monotonic() + within
     while time.monotonic() < deadline:
         try:
@@ -31,7 +33,8 @@ def _browse(url: str, within: float = 30.0) -> None:
                 break
         except OSError:
             time.sleep(0.1)
-    webbrowser.open(url)
+    if not webbrowser.open(url):
+        print(f"batonflow web: no browser could be opened here; open {url} in one", file=sys.stderr, flush=True)
 
 
 def make_app(
@@ -111,7 +114,9 @@ def serve(
         target, store, token, backend=backend, database_url=database_url, redis_url=redis_url, events_url=events_url
     )  # made here first, so that a bad target fails before uvicorn starts
     if browse:
-        threading.Thread(target=_browse, args=(f"http://{host}:{port}/ui/",), daemon=True).start()
+        url = f"http://{host}:{port}/ui/"
+        print(f"batonflow web: the dev UI is at {url}", flush=True)  # before a browser is tried: it may be none
+        threading.Thread(target=_browse, args=(url,), daemon=True).start()
     if not reload:
         uvicorn.run(app, host=host, port=port)
         return

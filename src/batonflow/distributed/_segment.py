@@ -204,7 +204,7 @@ async def request_id(request: SegmentRequest, store: CheckpointStore, sessions: 
         return segment_id(request.checkpoint_id, None)
     data = await store.get(request.checkpoint_id)
     if data is None:
-        raise CheckpointNotFoundError(f"checkpoint[{request.checkpoint_id}] not exist")
+        raise CheckpointNotFoundError.in_store(request.checkpoint_id, store)
     return segment_id(request.checkpoint_id, data)
 
 

@@ -23,6 +23,7 @@ from ._embedding import load_embedding_model as load_embedding_model
 from ._guided import ANSWER_PROMPT as ANSWER_PROMPT
 from ._guided import ToolThenAnswer as ToolThenAnswer
 from ._guided import answer_from_tool_results as answer_from_tool_results
+from ._load import as_model as as_model
 from ._load import load_model as load_model
 from ._retry import RetryingModel as RetryingModel
 from ._retry import is_retryable_error as is_retryable_error
@@ -60,6 +61,7 @@ __all__ = [
     "ToolThenAnswer",
     "answer_format",
     "answer_from_tool_results",
+    "as_model",
     "check_tool_choice",
     "is_retryable_error",
     "load_embedding_model",

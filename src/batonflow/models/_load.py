@@ -10,7 +10,7 @@ from ..errors import UserError
 from ._base import ChatModel
 from ._uri import compatible_target, ollama_base_url, provider_of
 
-__all__ = ["load_model"]
+__all__ = ["as_model", "load_model"]
 
 _DEEPSEEK_BASE_URL = "https://api.deepseek.com"
 
@@ -26,6 +26,19 @@ def load_model(uri: str, **kwargs: Any) -> ChatModel:
     """
     factory, name = provider_of(uri, _PROVIDERS, "model URI", "openai:gpt-4o-mini")
     return factory(name, **kwargs)
+
+
+def as_model(model: ChatModel | str, where: str) -> ChatModel:
+    """``model`` itself, or the model its URI names (``load_model``: nothing is loaded or called yet). Anything else
+    is refused with a ``TypeError`` that names ``where`` it was given (``"ChatModelAgent 'support' model"``)."""
+    if isinstance(model, str):
+        return load_model(model)
+    if isinstance(model, type) or not callable(getattr(model, "generate", None)):  # a model whose calls can be made
+        raise TypeError(
+            f"{where}: expected a ChatModel or a model URI such as 'local:smollm2' or 'openai:gpt-4o-mini', "
+            f"got {type(model).__name__}"
+        )
+    return model
 
 
 def OpenAIChatModel(name: str, **kwargs: Any) -> ChatModel:

@@ -370,7 +370,7 @@ def _check_not_damaged(path: Path) -> None:
     """Refuse, before SQLite touches them, a database and log that SQLite would take for a database with less in it.
 
     SQLite reads an empty file as a new database, and a write-ahead log whose header is not one as no log at all;
-    what the log held is then gone without a word, and a checkpoint saved there reads as "not exist". Neither comes
+    what the log held is then gone without a word, and a checkpoint saved there reads as not found. Neither comes
     about on its own: the log is made only once the database file has its header, and it never loses its own (a log
     cut short at its end, by a crash while it was written, SQLite reads up to its last whole commit, as it should).
     So either means the files were damaged, and they are left as they are, for whoever restores them.

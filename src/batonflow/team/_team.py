@@ -25,7 +25,7 @@ from ..adk import (
 from ..adk.loop import ModelRetry, ModelStep
 from ..errors import ResumeError, UserError
 from ..graph import FlowContext, FlowEngine, Graph, GraphHost, GraphSpec, NodeType
-from ..models import ChatModel
+from ..models import ChatModel, as_model
 from ..schema import Message, assistant
 from ..trace import TeamEnd, TeamStart
 from ._a2a import A2AProtocol
@@ -70,7 +70,7 @@ class TeamAgent:
         *,
         name: str = "team_agent",
         description: str = "",
-        model: ChatModel | None = None,
+        model: ChatModel | str | None = None,
         members: Sequence[Agent | Member] = (),
         protocol: str | TeamProtocol = "hierarchical",
         max_turns: int = 8,
@@ -91,7 +91,7 @@ class TeamAgent:
         )
         self.name = name
         self.description = description
-        self.model = model
+        self.model = None if model is None else as_model(model, f"TeamAgent '{name}' model")
         self.finish_marker = finish_marker if finish_marker else f"[{name.upper()}_FINISH]"
         self.config = TeamConfig(
             name=name,
@@ -120,7 +120,7 @@ class TeamAgent:
             raise UserError(
                 f"team '{name}': protocol {self.protocol.name} has a supervisor: expected a model, got None"
             )
-        self._step = _supervisor_step(model, name, max_retries, retry_delay)
+        self._step = _supervisor_step(self.model, name, max_retries, retry_delay)
 
     def __repr__(self) -> str:
         return (

@@ -14,6 +14,7 @@ from ._function import StreamingFunctionTool as StreamingFunctionTool
 from ._function import ToolLike as ToolLike
 from ._function import as_tool as as_tool
 from ._function import as_tools as as_tools
+from ._function import check_arguments as check_arguments
 from ._function import tool as tool
 from ._interrupt import InterruptSignal as InterruptSignal
 from ._interrupt import InterruptState as InterruptState
@@ -49,6 +50,7 @@ __all__ = [
     "ToolLike",
     "as_tool",
     "as_tools",
+    "check_arguments",
     "check_model_json",
     "decode_model_json",
     "format_address",

@@ -83,6 +83,10 @@ class Arguments:
                 kwargs[name] = value
         return args, kwargs
 
+    def check(self, arguments: str) -> None:
+        """Refuse ``arguments`` as ``bind`` would (``ToolArgumentsError``), without making the call."""
+        self._validate(arguments)
+
     def _validate(self, arguments: str) -> BaseModel:
         try:
             check_model_json(arguments)

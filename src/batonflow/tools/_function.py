@@ -14,14 +14,16 @@ from typing import Any, Generic, ParamSpec, TypeAlias, TypeVar, cast, overload
 
 import pydantic_core
 
-from ..errors import UserError
+from ..errors import ModelJSONError, ToolArgumentsError, UserError
 from ..schema import Stream, ToolInfo
 from ._arguments import Arguments
 from ._context import ToolContext
 from ._docstring import parse_docstring
+from ._json import check_model_json, parse_model_json
 from ._protocols import Tool
+from .feedback import describe_json_value
 
-__all__ = ["FunctionTool", "StreamingFunctionTool", "ToolLike", "as_tool", "as_tools", "tool"]
+__all__ = ["FunctionTool", "StreamingFunctionTool", "ToolLike", "as_tool", "as_tools", "check_arguments", "tool"]
 
 P = ParamSpec("P")
 R = TypeVar("R")
@@ -67,6 +69,10 @@ class FunctionTool(Generic[P, R]):
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}(name={self.info.name!r})"
+
+    def check_arguments(self, arguments: str) -> None:
+        """Refuse ``arguments`` the call would refuse (``ToolArgumentsError``): JSON, then ``fn``'s signature."""
+        self._arguments.check(arguments)
 
     async def invoke(self, arguments: str, ctx: ToolContext | None = None) -> str:
         args, kwargs = self._arguments.bind(arguments, ctx)
@@ -152,6 +158,30 @@ def as_tool(candidate: object, *, where: str = "tool") -> Tool:
         return tool(candidate)
     except UserError as error:
         raise UserError(f"{where}: {error}") from None
+
+
+def check_arguments(tool: Tool, arguments: str) -> ToolArgumentsError | None:
+    """Why ``tool`` would refuse a call with ``arguments``, before it is made (None when it would not): its own
+    check when it has one (a ``FunctionTool`` checks the signature's schema), else that they are a JSON object."""
+    own = getattr(tool, "check_arguments", None)
+    name = tool.info.name
+    try:
+        if callable(own):
+            own(arguments)
+            return None
+        check_model_json(arguments)
+        value = parse_model_json(arguments) if arguments.strip() else {}
+    except ToolArgumentsError as refused:
+        return refused
+    except ModelJSONError as error:
+        return _refusal(name, str(error))
+    return (
+        None if isinstance(value, dict) else _refusal(name, f"expected a JSON object, got {describe_json_value(value)}")
+    )
+
+
+def _refusal(name: str, detail: str) -> ToolArgumentsError:
+    return ToolArgumentsError(f"Invalid arguments for tool [{name}]: {detail}", tool_name=name)
 
 
 def as_tools(candidates: Iterable[object], *, owner: str) -> list[Tool]:

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ...errors import ResumeError, UserError
-from ...models import ChatModel, ModelSettings, ToolChoice
+from ...models import ChatModel, ModelSettings, ToolChoice, as_model
 from ...schema import Message, ToolCall
 from ...tools import Tool, ToolContext, ToolLike, as_tools
 from .._builtin import ExitTool, TransferToAgentTool, transfer_instruction
@@ -48,7 +48,7 @@ class ModelAgent:
         self,
         *,
         name: str,
-        model: ChatModel,
+        model: ChatModel | str,
         policy: LoopPolicy,
         description: str = "",
         instruction: str = "",
@@ -68,7 +68,7 @@ class ModelAgent:
         self.name = name
         self.description = description
         self.instruction = instruction
-        self.model = model
+        self.model = as_model(model, f"{kind} '{name}' model")
         self.policy = policy
         self.tools = as_tools(tools, owner=f"{kind} '{name}'")
         self.return_directly = frozenset(return_directly)

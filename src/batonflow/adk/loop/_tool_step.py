@@ -3,7 +3,8 @@
 The calls that have not finished yet run (all of them, unless resuming): concurrently on a task group, or one
 after another when the agent says so; a lone call, or calls in sequence, run without tasks. Their result events
 come out in completion order, the return-directly one held back to be last, and the transcript keeps the calls'
-order. A tool's interrupt is an outcome like a result — the other calls go on — and the round ends in
+order. When batch hooks (an approval) are set, calls whose arguments their tool refuses are answered with the
+refusal first, and the hooks see only the others. A tool's interrupt is an outcome like a result — the other calls go on — and the round ends in
 ``Interrupt``; an exception the policy does not turn into an observation ends it in ``Fail`` and cancels what
 still runs. The step yields the events to pass on, then at most one outcome; none means "ask the model again".
 """
@@ -17,7 +18,7 @@ from typing import Any, NamedTuple
 
 from ...errors import StepRecordError
 from ...schema import Message, Stream, ToolCall, assistant, tool_message
-from ...tools import AddressSegment, InterruptSignal, ToolContext
+from ...tools import AddressSegment, InterruptSignal, ToolContext, check_arguments
 from .._context import RunContext
 from .._events import AgentAction, AgentEvent, event_from_message
 from ._middleware import ToolBatch
@@ -50,7 +51,7 @@ async def tool_step(
     interrupts: list[InterruptSignal] = []
     notes: dict[str, str] = {}
     if setup.before_tools and todo:
-        todo, notes, answered = await _before_tools(state, setup, ctx, todo, interrupts)
+        todo, notes, answered = await _before_tools(state, setup, policy, ctx, todo, interrupts)
         for answer in answered:
             yield answer
         if answered and isinstance(answered[-1], Answer):
@@ -140,22 +141,52 @@ async def _conclude(
 
 
 async def _before_tools(
-    state: ReactState, setup: AgentSetup, ctx: RunContext, todo: list[ToolCall], interrupts: list[InterruptSignal]
+    state: ReactState,
+    setup: AgentSetup,
+    policy: LoopPolicy,
+    ctx: RunContext,
+    todo: list[ToolCall],
+    interrupts: list[InterruptSignal],
 ) -> tuple[list[ToolCall], dict[str, str], list[StepItem]]:
     """The ``before_tools`` hooks on the calls to run: the calls left, the notes for their results, and what to
-    pass on (the results of calls a hook answered, ending in ``Answer`` when a hook ended the run). A hook that
-    interrupts holds the whole batch: nothing runs."""
+    pass on (the refusals of calls whose arguments do not validate, which the hooks never see, and the results of
+    calls a hook answered, ending in ``Answer`` when a hook ended the run). A hook that interrupts holds the whole
+    batch: nothing runs."""
+    todo, refused = _refused(state, setup, policy, todo)
+    if not todo:
+        return [], {}, refused
     batch = ToolBatch(calls=todo, ctx=ctx, address=_batch_address(ctx, state))
     try:
         for hook in setup.before_tools:
             await _maybe(hook(batch))
     except InterruptSignal as suspended:
         interrupts.append(suspended)
-        return [], {}, []
-    answered = _answered(state, batch, todo)
+        return [], {}, refused
+    answered = [*refused, *_answered(state, batch, todo)]
     if batch.final_answer is not None:
         return [], {}, answered
     return [c for c in batch.calls if c.id not in state.completed], batch.notes, answered
+
+
+def _refused(
+    state: ReactState, setup: AgentSetup, policy: LoopPolicy, todo: list[ToolCall]
+) -> tuple[list[ToolCall], list[StepItem]]:
+    """The calls whose arguments their tool refuses (invalid JSON, or not what its schema says) answered with the
+    refusal, as the call itself would be, before the ``before_tools`` hooks see the batch: an approval is never
+    asked for a call that cannot run. The calls left, and the refusals' events."""
+    left: list[ToolCall] = []
+    events: list[StepItem] = []
+    for call in todo:
+        tool = setup.tools.get(call.function.name)
+        refusal = None if tool is None else check_arguments(tool, call.function.arguments)
+        observed = None if refusal is None else policy.tool_failure(call, refusal, setup)
+        if observed is None:  # valid, or a refusal the policy ends the run on: the call itself does that
+            left.append(call)
+            continue
+        answered = tool_message(observed, tool_call_id=call.id, tool_name=call.function.name)
+        state.completed[call.id] = ToolResult(message=answered)
+        events.append(_tool_event(answered, None))
+    return left, events
 
 
 def _answered(state: ReactState, batch: ToolBatch, todo: list[ToolCall]) -> list[StepItem]:
