@@ -250,6 +250,9 @@ def serve(
     """Serve the agents over HTTP: the API, SSE streams and the OpenAI-compatible endpoint (uvicorn)."""
     from ._serve import serve as run_server
 
+    if backend == "dbos":
+        _refuse_memory_store(store, "serve --backend dbos")
+
     run_server(
         target,
         host=host,
@@ -270,12 +273,14 @@ def worker(
     database_url: Annotated[
         str, typer.Option(envvar="BATONFLOW_DATABASE_URL", help="the PostgreSQL URL of the DBOS system database")
     ],
+    store: Annotated[
+        str, typer.Option(help="where checkpoints and sessions live, shared by the API: sqlite:PATH or postgres:URL")
+    ],
     concurrency: Annotated[int, typer.Option(min=1, help="segments this worker runs at once")] = 100,
     branch_concurrency: Annotated[
         int | None,
         typer.Option(min=1, help="branches of distributed parallel agents it runs at once (--concurrency if omitted)"),
     ] = None,
-    store: Store = "memory",
     app_version: Annotated[
         str | None, typer.Option(help="the application version it runs (batonflow's pinned one when omitted)")
     ] = None,
@@ -304,9 +309,18 @@ def worker(
     max_attempts: Annotated[
         int, typer.Option(min=1, help="starts of a segment whose workers died before it fails (a poison tool)")
     ] = 3,
+    grace: Annotated[
+        float,
+        typer.Option(
+            min=0,
+            help="on SIGTERM: seconds running segments get to finish before the rest go back to the queue",
+        ),
+    ] = 20.0,
 ) -> None:
     """Run segments of the DBOS backend: a worker process for the agents (the dbos extra)."""
     from ._worker import work
+
+    _refuse_memory_store(store, "worker")
 
     work(
         target,
@@ -321,7 +335,21 @@ def worker(
         lease_ttl=lease_ttl,
         step_mode=step_mode,
         max_attempts=max_attempts,
+        grace=grace,
     )
+
+
+def _refuse_memory_store(store: str, command: str) -> None:
+    """Exit 2 on ``--store memory`` with the DBOS backend: a run paused in one process could not be resumed by
+    another."""
+    if store == "memory":
+        typer.echo(
+            f"batonflow {command}: --store memory cannot be used with the DBOS backend (a paused run's checkpoint "
+            "would live in one process, unresumable by the others); use --store postgres:URL, or sqlite:PATH on "
+            "one machine",
+            err=True,
+        )
+        raise typer.Exit(2)
 
 
 @app.command()

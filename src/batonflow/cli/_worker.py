@@ -1,5 +1,6 @@
 """``batonflow worker``: a worker process of the DBOS backend, running the segments API processes enqueue (the
-``dbos`` extra). It stops on SIGTERM or Ctrl-C, after DBOS let go of the database."""
+``dbos`` extra). SIGTERM or Ctrl-C drains it (``DBOSWorker.stop``): it takes no more segments, gives the running
+ones ``--grace`` seconds, hands the rest back to the queue and exits 0; a second signal stops it at once."""
 
 from __future__ import annotations
 
@@ -30,6 +31,7 @@ def work(
     events_url: str | None = None,
     step_mode: bool = False,
     max_attempts: int = 3,
+    grace: float = 20.0,
 ) -> None:
     """Run a worker for the agents of ``target`` until it is told to stop."""
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(levelname)s %(message)s")
@@ -48,6 +50,7 @@ def work(
         session_store=sessions,
         step_mode=step_mode,
         max_attempts=max_attempts,
+        grace=grace,
         events=None if where is None else event_log_at(where),
         **extra,
     )
