@@ -33,6 +33,19 @@ app.add_typer(checkpoints, name="checkpoints")
 Url = Annotated[str, typer.Option(envvar="BATONFLOW_URL", help="the server's base URL")]
 Token = Annotated[str | None, typer.Option(envvar="BATONFLOW_TOKEN", help="the server's bearer token")]
 Store = Annotated[str, typer.Option(help="where checkpoints and sessions live: memory, sqlite:PATH or postgres:URL")]
+DatabaseUrl = Annotated[
+    str, typer.Option(envvar="BATONFLOW_DATABASE_URL", help="the PostgreSQL URL of the DBOS system database")
+]
+WorkerStore = Annotated[
+    str, typer.Option(help="where checkpoints and sessions live, shared by the API: sqlite:PATH or postgres:URL")
+]
+Grace = Annotated[
+    float, typer.Option(min=0, help="on SIGTERM: seconds running segments get before the rest go back to the queue")
+]
+DbPool = Annotated[
+    int | None,
+    typer.Option(min=1, envvar="BATONFLOW_DB_POOL", help="connections DBOS's pool may hold to the database (DBOS: 20)"),
+]
 Target = Annotated[
     str, typer.Argument(help="module:attr — an agent or a graph, a mapping or list of them, or a factory")
 ]
@@ -249,9 +262,10 @@ def serve(
 ) -> None:
     """Serve the agents over HTTP: the API, SSE streams and the OpenAI-compatible endpoint (uvicorn)."""
     from ._serve import serve as run_server
+    from ._target import refuse_memory_store
 
     if backend == "dbos":
-        _refuse_memory_store(store, "serve --backend dbos")
+        refuse_memory_store(store, "serve --backend dbos")
 
     run_server(
         target,
@@ -270,12 +284,8 @@ def serve(
 @app.command()
 def worker(
     target: Target,
-    database_url: Annotated[
-        str, typer.Option(envvar="BATONFLOW_DATABASE_URL", help="the PostgreSQL URL of the DBOS system database")
-    ],
-    store: Annotated[
-        str, typer.Option(help="where checkpoints and sessions live, shared by the API: sqlite:PATH or postgres:URL")
-    ],
+    database_url: DatabaseUrl,
+    store: WorkerStore,
     concurrency: Annotated[int, typer.Option(min=1, help="segments this worker runs at once")] = 100,
     branch_concurrency: Annotated[
         int | None,
@@ -309,18 +319,11 @@ def worker(
     max_attempts: Annotated[
         int, typer.Option(min=1, help="starts of a segment whose workers died before it fails (a poison tool)")
     ] = 3,
-    grace: Annotated[
-        float,
-        typer.Option(
-            min=0,
-            help="on SIGTERM: seconds running segments get to finish before the rest go back to the queue",
-        ),
-    ] = 20.0,
+    grace: Grace = 20.0,
+    db_pool: DbPool = None,
 ) -> None:
     """Run segments of the DBOS backend: a worker process for the agents (the dbos extra)."""
     from ._worker import work
-
-    _refuse_memory_store(store, "worker")
 
     work(
         target,
@@ -336,27 +339,13 @@ def worker(
         step_mode=step_mode,
         max_attempts=max_attempts,
         grace=grace,
+        db_pool=db_pool,
     )
-
-
-def _refuse_memory_store(store: str, command: str) -> None:
-    """Exit 2 on ``--store memory`` with the DBOS backend: a run paused in one process could not be resumed by
-    another."""
-    if store == "memory":
-        typer.echo(
-            f"batonflow {command}: --store memory cannot be used with the DBOS backend (a paused run's checkpoint "
-            "would live in one process, unresumable by the others); use --store postgres:URL, or sqlite:PATH on "
-            "one machine",
-            err=True,
-        )
-        raise typer.Exit(2)
 
 
 @app.command()
 def segments(
-    database_url: Annotated[
-        str, typer.Option(envvar="BATONFLOW_DATABASE_URL", help="the PostgreSQL URL of the DBOS system database")
-    ],
+    database_url: DatabaseUrl,
     failed: Annotated[bool, typer.Option("--failed", help="the segments given up after the recovery limit")] = False,
     limit: Annotated[int, typer.Option(min=1, help="at most this many, newest first")] = 100,
 ) -> None:

@@ -12,7 +12,7 @@ from types import FrameType
 
 from ..distributed import DBOSBackend, DBOSWorker, event_log_at
 from ..store import MemoryCheckpointStore
-from ._target import chosen_events_url, load_target, open_stores
+from ._target import chosen_events_url, load_target, open_stores, refuse_memory_store
 
 __all__ = ["failed_segments", "work"]
 
@@ -32,8 +32,10 @@ def work(
     step_mode: bool = False,
     max_attempts: int = 3,
     grace: float = 20.0,
+    db_pool: int | None = None,
 ) -> None:
     """Run a worker for the agents of ``target`` until it is told to stop."""
+    refuse_memory_store(store, "worker")
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(levelname)s %(message)s")
     where = chosen_events_url(events_url, redis_url)
     checkpoints, sessions = open_stores(store)
@@ -51,6 +53,7 @@ def work(
         step_mode=step_mode,
         max_attempts=max_attempts,
         grace=grace,
+        db_pool=db_pool,
         events=None if where is None else event_log_at(where),
         **extra,
     )

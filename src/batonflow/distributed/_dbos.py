@@ -46,7 +46,7 @@ from ._attempts import SegmentAttempts
 from ._branches import BRANCH_QUEUE, BRANCH_WORKFLOW, PoolBranches
 from ._checks import count, seconds
 from ._dbosbackend import APP_VERSION, QUEUE, RESULT_POLL, WORKFLOW, DBOSBackend, check_version
-from ._drain import STOP_WAIT, Drain, stop_taking
+from ._drain import Drain
 from ._events import EventLog, Kind
 from ._frames import Frame
 from ._segment import EventSink, SegmentOutcome, SegmentRequest, run_segment
@@ -73,7 +73,8 @@ class DBOSWorker:
     poison tool) ends failed without running (``SegmentAttempts``). With ``step_mode`` (``StepMode``), a segment
     re-run after a crash runs again only the calls that were in flight. ``stop`` drains it (``Drain``): no more
     segments, ``grace`` seconds for the running ones, then the rest stop at a safe point and go back to the queue
-    for another worker; a second ``stop`` stops at once."""
+    for another worker; a second ``stop`` stops at once. ``db_pool`` caps DBOS's own connection pool (DBOS's
+    default, 20, when None): the largest share of a worker's connections (docs/distributed.md, *Connections*)."""
 
     after_sweep_claim: ClassVar[Callable[[str], None] | None] = None
     """A seam for fault tests: called with a dead worker's executor id between the sweep's claim of it and the
@@ -96,6 +97,7 @@ class DBOSWorker:
         step_mode: bool = False,
         max_attempts: int = 3,
         grace: float = 20.0,
+        db_pool: int | None = None,
     ) -> None:
         count("concurrency", concurrency)
         self.max_attempts = count("max_attempts", max_attempts)
@@ -115,6 +117,7 @@ class DBOSWorker:
         self.events = events
         self.database_url = database_url
         self.concurrency = concurrency
+        self.db_pool = None if db_pool is None else count("db_pool", db_pool)
         self.app_version = app_version
         self.executor_id = executor_id or f"{socket.gethostname()}-{os.getpid()}-{uuid.uuid4().hex[:8]}"
         self._stop = threading.Event()
@@ -177,6 +180,7 @@ class DBOSWorker:
                     "executor_id": self.executor_id,
                     "serializer": CodecSerializer(),
                     "notification_listener_polling_interval_sec": RESULT_POLL,
+                    **({} if self.db_pool is None else {"sys_db_pool_size": self.db_pool}),
                 }
             )
             try:
@@ -211,92 +215,22 @@ class DBOSWorker:
                 if sweeper.swept:
                     break
             if not sweeper.swept:
-                self._drain(sweeper)
+                self.drain.run(lambda: self._beat(sweeper), every=min(1.0, self.lease_ttl / 4))
                 drained = True
         finally:
             self.shutdown()
             if drained:
-                self._hand_back(sweeper)
+                self.drain.hand_back(self.database_url, (QUEUE, BRANCH_QUEUE), sweeper.retire)
             sweeper.close()
             self.attempts.close()
         if sweeper.swept:
             sweeper.check()  # raises: this worker was declared dead
 
-    def _drain(self, sweeper: Sweeper) -> None:
-        """Take no more segments, give the running ones the grace, then halt the rest at a safe point (at once
-        on a second ``stop``); the heartbeat is renewed throughout, so nobody sweeps this worker meanwhile."""
-        drain = self.drain
-        stop_taking()
-        _log.info(
-            "worker %s: draining: no more segments, %d running get %g s to finish",
-            self.executor_id,
-            drain.running,
-            drain.grace,
-        )
-        self._wait(sweeper, drain.grace)
-        urgent = drain.urgent.is_set()
-        if drain.running:
-            _log.warning(
-                "worker %s: %d segments still running: stopping them %s",
-                self.executor_id,
-                drain.running,
-                "at once" if urgent else "at their next safe point",
-            )
-        drain.halt(cancel=urgent)
-        if not self._wait(sweeper, STOP_WAIT):
-            drain.halt(cancel=True)  # no safe point reached (a tool that does not return): cut them short
-            self._wait(sweeper, STOP_WAIT)
-
-    def _wait(self, sweeper: Sweeper, within: float) -> bool:
-        """Renew the heartbeat until no segment runs (True), ``within`` seconds passed or the drain turned
-        urgent (False)."""
-        deadline = time.monotonic() + within
-        beat = 0.0
-        while self.drain.running:
-            if time.monotonic() >= deadline or (self.drain.urgent.is_set() and not self.drain.halted):
-                return False
-            if time.monotonic() >= beat:
-                self._beat(sweeper)
-                beat = time.monotonic() + min(1.0, self.lease_ttl / 4)
-            time.sleep(0.02)
-        return True
-
-    def _hand_back(self, sweeper: Sweeper) -> None:
-        """Put this worker's pending segments back on their queues, then drop its heartbeat row: another worker
-        takes them at once. Runs once DBOS let go of them, through a client of the database."""
-        client = DBOSClient(system_database_url=self.database_url, serializer=CodecSerializer())
-        try:
-            pending = client.list_workflows(
-                status="PENDING",
-                executor_id=self.executor_id,
-                queue_name=[QUEUE, BRANCH_QUEUE],
-                load_input=False,
-                load_output=False,
-            )
-            for workflow in pending:
-                client.resume_workflow(workflow.workflow_id, queue_name=workflow.queue_name)
-            sweeper.retire()
-        except Exception:
-            _log.warning(
-                "worker %s: could not hand its segments back: they move when its heartbeat lapses",
-                self.executor_id,
-                exc_info=True,
-            )
-            return
-        finally:
-            client.destroy()
-        _log.info(
-            "worker %s: drained: %d segments handed back %s",
-            self.executor_id,
-            len(pending),
-            [w.workflow_id for w in pending],
-        )
-
     def _tend(self, sweeper: Sweeper) -> None:
         """One turn of the worker's housekeeping: heartbeat, sweep, refusals. A database that does not answer
         is logged and tried again next turn (DBOS's own threads retry too)."""
         try:
-            if self._beat(sweeper) != "swept":
+            if self._beat(sweeper) in ("renewed", "lapsed"):  # not after a failure: the database may hang
                 sweeper.sweep()
                 self.refuse_foreign()
         except Exception:

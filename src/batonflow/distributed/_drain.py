@@ -21,14 +21,21 @@ The stages, in the worker's main thread (``DBOSWorker.run``), while its heartbea
 from __future__ import annotations
 
 import asyncio
+import logging
 import threading
+import time
+from collections.abc import Callable
 from typing import Any
 
 import dbos._dbos as dbos_core
+from dbos import DBOSClient
 
 from ..errors import LeaseLostError
+from ._serializer import CodecSerializer
 
 __all__ = ["STOP_WAIT", "Drain", "stop_taking"]
+
+_log = logging.getLogger("batonflow.distributed")
 
 STOP_WAIT = 5.0  # seconds the halted segments have to reach a safe point before they are cancelled
 
@@ -100,6 +107,70 @@ class Drain:
             running = list(self._running.values())
         for loop, task in running:
             loop.call_soon_threadsafe(task.cancel)
+
+    def run(self, beat: Callable[[], object], *, every: float) -> None:
+        """Stages 1 to 3, calling ``beat`` (the heartbeat's renewal) every ``every`` seconds throughout."""
+        stop_taking()
+        _log.info(
+            "worker %s: draining: no more segments, %d running get %g s to finish",
+            self.executor_id,
+            self.running,
+            self.grace,
+        )
+        self._wait(beat, every, self.grace)
+        urgent = self.urgent.is_set()
+        if self.running:
+            _log.warning(
+                "worker %s: %d segments still running: stopping them %s",
+                self.executor_id,
+                self.running,
+                "at once" if urgent else "at their next safe point",
+            )
+        self.halt(cancel=urgent)
+        if not self._wait(beat, every, STOP_WAIT):
+            self.halt(cancel=True)  # no safe point reached (a tool that does not return): cut them short
+            self._wait(beat, every, STOP_WAIT)
+
+    def _wait(self, beat: Callable[[], object], every: float, within: float) -> bool:
+        """Renew the heartbeat until no segment runs (True), ``within`` seconds passed or, before the halt, the
+        drain turned urgent (False)."""
+        deadline = time.monotonic() + within
+        due = 0.0
+        while self.running:
+            if time.monotonic() >= deadline or (self.urgent.is_set() and not self.halted):
+                return False
+            if time.monotonic() >= due:
+                beat()
+                due = time.monotonic() + every
+            time.sleep(0.02)
+        return True
+
+    def hand_back(self, database_url: str, queues: tuple[str, ...], retire: Callable[[], None]) -> None:
+        """Stage 4, once DBOS let go: this worker's pending segments back on ``queues``, then ``retire`` (its
+        heartbeat row dropped). On a failure the segments move when the heartbeat lapses, as a dead worker's."""
+        client = DBOSClient(system_database_url=database_url, serializer=CodecSerializer())
+        try:
+            pending = client.list_workflows(
+                status="PENDING",
+                executor_id=self.executor_id,
+                queue_name=list(queues),
+                load_input=False,
+                load_output=False,
+            )
+            for workflow in pending:
+                client.resume_workflow(workflow.workflow_id, queue_name=workflow.queue_name)
+            retire()
+        except Exception:
+            _log.warning(
+                "worker %s: could not hand its segments back: they move when its heartbeat lapses",
+                self.executor_id,
+                exc_info=True,
+            )
+            return
+        finally:
+            client.destroy()
+        moved = [w.workflow_id for w in pending]
+        _log.info("worker %s: drained: %d segments handed back %s", self.executor_id, len(moved), moved)
 
     def stopped(self, status: str, error: str | None) -> bool:
         """Whether a segment that ended with ``status`` and ``error`` was stopped by the halt (and must park)."""
