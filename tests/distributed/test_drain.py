@@ -12,9 +12,10 @@ import uuid
 import pytest
 
 from batonflow.cli import main
-from batonflow.distributed import DBOSBackend, RedisEventLog, SegmentOutcome, SegmentRequest
+from batonflow.distributed import DBOSBackend, DBOSWorker, RedisEventLog, SegmentOutcome, SegmentRequest
+from batonflow.errors import UserError
 from batonflow.schema import user
-from batonflow.store import PostgresCheckpointStore
+from batonflow.store import PostgresCheckpointStore, SqliteCheckpointStore
 
 from .apps import STEPS
 from .conftest import REDIS_URL, Cluster, Worker
@@ -176,3 +177,9 @@ def test_the_memory_store_is_refused_with_the_dbos_backend(args: list[str], caps
 def test_the_worker_asks_for_a_store(capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["worker", "tests.distributed.apps:agents", "--database-url", "postgresql://nowhere/x"]) == 2
     assert "--store" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize(("option", "value"), [("grace", -1), ("grace", "20"), ("db_pool", 0), ("db_pool", 2.5)])
+def test_a_grace_or_pool_size_out_of_range_is_refused(option: str, value: object) -> None:
+    with pytest.raises(UserError, match=option):
+        DBOSWorker({}, SqliteCheckpointStore(":memory:"), database_url="postgresql://x/y", **{option: value})  # type: ignore[arg-type]

@@ -176,8 +176,11 @@ async def test_sqlite_waits_for_the_disk_as_synchronous_says(
     async with kind(tmp_path / "c.db", **options) as store:
         assert await store.claim("run-1", "worker-a", 30)  # the writer's connection
         assert await store.holder("run-1") is not None  # the reader's
-        if kind is SqliteSessionStore:  # its lease needs no wait for the disk: the level of a save is the store's
+        # a lease needs no wait for the disk: the level of a save is the store's
+        if kind is SqliteSessionStore:
             await store.set_state("run-1", SessionState())
+        else:
+            await store.set("run-2", b"saved")
         # 2 is FULL (wait for the disk at every commit), 1 NORMAL, on both connections.
         assert [conn.execute("PRAGMA synchronous").fetchone() for conn in sqlite_connections] == [(level,), (level,)]
 
