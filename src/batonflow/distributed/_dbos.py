@@ -47,7 +47,7 @@ from ._branches import BRANCH_QUEUE, BRANCH_WORKFLOW, PoolBranches
 from ._checks import count, seconds
 from ._dbosbackend import APP_VERSION, QUEUE, RESULT_POLL, WORKFLOW, DBOSBackend, check_version
 from ._drain import Drain
-from ._events import EventLog, Kind
+from ._events import EventLog, Kind, watch_cancels
 from ._frames import Frame
 from ._segment import EventSink, SegmentOutcome, SegmentRequest, run_segment
 from ._serializer import CodecSerializer
@@ -336,7 +336,7 @@ class DBOSWorker:
             await self._publish(log, run, sid, frame.seq, "event", frame.record())
 
         task = asyncio.ensure_future(self._counted(request, sid, publish, attempt))
-        watcher = asyncio.ensure_future(log.watch_cancel(sid, task))
+        watcher = asyncio.ensure_future(watch_cancels(log, sid, task))
         try:
             outcome = await self._tracked(sid, task)
         finally:
@@ -466,7 +466,7 @@ class DBOSWorker:
         # The task starts with a copy of this context: a distributed parallel agent inside goes to the pool too.
         with dispatching(PoolBranches(self, bid, agent)):
             task = asyncio.ensure_future(run_branch(root, branch))
-        watcher = asyncio.ensure_future(self.events.watch_cancel(bid, task)) if self.events is not None else None
+        watcher = asyncio.ensure_future(watch_cancels(self.events, bid, task)) if self.events is not None else None
         try:
             return await task
         finally:
