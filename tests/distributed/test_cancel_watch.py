@@ -9,8 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from batonflow.distributed import RedisEventLog
-from batonflow.distributed._events import watch_cancels
+from batonflow.distributed import RedisEventLog, watch_cancels
 
 from .test_event_outage import ThrowawayRedis
 

@@ -186,6 +186,24 @@ async def test_sqlite_waits_for_the_disk_as_synchronous_says(
 
 
 @pytest.mark.parametrize("kind", [SqliteCheckpointStore, SqliteSessionStore])
+async def test_sqlite_lease_claims_and_renewals_do_not_wait_for_the_disk(
+    tmp_path: Path, sqlite_connections: list[sqlite3.Connection], kind: Any
+) -> None:
+    async with kind(tmp_path / "c.db") as store:  # FULL: a save waits for the disk
+        assert await store.claim("run-1", "worker-a", 30)
+        writer = sqlite_connections[0]  # opened by the first write
+        claimed = writer.execute("PRAGMA synchronous").fetchone()
+        if kind is SqliteSessionStore:
+            await store.set_state("run-2", SessionState())
+        else:
+            await store.set("run-2", b"saved")
+        saved = writer.execute("PRAGMA synchronous").fetchone()
+        assert await store.renew("run-1", "worker-a", 30)
+        renewed = writer.execute("PRAGMA synchronous").fetchone()
+    assert (claimed, saved, renewed) == ((1,), (2,), (1,))  # NORMAL, FULL, NORMAL
+
+
+@pytest.mark.parametrize("kind", [SqliteCheckpointStore, SqliteSessionStore])
 @pytest.mark.parametrize("synchronous", ["OFF", "normal", "EXTRA", 1])
 def test_sqlite_synchronous_is_full_or_normal(tmp_path: Path, kind: Any, synchronous: object) -> None:
     with pytest.raises(UserError) as caught:

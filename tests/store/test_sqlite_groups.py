@@ -20,7 +20,6 @@ import pytest
 from batonflow.errors import StoreError
 from batonflow.schema import user
 from batonflow.store import SqliteCheckpointStore, SqliteSessionStore
-from batonflow.store._sqlite_conn import SqliteConnection
 
 
 def commits_in_wal(path: Path) -> int:
@@ -179,24 +178,3 @@ async def test_closing_runs_the_calls_already_queued(tmp_path: Path) -> None:
     assert len(stored(path)) == 50
     with pytest.raises(StoreError, match="the store is closed"):
         await store.set("late", b"data")
-
-
-@pytest.mark.parametrize("kind", [SqliteCheckpointStore, SqliteSessionStore])
-async def test_claims_and_renewals_of_a_lease_do_not_wait_for_the_disk(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, kind: type[SqliteCheckpointStore | SqliteSessionStore]
-) -> None:
-    store = kind(tmp_path / "s.db")
-    writes: list[tuple[str, bool]] = []
-    run = SqliteConnection.run
-
-    async def recorded(self, operation, fn, *, read=False, durable=True):  # type: ignore[no-untyped-def]
-        writes.append((operation.split()[1], durable))
-        return await run(self, operation, fn, read=read, durable=durable)
-
-    monkeypatch.setattr(SqliteConnection, "run", recorded)
-    try:
-        assert await store.claim("k", "me", 30) and await store.renew("k", "me", 30)
-        assert not await store.renew("k", "other", 30)
-    finally:
-        await store.close()
-    assert [w for w in writes if w[0] in ("claim", "renew")] == [("claim", False), ("renew", False), ("renew", False)]
