@@ -164,6 +164,8 @@ def test_a_worker_that_cannot_reach_postgresql_retries_then_says_where_it_looked
         "tests.distributed.apps:agents",
         "--database-url",
         "postgresql://postgres:secret@127.0.0.1:1/nowhere",
+        "--store",
+        "postgres:postgresql://postgres:secret@127.0.0.1:1/nowhere",
         "--connect-within",
         "1",
     ]

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 from tests.server.conftest import asgi_client, parse_sse
@@ -78,10 +79,15 @@ async def test_with_redis_down_the_run_completes_and_sse_ends_with_its_outcome_a
     ],
 )
 def test_serve_refuses_a_backend_it_cannot_make(
-    options: list[str], message: str, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+    options: list[str],
+    message: str,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+    tmp_path: Path,
 ) -> None:
     monkeypatch.delenv("BATONFLOW_DATABASE_URL", raising=False)
     monkeypatch.delenv("BATONFLOW_REDIS_URL", raising=False)
     monkeypatch.delenv("BATONFLOW_EVENTS_URL", raising=False)
-    assert main(["serve", "tests.distributed.apps:agents", *options]) == 1
+    store = ["--store", f"sqlite:{tmp_path / 'runs.db'}"]  # not memory, which the DBOS backend refuses first
+    assert main(["serve", "tests.distributed.apps:agents", *store, *options]) == 1
     assert capsys.readouterr().err.strip() == f"batonflow: {message}"

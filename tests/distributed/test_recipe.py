@@ -9,10 +9,11 @@ What the test does differently from a reader, and why:
   itself nor with a database a developer made by following the page. Each replaced text must be on the page.
 - **Set-up that is already done.** The page's set-up needs root and apt on a fresh machine. Its ``sudo`` is a
   shell function here (``PRELUDE``) that decides per command: ``apt-get install`` is skipped when PostgreSQL
-  (``pg_isready``) and Redis (``redis-cli ping``) already answer on 127.0.0.1; ``ALTER USER … PASSWORD`` is skipped
-  when the page's URL already logs in with that password (or without one, as trust authentication does), so that
-  the machine's PostgreSQL is not changed for nothing; anything else runs as the user named by ``-u``, through
-  ``sudo`` when there is one, else through ``runuser`` (CI runs as root and has no sudo).
+  (``pg_isready``) and Redis (``redis-cli ping``) already answer on 127.0.0.1; anything else runs as the user named
+  by ``-u``, through ``sudo`` when there is one, else through ``runuser`` (CI runs as root and has no sudo).
+- **A role of its own.** The page's role (``batonflow``) is replaced by a fresh name too, dropped afterwards. The
+  test checks that the processes ran as that role (it owns DBOS's tables), that it is no superuser, and that the
+  ``postgres`` role is as it was before the recipe ran.
 - **A terminal of its own** is a background process whose output goes to a log; the test waits, as a reader would,
   for a worker to say ``taking segments`` and for an API process to answer ``/health``; Ctrl-C is SIGINT.
 """
@@ -48,13 +49,6 @@ sudo() {
         "apt-get install"*)
             if pg_isready -q -h 127.0.0.1 -p 5432 && redis-cli -h 127.0.0.1 -p 6379 ping | grep -q PONG; then
                 echo "recipe: PostgreSQL and Redis answer on 127.0.0.1: skipped: sudo $*"
-                return 0
-            fi ;;
-        *"ALTER USER postgres PASSWORD"*)
-            [[ "$*" =~ PASSWORD\ \'([^\']*)\' ]]
-            if PGPASSWORD="${BASH_REMATCH[1]}" psql -h 127.0.0.1 -U postgres -d postgres -tAc "select 1" >/dev/null 2>&1
-            then
-                echo "recipe: postgres@127.0.0.1 already logs in with that password: skipped: sudo $*"
                 return 0
             fi ;;
     esac
@@ -169,13 +163,18 @@ def _shell(code: str, folder: Path, env: dict[str, str], timeout: float = 120) -
 
 @pytest.fixture
 def database() -> Iterator[str]:
-    """The recipe's database, named for this test; dropped afterwards even when the recipe's own drop did not run."""
+    """The recipe's database and role (one name), named for this test; dropped afterwards even when the recipe's
+    own drops did not run."""
     name = f"bf_recipe_{uuid.uuid4().hex[:10]}"
     try:
         yield name
     finally:
         with psycopg.connect(ADMIN_DSN, autocommit=True) as admin:
             admin.execute(f"DROP DATABASE IF EXISTS {name} WITH (FORCE)")
+            admin.execute(f"DROP ROLE IF EXISTS {name}")
+
+
+_SUPERUSER = "SELECT rolpassword, rolvaliduntil, rolsuper, rolcanlogin FROM pg_authid WHERE rolname = 'postgres'"
 
 
 def test_the_page_holds_the_recipe_this_test_follows() -> None:
@@ -188,6 +187,7 @@ def test_the_page_holds_the_recipe_this_test_follows() -> None:
         ("bash", "run=$(curl -s localhost:8001/runs -H 'Content-Type: application/json' \\"),
         ("bash", "sudo -u postgres dropdb --force batonflow"),
     ]
+    assert "ALTER USER postgres" not in PAGE.read_text()
 
 
 def test_a_missing_text_to_replace_is_a_clear_failure() -> None:
@@ -198,7 +198,11 @@ def test_a_missing_text_to_replace_is_a_clear_failure() -> None:
 def test_the_local_recipe_runs_as_written(tmp_path: Path, database: str) -> None:
     setup, app, workers, apis, follow, cleanup = recipe_blocks(PAGE.read_text())
     ports = {"8001": str(_free_port()), "8002": str(_free_port())}
-    names = {"createdb batonflow": f"createdb {database}", ":5432/batonflow": f":5432/{database}"}
+    names = {
+        "CREATE ROLE batonflow": f"CREATE ROLE {database}",
+        "createdb --owner batonflow batonflow": f"createdb --owner {database} {database}",
+        "postgresql://batonflow:batonflow@127.0.0.1:5432/batonflow": f"postgresql://{database}:batonflow@127.0.0.1:5432/{database}",
+    }
     listen = {f"--port {old}": f"--port {new}" for old, new in ports.items()}
     reach = {f"localhost:{old}": f"localhost:{new}" for old, new in ports.items()}
     (tmp_path / "myapp.py").write_text(app.code + "\n")
@@ -209,6 +213,8 @@ def test_the_local_recipe_runs_as_written(tmp_path: Path, database: str) -> None
         "PYTHONPATH": str(ROOT / "src"),
     }
 
+    with psycopg.connect(ADMIN_DSN) as admin:
+        superuser = admin.execute(_SUPERUSER).fetchone()
     out = _shell(replaced(setup.code, names) + '\nenv -0 > "$RECIPE_ENV"', tmp_path, {**env, "RECIPE_ENV": "env"})
     exported = dict(item.split("=", 1) for item in (tmp_path / "env").read_text().split("\0") if "=" in item)
     env |= {k: v for k, v in exported.items() if k.startswith("BATONFLOW_")}
@@ -225,6 +231,11 @@ def test_the_local_recipe_runs_as_written(tmp_path: Path, database: str) -> None
             terminals.append(Terminal(command, tmp_path, env, f"api-{n}"))
             terminals[-1].until(lambda port=port: _answers(port), f"no answer on port {port}")
         followed = _shell(replaced(follow.code, reach), tmp_path, env, timeout=60)
+        with psycopg.connect(env["BATONFLOW_DATABASE_URL"]) as own:  # the processes' role, over TCP
+            owners = own.execute("SELECT DISTINCT tableowner FROM pg_tables WHERE schemaname = 'dbos'").fetchall()
+            role = own.execute(
+                "SELECT rolsuper, rolcreatedb, rolcreaterole FROM pg_roles WHERE rolname = current_user"
+            ).fetchone()
     finally:
         stopped = [t.interrupt() for t in reversed(terminals)]
     frames = parse_sse(followed.stdout)
@@ -236,7 +247,11 @@ def test_the_local_recipe_runs_as_written(tmp_path: Path, database: str) -> None
     assert frames[0].event == "run" and events[0].data["message"]["tool_calls"][0]["name"] == "ship"
     assert stopped == [0, 0, 0, 0], [t.text()[-2000:] for t in terminals]  # each stopped on Ctrl-C
 
-    _shell(replaced(cleanup.code, {"dropdb --force batonflow": f"dropdb --force {database}"}), tmp_path, env)
+    assert owners == [(database,)] and role == (False, False, False)  # DBOS's tables made by the recipe's role
+    drops = {"dropdb --force batonflow": f"dropdb --force {database}", "dropuser batonflow": f"dropuser {database}"}
+    _shell(replaced(cleanup.code, drops), tmp_path, env)
     with psycopg.connect(ADMIN_DSN) as admin:
         left = admin.execute("SELECT count(*) FROM pg_database WHERE datname = %s", (database,)).fetchone()
-    assert left == (0,)
+        roles = admin.execute("SELECT count(*) FROM pg_roles WHERE rolname = %s", (database,)).fetchone()
+        assert admin.execute(_SUPERUSER).fetchone() == superuser  # the recipe left the postgres role alone
+    assert left == (0,) and roles == (0,)

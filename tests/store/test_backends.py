@@ -176,10 +176,31 @@ async def test_sqlite_waits_for_the_disk_as_synchronous_says(
     async with kind(tmp_path / "c.db", **options) as store:
         assert await store.claim("run-1", "worker-a", 30)  # the writer's connection
         assert await store.holder("run-1") is not None  # the reader's
-        if kind is SqliteSessionStore:  # its lease needs no wait for the disk: the level of a save is the store's
+        # a lease needs no wait for the disk: the level of a save is the store's
+        if kind is SqliteSessionStore:
             await store.set_state("run-1", SessionState())
+        else:
+            await store.set("run-2", b"saved")
         # 2 is FULL (wait for the disk at every commit), 1 NORMAL, on both connections.
         assert [conn.execute("PRAGMA synchronous").fetchone() for conn in sqlite_connections] == [(level,), (level,)]
+
+
+@pytest.mark.parametrize("kind", [SqliteCheckpointStore, SqliteSessionStore])
+async def test_sqlite_lease_claims_and_renewals_do_not_wait_for_the_disk(
+    tmp_path: Path, sqlite_connections: list[sqlite3.Connection], kind: Any
+) -> None:
+    async with kind(tmp_path / "c.db") as store:  # FULL: a save waits for the disk
+        assert await store.claim("run-1", "worker-a", 30)
+        writer = sqlite_connections[0]  # opened by the first write
+        claimed = writer.execute("PRAGMA synchronous").fetchone()
+        if kind is SqliteSessionStore:
+            await store.set_state("run-2", SessionState())
+        else:
+            await store.set("run-2", b"saved")
+        saved = writer.execute("PRAGMA synchronous").fetchone()
+        assert await store.renew("run-1", "worker-a", 30)
+        renewed = writer.execute("PRAGMA synchronous").fetchone()
+    assert (claimed, saved, renewed) == ((1,), (2,), (1,))  # NORMAL, FULL, NORMAL
 
 
 @pytest.mark.parametrize("kind", [SqliteCheckpointStore, SqliteSessionStore])

@@ -27,6 +27,19 @@ app = typer.Typer(
 )
 app.add_typer(checkpoints, name="checkpoints")
 
+DatabaseUrl = Annotated[
+    str, typer.Option(envvar="BATONFLOW_DATABASE_URL", help="the PostgreSQL URL of the DBOS system database")
+]
+WorkerStore = Annotated[
+    str, typer.Option(help="where checkpoints and sessions live, shared by the API: sqlite:PATH or postgres:URL")
+]
+Grace = Annotated[
+    float, typer.Option(min=0, help="on SIGTERM: seconds running segments get before the rest go back to the queue")
+]
+DbPool = Annotated[
+    int | None,
+    typer.Option(min=1, envvar="BATONFLOW_DB_POOL", help="connections DBOS's pool may hold to the database (DBOS: 20)"),
+]
 Target = Annotated[
     str, typer.Argument(help="module:attr — an agent or a graph, a mapping or list of them, or a factory")
 ]
@@ -240,6 +253,10 @@ def serve(
 ) -> None:
     """Serve the agents over HTTP: the API, SSE streams and the OpenAI-compatible endpoint (uvicorn)."""
     from ._serve import serve as run_server
+    from ._target import refuse_memory_store
+
+    if backend == "dbos":
+        refuse_memory_store(store, "serve --backend dbos")
 
     run_server(
         target,
@@ -258,15 +275,13 @@ def serve(
 @app.command()
 def worker(
     target: Target,
-    database_url: Annotated[
-        str, typer.Option(envvar="BATONFLOW_DATABASE_URL", help="the PostgreSQL URL of the DBOS system database")
-    ],
+    database_url: DatabaseUrl,
+    store: WorkerStore,
     concurrency: Annotated[int, typer.Option(min=1, help="segments this worker runs at once")] = 100,
     branch_concurrency: Annotated[
         int | None,
         typer.Option(min=1, help="branches of distributed parallel agents it runs at once (--concurrency if omitted)"),
     ] = None,
-    store: Store = "memory",
     app_version: Annotated[
         str | None, typer.Option(help="the application version it runs (batonflow's pinned one when omitted)")
     ] = None,
@@ -295,6 +310,8 @@ def worker(
     max_attempts: Annotated[
         int, typer.Option(min=1, help="starts of a segment whose workers died before it fails (a poison tool)")
     ] = 3,
+    grace: Grace = 20.0,
+    db_pool: DbPool = None,
 ) -> None:
     """Run segments of the DBOS backend: a worker process for the agents (the dbos extra)."""
     from ._worker import work
@@ -312,14 +329,14 @@ def worker(
         lease_ttl=lease_ttl,
         step_mode=step_mode,
         max_attempts=max_attempts,
+        grace=grace,
+        db_pool=db_pool,
     )
 
 
 @app.command()
 def segments(
-    database_url: Annotated[
-        str, typer.Option(envvar="BATONFLOW_DATABASE_URL", help="the PostgreSQL URL of the DBOS system database")
-    ],
+    database_url: DatabaseUrl,
     failed: Annotated[bool, typer.Option("--failed", help="the segments given up after the recovery limit")] = False,
     limit: Annotated[int, typer.Option(min=1, help="at most this many, newest first")] = 100,
 ) -> None:

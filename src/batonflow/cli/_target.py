@@ -10,6 +10,8 @@ import sys
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+import typer
+
 from ..adk import Agent
 from ..errors import UserError
 from ..graph import Graph
@@ -24,7 +26,7 @@ from ..store import (
     SqliteSessionStore,
 )
 
-__all__ = ["chosen_events_url", "load_target", "open_stores"]
+__all__ = ["chosen_events_url", "load_target", "open_stores", "refuse_memory_store"]
 
 
 def _is_agent(value: Any) -> bool:
@@ -98,3 +100,16 @@ def chosen_events_url(events: str | None, redis: str | None) -> str | None:
             "--events-url: expected it or --redis-url, got both (BATONFLOW_REDIS_URL may have set --redis-url)"
         )
     return events or redis or None
+
+
+def refuse_memory_store(store: str, command: str) -> None:
+    """Exit 2 on ``--store memory`` with the DBOS backend: a run paused in one process could not be resumed by
+    another."""
+    if store == "memory":
+        typer.echo(
+            f"batonflow {command}: --store memory cannot be used with the DBOS backend (a paused run's checkpoint "
+            "would live in one process, unresumable by the others); use --store postgres:URL, or sqlite:PATH on "
+            "one machine",
+            err=True,
+        )
+        raise typer.Exit(2)

@@ -1,5 +1,6 @@
 """``batonflow worker``: a worker process of the DBOS backend, running the segments API processes enqueue (the
-``dbos`` extra). It stops on SIGTERM or Ctrl-C, after DBOS let go of the database."""
+``dbos`` extra). SIGTERM or Ctrl-C drains it (``DBOSWorker.stop``): it takes no more segments, gives the running
+ones ``--grace`` seconds, hands the rest back to the queue and exits 0; a second signal stops it at once."""
 
 from __future__ import annotations
 
@@ -11,7 +12,7 @@ from types import FrameType
 
 from ..distributed import DBOSBackend, DBOSWorker, event_log_at
 from ..store import MemoryCheckpointStore
-from ._target import chosen_events_url, load_target, open_stores
+from ._target import chosen_events_url, load_target, open_stores, refuse_memory_store
 
 __all__ = ["failed_segments", "work"]
 
@@ -30,8 +31,11 @@ def work(
     events_url: str | None = None,
     step_mode: bool = False,
     max_attempts: int = 3,
+    grace: float = 20.0,
+    db_pool: int | None = None,
 ) -> None:
     """Run a worker for the agents of ``target`` until it is told to stop."""
+    refuse_memory_store(store, "worker")
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(levelname)s %(message)s")
     where = chosen_events_url(events_url, redis_url)
     checkpoints, sessions = open_stores(store)
@@ -48,6 +52,8 @@ def work(
         session_store=sessions,
         step_mode=step_mode,
         max_attempts=max_attempts,
+        grace=grace,
+        db_pool=db_pool,
         events=None if where is None else event_log_at(where),
         **extra,
     )

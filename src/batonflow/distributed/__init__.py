@@ -20,6 +20,7 @@ from ._events import EventRecord as EventRecord
 from ._events import Numbering as Numbering
 from ._events import RedisEventLog as RedisEventLog
 from ._events import event_log_at as event_log_at
+from ._events import watch_cancels as watch_cancels
 from ._frames import body_of as body_of
 from ._frames import error_json as error_json
 from ._frames import json_text as json_text
@@ -65,6 +66,7 @@ __all__ = [
     "message_json",
     "run_segment",
     "segment_id",
+    "watch_cancels",
 ]
 
 _DBOS_NAMES = ("APP_VERSION", "CodecSerializer", "DBOSBackend", "DBOSWorker")

@@ -9,7 +9,8 @@ poison segment would go round the pool for ever. The count here is a row per seg
 
 A segment started more than ``max_attempts`` times ends ``failed`` without running, its error naming the segment
 and the attempts; the row stays, with ``failed_at``, and is what ``failed`` lists (``batonflow segments --failed``).
-A segment that ends — any outcome — deletes its row: the count is of attempts that never ended.
+A segment that ends — any outcome — deletes its row: the count is of attempts that never ended. A start that a
+worker's drain stopped and handed back (SIGTERM) is taken back off the count (``uncount``).
 
 Counting is best effort, like step records: a count that cannot be written (the database away) is logged and the
 segment runs, uncounted.
@@ -46,6 +47,7 @@ SET attempts = batonflow_segment_runs.attempts + 1, executor_id = excluded.execu
 RETURNING attempts
 """
 _GIVE_UP = "UPDATE batonflow_segment_runs SET failed_at = now(), error = %s WHERE segment_id = %s"
+_UNCOUNT = "UPDATE batonflow_segment_runs SET attempts = attempts - 1 WHERE segment_id = %s AND failed_at IS NULL"
 _FORGET = "DELETE FROM batonflow_segment_runs WHERE segment_id = %s AND failed_at IS NULL"
 _FAILED = """
 SELECT segment_id, attempts, executor_id, failed_at, error FROM batonflow_segment_runs
@@ -109,6 +111,14 @@ class SegmentAttempts:
                 self._db().execute(_GIVE_UP, (error, segment_id))
         except psycopg.Error as failure:
             _log.warning("segment %s: could not be listed as failed: %s", segment_id, failure)
+
+    def uncount(self, segment_id: str) -> None:
+        """Take back the last start of ``segment_id``: it did not end with its worker gone, a drain stopped it."""
+        try:
+            with self._lock:
+                self._db().execute(_UNCOUNT, (segment_id,))
+        except psycopg.Error as error:
+            _log.warning("segment %s: its drained start stays counted: %s", segment_id, error)
 
     def forget(self, segment_id: str) -> None:
         """The segment ended: its count goes (a failed one stays listed)."""

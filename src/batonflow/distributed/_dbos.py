@@ -46,12 +46,13 @@ from ._attempts import SegmentAttempts
 from ._branches import BRANCH_QUEUE, BRANCH_WORKFLOW, PoolBranches
 from ._checks import count, seconds
 from ._dbosbackend import APP_VERSION, QUEUE, RESULT_POLL, WORKFLOW, DBOSBackend, check_version
-from ._events import EventLog, Kind
+from ._drain import Drain
+from ._events import EventLog, Kind, watch_cancels
 from ._frames import Frame
 from ._segment import EventSink, SegmentOutcome, SegmentRequest, run_segment
 from ._serializer import CodecSerializer
 from ._steps import StepMode
-from ._sweeper import Sweeper
+from ._sweeper import Renewal, Sweeper
 
 __all__ = ["APP_VERSION", "CodecSerializer", "DBOSBackend", "DBOSWorker"]
 
@@ -70,7 +71,10 @@ class DBOSWorker:
     also this worker's fence: its segments run a tool batch, or publish an event, only while it was renewed within
     the ttl (``Sweeper``). A segment started more than ``max_attempts`` times (its workers died each time: a
     poison tool) ends failed without running (``SegmentAttempts``). With ``step_mode`` (``StepMode``), a segment
-    re-run after a crash runs again only the calls that were in flight."""
+    re-run after a crash runs again only the calls that were in flight. ``stop`` drains it (``Drain``): no more
+    segments, ``grace`` seconds for the running ones, then the rest stop at a safe point and go back to the queue
+    for another worker; a second ``stop`` stops at once. ``db_pool`` caps DBOS's own connection pool (DBOS's
+    default, 20, when None): the largest share of a worker's connections (docs/distributed.md, *Connections*)."""
 
     after_sweep_claim: ClassVar[Callable[[str], None] | None] = None
     """A seam for fault tests: called with a dead worker's executor id between the sweep's claim of it and the
@@ -92,6 +96,8 @@ class DBOSWorker:
         session_store: SessionStore | None = None,
         step_mode: bool = False,
         max_attempts: int = 3,
+        grace: float = 20.0,
+        db_pool: int | None = None,
     ) -> None:
         count("concurrency", concurrency)
         self.max_attempts = count("max_attempts", max_attempts)
@@ -102,6 +108,8 @@ class DBOSWorker:
             raise UserError(f"connect_within: expected a number of seconds >= 0, got {connect_within!r}")
         self.connect_within = float(connect_within)
         self.lease_ttl = seconds("lease_ttl", lease_ttl)
+        if isinstance(grace, bool) or not isinstance(grace, int | float) or grace < 0:
+            raise UserError(f"grace: expected a number of seconds >= 0, got {grace!r}")
         check_version(app_version)
         self.agents = dict(agents)
         self.store = checkpoint_store
@@ -109,6 +117,7 @@ class DBOSWorker:
         self.events = events
         self.database_url = database_url
         self.concurrency = concurrency
+        self.db_pool = None if db_pool is None else count("db_pool", db_pool)
         self.app_version = app_version
         self.executor_id = executor_id or f"{socket.gethostname()}-{os.getpid()}-{uuid.uuid4().hex[:8]}"
         self._stop = threading.Event()
@@ -118,6 +127,7 @@ class DBOSWorker:
         self.steps = StepMode(database_url, step_mode)
         self.attempts = SegmentAttempts(database_url)
         self.sweeper: Sweeper | None = None
+        self.drain = Drain(self.executor_id, float(grace))
 
     def launch(self) -> None:
         """Start taking segments (DBOS's threads and loop run them); returns at once."""
@@ -170,6 +180,7 @@ class DBOSWorker:
                     "executor_id": self.executor_id,
                     "serializer": CodecSerializer(),
                     "notification_listener_polling_interval_sec": RESULT_POLL,
+                    **({} if self.db_pool is None else {"sys_db_pool_size": self.db_pool}),
                 }
             )
             try:
@@ -190,22 +201,28 @@ class DBOSWorker:
                 delay = min(delay * 2, 5.0)
 
     def run(self) -> None:
-        """Launch, then work until ``stop`` (SIGTERM, Ctrl-C), saying which waiting segments it refuses. A worker
-        found swept (declared dead while it was paused or cut off) stops, raising ``LeaseLostError``: its segments
-        run elsewhere, and a fresh worker (a new executor id) is what may take segments again."""
+        """Launch, then work until ``stop`` (SIGTERM, Ctrl-C), saying which waiting segments it refuses, and drain.
+        A worker found swept (declared dead while it was paused or cut off) stops, raising ``LeaseLostError``: its
+        segments run elsewhere, and a fresh worker (a new executor id) is what may take segments again."""
         self.launch()
         sweeper = self.sweeper
         assert sweeper is not None
         _log.info("worker %s: taking segments", self.executor_id)
+        drained = False
         try:
             while not self._stop.wait(min(1.0, self.lease_ttl / 4)):
                 self._tend(sweeper)
                 if sweeper.swept:
                     break
+            if not sweeper.swept:
+                self.drain.run(lambda: self._beat(sweeper), every=min(1.0, self.lease_ttl / 4))
+                drained = True
         finally:
+            self.shutdown()
+            if drained:
+                self.drain.hand_back(self.database_url, (QUEUE, BRANCH_QUEUE), sweeper.retire)
             sweeper.close()
             self.attempts.close()
-            self.shutdown()
         if sweeper.swept:
             sweeper.check()  # raises: this worker was declared dead
 
@@ -213,32 +230,43 @@ class DBOSWorker:
         """One turn of the worker's housekeeping: heartbeat, sweep, refusals. A database that does not answer
         is logged and tried again next turn (DBOS's own threads retry too)."""
         try:
-            renewal = sweeper.beat()
-            if renewal == "swept":
-                _log.error(
-                    "worker %s: declared dead (its heartbeat lapsed and another worker handed its segments on): "
-                    "stopping; start a fresh worker",
-                    self.executor_id,
-                )
-                return
-            if renewal == "lapsed":
-                _log.warning(
-                    "worker %s: its heartbeat had lapsed (the database was away, or the process paused) and nobody "
-                    "swept it: taken back; it sweeps again after %g s",
-                    self.executor_id,
-                    self.lease_ttl,
-                )
-            sweeper.sweep()
-            self.refuse_foreign()
+            if self._beat(sweeper) in ("renewed", "lapsed"):  # not after a failure: the database may hang
+                sweeper.sweep()
+                self.refuse_foreign()
         except Exception:
             _log.warning("worker %s: housekeeping failed; trying again", self.executor_id, exc_info=True)
+
+    def _beat(self, sweeper: Sweeper) -> Renewal | None:
+        """Renew the heartbeat, saying what a renewal that was not plain found; None when it failed (logged)."""
+        try:
+            renewal = sweeper.beat()
+        except Exception:
+            _log.warning("worker %s: heartbeat failed; trying again", self.executor_id, exc_info=True)
+            return None
+        if renewal == "swept":
+            _log.error(
+                "worker %s: declared dead (its heartbeat lapsed and another worker handed its segments on): "
+                "stopping; start a fresh worker",
+                self.executor_id,
+            )
+        elif renewal == "lapsed":
+            _log.warning(
+                "worker %s: its heartbeat had lapsed (the database was away, or the process paused) and nobody "
+                "swept it: taken back; it sweeps again after %g s",
+                self.executor_id,
+                self.lease_ttl,
+            )
+        return renewal
 
     def fence(self) -> None:
         """Raises ``LeaseLostError`` unless this worker may go on with its segments (``Sweeper.check``)."""
         if self.sweeper is not None:
             self.sweeper.check()
+        self.drain.check()
 
     def stop(self) -> None:
+        """Drain (SIGTERM): the first call starts it, a second one stops at once."""
+        self.drain.request()
         self._stop.set()
 
     def shutdown(self) -> None:
@@ -289,10 +317,15 @@ class DBOSWorker:
     async def run_request(self, payload: Any, version: str, sid: str) -> dict[str, Any]:
         self.check_version(version, sid)
         request = SegmentRequest.from_payload(payload)
+        if self.drain.refuses():  # dequeued as the drain began: not started here, handed back with the others
+            return await self._park(sid, None)
         attempt = await asyncio.to_thread(self.attempts.count, sid, self.executor_id)
         log = self.events
         if log is None:
-            outcome = await self._counted(request, sid, None, attempt)
+            task = asyncio.ensure_future(self._counted(request, sid, None, attempt))
+            outcome = await self._tracked(sid, task)
+            if self.drain.stopped(outcome.status, outcome.error):
+                return await self._park(sid, attempt)
             return outcome.payload()
         run, last = request.run_key, 0
 
@@ -303,19 +336,40 @@ class DBOSWorker:
             await self._publish(log, run, sid, frame.seq, "event", frame.record())
 
         task = asyncio.ensure_future(self._counted(request, sid, publish, attempt))
-        watcher = asyncio.ensure_future(log.watch_cancel(sid, task))
+        watcher = asyncio.ensure_future(watch_cancels(log, sid, task))
         try:
-            outcome = await task
+            outcome = await self._tracked(sid, task)
+        finally:
+            watcher.cancel()
+        if self.drain.stopped(outcome.status, outcome.error):
+            return await self._park(sid, attempt)
+        if self.sweeper is None or not self.sweeper.swept:  # a swept worker's segment ends elsewhere
+            await self._publish(log, run, sid, last, "end", outcome.payload())
+        return outcome.payload()
+
+    async def _tracked(self, sid: str, task: asyncio.Future[SegmentOutcome]) -> SegmentOutcome:
+        """The outcome of the segment ``task``, known to the drain while it runs; ``cancelled`` when it was asked
+        to stop (through the event log, or by an urgent drain)."""
+        self.drain.track(sid, task)
+        try:
+            return await task
         except asyncio.CancelledError:
             current = asyncio.current_task()
             if current is not None and current.cancelling():
                 raise  # this worker is stopping, not the segment asked to
-            outcome = SegmentOutcome(segment_id=sid, status="cancelled")
+            return SegmentOutcome(segment_id=sid, status="cancelled")
         finally:
-            watcher.cancel()
-        if self.sweeper is None or not self.sweeper.swept:  # a swept worker's segment ends elsewhere
-            await self._publish(log, run, sid, last, "end", outcome.payload())
-        return outcome.payload()
+            self.drain.untrack(sid)
+
+    async def _park(self, sid: str, attempt: int | None) -> dict[str, Any]:
+        """Hold a segment the drain stopped until DBOS lets go of it: its workflow stays pending, to be handed
+        back, and this start leaves the recovery count."""
+        if attempt is not None:
+            await asyncio.to_thread(self.attempts.uncount, sid)
+        self.drain.park(sid)
+        _log.info("segment %s: stopped by the drain, to be handed back", sid)
+        await asyncio.Event().wait()  # cancelled when DBOS is destroyed
+        raise AssertionError("unreachable: a parked segment waits until its worker stops")
 
     async def _counted(
         self, request: SegmentRequest, sid: str, sink: EventSink | None, attempt: int | None
@@ -335,6 +389,8 @@ class DBOSWorker:
                 await sink(Frame("error", {"seq": 1, "error": body}))
             return SegmentOutcome(segment_id=sid, status="failed", error=error, agent=request.agent)
         outcome = await self._run_segment(request, sid, sink)
+        if self.drain.stopped(outcome.status, outcome.error):
+            return outcome  # parked: its count is taken back there
         if self.sweeper is None or not self.sweeper.swept:  # a swept worker's segment runs on, counted, elsewhere
             await asyncio.to_thread(self.attempts.forget, sid)
         return outcome
@@ -355,7 +411,8 @@ class DBOSWorker:
         sweeper took this worker's segments meanwhile: nobody else runs it, and it resumes from what it saved."""
         while True:
             outcome = await self._try_segment(request, sid, sink)
-            if not (outcome.error or "").startswith("LeaseLostError") or not await self._still_ours():
+            lost = (outcome.error or "").startswith("LeaseLostError")
+            if not lost or self.drain.halted or not await self._still_ours():
                 return outcome
             _log.warning("segment %s: stopped while this worker could not prove it was alive; running it again", sid)
 
@@ -409,7 +466,7 @@ class DBOSWorker:
         # The task starts with a copy of this context: a distributed parallel agent inside goes to the pool too.
         with dispatching(PoolBranches(self, bid, agent)):
             task = asyncio.ensure_future(run_branch(root, branch))
-        watcher = asyncio.ensure_future(self.events.watch_cancel(bid, task)) if self.events is not None else None
+        watcher = asyncio.ensure_future(watch_cancels(self.events, bid, task)) if self.events is not None else None
         try:
             return await task
         finally:

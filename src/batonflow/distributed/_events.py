@@ -21,6 +21,7 @@ Events are written as the codec's JSON (a message is a registered type), never p
 from __future__ import annotations
 
 import asyncio
+import logging
 import secrets
 from collections import OrderedDict
 from collections.abc import AsyncIterator, Awaitable, Callable
@@ -32,7 +33,9 @@ from ..codec import decode_json, encode_json
 from ..errors import UserError
 from ._checks import count, seconds
 
-__all__ = ["EventLog", "EventRecord", "Numbering", "RedisEventLog", "event_log_at"]
+__all__ = ["EventLog", "EventRecord", "Numbering", "RedisEventLog", "event_log_at", "watch_cancels"]
+
+_log = logging.getLogger("batonflow.distributed")
 
 Kind = Literal["event", "end"]
 
@@ -103,6 +106,25 @@ class EventLog(Protocol):
         ...
 
     async def close(self) -> None: ...
+
+
+async def watch_cancels(log: EventLog, segment_id: str, task: asyncio.Task[Any], *, retry: float = 1.0) -> None:
+    """``log.watch_cancel`` for as long as ``task`` runs, started again ``retry`` seconds after it failed (the log
+    away: a Redis or PostgreSQL outage), so that a cancel requested after the log came back still stops the task.
+    The first failure of each watch is logged."""
+    wait = seconds("retry", retry)
+    failed = False
+    while not task.done():
+        try:
+            await log.watch_cancel(segment_id, task)
+            return
+        except Exception as error:
+            if not failed:
+                failed = True
+                _log.warning(
+                    "segment %s: cannot watch for its cancel (%s): trying again every %g s", segment_id, error, wait
+                )
+            await asyncio.sleep(wait)
 
 
 def event_log_at(url: str) -> EventLog:

@@ -51,7 +51,7 @@ from dbos import DBOS
 
 from ..errors import LeaseLostError
 
-__all__ = ["Sweeper"]
+__all__ = ["Renewal", "Sweeper"]
 
 _log = logging.getLogger("batonflow.distributed")
 
@@ -89,6 +89,7 @@ WHERE executor_id = (
 RETURNING executor_id
 """
 _FORGET = "DELETE FROM batonflow_workers WHERE executor_id = %s AND swept_by = %s"
+_RETIRE = "DELETE FROM batonflow_workers WHERE executor_id = %s AND swept_by IS NULL"
 
 
 class Sweeper:
@@ -221,6 +222,11 @@ class Sweeper:
                 [w.workflow_id for w in pending],
             )
         return [w.workflow_id for w in pending]
+
+    def retire(self) -> None:
+        """Drop this worker's row, its segments handed back (a drained worker): nobody sweeps it after it."""
+        with self._lock:
+            self._db().execute(_RETIRE, (self.executor_id,))
 
     def close(self) -> None:
         """Close the connection. The row stays and lapses: a worker stopped with segments still pending (its

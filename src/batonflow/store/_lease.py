@@ -20,10 +20,13 @@ from __future__ import annotations
 import sqlite3
 import time
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any, Literal
 
 from ..errors import LeaseLostError
-from ._base import Lease
+from ._base import Lease, check_owner, check_ttl
+
+if TYPE_CHECKING:
+    from ._sqlite_conn import SqliteConnection
 
 __all__ = [
     "MemoryLeases",
@@ -39,6 +42,7 @@ __all__ = [
     "sqlite_break",
     "sqlite_claim",
     "sqlite_holder",
+    "sqlite_lease",
     "sqlite_lease_schema",
     "sqlite_release",
     "sqlite_renew",
@@ -152,6 +156,19 @@ def sqlite_renew(conn: sqlite3.Connection, table: str, key: str, owner: str, ttl
         {"id": key, "owner": owner, "expires": now + ttl, "now": now},
     ).fetchall()
     return bool(rows)
+
+
+async def sqlite_lease(
+    db: SqliteConnection, write: Literal["claim", "renew"], table: str, key: str, owner: str, ttl: float, *, what: str
+) -> bool:
+    """``owner``'s claim or renewal (``write``) of its lease on ``key`` in ``table`` of ``db``, ``what`` naming it
+    in an error. Neither waits for the disk (``durable=False``): whoever holds a lease is on this machine, and does
+    not outlive a power cut either; the write is in the log at once (a killed process loses nothing), and on the
+    disk with the next save."""
+    check_owner(owner)
+    ttl = check_ttl(ttl)
+    step = sqlite_claim if write == "claim" else sqlite_renew
+    return await db.run(f"cannot {write} {what}", lambda conn: step(conn, table, key, owner, ttl), durable=False)
 
 
 def sqlite_release(conn: sqlite3.Connection, table: str, key: str, owner: str) -> None:

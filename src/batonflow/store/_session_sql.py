@@ -28,11 +28,10 @@ from ._lease import (
     postgres_release_sql,
     postgres_renew_sql,
     sqlite_break,
-    sqlite_claim,
     sqlite_holder,
+    sqlite_lease,
     sqlite_lease_schema,
     sqlite_release,
-    sqlite_renew,
 )
 from ._sessions import (
     SessionData,
@@ -171,25 +170,15 @@ class SqliteSessionStore(StoreBase):
 
     async def claim(self, session_id: str, owner: str, ttl: float) -> bool:
         check_session_id(session_id)
-        check_owner(owner)
-        ttl = check_ttl(ttl)
-        # A lease need not wait for the disk (durable=False): whoever holds one is on this machine, and does not
-        # outlive a power cut either. It is in the log at once (a killed process loses nothing), and on the disk with
-        # the next save.
-        return await self._conn.run(
-            f"cannot claim session {session_id!r}",
-            lambda conn: sqlite_claim(conn, self._leases, session_id, owner, ttl),
-            durable=False,
+        return await sqlite_lease(
+            self._conn, "claim", self._leases, session_id, owner, ttl, what=f"session {session_id!r}"
         )
 
     async def renew(self, session_id: str, owner: str, ttl: float) -> bool:
         """Extend ``owner``'s unexpired lease; False when it lapsed or is another's."""
         check_session_id(session_id)
-        check_owner(owner)
-        ttl = check_ttl(ttl)
-        return await self._conn.run(
-            f"cannot renew session {session_id!r}",
-            lambda conn: sqlite_renew(conn, self._leases, session_id, owner, ttl),
+        return await sqlite_lease(
+            self._conn, "renew", self._leases, session_id, owner, ttl, what=f"session {session_id!r}"
         )
 
     async def release(self, session_id: str, owner: str) -> None:

@@ -18,16 +18,15 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 
 from ..codec import DEFAULT_LIMITS, DecodeLimits
-from ._base import Lease, StoreBase, check_checkpoint_id, check_owner, check_table_name, check_ttl
+from ._base import Lease, StoreBase, check_checkpoint_id, check_owner, check_table_name
 from ._conn import SqliteConnection, Synchronous, transaction
 from ._lease import (
     check_fence,
     sqlite_break,
-    sqlite_claim,
     sqlite_holder,
+    sqlite_lease,
     sqlite_lease_schema,
     sqlite_release,
-    sqlite_renew,
 )
 
 __all__ = ["SqliteCheckpointStore"]
@@ -109,23 +108,14 @@ class SqliteCheckpointStore(StoreBase):
 
     async def claim(self, checkpoint_id: str, owner: str, ttl: float) -> bool:
         check_checkpoint_id(checkpoint_id)
-        check_owner(owner)
-        ttl = check_ttl(ttl)
-
-        def claim(conn: sqlite3.Connection) -> bool:
-            return sqlite_claim(conn, self._leases, checkpoint_id, owner, ttl)
-
-        return await self._db.run(f"cannot claim checkpoint {checkpoint_id!r}", claim)
+        what = f"checkpoint {checkpoint_id!r}"
+        return await sqlite_lease(self._db, "claim", self._leases, checkpoint_id, owner, ttl, what=what)
 
     async def renew(self, checkpoint_id: str, owner: str, ttl: float) -> bool:
         """Extend ``owner``'s unexpired lease; False when it lapsed or is another's (see ``_lease``)."""
         check_checkpoint_id(checkpoint_id)
-        check_owner(owner)
-        ttl = check_ttl(ttl)
-        return await self._db.run(
-            f"cannot renew checkpoint {checkpoint_id!r}",
-            lambda conn: sqlite_renew(conn, self._leases, checkpoint_id, owner, ttl),
-        )
+        what = f"checkpoint {checkpoint_id!r}"
+        return await sqlite_lease(self._db, "renew", self._leases, checkpoint_id, owner, ttl, what=what)
 
     async def release(self, checkpoint_id: str, owner: str) -> None:
         check_checkpoint_id(checkpoint_id)
