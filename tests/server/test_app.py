@@ -106,7 +106,10 @@ async def test_an_interrupted_run_is_listed_resumed_with_its_targets_and_then_fo
     }
     assert (resumed.json()["status"], resumed.json()["text"]) == ("completed", "order 42: refunded")
     assert after == []
-    assert again.status_code == 404 and again.json()["error"]["code"] == "unknown_checkpoint"
+    # Another answer to the pause the resume answered: refused, naming the winner and how it ended.
+    assert (again.status_code, again.json()["error"]["code"]) == (409, "resume_conflict")
+    assert again.json()["error"]["found"]["run_id"] == resumed.json()["run_id"]
+    assert again.json()["error"]["found"]["status"] == "completed" and again.json()["error"]["found"]["ended"]
 
 
 async def test_a_checkpoint_the_server_did_not_make_resumes_with_its_agent_named() -> None:
