@@ -222,6 +222,10 @@ class DBOSBackend:
         for, and with ``sessions``) each conversation whose latest turn ended interrupted, still pending. Looked for among the
         newest ``scan`` ended segments (of ``checkpoint_id`` only, when given); an older paused run is not listed
         but resumes as any other."""
+        with self._reaching():
+            return await self._paused(checkpoint_id, scan)
+
+    async def _paused(self, checkpoint_id: str | None, scan: int) -> list[PausedRun]:
         ended = await self._client.list_workflows_async(
             name=WORKFLOW,
             status="SUCCESS",
@@ -307,7 +311,8 @@ class DBOSBackend:
         through DBOS."""
         if self.event_log is not None:
             await self.event_log.request_cancel(segment_id)
-        await self._client.cancel_workflow_async(segment_id)
+        with self._reaching():
+            await self._client.cancel_workflow_async(segment_id)
 
     async def failed_segments(self, limit: int = 100) -> list[FailedSegment]:
         """The segments the workers gave up after their recovery limit, newest first (``GET /segments/failed``)."""
