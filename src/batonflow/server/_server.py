@@ -90,12 +90,15 @@ class ServerLimits:
     def __post_init__(self) -> None:
         for f in fields(self):
             value = getattr(self, f.name)
-            kind = float if f.name in ("heartbeat", "reconnect_grace", "backend_timeout") else int
-            if type(value) is bool or not isinstance(value, kind) or value < (0 if kind is float else 1):
-                minimum = "a number >= 0" if kind is float else "an int >= 1"
+            seconds = f.name in ("heartbeat", "reconnect_grace", "backend_timeout")
+            kind = (int, float) if seconds else int
+            if type(value) is bool or not isinstance(value, kind) or value < (0 if seconds else 1):
+                minimum = "a number >= 0" if seconds else "an int >= 1"
                 raise UserError(f"ServerLimits.{f.name}: expected {minimum}, got {value!r}")
         if self.backend_timeout == 0:
-            raise UserError("ServerLimits.backend_timeout: expected a number of seconds > 0, got 0")
+            raise UserError(
+                f"ServerLimits.backend_timeout: expected a number of seconds > 0, got {self.backend_timeout!r}"
+            )
 
 
 class Server:
