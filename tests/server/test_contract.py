@@ -171,6 +171,7 @@ async def test_an_interrupted_run_is_listed_with_its_interrupts_and_resumed_with
     assert (entry["agent"], entry["run_id"], entry["session_id"]) == ("shipper", paused["run_id"], None)
     assert entry["interrupts"] == paused["interrupts"]
     assert (await api.client.get(f"/checkpoints/{checkpoint_id}")).json() == entry
+    assert (await api.client.get(f"/runs/{paused['run_id']}")).json()["interrupts"] == paused["interrupts"]
 
     resumed = await api.client.post(
         f"/checkpoints/{checkpoint_id}/resume", json={"targets": {entry["interrupts"][0]["id"]: "yes"}}
