@@ -28,6 +28,7 @@ __all__ = [
     "ResumeConflictError",
     "ResumeError",
     "RunError",
+    "SegmentClaimedError",
     "SegmentError",
     "SegmentFailedError",
     "StepRecordError",
@@ -278,6 +279,17 @@ class VersionMismatchError(SegmentError):
         super().__init__(message, segment_id=segment_id)
         self.expected = expected
         self.found = found
+
+
+class SegmentClaimedError(SegmentError):
+    """A segment was submitted again with a different request than the one that claimed it first: another answer
+    to the same pause, or other input under a checkpoint id already used. Nothing was run for it. ``claim`` is
+    what the backend knows of the winner (``batonflow.distributed.SegmentClaim``: its segment, request digest,
+    status, when it was accepted)."""
+
+    def __init__(self, message: str, *, segment_id: str | None = None, claim: Any = None) -> None:
+        super().__init__(message, segment_id=segment_id)
+        self.claim = claim
 
 
 class SegmentFailedError(SegmentError):

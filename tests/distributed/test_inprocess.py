@@ -13,10 +13,11 @@ from batonflow.distributed import (
     DurableBackend,
     InProcessBackend,
     SegmentRequest,
+    request_digest,
     run_segment,
     segment_id,
 )
-from batonflow.errors import CheckpointNotFoundError, SegmentError, UnknownAgentError, UserError
+from batonflow.errors import CheckpointNotFoundError, SegmentClaimedError, SegmentError, UnknownAgentError, UserError
 from batonflow.schema import user
 from batonflow.store import MemoryCheckpointStore
 
@@ -63,10 +64,46 @@ async def test_the_same_segment_submitted_twice_runs_once(tmp_path, monkeypatch)
     ids = await asyncio.gather(backend.submit(resume), backend.submit(resume))  # two concurrent resumes
     assert ids[0] == ids[1] != "c2@start"
     assert (await backend.outcome(ids[0])).status == "completed"
-    with pytest.raises(CheckpointNotFoundError):  # a third, after the run ended: nothing left to resume
-        await backend.submit(resume)
+    assert await backend.submit(resume) == ids[0]  # a third, after the run ended: a retry of the winner
+    other = SegmentRequest(agent="shipper", checkpoint_id="c2", targets={interrupt: "no"})
+    with pytest.raises(SegmentClaimedError) as refused:  # another answer, after the run ended: told the winner
+        await backend.submit(other)
+    claim = refused.value.claim
+    assert (claim.segment_id, claim.status, claim.ended, claim.agent) == (ids[0], "completed", True, "shipper")
+    assert claim.request_digest == request_digest(resume) != request_digest(other)
     assert effects.read_text().count("shipped 7") == 1
+    with pytest.raises(CheckpointNotFoundError):  # a run that ended without a pause: nothing to resume
+        await backend.submit(SegmentRequest(agent="echo", checkpoint_id="never", targets={"x": 1}))
     await backend.close()
+
+
+async def test_a_different_start_under_a_used_checkpoint_id_is_refused_and_the_same_one_attaches() -> None:
+    backend, _ = _backend()
+    first = SegmentRequest(agent="echo", checkpoint_id="c3", messages=(user("one"),))
+    again = SegmentRequest(agent="echo", checkpoint_id="c3", messages=(user("one"),))  # another run id: a retry
+    sid = await backend.submit(first)
+    assert (await backend.outcome(sid)).text == "echo: one"
+    assert await backend.submit(again) == sid
+    with pytest.raises(SegmentClaimedError) as refused:
+        await backend.submit(SegmentRequest(agent="echo", checkpoint_id="c3", messages=(user("two"),)))
+    assert (refused.value.claim.segment_id, refused.value.claim.status) == ("c3@start", "completed")
+    assert (await backend.outcome(sid)).text == "echo: one"
+    await backend.close()
+
+
+def test_a_request_digest_is_of_what_it_asks_not_how_it_is_watched() -> None:
+    base = SegmentRequest(agent="echo", checkpoint_id="c", messages=(user("hi"),))
+    watched = SegmentRequest(agent="echo", checkpoint_id="c", messages=(user("hi"),), stream=True, trace=True)
+    assert request_digest(base) == request_digest(watched) and base.run_id != watched.run_id
+    assert re.fullmatch(r"[0-9a-f]{64}", request_digest(base))
+    changed = [
+        SegmentRequest(agent="echo", checkpoint_id="c", messages=(user("ho"),)),
+        SegmentRequest(agent="shipper", checkpoint_id="c", messages=(user("hi"),)),
+        SegmentRequest(agent="echo", checkpoint_id="d", messages=(user("hi"),)),
+        SegmentRequest(agent="echo", checkpoint_id="c", messages=(user("hi"),), session_values={"k": 1}),
+        SegmentRequest(agent="echo", session_id="c", messages=(user("hi"),)),
+    ]
+    assert len({request_digest(r) for r in [base, *changed]}) == 6
 
 
 async def test_a_segment_id_names_the_checkpoint_generation() -> None:

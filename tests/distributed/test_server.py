@@ -175,8 +175,9 @@ async def test_get_checkpoints_lists_a_run_paused_on_a_worker_with_its_interrupt
     assert gone.json()["error"]["message"] == (
         f"checkpoint: expected a pending checkpoint, got {checkpoint_id!r}: no run waits on it"
     )
-    anonymous = await b.post(f"/checkpoints/{checkpoint_id}/resume", json={"targets": {}})
-    assert anonymous.status_code == 404 and "no run waits on it" in anonymous.json()["error"]["message"]
+    other = await b.post(f"/checkpoints/{checkpoint_id}/resume", json={"targets": {}})  # not the winner's answer
+    assert (other.status_code, other.json()["error"]["code"]) == (409, "resume_conflict")
+    assert other.json()["error"]["found"]["run_id"] == resumed.json()["run_id"]
     bad = await b.get("/checkpoints/a%00b")
     assert bad.status_code == 422 and "must not contain NUL characters" in bad.json()["error"]["message"]
 

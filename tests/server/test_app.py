@@ -14,6 +14,8 @@ import httpx
 import pytest
 
 from batonflow import ChatModelAgent, MemoryCheckpointStore, ModelError, UserError
+from batonflow.distributed import InProcessBackend
+from batonflow.errors import BackendUnavailableError
 from batonflow.server import ServerLimits, create_app
 from batonflow.testing import FunctionModel
 
@@ -106,7 +108,10 @@ async def test_an_interrupted_run_is_listed_resumed_with_its_targets_and_then_fo
     }
     assert (resumed.json()["status"], resumed.json()["text"]) == ("completed", "order 42: refunded")
     assert after == []
-    assert again.status_code == 404 and again.json()["error"]["code"] == "unknown_checkpoint"
+    # Another answer to the pause the resume answered: refused, naming the winner and how it ended.
+    assert (again.status_code, again.json()["error"]["code"]) == (409, "resume_conflict")
+    assert again.json()["error"]["found"]["run_id"] == resumed.json()["run_id"]
+    assert again.json()["error"]["found"]["status"] == "completed" and again.json()["error"]["found"]["ended"]
 
 
 async def test_a_checkpoint_the_server_did_not_make_resumes_with_its_agent_named() -> None:
@@ -365,9 +370,44 @@ async def test_the_app_cancels_its_runs_when_it_shuts_down() -> None:
     assert model.cancelled == 1 and not run_tasks()
 
 
+class _Stalled(InProcessBackend):
+    """A backend whose database does not answer (enqueueing hangs) or refuses (listing fails)."""
+
+    async def submit(self, request: Any) -> str:
+        await asyncio.Event().wait()
+        raise AssertionError("unreachable")
+
+    async def paused(self, checkpoint_id: str | None = None) -> list[Any]:
+        raise BackendUnavailableError("database at postgresql://db:5432/app: connection refused")
+
+
+async def test_a_backend_that_does_not_answer_in_time_or_refuses_is_a_503_with_retry_after() -> None:
+    store = MemoryCheckpointStore()
+    backend = _Stalled({"echo": apps.echo()}, store)
+    server = create_app(
+        [apps.echo()], checkpoint_store=store, backend=backend, limits=ServerLimits(backend_timeout=0.2)
+    )
+    async with asgi_client(server) as client:
+        stalled = await client.post("/runs", json={"agent": "echo", "input": "hi", "detached": True})
+        refused = await client.get("/checkpoints")
+        health = await client.get("/health")
+    for answer in (stalled, refused):
+        assert (answer.status_code, answer.json()["error"]["code"]) == (503, "backend_unavailable")
+        assert answer.headers["retry-after"] == "2"
+    assert stalled.json()["error"]["message"].startswith(
+        "backend: expected an answer enqueueing the run, got none: no answer within 0.2 s"
+    )
+    assert "connection refused" in refused.json()["error"]["found"]
+    assert health.json()["active_runs"] == 0  # nothing was started
+
+
 def test_bad_configuration_is_a_user_error() -> None:
     with pytest.raises(UserError, match=r"ServerLimits.max_messages: expected an int >= 1, got 0"):
         ServerLimits(max_messages=0)
+    with pytest.raises(UserError, match=r"ServerLimits.backend_timeout: expected a number of seconds > 0, got 0"):
+        ServerLimits(backend_timeout=0)
+    with pytest.raises(UserError, match=r"ServerLimits.backend_timeout: expected a number >= 0, got '10'"):
+        ServerLimits(backend_timeout="10")  # type: ignore[arg-type]
     with pytest.raises(UserError, match=r"agents: expected agents \(with a name and run\), got int"):
         create_app([1])  # type: ignore[list-item]
     with pytest.raises(UserError, match=r"agents: expected unique names, got 'echo' twice"):

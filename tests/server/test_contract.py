@@ -10,17 +10,20 @@ import re
 import time
 import uuid
 from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 from pathlib import Path
 
 import httpx
 import pytest
+import uvicorn
+from fastapi import FastAPI
 from tests.distributed.apps import agents
 from tests.distributed.conftest import REDIS_URL, Cluster, Worker, cluster, worker  # noqa: F401 (fixtures)
 
 from batonflow.server import create_app
 from batonflow.store import SqliteCheckpointStore, SqliteSessionStore
 
-from .conftest import asgi_client, parse_sse
+from .conftest import asgi_client, eventually, parse_sse
 
 SUMMARY = {"run_id", "agent", "status", "text", "checkpoint_id", "session_id", "interrupts", "error", "usage"}
 RECORD_ID = re.compile(r"\d+-\d+")
@@ -28,16 +31,34 @@ WAIT = 20.0  # a guard against a hang, not a measure
 
 
 class Api:
-    """A client of the app of one backend, and the file its tools note their side effects in."""
+    """A client of the app of one backend, the app, and the file its tools note their side effects in."""
 
-    def __init__(self, client: httpx.AsyncClient, effects: Path, kind: str) -> None:
+    def __init__(self, client: httpx.AsyncClient, effects: Path, kind: str, app: FastAPI) -> None:
         self.client = client
         self.effects = effects
         self.kind = kind
+        self.app = app
 
-    async def wait_for_effect(self, needle: str) -> None:
+    @asynccontextmanager
+    async def served(self) -> AsyncIterator[httpx.AsyncClient]:
+        """A client of the app on a real uvicorn on loopback (whose lifespan the fixture holds already)."""
+        server = uvicorn.Server(uvicorn.Config(self.app, host="127.0.0.1", port=0, log_level="warning", lifespan="off"))
+        task = asyncio.create_task(server.serve())
+        await eventually(lambda: server.started or task.done(), within=WAIT)
+        port = server.servers[0].sockets[0].getsockname()[1]
+        try:
+            async with httpx.AsyncClient(base_url=f"http://127.0.0.1:{port}", timeout=WAIT) as client:
+                yield client
+        finally:
+            server.should_exit = True
+            await task
+
+    def count(self, needle: str) -> int:
+        return self.effects.read_text().count(needle) if self.effects.exists() else 0
+
+    async def wait_for_effect(self, needle: str, times: int = 1) -> None:
         deadline = time.monotonic() + WAIT
-        while not (self.effects.exists() and needle in self.effects.read_text()):
+        while self.count(needle) < times:
             assert time.monotonic() < deadline, f"no side effect {needle!r} within {WAIT} s"
             await asyncio.sleep(0.02)
 
@@ -60,7 +81,7 @@ async def api(request: pytest.FixtureRequest, tmp_path: Path, monkeypatch: pytes
         )
         app = create_app(agents(), checkpoint_store=store, session_store=sessions, backend=backend)
     async with app.router.lifespan_context(app), asgi_client(app, timeout=WAIT) as client:
-        yield Api(client, effects, request.param)
+        yield Api(client, effects, request.param, app)
 
 
 def _id() -> str:
@@ -133,6 +154,14 @@ async def test_an_interrupted_run_is_listed_with_its_interrupts_and_resumed_with
         await api.client.post("/runs", json={"agent": "shipper", "input": "ship", "checkpoint_id": checkpoint_id})
     ).json()
     assert paused["status"] == "interrupted" and [i["kind"] for i in paused["interrupts"]] == ["question"]
+    assert paused["interrupts"] == [  # one shape on every backend, in the answer and in the listing
+        {
+            "id": paused["interrupts"][0]["id"],
+            "address": "agent:shipper;tool:ship:call_1",
+            "kind": "question",
+            "info": {"approve_shipment": 7},
+        }
+    ]
     listed = [
         c for c in (await api.client.get("/checkpoints")).json()["checkpoints"] if c["checkpoint_id"] == checkpoint_id
     ]
@@ -142,6 +171,7 @@ async def test_an_interrupted_run_is_listed_with_its_interrupts_and_resumed_with
     assert (entry["agent"], entry["run_id"], entry["session_id"]) == ("shipper", paused["run_id"], None)
     assert entry["interrupts"] == paused["interrupts"]
     assert (await api.client.get(f"/checkpoints/{checkpoint_id}")).json() == entry
+    assert (await api.client.get(f"/runs/{paused['run_id']}")).json()["interrupts"] == paused["interrupts"]
 
     resumed = await api.client.post(
         f"/checkpoints/{checkpoint_id}/resume", json={"targets": {entry["interrupts"][0]["id"]: "yes"}}
@@ -156,19 +186,106 @@ async def test_an_interrupted_run_is_listed_with_its_interrupts_and_resumed_with
     assert left == [] and (gone.status_code, gone.json()["error"]["code"]) == (404, "unknown_checkpoint")
 
 
-async def test_a_second_resume_while_the_first_runs_is_a_409_and_it_is_not_listed_as_waiting(api: Api) -> None:
+async def test_resumes_of_one_pause_have_one_winner_a_retry_attaches_and_another_answer_is_a_409_naming_it(
+    api: Api,
+) -> None:
     checkpoint_id = _id()
     paused = (
         await api.client.post("/runs", json={"agent": "stepper", "input": "go", "checkpoint_id": checkpoint_id})
     ).json()
-    targets = {"targets": {paused["interrupts"][0]["id"]: "yes"}}
-    first = await api.client.post(f"/checkpoints/{checkpoint_id}/resume", json={**targets, "detached": True})
-    second = await api.client.post(f"/checkpoints/{checkpoint_id}/resume", json=targets)
+    key = paused["interrupts"][0]["id"]
+    resume = f"/checkpoints/{checkpoint_id}/resume"
+    first = await api.client.post(resume, json={"targets": {key: "yes"}, "detached": True})
+    other = await api.client.post(resume, json={"targets": {key: "no"}})
     listed = [c["checkpoint_id"] for c in (await api.client.get("/checkpoints")).json()["checkpoints"]]
-    assert first.status_code == 202
-    assert (second.status_code, second.json()["error"]["code"]) == (409, "run_in_progress")
-    assert checkpoint_id not in listed  # a run being resumed no longer waits
-    await api.client.post(f"/runs/{first.json()['run_id']}/cancel")
+    retry = await api.client.post(resume, json={"targets": {key: "yes"}})  # the winner's request again: its answer
+    late = await api.client.post(resume, json={"targets": {key: "no"}})  # another answer once the winner ended
+    winner = first.json()["run_id"]
+    assert first.status_code == 202 and checkpoint_id not in listed  # a run being resumed no longer waits
+    assert (other.status_code, other.json()["error"]["code"]) == (409, "resume_conflict")
+    told = other.json()["error"]["found"]
+    assert set(told) == {"run_id", "request_digest", "status", "accepted_at", "ended", "agent"}
+    assert (told["run_id"], told["status"], told["ended"], told["agent"]) == (winner, "running", False, "stepper")
+    assert isinstance(told["accepted_at"], float) and len(told["request_digest"]) == 64
+    assert winner in other.json()["error"]["message"]
+    assert (retry.status_code, retry.json()["run_id"], retry.json()["text"]) == (200, winner, "6 steps done")
+    assert (late.status_code, late.json()["error"]["code"]) == (409, "resume_conflict")
+    ended = late.json()["error"]["found"]
+    assert (ended["run_id"], ended["status"], ended["ended"]) == (winner, "completed", True)
+    assert ended["request_digest"] == told["request_digest"]
+    assert (await api.client.get(f"/runs/{winner}")).json()["text"] == "6 steps done"
+
+
+async def test_a_used_checkpoint_id_with_new_input_is_a_409_and_the_same_input_its_answer(api: Api) -> None:
+    checkpoint_id = _id()
+    run = {"agent": "echo", "input": "one", "checkpoint_id": checkpoint_id}
+    first = await api.client.post("/runs", json=run)
+    other = await api.client.post("/runs", json={**run, "input": "two"})
+    same = await api.client.post("/runs", json=run)
+    assert first.json()["text"] == "echo: one"
+    assert (other.status_code, other.json()["error"]["code"]) == (409, "checkpoint_exists")
+    found = other.json()["error"]["found"]
+    assert (found["run_id"], found["status"], found["ended"]) == (f"{checkpoint_id}@start", "completed", True)
+    assert (same.status_code, same.json()["run_id"], same.json()["text"]) == (200, first.json()["run_id"], "echo: one")
+
+
+async def test_an_idempotency_key_answers_a_retry_with_the_same_run_and_refuses_another_body(api: Api) -> None:
+    key = {"Idempotency-Key": f"order-{uuid.uuid4().hex}"}
+    body = {"agent": "waiter", "input": "wait", "detached": True}
+    waited = api.count("waiting")  # the module's earlier runs' (the file is the cluster's)
+    first = await api.client.post("/runs", json=body, headers=key)
+    again = await api.client.post("/runs", json=body, headers=key)
+    other = await api.client.post("/runs", json={**body, "input": "other"}, headers=key)
+    run_id = first.json()["run_id"]
+    assert (first.status_code, again.status_code, again.json()["run_id"]) == (202, 202, run_id)
+    assert re.fullmatch(r"idem-[0-9a-f]{32}@start", run_id)
+    assert (other.status_code, other.json()["error"]["code"]) == (422, "idempotency_key_reused")
+    assert other.json()["error"]["found"]["run_id"] == run_id
+    await api.wait_for_effect("waiting", waited + 1)
+    cancelled = await api.client.post(f"/runs/{run_id}/cancel")
+    assert cancelled.json()["status"] == "cancelled"
+    assert api.count("waiting") == waited + 1  # one run, for two requests
+    retried = await api.client.post("/runs", json=body, headers=key)  # after it ended: still that run
+    assert (retried.status_code, retried.json()["run_id"]) == (202, run_id)
+
+
+async def test_an_idempotency_key_with_a_session_or_a_checkpoint_id_is_a_400_that_says_why(api: Api) -> None:
+    key = {"Idempotency-Key": "k-1"}
+    session = await api.client.post("/runs", json={"agent": "echo", "input": "x", "session_id": "s-1"}, headers=key)
+    named = await api.client.post("/runs", json={"agent": "echo", "input": "x", "checkpoint_id": "c-1"}, headers=key)
+    blank = await api.client.post("/runs", json={"agent": "echo", "input": "x"}, headers={"Idempotency-Key": ""})
+    assert [(a.status_code, a.json()["error"]["code"]) for a in (session, named, blank)] == [
+        (400, "idempotency_key_with_session_id"),
+        (400, "idempotency_key_with_checkpoint_id"),
+        (400, "invalid_idempotency_key"),
+    ]
+    assert "a conversation's turn is named by where the conversation stands" in session.json()["error"]["message"]
+
+
+async def test_readiness_is_reported_check_by_check(api: Api) -> None:
+    answer = await api.client.get("/health/ready")
+    assert (answer.status_code, answer.json()["status"]) == (200, "ready")
+    checks = answer.json()["checks"]
+    if api.kind == "inprocess":
+        assert checks == {}  # nothing to wait for: it runs its runs itself
+    else:
+        assert set(checks) == {"database", "schema", "workers"} and all(c["ok"] for c in checks.values())
+        assert checks["workers"]["detail"].startswith(("1 worker", "2 worker"))
+
+
+async def test_a_client_that_hangs_up_on_a_streamed_run_cancels_it(api: Api) -> None:
+    waited, cancelled = api.count("waiting"), api.count("cancelled")
+    async with api.served() as client:
+        body = {"agent": "waiter", "input": "wait", "stream": True}
+        async with client.stream("POST", "/runs", json=body) as stream:
+            run_id = stream.headers["x-run-id"]
+            await api.wait_for_effect("waiting", waited + 1)
+        deadline = time.monotonic() + WAIT
+        while (await client.get(f"/runs/{run_id}")).json()["status"] == "running":
+            assert time.monotonic() < deadline, f"the run went on {WAIT} s after its client hung up"
+            await asyncio.sleep(0.05)
+        assert (await client.get(f"/runs/{run_id}")).json()["status"] == "cancelled"
+    await api.wait_for_effect("cancelled", cancelled + 1)  # the agent was stopped where it ran
 
 
 async def test_a_conversations_turns_continue_it_and_each_is_a_run(api: Api) -> None:

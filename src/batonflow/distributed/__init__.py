@@ -30,8 +30,10 @@ from ._memevents import EventsGoneError as EventsGoneError
 from ._memevents import MemoryEventLog as MemoryEventLog
 from ._pgevents import PostgresEventLog as PostgresEventLog
 from ._segment import EventSink as EventSink
+from ._segment import SegmentClaim as SegmentClaim
 from ._segment import SegmentOutcome as SegmentOutcome
 from ._segment import SegmentRequest as SegmentRequest
+from ._segment import request_digest as request_digest
 from ._segment import run_segment as run_segment
 from ._segment import segment_id as segment_id
 
@@ -53,6 +55,7 @@ __all__ = [
     "PausedRun",
     "PostgresEventLog",
     "RedisEventLog",
+    "SegmentClaim",
     "SegmentOutcome",
     "SegmentRequest",
     "SegmentSteps",
@@ -64,6 +67,7 @@ __all__ = [
     "json_text",
     "jsonable",
     "message_json",
+    "request_digest",
     "run_segment",
     "segment_id",
     "watch_cancels",

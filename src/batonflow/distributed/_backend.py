@@ -5,7 +5,10 @@ through), and ``InProcessBackend``, the default: each segment runs in this proce
 
 A backend promises one thing beyond running segments: a segment id runs at most once at a time and, once it has
 ended, never again — a second ``submit`` of the same segment attaches to the first and gets its outcome. That is
-what makes a double start or two concurrent resumes of one checkpoint safe on any backend.
+what makes a double start or two concurrent resumes of one checkpoint safe on any backend. The first request of a
+segment claims it: a second one asking the same (the same ``request_digest``: a retry) attaches, one asking
+something else (another answer to the same pause, other input under a used checkpoint id) is refused with
+``SegmentClaimedError``, which says what is known of the winner (``SegmentClaim``).
 """
 
 from __future__ import annotations
@@ -14,17 +17,26 @@ import asyncio
 import time
 from collections import OrderedDict
 from collections.abc import AsyncIterator, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, Protocol, runtime_checkable
 
 from ..adk import Agent
-from ..errors import SegmentError
+from ..errors import CheckpointNotFoundError, SegmentError
 from ..store import CheckpointStore, SessionStore
 from ._checks import count
 from ._events import EventRecord
 from ._frames import Frame
 from ._memevents import MemoryEventLog
-from ._segment import SegmentOutcome, SegmentRequest, request_id, run_segment
+from ._segment import (
+    SegmentClaim,
+    SegmentOutcome,
+    SegmentRequest,
+    claimed,
+    rejoined,
+    request_digest,
+    request_id,
+    run_segment,
+)
 
 __all__ = ["DurableBackend", "InProcessBackend", "LiveBackend", "PausedRun"]
 
@@ -75,6 +87,11 @@ class LiveBackend(DurableBackend, Protocol):
         checkpoints, then conversations (``session_id`` set); the checkpoint ``checkpoint_id`` only when given."""
         ...
 
+    async def claim(self, checkpoint_id: str) -> SegmentClaim | None:
+        """What is known of the latest segment submitted under ``checkpoint_id`` (None when none is known): the
+        winner a late resume, once the checkpoint it answered is gone, is told about."""
+        ...
+
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class PausedRun:
@@ -117,12 +134,32 @@ class InProcessBackend:
         self._asked: set[str] = set()  # segments a cancel was asked for (not the backend closing)
         self._paused: dict[tuple[str, str], PausedRun] = {}
         self._running: dict[str, SegmentRequest] = {}  # submitted, not ended yet
+        self._claims: dict[str, SegmentClaim] = {}  # segment -> its first request's claim (its status as accepted)
+        self._latest: dict[str, str] = {}  # checkpoint id -> the latest segment submitted under it
 
     async def submit(self, request: SegmentRequest) -> str:
-        sid = await request_id(request, self.store, self.sessions)
-        if sid not in self._tasks:  # a second submit of the same segment attaches to the first
+        try:
+            sid = await request_id(request, self.store, self.sessions)
+        except CheckpointNotFoundError as error:
+            claim = None if request.session_id is not None else await self.claim(request.checkpoint_id)
+            return rejoined(claim, request, error)
+        if sid in self._tasks:  # a second submit of the same segment attaches to the first, if it asks the same
+            claim = self._claim(sid)
+            if claim.request_digest != request_digest(request):
+                raise claimed(claim, request)
+        else:
+            pause = self._paused.pop(_key(request), None)  # a run being resumed no longer waits
+            self._claims[sid] = SegmentClaim(
+                segment_id=sid,
+                request_digest=request_digest(request),
+                accepted_at=time.time(),
+                status="running",
+                agent=request.agent,
+                answered=pause.interrupts if pause is not None and request.resumes else (),
+            )
+            if request.session_id is None:
+                self._latest[request.checkpoint_id] = sid
             self._running[sid] = request
-            self._paused.pop(_key(request), None)  # a run being resumed no longer waits
             self._tasks[sid] = asyncio.create_task(self._run(request, sid), name=f"batonflow {sid}")
         return sid
 
@@ -170,7 +207,22 @@ class InProcessBackend:
         self._asked.discard(sid)
         self._finished[sid] = None
         while len(self._finished) > self.keep_finished:
-            self._tasks.pop(self._finished.popitem(last=False)[0], None)
+            gone = self._finished.popitem(last=False)[0]
+            self._tasks.pop(gone, None)
+            self._claims.pop(gone, None)
+            run = gone.rpartition("@")[0]
+            if self._latest.get(run) == gone:
+                del self._latest[run]
+
+    async def claim(self, checkpoint_id: str) -> SegmentClaim | None:
+        sid = self._latest.get(checkpoint_id)
+        return None if sid is None else self._claim(sid)
+
+    def _claim(self, sid: str) -> SegmentClaim:
+        task = self._tasks[sid]
+        if not task.done():
+            return self._claims[sid]
+        return replace(self._claims[sid], status=_ended_as(task))
 
     async def outcome(self, segment_id: str) -> SegmentOutcome:
         task = self._task(segment_id)
@@ -249,6 +301,13 @@ class InProcessBackend:
                 segment_id=segment_id,
             )
         return task
+
+
+def _ended_as(task: asyncio.Task[SegmentOutcome]) -> str:
+    """How an ended segment's task ended, as a status."""
+    if task.cancelled():
+        return "cancelled"
+    return "failed" if task.exception() is not None else task.result().status
 
 
 def _key(request: SegmentRequest) -> tuple[str, str]:

@@ -7,19 +7,33 @@ Needs the ``dbos`` extra.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Iterator
+from contextlib import contextmanager
+from dataclasses import replace
 from typing import Any
 
+import psycopg
 from dbos import DBOSClient, EnqueueOptions, WorkflowHandleAsync
+from sqlalchemy.engine import make_url
+from sqlalchemy.exc import DBAPIError
 
 from .. import __version__
 from ..codec import CODEC_VERSION
-from ..errors import SegmentError, SegmentFailedError, UserError
+from ..errors import BackendUnavailableError, CheckpointNotFoundError, SegmentError, SegmentFailedError, UserError
 from ..store import CheckpointStore, SessionStore
 from ._attempts import FailedSegment, SegmentAttempts
 from ._backend import PausedRun
 from ._events import EventLog, EventRecord
-from ._segment import SegmentOutcome, SegmentRequest, request_id, segment_id
+from ._segment import (
+    SegmentClaim,
+    SegmentOutcome,
+    SegmentRequest,
+    claimed,
+    rejoined,
+    request_digest,
+    request_id,
+    segment_id,
+)
 from ._serializer import CodecSerializer
 
 __all__ = ["APP_VERSION", "QUEUE", "RESULT_POLL", "WORKFLOW", "DBOSBackend", "check_version"]
@@ -32,6 +46,7 @@ WORKFLOW = "batonflow.segment"
 RESULT_POLL = 0.05
 ENDING_POLL = 1.0  # seconds between looks at DBOS's status while a segment's end is awaited on its event log
 PAUSED_SCAN = 1000  # the ended segments ``DBOSBackend.paused`` looks through, newest first
+CLAIM_SCAN = 20  # the newest segments of an id ``DBOSBackend.claim`` looks through (a conversation may share it)
 
 
 class DBOSBackend:
@@ -55,11 +70,20 @@ class DBOSBackend:
         self.sessions = sessions
         self.event_log = events
         self.app_version = app_version
-        self._client = DBOSClient(system_database_url=database_url, serializer=CodecSerializer())
+        # No retries of a connection that fails: a request answers 503 (and its client retries) rather than hang.
+        self._client = DBOSClient(
+            system_database_url=database_url, serializer=CodecSerializer(), retry_connection_errors=False
+        )
         self._database_url = database_url
 
     async def submit(self, request: SegmentRequest) -> str:
-        sid = await request_id(request, self.store, self.sessions)
+        """Enqueue the segment; a second request of it attaches when it asks the same (a retry), and is refused
+        with ``SegmentClaimedError`` when it asks something else (the request DBOS keeps is the first one)."""
+        try:
+            sid = await request_id(request, self.store, self.sessions)
+        except CheckpointNotFoundError as error:
+            claim = None if request.session_id is not None else await self.claim(request.checkpoint_id)
+            return rejoined(claim, request, error)
         options = EnqueueOptions(
             workflow_name=WORKFLOW,
             queue_name=QUEUE,
@@ -67,8 +91,50 @@ class DBOSBackend:
             app_version=self.app_version,
             workflow_id_reuse_policy="return-existing",
         )
-        await self._client.enqueue_async(options, request.payload(), self.app_version)
+        with self._reaching():
+            await self._client.enqueue_async(options, request.payload(), self.app_version)
+            found = await self._client.list_workflows_async(workflow_ids=[sid])
+        claim = _claim(found[0]) if found else None
+        if claim is not None and claim.request_digest != request_digest(request):
+            raise claimed(claim, request)
         return sid
+
+    async def claim(self, checkpoint_id: str) -> SegmentClaim | None:
+        """The latest segment enqueued under the checkpoint ``checkpoint_id`` (not a conversation's turn)."""
+        with self._reaching():
+            found = await self._client.list_workflows_async(
+                name=WORKFLOW, workflow_id_prefix=f"{checkpoint_id}@", sort_desc=True, limit=CLAIM_SCAN
+            )
+        runs = [
+            w
+            for w in found
+            if w.workflow_id.rpartition("@")[0] == checkpoint_id
+            and not w.workflow_id.rpartition("@")[2].startswith("turn-")
+        ]
+        if not runs:
+            return None
+        pause = next((w for w in runs[1:] if isinstance(w.output, dict) and w.output["status"] == "interrupted"), None)
+        output: Any = None if pause is None else pause.output
+        answered = () if output is None else tuple(output.get("interrupts") or ())
+        return replace(_claim(runs[0]), answered=answered)
+
+    async def readiness(self) -> dict[str, dict[str, Any]]:
+        """What ``GET /health/ready`` reports: the database reachable, the DBOS schema there (a worker creates it),
+        and workers seen (heartbeats renewed within their ttl)."""
+        return await asyncio.to_thread(_readiness, self._database_url)
+
+    @contextmanager
+    def _reaching(self) -> Iterator[None]:
+        """Database errors as ``BackendUnavailableError``, saying where (no password) and what is missing."""
+        try:
+            yield
+        except (DBAPIError, psycopg.Error, OSError) as error:
+            where = make_url(self._database_url).render_as_string(hide_password=True)
+            orig = getattr(error, "orig", None) or error
+            reason = str(orig).strip().splitlines()[0] if str(orig).strip() else type(orig).__name__
+            if "does not exist" in reason:
+                reason += "; the DBOS schema is made by the first worker that starts (batonflow worker): start one"
+            raise BackendUnavailableError(f"DBOS database at {where}: {reason}") from None
 
     async def outcome(self, segment_id: str) -> SegmentOutcome:
         """How the segment ended, once it has: awaited on the run's event log first (its ``end`` record, which a
@@ -77,25 +143,43 @@ class DBOSBackend:
         ending = asyncio.ensure_future(self._ending(segment_id))
         try:  # DBOS asked now and then all the same: a segment cancelled before it ran writes no end
             while not (await asyncio.wait([ending], timeout=ENDING_POLL))[0]:
-                if await self.status(segment_id) not in ("ENQUEUED", "PENDING"):
+                if await self._status_or_none(segment_id) not in ("ENQUEUED", "PENDING", None):
                     break
         finally:
             ending.cancel()
-        handle: WorkflowHandleAsync[dict[str, Any]] = await self._client.retrieve_workflow_async(segment_id)
         try:
-            payload = await handle.get_result(polling_interval_sec=RESULT_POLL)
+            payload = await self._result(segment_id)
         except SegmentFailedError as error:
             error.segment_id = segment_id
             raise
         return SegmentOutcome.from_payload(payload)
+
+    async def _status_or_none(self, segment_id: str) -> str | None:
+        """``status``, None while the database is away."""
+        try:
+            return await self.status(segment_id)
+        except BackendUnavailableError:
+            return None
+
+    async def _result(self, segment_id: str) -> Any:
+        """The segment's result, once DBOS has it; a database away meanwhile is waited out (this wait has no
+        deadline: its caller bounds it)."""
+        while True:
+            try:
+                with self._reaching():
+                    handle: WorkflowHandleAsync[Any] = await self._client.retrieve_workflow_async(segment_id)
+                    return await handle.get_result(polling_interval_sec=RESULT_POLL)
+            except BackendUnavailableError:
+                await asyncio.sleep(ENDING_POLL)
 
     async def status(self, segment_id: str) -> str:
         """DBOS's status of the segment's workflow (``ENQUEUED``, ``PENDING``, ``SUCCESS``, ``ERROR``, …). A worker
         sends a segment's ``end`` record just before DBOS records the outcome: a segment whose ``end`` is its run's
         latest record is ``SUCCESS`` already (``outcome`` waits the moment it takes DBOS)."""
         try:
-            handle: WorkflowHandleAsync[dict[str, Any]] = await self._client.retrieve_workflow_async(segment_id)
-            status = str((await handle.get_status()).status)
+            with self._reaching():
+                handle: WorkflowHandleAsync[dict[str, Any]] = await self._client.retrieve_workflow_async(segment_id)
+                status = str((await handle.get_status()).status)
         except Exception as error:
             if type(error).__name__ != "DBOSNonExistentWorkflowError":
                 raise
@@ -138,6 +222,10 @@ class DBOSBackend:
         for, and with ``sessions``) each conversation whose latest turn ended interrupted, still pending. Looked for among the
         newest ``scan`` ended segments (of ``checkpoint_id`` only, when given); an older paused run is not listed
         but resumes as any other."""
+        with self._reaching():
+            return await self._paused(checkpoint_id, scan)
+
+    async def _paused(self, checkpoint_id: str | None, scan: int) -> list[PausedRun]:
         ended = await self._client.list_workflows_async(
             name=WORKFLOW,
             status="SUCCESS",
@@ -223,7 +311,8 @@ class DBOSBackend:
         through DBOS."""
         if self.event_log is not None:
             await self.event_log.request_cancel(segment_id)
-        await self._client.cancel_workflow_async(segment_id)
+        with self._reaching():
+            await self._client.cancel_workflow_async(segment_id)
 
     async def failed_segments(self, limit: int = 100) -> list[FailedSegment]:
         """The segments the workers gave up after their recovery limit, newest first (``GET /segments/failed``)."""
@@ -237,6 +326,59 @@ class DBOSBackend:
         self._client.destroy()
         if self.event_log is not None:
             await self.event_log.close()
+
+
+def _claim(workflow: Any) -> SegmentClaim:
+    """What DBOS keeps of a segment's first request, as a claim: the request it was enqueued with, and its state."""
+    request = SegmentRequest.from_payload(workflow.input["args"][0])
+    status = str(workflow.status)
+    output = workflow.output
+    if status == "SUCCESS" and isinstance(output, dict):
+        status = str(output["status"])
+    else:
+        status = {"ERROR": "failed", "CANCELLED": "cancelled"}.get(status, "running")
+    return SegmentClaim(
+        segment_id=workflow.workflow_id,
+        request_digest=request_digest(request),
+        accepted_at=(workflow.created_at or 0) / 1000,
+        status=status,
+        agent=request.agent,
+    )
+
+
+_READY = """
+SELECT to_regclass('dbos.workflow_status') IS NOT NULL,
+       (SELECT count(*) FROM pg_tables WHERE tablename = 'batonflow_workers')
+"""
+_WORKERS = "SELECT count(*) FROM batonflow_workers WHERE expires_at > now()"
+
+
+def _readiness(database_url: str) -> dict[str, dict[str, Any]]:
+    where = make_url(database_url).render_as_string(hide_password=True)
+    checks: dict[str, dict[str, Any]] = {}
+    try:
+        with psycopg.connect(_libpq(database_url), connect_timeout=2, autocommit=True) as conn:
+            checks["database"] = {"ok": True, "detail": f"{where} answers"}
+            row = conn.execute(_READY).fetchone()
+            schema, table = bool(row and row[0]), bool(row and row[1])
+            checks["schema"] = {
+                "ok": schema,
+                "detail": "dbos.workflow_status present" if schema else "no dbos.workflow_status: start a worker",
+            }
+            seen = int(conn.execute(_WORKERS).fetchone()[0]) if table else 0  # type: ignore[index]
+            checks["workers"] = {"ok": seen > 0, "detail": f"{seen} worker(s) with a live heartbeat"}
+    except psycopg.Error as error:
+        reason = str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
+        checks["database"] = {"ok": False, "detail": f"{where}: {reason}"}
+        checks.setdefault("schema", {"ok": False, "detail": "not checked: the database does not answer"})
+        checks.setdefault("workers", {"ok": False, "detail": "not checked: the database does not answer"})
+    return checks
+
+
+def _libpq(url: str) -> str:
+    """``url`` without a SQLAlchemy driver (``postgresql+psycopg://``): as libpq takes it."""
+    scheme, sep, rest = url.partition("://")
+    return f"{scheme.partition('+')[0]}{sep}{rest}"
 
 
 def check_version(version: str) -> None:

@@ -31,6 +31,7 @@ from ..errors import (
     CheckpointNotFoundError,
     CodecError,
     ResumeConflictError,
+    SegmentClaimedError,
     UnknownAgentError,
     UserError,
 )
@@ -39,7 +40,16 @@ from ..store import CheckpointStore, SessionStore, check_checkpoint_id, check_se
 from ..trace import TraceEvent
 from ._frames import Framer, FrameSink
 
-__all__ = ["EventSink", "SegmentOutcome", "SegmentRequest", "run_segment", "segment_id"]
+__all__ = [
+    "EventSink",
+    "SegmentClaim",
+    "SegmentOutcome",
+    "SegmentRequest",
+    "claimed",
+    "request_digest",
+    "run_segment",
+    "segment_id",
+]
 
 Status = Literal["completed", "interrupted", "failed", "cancelled"]
 EventSink = FrameSink
@@ -187,6 +197,69 @@ class SegmentOutcome:
             interrupts=tuple(payload.get("interrupts") or ({"id": i} for i in payload["interrupt_ids"])),
             usage=payload.get("usage") or {},
         )
+
+
+def request_digest(request: SegmentRequest) -> str:
+    """What a segment's request asks, as a digest (SHA-256 of its canonical JSON): the run it names, and its input
+    (a start's agent, messages and session values) or its resume targets; not how it is watched (``stream``,
+    ``trace``) nor its run id. Two requests of one digest are the same request: a retry."""
+    asked: dict[str, Any] = {"run": request.run_key, "session": request.session_id is not None}
+    if request.resumes:
+        asked["targets"] = dict(request.targets)
+    else:
+        asked |= {"agent": request.agent, "input": list(request.messages), "values": dict(request.session_values)}
+    return hashlib.sha256(encode_json(asked, what="segment request").encode()).hexdigest()
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class SegmentClaim:
+    """What a backend knows of the request that claimed a segment first (the winner of two resumes of one pause,
+    or the first start under a checkpoint id): the segment, the digest of its request, when the backend accepted it
+    (seconds since the epoch, 0 when unknown) and its status: ``running``, or how it ended. ``agent`` ran it;
+    ``answered`` are the interrupts a resume answered (as the API shows them; empty for a start, or unknown)."""
+
+    segment_id: str
+    request_digest: str
+    accepted_at: float
+    status: str
+    agent: str = ""
+    answered: tuple[Mapping[str, Any], ...] = ()
+
+    @property
+    def ended(self) -> bool:
+        return self.status != "running"
+
+    def payload(self) -> dict[str, Any]:
+        """The claim as the API shows it (``run_id`` is the segment id)."""
+        return {
+            "run_id": self.segment_id,
+            "request_digest": self.request_digest,
+            "status": self.status,
+            "accepted_at": self.accepted_at or None,
+            "ended": self.ended,
+            "agent": self.agent,
+        }
+
+
+def claimed(claim: SegmentClaim, request: SegmentRequest) -> SegmentClaimedError:
+    """The refusal of ``request``, whose segment ``claim`` holds for another request."""
+    what = "resume" if request.resumes else "start"
+    return SegmentClaimedError(
+        f"segment {claim.segment_id}: claimed by another {what} (request {claim.request_digest[:12]}, "
+        f"{claim.status}), got a {what} asking something else (request {request_digest(request)[:12]})",
+        segment_id=claim.segment_id,
+        claim=claim,
+    )
+
+
+def rejoined(claim: SegmentClaim | None, request: SegmentRequest, error: CheckpointNotFoundError) -> str:
+    """The segment a resume whose checkpoint is gone attaches to: the latest resume of it, when that asked the same
+    (a retry of the resume that ended it); refused when it asked something else; else ``error`` stands."""
+    if claim is None or not request.resumes or claim.segment_id.endswith("@start"):
+        raise error
+    if claim.request_digest != request_digest(request):
+        raise claimed(claim, request)
+    return claim.segment_id
 
 
 def segment_id(checkpoint_id: str, checkpoint: bytes | None) -> str:

@@ -99,6 +99,7 @@ def create_app(
     install_handlers(app)
     _middleware(app, limits, cors)
     app.add_api_route("/health", health, methods=["GET"], tags=["server"])
+    app.add_api_route("/health/ready", ready, methods=["GET"], tags=["server"], response_model=None)
     # Without a token there is nothing to check: no dependency to solve on every request (nor a bearer scheme in the
     # OpenAPI document that no request needs).
     auth = [Depends(_bearer(auth_token))] if auth_token is not None else []
@@ -151,6 +152,23 @@ async def health(server: Annotated[Server, Depends(state)]) -> dict[str, Any]:
         "active_runs": len(server.active),
         "active_evals": server.evals,
     }
+
+
+async def ready(server: Annotated[Server, Depends(state)]) -> JSONAnswer:
+    """Readiness: whether this process can take runs now. A backend that runs them elsewhere reports its checks
+    (for DBOS: the database answers, its schema is there, workers were seen); each check's result is given, and
+    the answer is 200 when all pass, else 503. The in-process backend is always ready."""
+    readiness = getattr(server.backend, "readiness", None)
+    checks: dict[str, Any] = {}
+    if readiness is not None:
+        try:
+            async with server.bounded("checking readiness"):
+                checks = await readiness()
+        except ApiError as error:
+            checks = {"database": {"ok": False, "detail": error.found}}
+    ok = all(check["ok"] for check in checks.values())
+    body = {"status": "ready" if ok else "not_ready", "checks": checks}
+    return JSONAnswer(body, status_code=200 if ok else 503, headers=None if ok else {"Retry-After": "2"})
 
 
 def _version() -> str:

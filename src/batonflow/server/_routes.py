@@ -1,5 +1,6 @@
 """The endpoints of the API: agents, runs (JSON, SSE, detached, reconnection), checkpoints and sessions."""
 
+import hashlib
 import uuid
 from typing import Annotated, Any
 
@@ -11,7 +12,8 @@ from ..store import check_checkpoint_id, check_session_id
 from ._errors import ApiError, shown
 from ._follow import parse_event_id
 from ._models import ResumeRequest, RunRequest
-from ._server import Server, checked, no_checkpoint, pending_session, state
+from ._refusals import no_checkpoint
+from ._server import Server, checked, pending_session, state
 from ._sse import EventStream
 from ._targets import check_targets
 from ._wire import jsonable, message_json
@@ -31,11 +33,25 @@ async def list_agents(server: Srv) -> dict[str, Any]:
     }
 
 
-async def start_run(body: RunRequest, server: Srv, request: Request) -> Any:
-    """Start a run: the result as JSON, the events as SSE (``stream``), or 202 and the run id (``detached``)."""
+IdempotencyKey = Annotated[
+    str | None,
+    Header(
+        alias="Idempotency-Key",
+        max_length=255,
+        description="a key of the client's: the same key and body again answer the same run, never a second one",
+    ),
+]
+
+
+async def start_run(body: RunRequest, server: Srv, request: Request, idempotency_key: IdempotencyKey = None) -> Any:
+    """Start a run: the result as JSON, the events as SSE (``stream``), or 202 and the run id (``detached``). With
+    an ``Idempotency-Key``, the run's checkpoint id is ``idem-`` and a digest of the key: a retry of the request
+    answers the same run."""
     server.check(body, "session_values", "targets")
     server.agent(body.agent)
-    if body.session_id is not None:
+    if idempotency_key is not None:
+        segment = await _lone_run(body, server, _idempotent_id(body, idempotency_key))
+    elif body.session_id is not None:
         session_id, messages, targets = await _turn(body, body.session_id, server)
         segment = SegmentRequest(
             agent=body.agent,
@@ -48,8 +64,35 @@ async def start_run(body: RunRequest, server: Srv, request: Request) -> Any:
         )
     else:
         segment = await _lone_run(body, server)
-    run, after = await server.submit(segment, detached=body.detached)
+    run, after = await server.submit(segment, detached=body.detached, idempotency_key=idempotency_key)
     return await server.answer(run, after, body.stream, body.detached, request)
+
+
+def _idempotent_id(body: RunRequest, key: str) -> str:
+    """The checkpoint id of the run an ``Idempotency-Key`` names, once the key and the body fit together."""
+    if not key or not key.isprintable():
+        raise ApiError(
+            400,
+            "invalid_idempotency_key",
+            f"Idempotency-Key: expected 1 to 255 printable characters, got {shown(key)}",
+            expected="1 to 255 printable characters",
+            found=shown(key),
+        )
+    for given, name in ((body.session_id, "session_id"), (body.checkpoint_id, "checkpoint_id")):
+        if given is not None:
+            why = (
+                "a conversation's turn is named by where the conversation stands; retry a turn by sending it again"
+                if name == "session_id"
+                else "the key names the run's checkpoint"
+            )
+            raise ApiError(
+                400,
+                f"idempotency_key_with_{name}",
+                f"Idempotency-Key: expected a run without a {name} ({why}), got {name} {shown(given)}",
+                expected=f"no {name} with an Idempotency-Key",
+                found=shown(given),
+            )
+    return f"idem-{hashlib.sha256(key.encode()).hexdigest()[:32]}"
 
 
 async def _turn(body: RunRequest, session_id: str, server: Server) -> tuple[str, list[Message], dict[str, Any]]:
@@ -90,9 +133,13 @@ def _prompt(body: RunRequest, server: Server) -> list[Message]:
     return messages
 
 
-async def _lone_run(body: RunRequest, server: Server) -> SegmentRequest:
+async def _lone_run(body: RunRequest, server: Server, idempotent: str | None = None) -> SegmentRequest:
+    """A run without a session: under a fresh checkpoint id, the one given, or (``idempotent``) an Idempotency-Key's,
+    which a retry attaches to (the backend compares what the two requests ask)."""
     messages = _prompt(body, server)
-    if body.checkpoint_id is None:
+    if idempotent is not None:
+        checkpoint_id = idempotent
+    elif body.checkpoint_id is None:
         checkpoint_id = f"ckpt-{uuid.uuid4().hex}"
     else:
         checkpoint_id = checked(check_checkpoint_id, body.checkpoint_id, "checkpoint_id")
@@ -199,9 +246,21 @@ async def resume_checkpoint(
     checkpoint_id = checked(check_checkpoint_id, checkpoint_id, "checkpoint_id")
     if session:
         return await _resume_conversation(checkpoint_id, body, server, request)
-    server.busy("checkpoint", checkpoint_id)
     found = await server.paused(checkpoint_id)
     entry = found[0] if found else None
+    claim = None if entry is not None else await server.claim(checkpoint_id)
+    if claim is not None and not claim.segment_id.endswith("@start"):
+        # Its pause was answered already: the same answer again attaches to that resume, another is a 409.
+        targets = check_targets(claim.answered, body.targets) if claim.answered else body.targets
+        segment = SegmentRequest(
+            agent=body.agent or claim.agent,
+            checkpoint_id=checkpoint_id,
+            targets=targets,
+            stream=body.stream,
+            trace=body.trace,
+        )
+        run, after = await server.submit(segment, detached=body.detached)
+        return await server.answer(run, after, body.stream, body.detached, request)
     if entry is None and body.agent is None:
         if await _waiting_conversation(server, checkpoint_id) is not None:
             return await _resume_conversation(checkpoint_id, body, server, request)

@@ -10,8 +10,8 @@ that is not detached is cancelled once its last follower has been gone ``reconne
 
 import asyncio
 from collections import OrderedDict
-from collections.abc import AsyncGenerator, Iterator, Mapping, Sequence
-from contextlib import contextmanager
+from collections.abc import AsyncGenerator, AsyncIterator, Iterator, Mapping, Sequence
+from contextlib import asynccontextmanager, contextmanager
 from dataclasses import dataclass, fields
 from typing import Any
 from urllib.parse import quote
@@ -25,17 +25,26 @@ from ..distributed import (
     EventRecord,
     EventsGoneError,
     LiveBackend,
+    SegmentClaim,
     SegmentOutcome,
     SegmentRequest,
     body_of,
 )
-from ..errors import CheckpointNotFoundError, SegmentError, SegmentFailedError, UserError
+from ..errors import (
+    BackendUnavailableError,
+    CheckpointNotFoundError,
+    SegmentClaimedError,
+    SegmentError,
+    SegmentFailedError,
+    UserError,
+)
 from ..graph import FlowEngine, Graph
 from ..schema import Message, user
 from ..store import CheckpointStore, SessionStore
 from ._errors import ApiError, shown
 from ._follow import Followers, Run, parse_event_id, record_key, segment_batches, segment_records, sent
 from ._models import InputMessage, check_body
+from ._refusals import claimed, no_checkpoint, no_run, unavailable
 from ._sse import EventStream
 from ._targets import check_targets
 from ._wire import JSONAnswer, json_text, paused_json, summary
@@ -44,7 +53,6 @@ __all__ = [
     "Server",
     "ServerLimits",
     "checked",
-    "no_checkpoint",
     "pending_session",
     "state",
 ]
@@ -63,6 +71,9 @@ class ServerLimits:
     run keeps (``session_values``, resume ``targets``, a flow's ``variables``) may nest; the stores write them with
     a recursive codec, which fails on values nested a few hundred levels deep, so deeper ones are a 400 at once
     rather than a run that fails when it saves. ``max_active_runs`` counts flow evaluations too.
+    ``backend_timeout``: seconds each call a request makes to the backend may take (enqueueing, a status, an
+    outcome read, a listing); past it, or when the backend's database refuses, the answer is a 503
+    ``backend_unavailable`` with ``Retry-After`` (waiting for a run to end is not such a call).
     """
 
     max_body_bytes: int = 1_048_576
@@ -74,14 +85,20 @@ class ServerLimits:
     heartbeat: float = 15.0
     reconnect_grace: float = 0.0
     max_value_depth: int = 100
+    backend_timeout: float = 10.0
 
     def __post_init__(self) -> None:
         for f in fields(self):
             value = getattr(self, f.name)
-            kind = float if f.name in ("heartbeat", "reconnect_grace") else int
-            if type(value) is bool or not isinstance(value, kind) or value < (0 if kind is float else 1):
-                minimum = "a number >= 0" if kind is float else "an int >= 1"
+            seconds = f.name in ("heartbeat", "reconnect_grace", "backend_timeout")
+            kind = (int, float) if seconds else int
+            if type(value) is bool or not isinstance(value, kind) or value < (0 if seconds else 1):
+                minimum = "a number >= 0" if seconds else "an int >= 1"
                 raise UserError(f"ServerLimits.{f.name}: expected {minimum}, got {value!r}")
+        if self.backend_timeout == 0:
+            raise UserError(
+                f"ServerLimits.backend_timeout: expected a number of seconds > 0, got {self.backend_timeout!r}"
+            )
 
 
 class Server:
@@ -186,16 +203,23 @@ class Server:
 
     # -- runs ---------------------------------------------------------------------------------------------------
 
-    async def submit(self, request: SegmentRequest, *, detached: bool) -> tuple[Run, str]:
+    async def submit(
+        self, request: SegmentRequest, *, detached: bool, idempotency_key: str | None = None
+    ) -> tuple[Run, str]:
         """Submit ``request``'s segment; the run, and the record id its frames come after in its run's log (the
-        start, when the segment was there already: a second submit attaches to it)."""
+        start, when the segment was there already: a second submit of the same request attaches to it). A request
+        that asks something else than the one that claimed the segment is a 409 (a 422 under an
+        ``idempotency_key``) saying what is known of the winner."""
         self.check_room()
         run_key = request.run_key
-        before = await self._last(run_key)
-        try:
-            sid = await self.backend.submit(request)
-        except CheckpointNotFoundError as error:
-            raise no_checkpoint(run_key, str(error)) from None
+        async with self.bounded("enqueueing the run"):
+            before = await self._last(run_key)
+            try:
+                sid = await self.backend.submit(request)
+            except CheckpointNotFoundError as error:
+                raise no_checkpoint(run_key, str(error)) from None
+            except SegmentClaimedError as error:
+                raise claimed(request, error.claim, idempotency_key) from None
         after = "0-0" if before is None or before.segment_id == sid else before.stream_id
         if request.session_id is not None:
             self.conversations[request.session_id] = None
@@ -240,14 +264,16 @@ class Server:
     async def outcome(self, sid: str) -> SegmentOutcome | None:
         """How the run ``sid`` ended, None while it goes; ``unknown_run`` when the backend has no such segment."""
         try:
-            status = await self.backend.status(sid)
+            async with self.bounded("reading the run's status"):
+                status = await self.backend.status(sid)
         except SegmentError:
-            raise _no_run(sid) from None
+            raise no_run(sid) from None
         if status == "CANCELLED":
             return SegmentOutcome(segment_id=sid, status="cancelled")
         if status not in ("SUCCESS", "ERROR"):
             return None
-        return await self.final(sid)
+        async with self.bounded("reading the run's outcome"):
+            return await self.final(sid)
 
     async def final(self, sid: str) -> SegmentOutcome:
         """How the run ``sid`` ended, once it has."""
@@ -268,9 +294,10 @@ class Server:
     async def cancel(self, sid: str) -> dict[str, Any]:
         """Cancel the run (its frames end with its ``end``); its summary once it has stopped."""
         try:
-            await self.backend.cancel(sid)
+            async with self.bounded("cancelling the run"):
+                await self.backend.cancel(sid)
         except SegmentError:
-            raise _no_run(sid) from None
+            raise no_run(sid) from None
         run = self.active.get(sid)
         if run is not None and run.watcher is not None:
             await asyncio.wait([run.watcher], timeout=5.0)  # its end reached the log: the summary says so
@@ -401,7 +428,26 @@ class Server:
 
     async def paused(self, checkpoint_id: str | None = None) -> list[dict[str, Any]]:
         """The runs waiting for an answer, as ``GET /checkpoints`` lists them (the backend's word)."""
-        return [paused_json(run) for run in await self.backend.paused(checkpoint_id)]
+        async with self.bounded("listing the paused runs"):
+            return [paused_json(run) for run in await self.backend.paused(checkpoint_id)]
+
+    async def claim(self, checkpoint_id: str) -> SegmentClaim | None:
+        """What the backend knows of the latest segment under ``checkpoint_id`` (the winner of its last resume)."""
+        async with self.bounded("reading the checkpoint's latest run"):
+            return await self.backend.claim(checkpoint_id)
+
+    @asynccontextmanager
+    async def bounded(self, what: str) -> AsyncIterator[None]:
+        """A backend call within ``limits.backend_timeout``: past it, or with the backend's database away, a 503
+        ``backend_unavailable`` with ``Retry-After``."""
+        limit = self.limits.backend_timeout
+        try:
+            async with asyncio.timeout(limit):
+                yield
+        except TimeoutError:
+            raise unavailable(what, f"no answer within {limit:g} s") from None
+        except BackendUnavailableError as error:
+            raise unavailable(what, str(error)) from None
 
     async def close(self) -> None:
         """Stop watching (the app is shutting down); the backend cancels what it runs when it is closed."""
@@ -419,27 +465,6 @@ def checked(check: Any, value: str, what: str) -> str:
         return str(check(value))
     except UserError as error:
         raise ApiError(422, f"invalid_{what}", str(error), expected=f"a valid {what}", found=shown(value)) from None
-
-
-def _no_run(run_id: str) -> ApiError:
-    return ApiError(
-        404,
-        "unknown_run",
-        f"run: expected the id of a run of this server's backend (running, or one that ended), got {shown(run_id)}",
-        expected="a run id from POST /runs",
-        found=shown(run_id),
-    )
-
-
-def no_checkpoint(checkpoint_id: str, why: str) -> ApiError:
-    """The 404 of a checkpoint (or conversation) that nothing waits on, saying why."""
-    return ApiError(
-        404,
-        "unknown_checkpoint",
-        f"checkpoint: expected a pending checkpoint, got {shown(checkpoint_id)}: {why}",
-        expected="an id from GET /checkpoints",
-        found=checkpoint_id,
-    )
 
 
 async def pending_session(server: Server, session_id: str, targets: Mapping[str, Any]) -> dict[str, Any]:
