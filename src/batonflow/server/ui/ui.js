@@ -9,6 +9,7 @@ const $ = (selector) => document.querySelector(selector);
 const COLOURS = ["#0b7285", "#862e9c", "#2b8a3e", "#e67700", "#1864ab", "#c92a2a", "#5f3dc4", "#087f5b"];
 const SVG = "http://www.w3.org/2000/svg";
 const POLL_MS = 3000;  // how often the list of what waits is read again (answers given elsewhere, runs ended)
+const MAX_VIEWS = 50;  // the runs whose trees the page keeps
 const ui = {
   token: sessionStorage.getItem("batonflow.token") || "",
   streams: [],  // the streams going, the latest last
@@ -298,6 +299,7 @@ function viewOf(head) {
     timeline: element("tbody"),
   };
   ui.views.set(key, view);
+  if (ui.views.size > MAX_VIEWS) ui.views.delete(ui.views.keys().next().value);  // the oldest run's
   return view;
 }
 
@@ -475,7 +477,8 @@ function answerCard(entry) {
   const dismiss = element("button", { type: "button", class: "dismiss", title: "dismiss this card", "aria-label": `dismiss ${entry.checkpoint_id}` }, "×");
   const card = element("div", { class: "card" }, dismiss, element("div", {}, element("strong", {}, entry.agent), ` · ${entry.checkpoint_id}`));
   dismiss.addEventListener("click", () => {
-    ui.dismissed.add(key);
+    if (card.classList.contains("stale")) ui.cards.delete(key);  // nothing waits on it any more: gone for good
+    else ui.dismissed.add(key);
     sessionStorage.setItem("batonflow.dismissed", JSON.stringify([...ui.dismissed]));
     drawCards();
   });
@@ -542,6 +545,8 @@ function showPending(pending) {
     if (!now.has(key) && !card.classList.contains("stale")) ui.cards.delete(key);
   }
   for (const [key, entry] of now) if (!ui.cards.has(key)) ui.cards.set(key, answerCard(entry));
+  for (const key of ui.dismissed) if (!ui.cards.has(key)) ui.dismissed.delete(key);  // only cards still there
+  sessionStorage.setItem("batonflow.dismissed", JSON.stringify([...ui.dismissed]));
   drawCards();
 }
 
