@@ -383,24 +383,35 @@ function drawState(values, why = "no values") {
 
 // -- the diagram ----------------------------------------------------------------------------------------------
 
-// Nodes in columns by their distance from the first node (links back drawn as curves), as an SVG drawn here: the
-// page stays offline and small, with no diagram library to ship.
-function layout(structure) {
-  const depth = new Map();
+// Nodes in columns by the longest way to them from where the graph starts, links that close a loop (found depth
+// first) left out of that count and drawn as curves back; an SVG drawn here, so that the page stays offline and
+// small, with no diagram library to ship.
+function loops(structure) {
   const next = new Map(structure.nodes.map((n) => [n.id, []]));
-  for (const link of structure.links) next.get(link.from).push(link.to);
-  for (const root of structure.nodes) {
-    if (depth.has(root.id)) continue;
-    depth.set(root.id, 0);
-    const queue = [root.id];
-    while (queue.length) {
-      const id = queue.shift();
-      for (const to of next.get(id)) {
-        if (!depth.has(to)) {
-          depth.set(to, depth.get(id) + 1);
-          queue.push(to);
-        }
-      }
+  for (const link of structure.links) next.get(link.from).push(link);
+  const back = new Set();
+  const seen = new Map();  // id -> 1 while its links are walked, 2 after
+  const walk = (id) => {
+    seen.set(id, 1);
+    for (const link of next.get(id)) {
+      if (seen.get(link.to) === 1) back.add(link);
+      else if (!seen.has(link.to)) walk(link.to);
+    }
+    seen.set(id, 2);
+  };
+  for (const node of structure.nodes) if (!seen.has(node.id)) walk(node.id);
+  return back;
+}
+
+function layout(structure, back) {
+  const depth = new Map(structure.nodes.map((n) => [n.id, 0]));
+  let changed = true;
+  for (let round = 0; changed && round < structure.nodes.length; round++) {
+    changed = false;
+    for (const link of structure.links) {
+      if (back.has(link) || depth.get(link.to) > depth.get(link.from)) continue;
+      depth.set(link.to, depth.get(link.from) + 1);
+      changed = true;
     }
   }
   const rows = new Map();
@@ -415,19 +426,20 @@ function layout(structure) {
 }
 
 function drawDiagram(key, structure, visited) {
-  const place = layout(structure);
+  const back = loops(structure);
+  const place = layout(structure, back);
   const width = Math.max(...[...place.values()].map((p) => p.x), 0) + 120;
-  const height = Math.max(...[...place.values()].map((p) => p.y), 0) + 40;
+  const height = Math.max(...[...place.values()].map((p) => p.y), 0) + 64;  // room for the curves below
   const svg = shape("svg", { viewBox: `0 0 ${width} ${height}`, width, height, role: "img", "aria-label": `diagram of ${structure.name}` },
     shape("defs", {}, shape("marker", { id: "arrow", viewBox: "0 0 8 8", refX: "8", refY: "4", markerWidth: "6", markerHeight: "6", orient: "auto" },
       shape("path", { d: "M0,0 L8,4 L0,8 z" }))));
   for (const link of structure.links) {
     const from = place.get(link.from);
     const to = place.get(link.to);
-    const back = to.x <= from.x;
-    const [x1, y1] = back ? [from.x + 50, from.y + 30] : [from.x + 100, from.y + 15];
-    const [x2, y2] = back ? [to.x + 50, to.y + 30] : [to.x, to.y + 15];
-    const d = back ? `M${x1},${y1} C${x1},${y1 + 30} ${x2},${y2 + 30} ${x2},${y2}` : `M${x1},${y1} L${x2},${y2}`;
+    const curve = back.has(link) || to.x <= from.x || to.x - from.x > 130;  // back, or past a column: below
+    const [x1, y1] = curve ? [from.x + 50, from.y + 30] : [from.x + 100, from.y + 15];
+    const [x2, y2] = curve ? [to.x + 50, to.y + 30] : [to.x, to.y + 15];
+    const d = curve ? `M${x1},${y1} C${x1},${y1 + 30} ${x2},${y2 + 30} ${x2},${y2}` : `M${x1},${y1} L${x2},${y2}`;
     svg.append(shape("path", { class: "link", d, "marker-end": "url(#arrow)" }, shape("title", {}, link.title || `${link.from} → ${link.to}`)));
   }
   const nodes = new Map();
@@ -636,7 +648,7 @@ $("#prompt").addEventListener("submit", (submitted) => {
   say("you", text, "user");
   const body = { agent: $("#agent").value, input: text, stream: true, trace: true };
   if ($("#session").value.trim()) body.session_id = $("#session").value.trim();
-  stream("/runs", body, `run of ${body.agent}`);
+  stream("/runs", body, "run");
 });
 
 let polling = null;
