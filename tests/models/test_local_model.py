@@ -22,6 +22,7 @@ from batonflow.models.local import LlamaCppChatModel, smollm2_model_path
 from batonflow.schema import (
     FunctionCall,
     ToolCall,
+    Usage,
     assistant,
     concat_message_stream,
     concat_messages,
@@ -60,7 +61,11 @@ class FakeLlama:
         self.stream_error: Exception | None = None
         self.closed = threading.Event()
         self.produced = 0
+        self.n_tokens = 0  # the tokens in the context after a call (llama.cpp's count); 0 before any
         FakeLlama.instances.append(self)
+
+    def tokenize(self, text: bytes, add_bos: bool = True, special: bool = False) -> list[int]:
+        return list(text)  # a token a byte
 
     def create_chat_completion(self, **request: Any) -> Any:
         self.requests.append(request)
@@ -314,6 +319,50 @@ async def test_stream_forwards_chunks_from_the_worker_thread(fake_llama: type[Fa
     assert fake_llama.instances[0].requests[0]["stream"] is True
 
 
+async def test_a_streamed_answer_reports_the_tokens_that_llama_cpp_reports_only_without_streaming(
+    fake_llama: type[FakeLlama],
+) -> None:
+    model = LlamaCppChatModel()
+    await model.generate([user("load")])
+    fake_llama.instances[0].n_tokens = 12  # the prompt's 7 tokens and the answer's 5 ("Hello")
+
+    answer = await concat_message_stream(model.stream([user("hi")]))
+
+    assert answer.content == "Hello"
+    assert answer.response_meta is not None
+    assert answer.response_meta.finish_reason == "stop"
+    assert answer.response_meta.usage == Usage(prompt_tokens=7, completion_tokens=5, total_tokens=12)
+
+
+async def test_an_answer_cut_at_max_tokens_counts_its_last_token_which_the_context_never_got(
+    fake_llama: type[FakeLlama],
+) -> None:
+    model = LlamaCppChatModel()
+    await model.generate([user("load")])
+    fake = fake_llama.instances[0]
+    fake.n_tokens = 11
+    fake.chunks = [text_chunk("Hel"), text_chunk("lo", "length")]
+
+    answer = await concat_message_stream(model.stream([user("hi")]))
+
+    assert answer.response_meta is not None
+    assert answer.response_meta.usage == Usage(prompt_tokens=7, completion_tokens=5, total_tokens=12)
+
+
+async def test_usage_a_streamed_chunk_reports_is_kept_as_it_is(fake_llama: type[FakeLlama]) -> None:
+    model = LlamaCppChatModel()
+    await model.generate([user("load")])
+    fake = fake_llama.instances[0]
+    fake.n_tokens = 99
+    usage = {"prompt_tokens": 3, "completion_tokens": 2, "total_tokens": 5}
+    fake.chunks = [text_chunk("Hi"), {**text_chunk("", "stop"), "usage": usage}]
+
+    answer = await concat_message_stream(model.stream([user("hi")]))
+
+    assert answer.response_meta is not None
+    assert answer.response_meta.usage == Usage(prompt_tokens=3, completion_tokens=2, total_tokens=5)
+
+
 async def test_closing_the_stream_early_stops_generation(fake_llama: type[FakeLlama]) -> None:
     model = LlamaCppChatModel()
     await model.generate([user("load")])
@@ -380,6 +429,21 @@ async def test_real_streamed_answer_arrives_in_chunks(local_model: LlamaCppChatM
     assert len(texts) > 1
     assert concat_messages(chunks).content == "".join(texts)
     assert concat_messages(chunks).content.strip()
+
+
+@pytest.mark.real_server
+async def test_real_streamed_answer_reports_the_usage_of_the_same_call_not_streamed(
+    local_model: LlamaCppChatModel,
+) -> None:
+    settings = ModelSettings(max_tokens=4, temperature=0.0)
+    said = await local_model.generate([user("Say hello.")], settings=settings)
+    streamed = await concat_message_stream(local_model.stream([user("Say hello.")], settings=settings))
+
+    assert said.response_meta is not None and streamed.response_meta is not None
+    assert said.response_meta.finish_reason == streamed.response_meta.finish_reason == "length"
+    assert said.response_meta.usage is not None and said.response_meta.usage.total_tokens > 0
+    assert streamed.content == said.content
+    assert streamed.response_meta.usage == said.response_meta.usage
 
 
 @pytest.mark.real_server

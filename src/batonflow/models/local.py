@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any, ClassVar
 
 from ..errors import ModelError, UserError
-from ..schema import Message, MessageStream, Stream, ToolInfo
+from ..schema import Message, MessageStream, ResponseMeta, Stream, ToolInfo, Usage
 from ._base import ModelSettings, ToolChoice, check_tool_choice, merge_settings
 from ._embedding import check_texts, describe_vector_problem
 from ._guided import guide_request
@@ -220,11 +220,20 @@ class LlamaCppChatModel:
             # temperature 0, so asking again without streaming gives the same call, delivered as one chunk.
             yield completion_to_message(llama.create_chat_completion(**request))
             return
+        reported, finish = False, ""
+        generated: list[str] = []
         with contextlib.closing(chunks):
             for chunk in chunks:
                 message = chunk_to_message(chunk)
                 if message is not None:
+                    meta = message.response_meta
+                    reported = reported or bool(meta and meta.usage)
+                    finish = meta.finish_reason if meta and meta.finish_reason else finish
+                    generated.append(message.content + "".join(c.function.arguments for c in message.tool_calls))
                     yield message
+        usage = None if reported else _streamed_usage(llama, "".join(generated), cut=finish == "length")
+        if usage is not None:
+            yield Message(role="assistant", response_meta=ResponseMeta(usage=usage))
 
     def _error(self, exc: BaseException) -> BaseException:
         """``exc`` if batonflow already typed it, else a ``ModelError`` caused by it."""
@@ -233,6 +242,19 @@ class LlamaCppChatModel:
         error = ModelError(f"local model {self.model_name!r} failed: {exc}", model=self.model_name)
         error.__cause__ = exc
         return error
+
+
+def _streamed_usage(llama: Any, generated: str, *, cut: bool) -> Usage | None:
+    """What a streamed answer took, which llama-cpp-python reports only for calls that do not stream: the context
+    holds the prompt and the answer (``n_tokens``; the last token of an answer ``cut`` at ``max_tokens`` is
+    sampled but never put in it), and the answer's tokens are its text tokenized again."""
+    total = getattr(llama, "n_tokens", None)
+    if not isinstance(total, int) or total <= 0:
+        return None
+    total += 1 if cut else 0
+    completion = len(llama.tokenize(generated.encode(), add_bos=False, special=True)) if generated else 0
+    prompt = max(total - completion, 0)
+    return Usage(prompt_tokens=prompt, completion_tokens=completion, total_tokens=prompt + completion)
 
 
 def _adapt_to_chatml_function_calling(request: dict[str, Any]) -> None:

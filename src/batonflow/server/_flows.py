@@ -14,7 +14,7 @@ from ._errors import ApiError, shown
 from ._server import Server, state
 from ._wire import error_json, jsonable
 
-__all__ = ["flow_routes", "load_flows"]
+__all__ = ["flow_graph", "flow_routes", "load_flows"]
 
 
 def load_flows(
@@ -46,7 +46,8 @@ class EvalRequest(BaseModel):
 Srv = Annotated[Server, Depends(state)]
 
 
-def _graph(server: Server, flow_id: str) -> Graph:
+def flow_graph(server: Server, flow_id: str) -> Graph:
+    """The flow served as ``flow_id``; a 404 that lists the served ones when there is none."""
     graph = server.flows.get(flow_id)
     if graph is None:
         raise ApiError(
@@ -71,7 +72,7 @@ async def eval_flow(flow_id: str, body: EvalRequest, server: Srv) -> dict[str, A
     was stopped, and its variables after.
     A failure while it ran (a task that raised, a limit passed) is ``status: "failed"`` with the error. An
     evaluation takes a place among the server's active runs while it goes (``ServerLimits.max_active_runs``)."""
-    graph = _graph(server, flow_id)
+    graph = flow_graph(server, flow_id)
     server.check(body, "variables")
     context = FlowContext(variables=body.variables)
     error: dict[str, Any] | None = None

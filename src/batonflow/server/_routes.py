@@ -15,6 +15,7 @@ from ._models import ResumeRequest, RunRequest
 from ._refusals import no_checkpoint
 from ._server import Server, checked, pending_session, state
 from ._sse import EventStream
+from ._structure import agent_structure, flow_structure
 from ._targets import check_targets
 from ._wire import jsonable, message_json
 
@@ -351,6 +352,8 @@ def routes() -> APIRouter:
     """The router of every endpoint here (the app adds its auth dependency)."""
     api = APIRouter()
     api.add_api_route("/agents", list_agents, methods=["GET"], tags=["agents"])
+    api.add_api_route("/agents/{name}/structure", agent_structure, methods=["GET"], tags=["agents"])
+    api.add_api_route("/flows/{flow_id}/structure", flow_structure, methods=["GET"], tags=["flows"])
     api.add_api_route("/runs", start_run, methods=["POST"], tags=["runs"], response_model=None)
     # A run id is its segment id, a checkpoint's or session's id and "@<generation>": it may hold "/", so the
     # routes of a run take the rest of the path too, the longer ones first (an id never ends in "/events").

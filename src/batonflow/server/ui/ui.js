@@ -1,11 +1,25 @@
 // The batonflow dev UI: plain JavaScript over the server's API (no build step). It streams runs with fetch (so that
-// the bearer token travels in a header, which EventSource cannot send), draws each run's tree from the events' run
-// paths, lists what waits for a person and answers it, and shows the trace as a timeline.
+// the bearer token travels in a header, which EventSource cannot send), each in a block of its own beside the
+// others, draws each run's tree from the events' run paths (its earlier segments kept when it resumes), draws the
+// target as a diagram with the running node marked, lists what waits for a person and answers it, and shows the
+// trace as a timeline.
 "use strict";
 
 const $ = (selector) => document.querySelector(selector);
 const COLOURS = ["#0b7285", "#862e9c", "#2b8a3e", "#e67700", "#1864ab", "#c92a2a", "#5f3dc4", "#087f5b"];
-const ui = { token: sessionStorage.getItem("batonflow.token") || "", controller: null, bubbles: new Map(), tree: null };
+const SVG = "http://www.w3.org/2000/svg";
+const POLL_MS = 3000;  // how often the list of what waits is read again (answers given elsewhere, runs ended)
+const MAX_VIEWS = 50;  // the runs whose trees the page keeps
+const ui = {
+  token: sessionStorage.getItem("batonflow.token") || "",
+  streams: [],  // the streams going, the latest last
+  views: new Map(),  // a run's checkpoint (or conversation) id -> what the page shows of it
+  selected: null,  // the view whose tree, timeline and diagram are shown
+  cards: new Map(),  // a pending entry's key -> its card
+  dismissed: new Set(JSON.parse(sessionStorage.getItem("batonflow.dismissed") || "[]")),
+  structures: new Map(),  // "agents/<name>" or "flows/<id>" -> its structure
+  diagram: null,  // { key, nodes: Map(id -> the node's <g>) }
+};
 
 function colour(name) {
   let hash = 0;
@@ -34,6 +48,13 @@ function element(tag, attributes = {}, ...children) {
   return node;
 }
 
+function shape(tag, attributes = {}, ...children) {
+  const node = document.createElementNS(SVG, tag);
+  for (const [key, value] of Object.entries(attributes)) node.setAttribute(key, value);
+  for (const child of children) node.append(child);
+  return node;
+}
+
 async function api(method, path, body) {
   const response = await fetch(path, {
     method,
@@ -52,6 +73,25 @@ function status(text, error = false) {
   line.className = error ? "note error" : "muted";
 }
 
+// A value as a person reads it: a text as it is, anything else as compact JSON, cut at ``limit`` characters.
+function brief(value, limit = 160) {
+  const text = typeof value === "string" ? value : JSON.stringify(value) ?? String(value);
+  return text.length > limit ? `${text.slice(0, limit - 1)}…` : text;
+}
+
+function fields(value, limit = 60) {
+  if (value === null || typeof value !== "object" || Array.isArray(value)) return brief(value, limit);
+  return Object.entries(value).map(([key, item]) => `${key}=${brief(item, limit)}`).join(", ");
+}
+
+// What an interrupt waits for, in one bounded line: the calls to approve, or the question asked.
+function waitsFor(interrupt) {
+  if (interrupt.kind === "approval") {
+    return `approval of ${brief(interrupt.info.tasks.map(call).join(", "), 240)}`;
+  }
+  return `an answer to ${brief(fields(interrupt.info), 240)}`;
+}
+
 // -- streaming ------------------------------------------------------------------------------------------------
 
 function parseFrame(block) {
@@ -67,19 +107,24 @@ function parseFrame(block) {
   return frame.data ? { ...frame, data: JSON.parse(frame.data) } : null;
 }
 
-async function stream(path, body) {
-  ui.controller = new AbortController();
+// One stream: its own block in the chat, its own controller. Streams go side by side; none stops another.
+async function stream(path, body, title, refused = null) {
+  const run = { controller: new AbortController(), bubbles: new Map(), view: null, block: runBlock(title) };
+  run.block.stop.addEventListener("click", () => run.controller.abort());
+  ui.streams.push(run);
   $("#stop").disabled = false;
   try {
     const response = await fetch(path, {
       method: "POST",
       headers: headers({ "Content-Type": "application/json", Accept: "text/event-stream" }),
       body: JSON.stringify(body),
-      signal: ui.controller.signal,
+      signal: run.controller.signal,
     });
     if (!response.ok) {
       const data = await response.json();
-      status(data.error ? data.error.message : response.statusText, true);
+      const reason = data.error ? data.error.message : response.statusText;
+      runStatus(run, reason, true);
+      if (refused) refused(response.status, reason);
       return;
     }
     const reader = response.body.getReader();
@@ -93,36 +138,61 @@ async function stream(path, body) {
       while ((end = buffer.indexOf("\n\n")) >= 0) {
         const frame = parseFrame(buffer.slice(0, end));
         buffer = buffer.slice(end + 2);
-        if (frame) onFrame(frame);
+        if (frame) onFrame(run, frame);
       }
     }
   } catch (error) {
-    status(error.name === "AbortError" ? "stopped: the run was cancelled" : String(error), error.name !== "AbortError");
+    const stopped = error.name === "AbortError";
+    runStatus(run, stopped ? "stopped: the run was cancelled" : String(error), !stopped);
   } finally {
-    ui.controller = null;
-    $("#stop").disabled = true;
+    ui.streams = ui.streams.filter((other) => other !== run);
+    run.block.stop.remove();
+    $("#stop").disabled = ui.streams.length === 0;
+    if (run.view) run.view.live = false;
+    if (run.view === ui.selected) markRunning(null);
     refreshSide();
   }
 }
 
+function runBlock(title) {
+  const state = element("span", { class: "run-status muted" }, "starting");
+  const tokens = element("span", { class: "run-tokens muted" });
+  const stop = element("button", { type: "button", class: "run-stop" }, "stop");
+  const head = element("div", { class: "run-head" }, element("span", { class: "run-title" }, title), " · ", state, " ", tokens, " ", stop);
+  const body = element("div", { class: "run-body" });
+  const block = element("div", { class: "run" }, head, body);
+  $("#chat").append(block);
+  return { block, head, state, tokens, stop, body };
+}
+
+function runStatus(run, text, error = false) {
+  run.block.state.textContent = text;
+  run.block.state.className = `run-status ${error ? "error" : "muted"}`;
+  status(text, error);
+}
+
 // -- what a run says ------------------------------------------------------------------------------------------
 
-function say(who, text, cls, data) {
+function scrolled(place) {
+  const chat = $("#chat");
+  chat.scrollTop = chat.scrollHeight;
+  return place;
+}
+
+function say(who, text, cls, data, place = $("#chat")) {
   const bubble = element("div", { class: `bubble ${cls}`, style: { "--colour": colour(who) } });
   if (cls === "agent") bubble.append(element("span", { class: "who" }, who));
   const body = element("span", { class: "text" }, text);
   bubble.append(body);
   if (data) bubble.addEventListener("click", () => inspect(data));
-  $("#chat").append(bubble);
-  $("#chat").scrollTop = $("#chat").scrollHeight;
+  scrolled(place).append(bubble);
   return body;
 }
 
-function note(text, cls, data, who = "") {
+function note(place, text, cls, data, who = "") {
   const line = element("div", { class: `note ${cls}`, style: { "--colour": colour(who) } }, text);
   if (data) line.addEventListener("click", () => inspect(data));
-  $("#chat").append(line);
-  $("#chat").scrollTop = $("#chat").scrollHeight;
+  scrolled(place).append(line);
 }
 
 function inspect(data) {
@@ -132,29 +202,33 @@ function inspect(data) {
 }
 
 function call(toolCall) {
+  const name = toolCall.name ?? toolCall.tool_name;
   let shown = toolCall.arguments;
   try {
-    shown = Object.entries(JSON.parse(toolCall.arguments || "{}")).map(([k, v]) => `${k}=${JSON.stringify(v)}`).join(", ");
+    shown = fields(JSON.parse(toolCall.arguments || "{}"));
   } catch (_) { /* arguments that are not JSON, as the model wrote them */ }
-  return `${toolCall.name}(${shown})`;
+  return `${name}(${brief(shown, 200)})`;
 }
 
-function onFrame(frame) {
+function onFrame(run, frame) {
   const data = frame.data;
+  const place = run.block.body;
   switch (frame.event) {
     case "run":
-      ui.run = data;
-      ui.bubbles.clear();
-      startTree(data);
-      status(`run ${data.run_id} of ${data.agent}${data.resumed ? " (resumed)" : ""}`);
+      run.view = viewOf(data);
+      run.block.block.addEventListener("click", () => select(run.view));
+      run.block.head.prepend(element("strong", {}, data.agent), " ");
+      runStatus(run, `running (${data.run_id}${data.resumed ? ", resumed" : ""})`);
+      select(run.view);
+      markRunning(data.agent);
       break;
     case "message_start":
-      if (data.role === "assistant") ui.bubbles.set(data.seq, { agent: data.agent, text: null });
+      if (data.role === "assistant") run.bubbles.set(data.seq, { agent: data.agent, text: null });
       break;
     case "delta": {
-      const bubble = ui.bubbles.get(data.seq);
+      const bubble = run.bubbles.get(data.seq);
       if (!bubble || !data.content) break;
-      if (bubble.text === null) bubble.text = say(bubble.agent, "", "agent");
+      if (bubble.text === null) bubble.text = say(bubble.agent, "", "agent", null, place);
       bubble.text.textContent += data.content;
       break;
     }
@@ -163,55 +237,82 @@ function onFrame(frame) {
     case "interrupt":
     case "action":
     case "error":
-      onEvent(frame.event, data);
+      onEvent(run, frame.event, data);
       break;
     case "trace":
-      onTrace(data);
+      addTrace(run.view, data);
       break;
     case "gap":
-      note(`… ${data.count} event record(s) lost (${data.missing.from} to ${data.missing.to}): ${data.reason}`, "error", data);
+      note(place, `… ${data.count} event record(s) lost (${data.missing.from} to ${data.missing.to}): ${data.reason}`, "error", data);
       break;
     case "end": {
       const lost = data.end_record === "lost" ? ` (its end record was lost: ${data.reason})` : "";
-      status(`${data.status}${data.error ? `: ${data.error.type}: ${data.error.message}` : ""}${lost}`, data.status === "failed");
+      runStatus(run, `${data.status}${data.error ? `: ${data.error.type}: ${data.error.message}` : ""}${lost}`, data.status === "failed");
+      const usage = data.usage || {};
+      const tokens = usage.total_tokens || (usage.prompt_tokens || 0) + (usage.completion_tokens || 0);
+      run.block.tokens.textContent = `${tokens} tokens`;
+      if (run.view) showState(run.view);
       break;
     }
   }
 }
 
-function onEvent(kind, event) {
-  addToTree(kind, event);
+function onEvent(run, kind, event) {
+  const place = run.block.body;
+  if (run.view) addToTree(run.view, kind, event);
+  if (run.view === ui.selected) markRunning(event.agent);
   const message = event.message;
   if (message && message.role === "assistant") {
-    const bubble = ui.bubbles.get(event.seq);
+    const bubble = run.bubbles.get(event.seq);
     if (bubble && bubble.text) bubble.text.parentElement.addEventListener("click", () => inspect(event));
-    else if (message.content) say(event.agent, message.content, "agent", event);
+    else if (message.content) say(event.agent, message.content, "agent", event, place);
     for (const toolCall of message.tool_calls || []) {
-      if (toolCall.name !== "transfer_to_agent") note(`⚙ ${event.agent} calls ${call(toolCall)}`, "", event);
+      if (toolCall.name !== "transfer_to_agent") note(place, `⚙ ${event.agent} calls ${call(toolCall)}`, "", event);
     }
   } else if (kind === "transfer") {
-    note(`⇢ ${event.agent} transfers to ${event.action.transfer_to}`, "transfer", event, event.agent);
+    note(place, `⇢ ${event.agent} transfers to ${event.action.transfer_to}`, "transfer", event, event.agent);
   } else if (message && message.role === "tool") {
-    note(`← ${message.tool_name}: ${message.content}`, "", event);
+    note(place, `← ${message.tool_name}: ${brief(message.content, 240)}`, "", event);
   }
   if (kind === "interrupt") {
     for (const interrupt of event.action.interrupted.interrupts) {
-      note(`? ${event.agent} waits: ${JSON.stringify(interrupt.info)}`, "", event);
+      note(place, `? ${event.agent} waits for ${waitsFor(interrupt)}`, "waits", event);
     }
   }
-  if (kind === "error") note(`error: ${event.error.type}: ${event.error.message}`, "error", event);
+  if (kind === "error") note(place, `error: ${event.error.type}: ${event.error.message}`, "error", event);
 }
 
-// -- the run tree ---------------------------------------------------------------------------------------------
+// -- a run's view: its tree (every segment), timeline, state --------------------------------------------------
 
-function startTree(run) {
-  ui.tree = { name: run.agent, events: [], children: new Map() };
-  $("#timeline tbody").replaceChildren();
+// The view of a run: a resumed run adds to the view of the run it continues, so the tree keeps what came before.
+function viewOf(head) {
+  const key = head.checkpoint_id || head.session_id || head.run_id;
+  const known = ui.views.get(key);
+  if (known && head.resumed) {
+    known.tree.events.push({ kind: "resume", event: head });
+    known.live = true;
+    return known;
+  }
+  const view = {
+    key, agent: head.agent, session: head.session_id, live: true, visited: new Set(),
+    tree: { name: head.agent, events: [], children: new Map() },
+    timeline: element("tbody"),
+  };
+  ui.views.set(key, view);
+  if (ui.views.size > MAX_VIEWS) ui.views.delete(ui.views.keys().next().value);  // the oldest run's
+  return view;
+}
+
+function select(view) {
+  ui.selected = view;
   drawTree();
+  $("#timeline tbody").replaceWith(view.timeline);
+  showDiagram(`agents/${view.agent}`, view.visited);
+  showState(view);
 }
 
-function addToTree(kind, event) {
-  let node = ui.tree;
+function addToTree(view, kind, event) {
+  let node = view.tree;
   const path = event.run_path.length ? event.run_path : [event.agent];
   for (const [i, name] of path.entries()) {
     if (i === 0 && name === node.name) continue;
@@ -219,11 +320,13 @@ function addToTree(kind, event) {
     node = node.children.get(name);
   }
   node.events.push({ kind, event });
-  drawTree();
+  view.visited.add(event.agent);
+  if (view === ui.selected) drawTree();
 }
 
 function summary(kind, event) {
   const message = event.message;
+  if (kind === "resume") return `resumed: run ${event.run_id}`;
   if (kind === "transfer") return `transfer → ${event.action.transfer_to}`;
   if (kind === "interrupt") return "interrupt: waits for an answer";
   if (kind === "error") return `error: ${event.error.type}`;
@@ -236,7 +339,8 @@ function drawNode(node) {
   const item = element("li", {}, element("span", { class: "agent-name", style: { "--colour": colour(node.name) } }, node.name));
   const list = element("ul");
   for (const { kind, event } of node.events) {
-    list.append(element("li", { class: "event", onclick: () => inspect(event) }, `#${event.seq} ${summary(kind, event)}`));
+    const label = kind === "resume" ? summary(kind, event) : `#${event.seq} ${summary(kind, event)}`;
+    list.append(element("li", { class: `event ${kind}`, onclick: () => inspect(event) }, label));
   }
   for (const child of node.children.values()) list.append(drawNode(child));
   item.append(list);
@@ -244,23 +348,152 @@ function drawNode(node) {
 }
 
 function drawTree() {
-  $("#tree").replaceChildren(element("ul", {}, drawNode(ui.tree)));
+  if (ui.selected) $("#tree").replaceChildren(element("ul", {}, drawNode(ui.selected.tree)));
 }
 
-function onTrace(event) {
-  if (!event.kind.endsWith("_end")) return;
+function addTrace(view, event) {
+  if (!view || !event.kind.endsWith("_end")) return;
   const tokens = event.metrics ? event.metrics.total_tokens ?? (event.metrics.total || {}).total_tokens : event.usage ? event.usage.total_tokens : "";
   const what = event.kind === "tool_call_end" ? `tool ${event.tool_name}` : event.kind.replace("_end", "");
   const row = element("tr", { onclick: () => inspect(event) },
     element("td", {}, what), element("td", {}, event.agent_name || ""),
     element("td", {}, (event.duration_ms || 0).toFixed(1)), element("td", {}, tokens === undefined ? "" : String(tokens)));
-  $("#timeline tbody").append(row);
+  view.timeline.append(row);
+}
+
+// The state panel: a conversation's values (its attributes) after each turn, a flow's variables after it ran.
+async function showState(view) {
+  if (!view.session) {
+    drawState(null, "a run without a session keeps no values between turns");
+    return;
+  }
+  try {
+    const data = await api("GET", `/sessions/${segment(view.session)}`);
+    if (ui.selected === view) drawState(data.attributes);
+  } catch (error) {
+    drawState(null, String(error.message || error));
+  }
+}
+
+function drawState(values, why = "no values") {
+  const rows = Object.entries(values || {}).map(([key, value]) =>
+    element("tr", {}, element("th", {}, brief(key, 60)), element("td", {}, brief(value, 200))));
+  $("#state").replaceChildren(...(rows.length ? [element("table", {}, element("tbody", {}, ...rows))] : [element("p", { class: "muted" }, why)]));
+}
+
+// -- the diagram ----------------------------------------------------------------------------------------------
+
+// Nodes in columns by the longest way to them from where the graph starts, links that close a loop (found depth
+// first) left out of that count and drawn as curves back; an SVG drawn here, so that the page stays offline and
+// small, with no diagram library to ship.
+function loops(structure) {
+  const next = new Map(structure.nodes.map((n) => [n.id, []]));
+  for (const link of structure.links) next.get(link.from).push(link);
+  const back = new Set();
+  const seen = new Map();  // id -> 1 while its links are walked, 2 after
+  const walk = (id) => {
+    seen.set(id, 1);
+    for (const link of next.get(id)) {
+      if (seen.get(link.to) === 1) back.add(link);
+      else if (!seen.has(link.to)) walk(link.to);
+    }
+    seen.set(id, 2);
+  };
+  for (const node of structure.nodes) if (!seen.has(node.id)) walk(node.id);
+  return back;
+}
+
+function layout(structure, back) {
+  const depth = new Map(structure.nodes.map((n) => [n.id, 0]));
+  let changed = true;
+  for (let round = 0; changed && round < structure.nodes.length; round++) {
+    changed = false;
+    for (const link of structure.links) {
+      if (back.has(link) || depth.get(link.to) > depth.get(link.from)) continue;
+      depth.set(link.to, depth.get(link.from) + 1);
+      changed = true;
+    }
+  }
+  const rows = new Map();
+  const place = new Map();
+  for (const node of structure.nodes) {
+    const column = depth.get(node.id);
+    const row = rows.get(column) || 0;
+    rows.set(column, row + 1);
+    place.set(node.id, { x: 10 + column * 130, y: 10 + row * 46 });
+  }
+  return place;
+}
+
+function drawDiagram(key, structure, visited) {
+  const back = loops(structure);
+  const place = layout(structure, back);
+  const width = Math.max(...[...place.values()].map((p) => p.x), 0) + 120;
+  const height = Math.max(...[...place.values()].map((p) => p.y), 0) + 64;  // room for the curves below
+  const svg = shape("svg", { viewBox: `0 0 ${width} ${height}`, width, height, role: "img", "aria-label": `diagram of ${structure.name}` },
+    shape("defs", {}, shape("marker", { id: "arrow", viewBox: "0 0 8 8", refX: "8", refY: "4", markerWidth: "6", markerHeight: "6", orient: "auto" },
+      shape("path", { d: "M0,0 L8,4 L0,8 z" }))));
+  for (const link of structure.links) {
+    const from = place.get(link.from);
+    const to = place.get(link.to);
+    const curve = back.has(link) || to.x <= from.x || to.x - from.x > 130;  // back, or past a column: below
+    const [x1, y1] = curve ? [from.x + 50, from.y + 30] : [from.x + 100, from.y + 15];
+    const [x2, y2] = curve ? [to.x + 50, to.y + 30] : [to.x, to.y + 15];
+    const d = curve ? `M${x1},${y1} C${x1},${y1 + 30} ${x2},${y2 + 30} ${x2},${y2}` : `M${x1},${y1} L${x2},${y2}`;
+    svg.append(shape("path", { class: "link", d, "marker-end": "url(#arrow)" }, shape("title", {}, link.title || `${link.from} → ${link.to}`)));
+  }
+  const nodes = new Map();
+  for (const node of structure.nodes) {
+    const { x, y } = place.get(node.id);
+    const label = shape("text", { x: x + 50, y: y + 19, "text-anchor": "middle" });
+    label.textContent = brief(node.title, 16);
+    const group = shape("g", { class: `node ${node.type}`, "data-id": node.id }, shape("rect", { x, y, width: 100, height: 30, rx: node.type === "start" || node.type === "end" ? 15 : 4 }),
+      label, shape("title", {}, `${node.title} (${node.type})`));
+    if (visited.has(node.id)) group.classList.add("visited");
+    nodes.set(node.id, group);
+    svg.append(group);
+  }
+  ui.diagram = { key, nodes };
+  const caption = `${structure.kind} ${structure.name}${structure.protocol ? ` · ${structure.protocol}` : ""}${structure.truncated ? " · cut (too many nodes)" : ""}`;
+  $("#diagram").replaceChildren(element("p", { class: "muted" }, caption), svg);
+}
+
+async function showDiagram(key, visited = new Set()) {
+  try {
+    if (!ui.structures.has(key)) ui.structures.set(key, await api("GET", `/${key.split("/")[0]}/${segment(key.slice(key.indexOf("/") + 1))}/structure`));
+    drawDiagram(key, ui.structures.get(key), visited);
+    if (ui.selected && ui.selected.live && key === `agents/${ui.selected.agent}`) markRunning(ui.selected.running);
+  } catch (error) {
+    $("#diagram").replaceChildren(element("p", { class: "note error" }, String(error.message || error)));
+  }
+}
+
+// The node that runs now marked ``running`` (none when ``id`` is null), every node the run went through ``visited``.
+function markRunning(id) {
+  if (ui.selected) ui.selected.running = id;
+  if (!ui.diagram) return;
+  for (const [nodeId, group] of ui.diagram.nodes) {
+    group.classList.toggle("running", nodeId === id);
+    if (nodeId === id) group.classList.add("visited");
+  }
 }
 
 // -- what waits for a person ----------------------------------------------------------------------------------
 
+function entryKey(entry) {
+  return JSON.stringify([entry.checkpoint_id, entry.session_id || "", entry.interrupts.map((i) => i.id)]);
+}
+
 function answerCard(entry) {
-  const card = element("div", { class: "card" }, element("div", {}, element("strong", {}, entry.agent), ` · ${entry.checkpoint_id}`));
+  const key = entryKey(entry);
+  const dismiss = element("button", { type: "button", class: "dismiss", title: "dismiss this card", "aria-label": `dismiss ${entry.checkpoint_id}` }, "×");
+  const card = element("div", { class: "card" }, dismiss, element("div", {}, element("strong", {}, entry.agent), ` · ${entry.checkpoint_id}`));
+  dismiss.addEventListener("click", () => {
+    if (card.classList.contains("stale")) ui.cards.delete(key);  // nothing waits on it any more: gone for good
+    else ui.dismissed.add(key);
+    sessionStorage.setItem("batonflow.dismissed", JSON.stringify([...ui.dismissed]));
+    drawCards();
+  });
   const readers = [];
   for (const interrupt of entry.interrupts) {
     if (interrupt.kind === "approval") {
@@ -279,7 +512,7 @@ function answerCard(entry) {
       }
     } else {
       const answer = element("input", { "aria-label": `answer to ${interrupt.id}`, placeholder: "your answer (JSON or text)" });
-      card.append(element("div", { class: "task" }, JSON.stringify(interrupt.info)), answer);
+      card.append(element("div", { class: "task" }, brief(fields(interrupt.info), 240)), answer);
       readers.push(() => {
         let value = answer.value;
         try { value = JSON.parse(value); } catch (_) { /* text */ }
@@ -287,11 +520,18 @@ function answerCard(entry) {
       });
     }
   }
-  card.append(element("button", { type: "button", onclick: () => resume(entry, readers) }, "answer and resume"));
+  card.append(element("button", { type: "button", class: "answer", onclick: () => resume(entry, readers, card) }, "answer and resume"));
   return card;
 }
 
-function resume(entry, readers) {
+// A card whose run no longer waits (answered elsewhere, ended, gone): said so, and left to be dismissed.
+function markStale(card, reason) {
+  card.classList.add("stale");
+  for (const field of card.querySelectorAll("textarea, select, input, button.answer")) field.disabled = true;
+  card.append(element("p", { class: "note error" }, `stale: ${reason}`));
+}
+
+function resume(entry, readers, card) {
   const targets = {};
   try {
     for (const read of readers) {
@@ -305,7 +545,33 @@ function resume(entry, readers) {
   }
   // A conversation may share its id with a checkpoint: say which one is answered.
   const which = entry.session_id ? "?session=true" : "";
-  stream(`/checkpoints/${segment(entry.checkpoint_id)}/resume${which}`, { targets, stream: true, trace: true });
+  const refused = (code, reason) => { if (code === 404 || code === 409) markStale(card, reason); };
+  stream(`/checkpoints/${segment(entry.checkpoint_id)}/resume${which}`, { targets, stream: true, trace: true },
+    `resume of ${entry.checkpoint_id}`, refused);
+}
+
+// The cards of what waits now: new ones added, those that no longer wait removed, what was typed in the others kept.
+function showPending(pending) {
+  const now = new Map(pending.map((entry) => [entryKey(entry), entry]));
+  for (const [key, card] of ui.cards) {
+    if (!now.has(key) && !card.classList.contains("stale")) ui.cards.delete(key);
+  }
+  for (const [key, entry] of now) if (!ui.cards.has(key)) ui.cards.set(key, answerCard(entry));
+  for (const key of ui.dismissed) if (!ui.cards.has(key)) ui.dismissed.delete(key);  // only cards still there
+  sessionStorage.setItem("batonflow.dismissed", JSON.stringify([...ui.dismissed]));
+  drawCards();
+}
+
+function drawCards() {
+  const shown = [...ui.cards].filter(([key]) => !ui.dismissed.has(key)).map(([, card]) => card);
+  const hidden = ui.cards.size - shown.length;
+  const restore = element("button", { type: "button", class: "restore" }, `show ${hidden} dismissed`);
+  restore.addEventListener("click", () => {
+    ui.dismissed.clear();
+    sessionStorage.removeItem("batonflow.dismissed");
+    drawCards();
+  });
+  $("#pending").replaceChildren(...(shown.length ? shown : [element("p", { class: "muted" }, "nothing pending")]), ...(hidden ? [restore] : []));
 }
 
 // -- side lists -----------------------------------------------------------------------------------------------
@@ -313,7 +579,7 @@ function resume(entry, readers) {
 async function refreshSide() {
   try {
     const [pending, sessions] = await Promise.all([api("GET", "/checkpoints"), api("GET", "/sessions")]);
-    $("#pending").replaceChildren(...(pending.checkpoints.length ? pending.checkpoints.map(answerCard) : [element("p", { class: "muted" }, "nothing pending")]));
+    showPending(pending.checkpoints);
     $("#sessions").replaceChildren(...sessions.sessions.map((id) => element("li", { onclick: () => openSession(id) }, id)));
   } catch (error) {
     status(String(error.message || error), true);
@@ -328,6 +594,26 @@ async function openSession(id) {
     if (message.role === "user") say("you", message.content, "user");
     else if (message.content && !message.tool_calls) say(message.name || "agent", message.content, "agent", message);
   }
+  drawState(data.attributes);
+}
+
+function flowRow(flow) {
+  const variables = element("input", { "aria-label": `variables of ${flow.id}`, placeholder: '{"key": "value"}' });
+  const key = `flows/${flow.id}`;
+  const run = async () => {
+    try {
+      const ended = await api("POST", `/flows/${segment(flow.id)}/eval`, { variables: JSON.parse(variables.value || "{}") });
+      inspect(ended);
+      await showDiagram(key);
+      markRunning(null);
+      const last = ui.diagram && ui.diagram.nodes.get(ended.last_node);
+      if (last) last.classList.add("visited", "last");
+      drawState(ended.variables);
+      status(`flow ${flow.id}: ${ended.status}`, ended.status === "failed");
+    } catch (error) { status(String(error.message || error), true); }
+  };
+  return element("div", { class: "task" }, `${flow.id} `, variables, element("button", { type: "button", onclick: run }, "run"),
+    element("button", { type: "button", onclick: () => showDiagram(key) }, "diagram"));
 }
 
 async function loadServed() {
@@ -335,17 +621,8 @@ async function loadServed() {
   const chosen = $("#agent").value;  // kept across a reload of the list (a new token, say)
   $("#agent").replaceChildren(...agents.agents.map((a) => element("option", { value: a.name, title: a.description }, a.name)));
   if (agents.agents.some((a) => a.name === chosen)) $("#agent").value = chosen;
-  if (flows.flows.length) {
-    $("#flows").replaceChildren(...flows.flows.map((flow) => {
-      const variables = element("input", { "aria-label": `variables of ${flow.id}`, placeholder: '{"key": "value"}' });
-      const run = async () => {
-        try {
-          inspect(await api("POST", `/flows/${segment(flow.id)}/eval`, { variables: JSON.parse(variables.value || "{}") }));
-        } catch (error) { status(String(error.message || error), true); }
-      };
-      return element("div", { class: "task" }, `${flow.id} `, variables, element("button", { type: "button", onclick: run }, "run"));
-    }));
-  }
+  if (flows.flows.length) $("#flows").replaceChildren(...flows.flows.map(flowRow));
+  if ($("#agent").value) showDiagram(`agents/${$("#agent").value}`);
 }
 
 // -- wiring ---------------------------------------------------------------------------------------------------
@@ -354,13 +631,15 @@ $("#token").value = ui.token;
 $("#token").addEventListener("change", () => {
   ui.token = $("#token").value;
   sessionStorage.setItem("batonflow.token", ui.token);
+  ui.structures.clear();
   start();
 });
+$("#agent").addEventListener("change", () => showDiagram(`agents/${$("#agent").value}`));
 $("#new-session").addEventListener("click", () => {
   $("#session").value = `ui-${Math.random().toString(36).slice(2, 10)}`;
   $("#chat").replaceChildren();
 });
-$("#stop").addEventListener("click", () => ui.controller && ui.controller.abort());
+$("#stop").addEventListener("click", () => ui.streams.length && ui.streams[ui.streams.length - 1].controller.abort());
 $("#prompt").addEventListener("submit", (submitted) => {
   submitted.preventDefault();
   const text = $("#input").value.trim();
@@ -369,14 +648,17 @@ $("#prompt").addEventListener("submit", (submitted) => {
   say("you", text, "user");
   const body = { agent: $("#agent").value, input: text, stream: true, trace: true };
   if ($("#session").value.trim()) body.session_id = $("#session").value.trim();
-  stream("/runs", body);
+  stream("/runs", body, "run");
 });
+
+let polling = null;
 
 async function start() {
   try {
     await loadServed();
     await refreshSide();
     status("ready");
+    polling = polling || setInterval(refreshSide, POLL_MS);
   } catch (error) {
     status(`${error.message || error} (set the token?)`, true);
   }
