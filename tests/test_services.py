@@ -7,7 +7,6 @@ from __future__ import annotations
 import os
 import shutil
 import subprocess
-from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -83,7 +82,7 @@ class Machine:
 
 
 @pytest.fixture
-def machine(tmp_path: Path) -> Iterator[Machine]:
+def machine(tmp_path: Path) -> Machine:
     state = tmp_path / "state"
     (state / "bin").mkdir(parents=True)
     (state / "catalog").mkdir()
@@ -101,7 +100,7 @@ def machine(tmp_path: Path) -> Iterator[Machine]:
         assert real is not None, f"the test needs {name} on the PATH"
         (state / "bin" / name).symlink_to(real)
     (state / "pg_hba.conf").write_text(HBA)
-    yield Machine(state)
+    return Machine(state)
 
 
 def services(checkout: Path, machine: Machine, **env: str) -> subprocess.CompletedProcess[str]:
