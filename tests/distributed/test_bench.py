@@ -79,7 +79,6 @@ def test_400_concurrent_runs_complete_on_2_workers_and_in_process(measured: tupl
     assert len(set(figures["worker_pids"])) == WORKERS, seen
     assert {_pid(executor) for executor in split} == set(figures["worker_pids"]), seen  # both processes took runs
     assert all(count > 0 for count in split.values()) and sum(split.values()) == RUNS, seen
-    assert took < 120, seen  # a few seconds of runs, plus starting the workers
 
 
 def test_make_bench_renders_the_figures_in_its_scale_out_section(measured: tuple[dict[str, Any], float, str]) -> None:

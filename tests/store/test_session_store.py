@@ -732,10 +732,8 @@ def _closed_port() -> int:
 async def test_unreachable_postgres_is_a_store_error_without_the_password() -> None:
     port = _closed_port()
     store = PostgresSessionStore(f"postgresql://postgres:secret@127.0.0.1:{port}/test")
-    started = time.monotonic()
     with pytest.raises(StoreError) as caught:
-        await store.append_messages("s1", turn(0))
-    assert time.monotonic() - started < 10
+        await asyncio.wait_for(store.append_messages("s1", turn(0)), 60)  # a guard against a hang, not a measure
     assert str(caught.value).startswith(
         f"PostgreSQL session store at 127.0.0.1:{port}: cannot append to session 's1': could not connect ("
     )
