@@ -7,12 +7,16 @@ from __future__ import annotations
 import os
 import shutil
 import subprocess
+import sys
+import uuid
 from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
+import redis
+from tests.services import REDIS_URL
 
-from .conftest import ROOT
+from .conftest import ROOT, leftovers
 
 # What each fake does; "$S" is the state directory. A fake is on the PATH only while its package is "installed".
 FAKES = {
@@ -241,3 +245,37 @@ def test_without_apt_it_says_what_to_install(checkout: Path, machine: Machine) -
         "services: cannot install chromium without apt-get: install it yourself "
         "(or point BATONFLOW_TEST_* at running services).\n"
     )
+
+
+def test_leftovers_are_what_a_session_added_named_kind_by_kind() -> None:
+    before = {"Redis keys": {"kept"}, "PostgreSQL tables": {"public.old"}}
+    after = {
+        "Redis keys": {"kept", *(f"k{i:02}" for i in range(22))},
+        "PostgreSQL tables": {"public.old"},
+        "PostgreSQL schemas": {"public", "bf_x"},  # not seen before: the service did not answer then
+    }
+    assert leftovers(before, after) == [
+        "Redis keys: " + ", ".join(f"k{i:02}" for i in range(20)) + " and 2 more",
+    ]
+    assert leftovers(after, after) == []
+
+
+def test_a_session_that_leaves_a_key_behind_fails_naming_it(tmp_path: Path) -> None:
+    key = f"batonflow-test:leftover:{uuid.uuid4().hex}"
+    (tmp_path / "test_leaves.py").write_text(
+        f"import redis\n\ndef test_leaves() -> None:\n    redis.Redis.from_url({REDIS_URL!r}).set({key!r}, 1)\n"
+    )
+    try:
+        done = subprocess.run(
+            [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-p", "tests.conftest", str(tmp_path)],
+            cwd=ROOT,
+            env={**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")])},
+            capture_output=True,
+            text=True,
+            timeout=120,
+            check=False,
+        )
+    finally:
+        redis.Redis.from_url(REDIS_URL).delete(key)
+    assert done.returncode == 1, done.stdout + done.stderr
+    assert f"the tests left behind\nRedis keys: {key}\n" in done.stdout

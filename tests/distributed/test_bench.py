@@ -15,6 +15,7 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
+from tests.services import POSTGRES_DSN, REDIS_URL
 
 from .conftest import ROOT
 
@@ -28,7 +29,13 @@ def _scale(*args: str, env: dict[str, str] | None = None) -> tuple[dict[str, Any
     done = subprocess.run(
         [sys.executable, "-m", "benchmarks.scale", *args, "--json"],
         cwd=ROOT,
-        env={**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT / "src"), str(ROOT)]), **(env or {})},
+        env={
+            **os.environ,
+            "PYTHONPATH": os.pathsep.join([str(ROOT / "src"), str(ROOT)]),
+            "BATONFLOW_BENCH_POSTGRES": POSTGRES_DSN,  # the tests' services, not the benchmark's defaults
+            "BATONFLOW_BENCH_REDIS": REDIS_URL,
+            **(env or {}),
+        },
         capture_output=True,
         text=True,
         timeout=240,

@@ -26,7 +26,6 @@ import socket
 import subprocess
 import sys
 import time
-import uuid
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -35,6 +34,7 @@ import httpx
 import psycopg
 import pytest
 from tests.server.conftest import parse_sse
+from tests.services import new_database_name
 
 from .conftest import ADMIN_DSN, ROOT
 
@@ -170,7 +170,7 @@ def _shell(code: str, folder: Path, env: dict[str, str], timeout: float = 120) -
 @pytest.fixture
 def database() -> Iterator[str]:
     """The recipe's database, named for this test; dropped afterwards even when the recipe's own drop did not run."""
-    name = f"bf_recipe_{uuid.uuid4().hex[:10]}"
+    name = new_database_name("recipe")
     try:
         yield name
     finally:

@@ -18,6 +18,7 @@ from unittest.mock import ANY
 import asyncpg
 import pytest
 import redis.asyncio
+from tests.services import REDIS_URL
 
 from batonflow.adk import ChatModelAgent, Runner, collect_events
 from batonflow.errors import LeaseLostError, RunError, StoreError, UserError
@@ -387,8 +388,6 @@ async def test_postgres_retries_connecting_after_a_failure() -> None:
 
 
 # -- Redis under load ----------------------------------------------------------------------------------------------------
-
-REDIS_URL = "redis://127.0.0.1:6379/0"
 
 
 @pytest.fixture

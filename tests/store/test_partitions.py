@@ -9,7 +9,6 @@ configured timeout): before these deadlines an operation waited 60 s.
 from __future__ import annotations
 
 import asyncio
-import os
 import uuid
 from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import Any
@@ -18,6 +17,7 @@ from urllib.parse import urlsplit
 import asyncpg
 import pytest
 import redis.asyncio
+from tests.services import POSTGRES_DSN, REDIS_URL
 
 from batonflow.errors import StoreError, UserError
 from batonflow.schema import user
@@ -29,8 +29,6 @@ from batonflow.store import (
 )
 from batonflow.testing import BlackholeProxy
 
-POSTGRES_DSN = os.environ.get("BATONFLOW_TEST_POSTGRES_DSN", "postgresql://postgres@127.0.0.1:5432/test")
-REDIS_URL = os.environ.get("BATONFLOW_TEST_REDIS_URL", "redis://127.0.0.1:6379/0")
 TIMEOUT = 1.0  # both connect_timeout and timeout
 WAIT = 60.0  # a guard against a hang, not a measure: the messages name the timeout that fired
 

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import os
 import re
 import socket
 import sqlite3
@@ -25,6 +24,7 @@ from typing import Any
 import asyncpg
 import pytest
 import redis.asyncio
+from tests.services import POSTGRES_DSN, REDIS_URL
 
 from batonflow.errors import CodecError, StoreError, UserError
 from batonflow.schema import FunctionCall, ImagePart, Message, ResponseMeta, ToolCall, Usage, assistant, user
@@ -40,9 +40,6 @@ from batonflow.store import (
     SessionStore,
     SqliteSessionStore,
 )
-
-POSTGRES_DSN = os.environ.get("BATONFLOW_TEST_POSTGRES_DSN", "postgresql://postgres@127.0.0.1:5432/test")
-REDIS_URL = os.environ.get("BATONFLOW_TEST_REDIS_URL", "redis://127.0.0.1:6379/0")
 
 BACKENDS = ["memory", "sqlite", "postgres", "redis", "file"]
 PERSISTENT = ["sqlite", "postgres", "redis", "file"]
