@@ -7,7 +7,7 @@ BIN := $(VENV)/bin
 export CMAKE_BUILD_PARALLEL_LEVEL ?= 2
 export CMAKE_ARGS ?= -DGGML_NATIVE=OFF -DGGML_AVX=ON -DGGML_AVX2=ON -DGGML_FMA=ON -DGGML_F16C=ON
 
-.PHONY: demo test lint bench clean
+.PHONY: demo services test lint bench clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -30,7 +30,11 @@ lint: $(VENV)/.test-installed
 	$(BIN)/mypy --strict src/batonflow
 	$(BIN)/lint-imports --no-logo
 
-test: lint
+# PostgreSQL, Redis and chromium, probed and set up only when they do not answer (scripts/services says how).
+services:
+	scripts/services
+
+test: services lint
 	$(BIN)/pytest
 
 # The peers co-install with batonflow (pip check is clean), so they go into .venv; bench needs none of the test

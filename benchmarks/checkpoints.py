@@ -27,6 +27,8 @@ from batonflow.store import (
 from batonflow.testing import ScriptedModel, tool_calls
 from batonflow.tools import ToolContext, tool
 
+from .leases import POSTGRES_DSN, REDIS_URL, drop
+
 WORDS = [
     "order",
     "refund",
@@ -111,20 +113,25 @@ async def main() -> None:
     for n in (20, 200, 2000):
         size = await interrupt(MemoryCheckpointStore(), conversation(n), "size")
         print(f"| {n} | {size:,} | {size / n:.0f} |")
+    token = uuid.uuid4().hex[:12]
+    table, prefix = f"bf_bench_{token}", f"batonflow-bench:{token}:"  # the settings' services, emptied afterwards
     with tempfile.TemporaryDirectory() as tmp:
         stores = {
             "memory": MemoryCheckpointStore(),
             "sqlite": SqliteCheckpointStore(Path(tmp) / "bench.db"),
-            "postgres": PostgresCheckpointStore("postgresql://postgres@127.0.0.1:5432/test"),
-            "redis": RedisCheckpointStore("redis://127.0.0.1:6379/0", prefix=f"bench:{uuid.uuid4().hex}:"),
+            "postgres": PostgresCheckpointStore(POSTGRES_DSN, table=table),
+            "redis": RedisCheckpointStore(REDIS_URL, prefix=prefix),
         }
         print("\nresume latency (ms, median of 20): Runner.resume to the end of the resumed run")
         print("| store | 20 messages | 200 messages | 2000 messages |")
         print("|---|---|---|---|")
-        for name, store in stores.items():
-            row = [f"{await resume_ms(store, conversation(n), 20):.2f}" for n in (20, 200, 2000)]
-            print(f"| {name} | {' | '.join(row)} |")
-            await store.close()
+        try:
+            for name, store in stores.items():
+                row = [f"{await resume_ms(store, conversation(n), 20):.2f}" for n in (20, 200, 2000)]
+                print(f"| {name} | {' | '.join(row)} |")
+                await store.close()
+        finally:
+            await drop(table, prefix)
 
 
 if __name__ == "__main__":

@@ -28,7 +28,7 @@ from typing import Any
 from batonflow.errors import ResumeConflictError
 
 from .durable import build_runner, build_store, open_ledger, refunds, resume, start
-from .resume_race import Child, store_spec
+from .resume_race import Child, own_store
 
 
 def _spin() -> None:
@@ -68,9 +68,10 @@ async def recover(runner: Any, run: str, target: str) -> str:
 
 
 async def crash(
-    kind: str, runs: int, directory: Path, spread: float = 2.0, part_events: int | None = None
+    own: dict[str, Any], runs: int, directory: Path, spread: float = 2.0, part_events: int | None = None
 ) -> dict[str, Any]:
-    spec = {**store_spec(kind, directory), "lease": 5.0, "part_events": part_events}
+    kind = own["kind"]
+    spec = {**own, "lease": 5.0, "part_events": part_events}
     ledger_path = str(directory / f"ledger-crash-{kind}.db")
     ledger = open_ledger(ledger_path)
     durations: list[float] = []
@@ -123,7 +124,8 @@ async def main() -> None:
     options = parser.parse_args()
     with tempfile.TemporaryDirectory(prefix="bf-crash-") as directory, busy_load(options.load):
         for kind in options.stores:
-            result = await crash(kind, options.runs, Path(directory), options.spread, options.part_events)
+            async with own_store(kind, Path(directory)) as spec:
+                result = await crash(spec, options.runs, Path(directory), options.spread, options.part_events)
             print(json.dumps(result), flush=True)
 
 

@@ -11,24 +11,34 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import json
-import os
 import sys
 import tempfile
 import uuid
+from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
 from .durable import build_runner, build_store, open_ledger, refunds, start
+from .leases import POSTGRES_DSN, REDIS_URL, drop
 
 # The servers the tests use, and the same variables to point elsewhere.
-POSTGRES_DSN = os.environ.get("BATONFLOW_TEST_POSTGRES_DSN", "postgresql://postgres@127.0.0.1:5432/test")
-REDIS_URL = os.environ.get("BATONFLOW_TEST_REDIS_URL", "redis://127.0.0.1:6379/0")
 ROOT = Path(__file__).resolve().parent.parent
 
 
-def store_spec(kind: str, directory: Path) -> dict[str, Any]:
+@contextlib.asynccontextmanager
+async def own_store(kind: str, directory: Path) -> AsyncIterator[dict[str, Any]]:
+    """The spec of a store of ``kind``: a table or key prefix of its own in the settings' services, dropped after."""
     token = uuid.uuid4().hex[:12]
+    try:
+        yield store_spec(kind, directory, token)
+    finally:
+        if kind != "sqlite":
+            await drop(f"bf_race_{token}", f"batonflow-race:{token}:")
+
+
+def store_spec(kind: str, directory: Path, token: str) -> dict[str, Any]:
     args = {
         "sqlite": {"path": str(directory / "checkpoints.db")},
         "postgres": {"dsn": POSTGRES_DSN, "table": f"bf_race_{token}"},
@@ -75,8 +85,8 @@ class Child:
             await self.process.wait()
 
 
-async def race(kind: str, trials: int, directory: Path) -> dict[str, Any]:
-    spec = store_spec(kind, directory)
+async def race(spec: dict[str, Any], trials: int, directory: Path) -> dict[str, Any]:
+    kind = spec["kind"]
     ledger_path = str(directory / f"ledger-{kind}.db")
     ledger = open_ledger(ledger_path)
     children = [await Child.spawn(spec, ledger_path) for _ in range(2)]
@@ -124,7 +134,8 @@ async def main() -> None:
 
     with tempfile.TemporaryDirectory(prefix="bf-race-") as directory, busy_load(options.load):
         for kind in options.stores:
-            print(json.dumps(await race(kind, options.trials, Path(directory))), flush=True)
+            async with own_store(kind, Path(directory)) as spec:
+                print(json.dumps(await race(spec, options.trials, Path(directory))), flush=True)
 
 
 if __name__ == "__main__":

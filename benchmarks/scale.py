@@ -131,6 +131,16 @@ async def in_process(runs: int) -> tuple[dict[str, float | None], dict[str, floa
         await backend.close()
 
 
+def _forget(tag: str) -> None:
+    """Deletes the Redis event streams (and cancel flags) of the runs tagged ``tag``: the benchmark leaves none."""
+    import redis
+
+    with redis.Redis.from_url(REDIS, socket_connect_timeout=3, socket_timeout=10) as client:
+        keys = list(client.scan_iter(match=f"*-{tag}*", count=1000))
+        for start in range(0, len(keys), 500):
+            client.delete(*keys[start : start + 500])
+
+
 async def distributed(
     runs: int, database_url: str, store_path: str, events_url: str, *, latency: bool = False
 ) -> tuple[dict[str, float | None], dict[str, int], dict[str, float | None]]:
@@ -148,6 +158,8 @@ async def distributed(
         figures = await _batch(backend, f"bench-{tag}", runs)
     finally:
         await backend.close()
+        if events_url == REDIS:
+            _forget(tag)
     with psycopg.connect(database_url) as db:
         split = {
             str(executor): int(count)

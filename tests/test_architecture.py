@@ -12,6 +12,7 @@ work, and an entry that no longer needs its place fails the test, so the lists c
 from __future__ import annotations
 
 import ast
+import re
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -175,3 +176,44 @@ def test_no_module_over_500_lines_and_no_function_over_60() -> None:
 def test_the_size_allow_list_holds_only_files_that_need_it() -> None:
     stale = SIZE_ALLOWED - set(oversized())
     assert stale == set(), "these files are small enough now: remove them from the allow-list"
+
+
+# An assertion that an elapsed wall time stays under a limit: a clock reading minus a start compared with "<", or a
+# duration named so (took, elapsed, latency, recovery, wall_s) compared with "<". Such a test fails when the machine
+# is loaded, not when the code is wrong; a lower bound ("it waited at least") is fine, as is a deadline that guards
+# against a hang while waiting for a condition.
+WALL_CLOCK_LIMIT = re.compile(
+    r"^\s*assert\b.*(?:\b(?:monotonic|perf_counter|time)\(\)\s*-\s*\w+|\b(?:took|elapsed|latency|recovery|wall_s)\b)"
+    r"\s*<"
+)
+
+
+def wall_clock_limits(text: str) -> list[int]:
+    """The line numbers of ``text`` that assert an elapsed wall time against a limit."""
+    return [number for number, line in enumerate(text.splitlines(), 1) if WALL_CLOCK_LIMIT.search(line)]
+
+
+def test_the_wall_clock_limit_finder_tells_limits_from_deadlines_and_lower_bounds() -> None:
+    limits = [
+        "    assert time.monotonic() - started < 2.0",
+        "    assert 0.15 < time.perf_counter() - t0 < 1.5",
+        '    assert sleeper.cancelled() and took < 1.0, f"{took}"',
+        "        assert latency < 1.0",
+    ]
+    fine = [
+        "    assert time.monotonic() < deadline, 'never came'",
+        "    assert time.monotonic() - started > 0.15  # it waited",
+        "    await asyncio.wait_for(call, WAIT)",
+        "    assert growth(refuse, 1_000) < 40",
+    ]
+    assert wall_clock_limits("\n".join(limits + fine)) == [1, 2, 3, 4]
+
+
+def test_no_test_asserts_a_wall_clock_limit() -> None:
+    """Claims about time belong in benchmarks/; a test checks counts, or growth within one run (tests/growth.py)."""
+    found = [
+        f"{path.relative_to(ROOT)}:{number}"
+        for path in sorted((ROOT / "tests").rglob("*.py"))
+        for number in wall_clock_limits(path.read_text())
+    ]
+    assert found == [], f"expected no assertion of elapsed wall time under a limit, found: {', '.join(found)}"

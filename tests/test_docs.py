@@ -1,19 +1,19 @@
 """The concept pages of docs/ run: every ```python block of a page is executed, in order, as one program.
 
-A page's blocks share their names, as a reader would type them into one notebook; they run inside one async
-function, so a block may ``await`` at its top level. A block that is not meant to run (a sketch with a real
-model, a fragment) is marked by the line ``<!-- not run -->`` just before its fence. The program runs in a process
-of its own, in a fresh folder (for the files a page's stores make), against the real PostgreSQL and Redis servers
-where a page uses them.
+A page's blocks run as a reader would copy them: in order, into one fresh ``__main__`` module with nothing
+imported beforehand, in a process of its own whose working folder is a fresh empty one. A block may ``await`` at
+its top level, as in ``python -m asyncio``: the blocks share one event loop. A block that is not meant to run (a
+sketch with a real model, a fragment) is marked by the line ``<!-- not run -->`` just before its fence. The
+programs run against the real PostgreSQL and Redis servers where a page uses them.
 """
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import subprocess
 import sys
-import textwrap
 from pathlib import Path
 
 import pytest
@@ -66,18 +66,32 @@ def blocks(text: str) -> list[tuple[int, str, bool]]:
     return found
 
 
-def program(text: str) -> str:
-    """The runnable blocks of a page as one script: one async function that runs them in order."""
-    body = "".join(
-        f"    # block at line {line}\n{textwrap.indent(code, '    ')}\n" for line, code, run in blocks(text) if run
-    )
-    return f"import asyncio\n\n\nasync def page() -> None:\n{body}    pass\n\n\nasyncio.run(page())\n"
+# The runner's own imports stay in its module; the page's blocks run in a new ``__main__`` that starts empty.
+RUNNER = """\
+import ast, asyncio, json, sys, types
+
+async def run(page, blocks):
+    main = types.ModuleType("__main__")
+    sys.modules["__main__"] = main
+    for line, code in blocks:
+        compiled = compile("\\n" * (line - 1) + code, page, "exec", flags=ast.PyCF_ALLOW_TOP_LEVEL_AWAIT)
+        result = types.FunctionType(compiled, main.__dict__)()
+        if result is not None:
+            await result
+
+asyncio.run(run(sys.argv[1], json.load(sys.stdin)))
+"""
+
+
+def program(text: str) -> list[tuple[int, str]]:
+    """The runnable blocks of a page, in order: each with its first line's number, for tracebacks."""
+    return [(line, code) for line, code, run in blocks(text) if run]
 
 
 def test_the_block_reader_runs_what_is_unmarked_and_skips_what_is_marked() -> None:
     text = f"Intro.\n\n```python\nx = 1\n```\n\n{NOT_RUN}\n```python\nload_model('openai:x')\n```\n\n```sh\nls\n```\n"
     assert blocks(text) == [(4, "x = 1", True), (9, "load_model('openai:x')", False)]
-    assert "x = 1" in program(text) and "load_model" not in program(text)
+    assert program(text) == [(4, "x = 1")]
 
 
 def test_a_marker_on_another_kind_of_block_or_an_unclosed_block_is_refused() -> None:
@@ -92,14 +106,41 @@ def test_the_readme_links_every_concept_page() -> None:
     assert [page for page in PAGES if f"(docs/{page})" not in readme] == []
 
 
+def run_page(page: str, text: str, cwd: Path) -> subprocess.CompletedProcess[str]:
+    env = {**os.environ, "PYTHONPATH": str(SRC)}
+    return subprocess.run(
+        [sys.executable, "-c", RUNNER, f"docs/{page}"],
+        input=json.dumps(program(text)),
+        capture_output=True,
+        text=True,
+        env=env,
+        cwd=cwd,
+        timeout=120,
+        check=False,
+    )
+
+
+def test_a_page_starts_with_nothing_imported_in_an_empty_folder_and_may_await_at_top_level(tmp_path: Path) -> None:
+    text = (
+        "```python\nimport os\nassert os.listdir() == [], os.listdir()\n```\n\n"
+        "```python\nfor name in ('asyncio', 'ast', 'json', 'sys', 'types', 'run'):\n"
+        "    assert name not in globals(), name\nassert __name__ == '__main__'\n```\n\n"
+        "```python\nimport asyncio\nawait asyncio.sleep(0)\nprint('awaited', os.getcwd())\n```\n"
+    )
+    done = run_page("probe.md", text, tmp_path)
+    assert (done.returncode, done.stdout) == (0, f"awaited {tmp_path}\n"), done.stderr
+
+
+def test_a_failing_block_is_reported_at_its_line_in_the_page(tmp_path: Path) -> None:
+    done = run_page("probe.md", "Intro.\n\n```python\nx = 1\nasyncio.sleep(0)\n```\n", tmp_path)
+    assert done.returncode == 1
+    assert 'File "docs/probe.md", line 5' in done.stderr
+    assert "NameError: name 'asyncio' is not defined" in done.stderr
+
+
 @pytest.mark.parametrize("page", PAGES)
 def test_the_page_s_code_runs(page: str, tmp_path: Path) -> None:
     text = (ROOT / "docs" / page).read_text()
     assert any(run for _, _, run in blocks(text)), f"{page}: expected runnable python blocks, got none"
-    script = tmp_path / f"{page}.py"
-    script.write_text(program(text))
-    env = {**os.environ, "PYTHONPATH": str(SRC)}
-    done = subprocess.run(
-        [sys.executable, str(script)], capture_output=True, text=True, env=env, cwd=tmp_path, timeout=120, check=False
-    )
+    done = run_page(page, text, tmp_path)
     assert done.returncode == 0, f"docs/{page} failed:\n{done.stderr}"

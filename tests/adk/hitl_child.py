@@ -26,10 +26,11 @@ def open_store(spec: str) -> Any:
     kind, _, where = spec.partition(":")
     if kind == "sqlite":
         return SqliteCheckpointStore(where)
+    url, _, name = where.partition("|")  # a table or a key prefix of the test's own
     if kind == "postgres":
-        return PostgresCheckpointStore(where)
+        return PostgresCheckpointStore(url, table=name)
     if kind == "redis":
-        return RedisCheckpointStore(where)
+        return RedisCheckpointStore(url, prefix=name)
     raise SystemExit(f"unknown store {spec!r}")
 
 

@@ -7,10 +7,14 @@ import signal
 import subprocess
 import sys
 import uuid
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
 import redis.asyncio
+from tests.services import POSTGRES_DSN as POSTGRES
+from tests.services import REDIS_URL as REDIS
+from tests.services import delete_keys, drop_tables
 
 from batonflow.adk import ChatModelAgent, InterruptInfo, Runner, collect_events
 from batonflow.schema import Message, ToolInfo, assistant, user
@@ -19,14 +23,21 @@ from batonflow.testing import FunctionModel, ScriptedModel, tool_calls
 from batonflow.tools import ToolContext, tool
 
 CHILD = Path(__file__).with_name("hitl_child.py")
-POSTGRES = "postgresql://postgres@127.0.0.1:5432/test"
-REDIS = "redis://127.0.0.1:6379/0"
 
 
-def store_spec(kind: str, tmp_path: Path) -> str:
-    return {"sqlite": f"sqlite:{tmp_path / 'runs.db'}", "postgres": f"postgres:{POSTGRES}", "redis": f"redis:{REDIS}"}[
-        kind
-    ]
+@pytest.fixture
+def store_spec(tmp_path: Path) -> Iterator[Callable[[str], str]]:
+    """The child's store of a kind: SQLite in the test's folder, or a table or key prefix of the test's own that
+    is removed afterwards."""
+    token = uuid.uuid4().hex[:12]
+    table, prefix = f"bf_test_{token}", f"batonflow-test:{token}:"
+    yield {
+        "sqlite": f"sqlite:{tmp_path / 'runs.db'}",
+        "postgres": f"postgres:{POSTGRES}|{table}",
+        "redis": f"redis:{REDIS}|{prefix}",
+    }.__getitem__
+    drop_tables(table, f"{table}_leases")
+    delete_keys(prefix)
 
 
 def child(*args: str) -> subprocess.Popen[str]:
@@ -36,8 +47,10 @@ def child(*args: str) -> subprocess.Popen[str]:
 
 
 @pytest.mark.parametrize("kind", ["sqlite", "postgres", "redis"])
-def test_a_run_interrupted_in_a_killed_process_resumes_in_a_fresh_one(kind: str, tmp_path: Path) -> None:
-    spec, checkpoint_id, ledger = store_spec(kind, tmp_path), f"hitl-{uuid.uuid4().hex}", tmp_path / "ledger"
+def test_a_run_interrupted_in_a_killed_process_resumes_in_a_fresh_one(
+    kind: str, tmp_path: Path, store_spec: Callable[[str], str]
+) -> None:
+    spec, checkpoint_id, ledger = store_spec(kind), f"hitl-{uuid.uuid4().hex}", tmp_path / "ledger"
     first = child("run", spec, checkpoint_id, str(ledger))
     try:
         assert first.stdout is not None

@@ -7,6 +7,8 @@ from pathlib import Path
 import asyncpg
 import pytest
 import redis.asyncio
+from tests.services import POSTGRES_DSN as POSTGRES
+from tests.services import REDIS_URL as REDIS
 
 from batonflow.adk import (
     AgentEvent,
@@ -143,10 +145,6 @@ def interrupt_id(events: list[AgentEvent]) -> str:
     action = events[-1].action
     assert action is not None and isinstance(action.interrupted, InterruptInfo)
     return action.interrupted.interrupt_contexts[0].id
-
-
-POSTGRES = "postgresql://postgres@127.0.0.1:5432/test"
-REDIS = "redis://127.0.0.1:6379/0"
 
 
 @pytest.fixture(params=["memory", "sqlite", "postgres", "redis"])

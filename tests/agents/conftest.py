@@ -5,7 +5,6 @@ PostgreSQL and Redis are expected on 127.0.0.1; each test gets its own table or 
 
 from __future__ import annotations
 
-import os
 import uuid
 from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass
@@ -15,6 +14,7 @@ from typing import Any
 import asyncpg
 import pytest
 import redis.asyncio
+from tests.services import POSTGRES_DSN, REDIS_URL
 
 from batonflow.store import (
     FileSessionStore,
@@ -24,9 +24,6 @@ from batonflow.store import (
     SessionStore,
     SqliteSessionStore,
 )
-
-POSTGRES_DSN = os.environ.get("BATONFLOW_TEST_POSTGRES_DSN", "postgresql://postgres@127.0.0.1:5432/test")
-REDIS_URL = os.environ.get("BATONFLOW_TEST_REDIS_URL", "redis://127.0.0.1:6379/0")
 
 SESSION_BACKENDS = ["memory", "sqlite", "postgres", "redis", "file"]
 

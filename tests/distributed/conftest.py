@@ -19,9 +19,9 @@ import psycopg
 import pytest
 from fastapi import FastAPI
 from tests.server.conftest import asgi_client
+from tests.services import POSTGRES_DSN as ADMIN_DSN
+from tests.services import REDIS_URL, new_database_name
 
-ADMIN_DSN = os.environ.get("BATONFLOW_TEST_POSTGRES_DSN", "postgresql://postgres@127.0.0.1:5432/test")
-REDIS_URL = os.environ.get("BATONFLOW_TEST_REDIS_URL", "redis://127.0.0.1:6379/0")
 ROOT = Path(__file__).resolve().parents[2]
 
 
@@ -112,7 +112,7 @@ class Cluster:
 
 @pytest.fixture(scope="module")
 def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
-    name = f"bf_dbos_{uuid.uuid4().hex[:12]}"
+    name = new_database_name("dbos")
     with psycopg.connect(ADMIN_DSN, autocommit=True) as admin:
         admin.execute(f"CREATE DATABASE {name}")
     base, _, _ = ADMIN_DSN.rpartition("/")

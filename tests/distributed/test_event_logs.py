@@ -137,11 +137,11 @@ async def test_last_gives_a_runs_latest_record(make_log: MakeLog) -> None:
 async def test_a_waiting_reader_is_woken_by_a_publish_from_another_connection(shared_log: MakeLog) -> None:
     reader, writer = shared_log(), shared_log()
     run = _run()
-    got: list[tuple[EventRecord, float]] = []
+    got: list[EventRecord] = []
 
     async def follow() -> None:
-        async for record in reader.read(run, block=30.0):  # a wake-up by time alone would take 30 s
-            got.append((record, time.monotonic()))
+        async for record in reader.read(run, block=3600.0):  # a wake-up by time alone would take an hour
+            got.append(record)
 
     following = asyncio.ensure_future(follow())
     await writer.publish(run, f"{run}@start", 1, "event", {"n": 1})  # the run exists; the reader catches up
@@ -150,12 +150,9 @@ async def test_a_waiting_reader_is_woken_by_a_publish_from_another_connection(sh
         assert time.monotonic() < deadline, "the reader never read the first record"
         await asyncio.sleep(0.01)
     await asyncio.sleep(0.2)  # the reader is waiting now
-    sent = time.monotonic()
     await writer.publish(run, f"{run}@start", 2, "end", {"status": "completed"})
-    await asyncio.wait_for(following, WAIT)
-    assert [r.seq for r, _ in got] == [1, 2]
-    latency = got[-1][1] - sent
-    assert latency < 1.0, f"woken after {latency:.3f} s"
+    await asyncio.wait_for(following, WAIT)  # within WAIT, not the hour: woken by the publish
+    assert [r.seq for r in got] == [1, 2]
 
 
 async def test_a_run_keeps_its_last_maxlen_records(make_log: MakeLog) -> None:
@@ -229,13 +226,14 @@ async def test_a_cancel_flag_is_seen_and_wakes_its_watcher(shared_log: MakeLog) 
     segment = f"{_run()}@start"
     assert await log.cancel_requested(segment) is False
     sleeper = asyncio.ensure_future(asyncio.sleep(3600))
-    watcher = asyncio.ensure_future(log.watch_cancel(segment, sleeper))  # the log's default pace
+    # Redis looks at the log's default pace (0.2 s); PostgreSQL is woken by the request's notification, its looks
+    # (every 5 s) only make up for a lost one: at a pace of an hour, a wake within WAIT is the notification's.
+    pace = {"every": 3600.0} if isinstance(log, PostgresEventLog) else {}
+    watcher = asyncio.ensure_future(log.watch_cancel(segment, sleeper, **pace))
     await asyncio.sleep(0.3)
-    sent = time.monotonic()
     await other.request_cancel(segment)
     await asyncio.wait_for(watcher, WAIT)
-    took = time.monotonic() - sent
-    assert sleeper.cancelled() and took < 1.0, f"cancelled after {took:.3f} s"
+    assert sleeper.cancelled()
     assert await log.cancel_requested(segment) is True
     assert await log.cancel_requested(f"{segment}-other") is False
     await asyncio.sleep(0.7)
@@ -414,7 +412,7 @@ async def test_a_reader_survives_its_listening_connection_breaking(cluster: Clus
     log, writer = PostgresEventLog(f"{cluster.database_url}?application_name={name}"), _pg(cluster)
     run = _run()
     try:
-        following = asyncio.ensure_future(_all(log.read(run, block=30.0)))
+        following = asyncio.ensure_future(_all(log.read(run, block=3600.0)))  # by time alone: an hour
         await asyncio.sleep(0.3)
         killed = _rows(
             cluster,
@@ -422,15 +420,13 @@ async def test_a_reader_survives_its_listening_connection_breaking(cluster: Clus
             name,
         )
         await asyncio.sleep(0.3)  # the reader noticed, and listens again
-        sent = time.monotonic()
         await writer.publish(run, f"{run}@start", 1, "end", {"status": "completed"})
-        records = await asyncio.wait_for(following, WAIT)
-        took = time.monotonic() - sent
+        records = await asyncio.wait_for(following, WAIT)  # within WAIT, not the hour: woken by the publish
     finally:
         await log.close()
         await writer.close()
     assert killed == [(True,)]
-    assert [r.kind for r in records] == ["end"] and took < 1.0
+    assert [r.kind for r in records] == ["end"]
 
 
 async def test_a_lost_notification_costs_block_seconds_not_the_record(cluster: Cluster) -> None:
@@ -478,16 +474,14 @@ async def test_a_run_too_long_for_a_notification_still_wakes_its_follower(cluste
     run = "r" * 8000  # NOTIFY takes less than 8000 bytes: this one wakes every follower
     try:
         await writer.publish(run, "long@start", 1, "event", {})
-        following = asyncio.ensure_future(_all(reader.read(run, block=30.0)))
+        following = asyncio.ensure_future(_all(reader.read(run, block=3600.0)))  # by time alone: an hour
         await asyncio.sleep(0.3)
-        sent = time.monotonic()
         await writer.publish(run, "long@start", 1, "end", {"status": "completed"})
-        records = await asyncio.wait_for(following, WAIT)
-        took = time.monotonic() - sent
+        records = await asyncio.wait_for(following, WAIT)  # within WAIT, not the hour: woken by the publish
     finally:
         await reader.close()
         await writer.close()
-    assert [r.kind for r in records] == ["event", "end"] and took < 1.0
+    assert [r.kind for r in records] == ["event", "end"]
 
 
 async def test_closing_the_log_fails_its_waiting_followers(cluster: Cluster) -> None:

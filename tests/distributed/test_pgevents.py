@@ -93,15 +93,13 @@ async def test_a_cancel_reaches_the_worker_through_postgres(cluster: Cluster, pg
         while f"{pg_worker.process.pid} waiting" not in cluster.effect_lines():
             assert time.monotonic() < deadline, "the worker never started the segment"
             await asyncio.sleep(0.02)
-        sent = time.monotonic()
         await backend.cancel(sid)
         records = await asyncio.wait_for(_all(backend.events(run)), WAIT)
-        took = time.monotonic() - sent
     finally:
         await backend.close()
     assert records[-1].kind == "end" and records[-1].data["status"] == "cancelled"
     assert f"{pg_worker.process.pid} cancelled" in cluster.effect_lines()  # the model call itself was stopped
-    assert took < 3.0, f"cancelled after {took:.2f} s"  # woken by NOTIFY, not its 5 s look
+    # That the watch is woken by NOTIFY, not its 5 s look, test_event_logs shows at a pace of an hour.
 
 
 async def _all(records: AsyncIterator[object]) -> list[object]:

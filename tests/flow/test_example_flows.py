@@ -264,6 +264,7 @@ async def test_rag_on_redis_answers_from_the_real_servers(llama_server: str) -> 
     import uuid
 
     import redis.asyncio
+    from tests.services import REDIS_DB, REDIS_SERVER, REDIS_URL
 
     prefix = f"batonflow-test:{uuid.uuid4().hex}:"
 
@@ -271,13 +272,13 @@ async def test_rag_on_redis_answers_from_the_real_servers(llama_server: str) -> 
         for node in spec.nodes.values():
             if node.task == "@InMemoryRepository":
                 node.task = "@RedisRepository"
-                node.meta["redisConfig"] = {"server": "127.0.0.1:6379", "keyPrefix": prefix}
+                node.meta["redisConfig"] = {"server": REDIS_SERVER, "db": REDIS_DB, "keyPrefix": prefix}
 
     graph = Graph.copy(
         example("rag_case1", chat=real_chat(llama_server), embedding=real_embedding(llama_server)), in_redis
     )
     console = Console()
-    client = redis.asyncio.Redis()
+    client = redis.asyncio.Redis.from_url(REDIS_URL)
     try:
         async with engine_with(console) as engine:
             context = await engine.eval(graph)

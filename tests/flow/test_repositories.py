@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 import redis.asyncio
+from tests.services import REDIS_DB, REDIS_SERVER, REDIS_URL
 
 from batonflow.flow import (
     DEFAULT_LIMIT,
@@ -161,7 +162,7 @@ async def prefix() -> AsyncIterator[str]:
     """A key prefix of this test's own; its keys are deleted afterwards."""
     name = f"batonflow-test:{uuid.uuid4().hex}:"
     yield name
-    client = redis.asyncio.Redis()
+    client = redis.asyncio.Redis.from_url(REDIS_URL)
     keys = [key async for key in client.scan_iter(f"{name}*")]
     if keys:
         await client.delete(*keys)
@@ -169,7 +170,7 @@ async def prefix() -> AsyncIterator[str]:
 
 
 async def test_redis_repository_stores_in_hashes_and_searches_in_process(prefix: str) -> None:
-    client = redis.asyncio.Redis()
+    client = redis.asyncio.Redis.from_url(REDIS_URL)
     repository = RedisRepository(WordEmbedding(), client, key_prefix=prefix)
     await repository.save([Document("Solon is developed by noear", {"lang": "en"}), Document("Pears are green")])
 
@@ -185,15 +186,15 @@ async def test_redis_repository_stores_in_hashes_and_searches_in_process(prefix:
 
 async def test_the_redis_component_answers_from_the_real_server(prefix: str, tmp_path: Path) -> None:
     (tmp_path / "about.md").write_text("Solon is developed by noear\n\nPears are green")
-    meta = f'documentSources: [about.md], splitPipeline: [RegexTextSplitter], redisConfig: {{server: "127.0.0.1:6379", db: 0, keyPrefix: "{prefix}"}}'
-    async with AiFlowEngine(base_dir=tmp_path, allowed_hosts=["127.0.0.1:6379"]) as engine:
+    meta = f'documentSources: [about.md], splitPipeline: [RegexTextSplitter], redisConfig: {{server: "{REDIS_SERVER}", db: {REDIS_DB}, keyPrefix: "{prefix}"}}'
+    async with AiFlowEngine(base_dir=tmp_path, allowed_hosts=[REDIS_SERVER]) as engine:
         engine.register("words", WordEmbedding())
         await engine.eval(rag("@RedisRepository", meta), FlowContext(variables={"message": "warm up"}))
 
     # another engine (another process, as far as it knows) with no documents to load finds them in Redis
-    async with AiFlowEngine(allowed_hosts=["127.0.0.1:6379"]) as other:
+    async with AiFlowEngine(allowed_hosts=[REDIS_SERVER]) as other:
         other.register("words", WordEmbedding())
-        config = f'redisConfig: {{server: "127.0.0.1:6379", keyPrefix: "{prefix}"}}'
+        config = f'redisConfig: {{server: "{REDIS_SERVER}", db: {REDIS_DB}, keyPrefix: "{prefix}"}}'
         context = await other.eval(
             rag("@RedisRepository", config), FlowContext(variables={"message": "Who developed Solon?"})
         )

@@ -578,14 +578,12 @@ async def test_server_that_never_answers_times_out_instead_of_hanging(silent_ser
     base_url, received = silent_server
     model = OpenAIChatModel("m", base_url=base_url, timeout=0.3)
 
-    loop = asyncio.get_running_loop()
-    started = loop.time()
+    # The model's 0.3 s timeout, not the guard against a hang (a TimeoutError), ends each call.
     with pytest.raises(ModelTimeoutError):
-        await asyncio.wait_for(model.generate([user("hi")]), timeout=10)
+        await asyncio.wait_for(model.generate([user("hi")]), timeout=60)
     with pytest.raises(ModelTimeoutError):
-        await asyncio.wait_for(model.stream([user("hi")]).collect(), timeout=10)
+        await asyncio.wait_for(model.stream([user("hi")]).collect(), timeout=60)
 
-    assert loop.time() - started < 5
     assert len(received) == 2  # the requests did arrive: the timeout is on the answer
 
 

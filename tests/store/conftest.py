@@ -6,7 +6,6 @@ stores are the point of these tests, and a silent skip would hide that none of t
 
 from __future__ import annotations
 
-import os
 import uuid
 from collections.abc import AsyncIterator
 from pathlib import Path
@@ -15,6 +14,7 @@ from typing import Any
 import asyncpg
 import pytest
 import redis.asyncio
+from tests.services import POSTGRES_DSN, REDIS_URL
 
 from batonflow.store import (
     CheckpointStore,
@@ -23,9 +23,6 @@ from batonflow.store import (
     RedisCheckpointStore,
     SqliteCheckpointStore,
 )
-
-POSTGRES_DSN = os.environ.get("BATONFLOW_TEST_POSTGRES_DSN", "postgresql://postgres@127.0.0.1:5432/test")
-REDIS_URL = os.environ.get("BATONFLOW_TEST_REDIS_URL", "redis://127.0.0.1:6379/0")
 
 BACKENDS = ["memory", "sqlite", "postgres", "redis"]
 SHARED_BACKENDS = ["sqlite", "postgres", "redis"]  # the ones two processes can share

@@ -8,7 +8,6 @@ back around it at NORMAL (no wait for the disk: its holder does not outlive a po
 
 from __future__ import annotations
 
-import os
 import sqlite3
 import uuid
 from collections.abc import AsyncIterator, Sequence
@@ -17,6 +16,7 @@ from typing import Any
 
 import asyncpg
 import pytest
+from tests.services import POSTGRES_DSN
 
 from batonflow import ChatModelAgent, Runner
 from batonflow.errors import CodecError, StoreError, UserError
@@ -30,8 +30,6 @@ from batonflow.store import (
     SqliteSessionStore,
 )
 from batonflow.testing import FunctionModel
-
-POSTGRES_DSN = os.environ.get("BATONFLOW_TEST_POSTGRES_DSN", "postgresql://postgres@127.0.0.1:5432/test")
 
 
 @pytest.fixture(params=["memory", "sqlite", "postgres"])

@@ -66,6 +66,22 @@ async def slow(seconds: float) -> str:
     return "done"
 
 
+_arrived: dict[str, int] = {}
+_all_in: dict[str, anyio.Event] = {}
+
+
+@server.tool()
+async def meet(group: str, count: int) -> str:
+    """Answers "met" once ``count`` calls of ``group`` are in at once, or "alone" after 60 s without them."""
+    _arrived[group] = _arrived.get(group, 0) + 1
+    everyone = _all_in.setdefault(group, anyio.Event())
+    if _arrived[group] == count:
+        everyone.set()
+    with anyio.move_on_after(60):
+        await everyone.wait()
+    return "met" if everyone.is_set() else "alone"
+
+
 @server.tool()
 def pid() -> int:
     """The server's process id, for tests that kill it."""

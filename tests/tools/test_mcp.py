@@ -14,6 +14,7 @@ import socket
 import subprocess
 import sys
 import time
+import uuid
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 
@@ -30,7 +31,20 @@ from batonflow.tools.mcp import MCPServerError, MCPTool, MCPToolProvider
 pytestmark = pytest.mark.asyncio(loop_scope="module")
 
 SERVER = str(Path(__file__).with_name("mcp_server.py"))
-TOOL_NAMES = ["add", "weather", "forecast", "two_parts", "fail", "quota", "slow", "pid", "header", "dotted_name"]
+WAIT = 60.0  # a guard against a hang, not a measure
+TOOL_NAMES = [
+    "add",
+    "weather",
+    "forecast",
+    "two_parts",
+    "fail",
+    "quota",
+    "slow",
+    "meet",
+    "pid",
+    "header",
+    "dotted_name",
+]
 
 
 def free_port() -> int:
@@ -158,13 +172,12 @@ async def test_arguments_that_are_not_a_json_object_are_refused_before_the_serve
 
 
 async def test_calls_from_several_tasks_share_one_connection_at_once(provider: MCPToolProvider) -> None:
-    slow = (await by_name(provider))["slow"]
-    started = time.monotonic()
+    meet = (await by_name(provider))["meet"]
+    group = json.dumps({"group": uuid.uuid4().hex, "count": 5})
 
-    answers = await asyncio.gather(*(slow.invoke('{"seconds": 0.3}') for _ in range(5)))
+    answers = await asyncio.gather(*(meet.invoke(group) for _ in range(5)))
 
-    assert answers == ["done"] * 5
-    assert time.monotonic() - started < 1.2  # side by side, not one after another (5 x 0.3 s)
+    assert answers == ["met"] * 5  # each call waited until all five were in: side by side, not one after another
 
 
 async def test_http_headers_reach_the_server(http_provider: MCPToolProvider) -> None:
@@ -206,10 +219,8 @@ async def test_a_server_that_exits_at_once_is_an_error_quoting_its_stderr() -> N
 
 async def test_a_server_that_never_answers_fails_within_the_timeout() -> None:
     async with MCPToolProvider.stdio(sys.executable, ["-c", "import time; time.sleep(60)"], timeout=0.5) as provider:
-        started = time.monotonic()
-        with pytest.raises(MCPServerError, match=r"did not start within 0\.5 s"):
-            await provider.tools()
-        assert time.monotonic() - started < 1.5
+        with pytest.raises(MCPServerError, match=r"did not start within 0\.5 s"):  # the timeout, not a hang
+            await asyncio.wait_for(provider.tools(), WAIT)
 
 
 async def test_nobody_listening_at_the_url_is_a_server_error_naming_the_url() -> None:
@@ -223,27 +234,24 @@ async def test_a_call_that_takes_too_long_fails_within_the_timeout_and_the_next_
     async with MCPToolProvider.stdio(sys.executable, [SERVER, "stdio"], timeout=20) as provider:
         tools = await by_name(provider)
         provider.timeout = 0.5
-        started = time.monotonic()
         with pytest.raises(MCPServerError, match=r"did not answer within 0\.5 s when asked to call the tool 'slow'"):
-            await tools["slow"].invoke('{"seconds": 30}')
-        assert time.monotonic() - started < 1.5
+            await asyncio.wait_for(tools["slow"].invoke('{"seconds": 3600}'), WAIT)
         provider.timeout = 20
         assert await tools["add"].invoke('{"a": 1, "b": 1}') == "2"
 
 
 async def test_a_stdio_server_killed_mid_call_fails_the_call_at_once_and_is_started_again() -> None:
-    async with MCPToolProvider.stdio(sys.executable, [SERVER, "stdio"], timeout=20) as provider:
+    async with MCPToolProvider.stdio(sys.executable, [SERVER, "stdio"], timeout=3600) as provider:
         tools = await by_name(provider)
         pid = int(await tools["pid"].invoke(""))
-        call = asyncio.ensure_future(tools["slow"].invoke('{"seconds": 30}'))
+        call = asyncio.ensure_future(tools["slow"].invoke('{"seconds": 7200}'))
         await asyncio.sleep(0.2)
 
         os.kill(pid, signal.SIGKILL)
-        started = time.monotonic()
+        # The death, not the 1-hour timeout, ends the call: the error says the connection ended.
         with pytest.raises(MCPServerError, match=r"failed when asked to call the tool 'slow' \(the connection ended"):
-            await call
+            await asyncio.wait_for(call, WAIT)
 
-        assert time.monotonic() - started < 2
         assert int(await tools["pid"].invoke("")) != pid  # a new server process
 
 
@@ -256,11 +264,8 @@ async def test_an_http_server_killed_mid_call_fails_the_call_within_the_timeout(
             await asyncio.sleep(0.2)
 
             process.kill()
-            started = time.monotonic()
-            with pytest.raises(MCPServerError, match=f"MCP server '{url}' "):
-                await call
-
-            assert time.monotonic() - started < 6
+            with pytest.raises(MCPServerError, match=f"MCP server '{url}' "):  # by the 5 s timeout at the latest
+                await asyncio.wait_for(call, WAIT)
     finally:
         stop(process)
 
