@@ -16,9 +16,10 @@ from pydantic import BaseModel, Field
 
 from batonflow.adk import Runner
 from batonflow.agents import SimpleAgent
+from batonflow.agents.compression._strategies import is_prompt_too_long
 from batonflow.errors import ModelError, UserError
 from batonflow.models import ANSWER_PROMPT, ForcedTool, JSONSchemaFormat, ModelSettings
-from batonflow.models.local import LlamaCppChatModel, smollm2_model_path
+from batonflow.models.local import DEFAULT_MAX_TOKENS, LlamaCppChatModel, _keep_in_context, smollm2_model_path
 from batonflow.schema import (
     FunctionCall,
     ToolCall,
@@ -69,6 +70,9 @@ class FakeLlama:
                 raise self.stream_error
             return self._stream()
         return {"choices": [{"message": {"content": "Hello"}, "finish_reason": "stop"}], "usage": None}
+
+    def create_completion(self, prompt: str, **kwargs: Any) -> Any:
+        raise AssertionError("the fake answers chat completions only")
 
     def _stream(self) -> Iterator[dict[str, Any]]:
         try:
@@ -156,6 +160,82 @@ async def test_forced_tool_and_settings_reach_llama_cpp(fake_llama: type[FakeLla
     assert request["tool_choice"] == {"type": "function", "function": {"name": "transfer_to_agent"}}
     assert request["tools"][0]["function"]["parameters"] == TRANSFER.parameters
     assert (request["temperature"], request["max_tokens"], request["repeat_penalty"]) == (0.0, 64, 1.3)
+
+
+async def test_a_request_without_max_tokens_gets_the_default(fake_llama: type[FakeLlama]) -> None:
+    await LlamaCppChatModel().generate([user("hi")])
+    await LlamaCppChatModel().generate([user("hi")], settings=ModelSettings(max_tokens=7))
+
+    assert [fake.requests[0]["max_tokens"] for fake in fake_llama.instances] == [DEFAULT_MAX_TOKENS, 7]
+
+
+class CountingLlama:
+    """A llama.cpp stand-in for the context guard: one token a word, the completions it was asked for."""
+
+    def __init__(self, n_ctx: int) -> None:
+        self.context = n_ctx
+        self.completions: list[dict[str, Any]] = []
+
+    def n_ctx(self) -> int:
+        return self.context
+
+    def tokenize(self, text: bytes, add_bos: bool, special: bool) -> list[int]:
+        return [1] * (len(text.split()) + int(add_bos))
+
+    def create_completion(self, prompt: str | list[int], **kwargs: Any) -> Any:
+        self.completions.append({"prompt": prompt, **kwargs})
+        return {}
+
+
+@pytest.mark.parametrize(("asked", "given"), [(None, 90), (0, 90), (50, 50), (500, 90)])
+def test_max_tokens_is_cut_to_what_the_prompt_leaves_of_the_context(asked: int | None, given: int) -> None:
+    llama = CountingLlama(100)
+    _keep_in_context(llama, "m", 100)
+
+    llama.create_completion("nine words of prompt and a few more here", max_tokens=asked)  # 9 + BOS
+
+    assert llama.completions[0]["max_tokens"] == given
+
+
+def test_the_window_is_the_smaller_of_n_ctx_and_llama_cpps() -> None:
+    llama = CountingLlama(256)  # llama.cpp pads a context of 100 up to 256; llama-cpp-python keeps 100 tokens
+    _keep_in_context(llama, "m", 100)
+
+    with pytest.raises(ModelError, match=r"expected at most 99 tokens \(n_ctx 100\), found 120"):
+        llama.create_completion(list(range(120)), max_tokens=10)
+
+
+def test_a_prompt_that_fills_the_context_is_refused_before_the_call() -> None:
+    llama = CountingLlama(100)
+    _keep_in_context(llama, "m", 100)
+
+    with pytest.raises(ModelError) as caught:
+        llama.create_completion(list(range(100)), max_tokens=10)
+
+    assert str(caught.value).startswith(
+        "local model 'm': the prompt does not fit in the context window: expected at most 99 tokens (n_ctx 100), "
+        "found 100; give the model a larger n_ctx"
+    )
+    assert is_prompt_too_long(caught.value)  # context compression retries it smaller
+    assert llama.completions == []
+
+
+@pytest.mark.real_server
+async def test_real_prompt_over_the_context_is_refused_with_the_model_tokenizer_count() -> None:
+    model = LlamaCppChatModel(n_ctx=128)
+    with pytest.raises(ModelError, match=r"expected at most 127 tokens \(n_ctx 128\), found (\d+)") as caught:
+        await model.generate([user("apple " * 150)])
+    found = int(str(caught.value).split("found ")[1].split(";")[0])
+    assert 150 < found < 200  # the words, the chat template around them
+
+
+@pytest.mark.real_server
+async def test_real_answer_stops_at_the_end_of_the_context_instead_of_failing() -> None:
+    model = LlamaCppChatModel(n_ctx=128)
+    answer = await model.generate([user("apple " * 90 + "Now count to one hundred.")])
+    assert answer.response_meta is not None and answer.response_meta.usage is not None
+    usage = answer.response_meta.usage
+    assert usage.prompt_tokens + usage.completion_tokens <= 128
 
 
 async def test_tools_without_tool_choice_mean_auto(fake_llama: type[FakeLlama]) -> None:
