@@ -16,10 +16,9 @@ from pydantic import BaseModel, Field
 
 from batonflow.adk import Runner
 from batonflow.agents import SimpleAgent
-from batonflow.agents.compression._strategies import is_prompt_too_long
 from batonflow.errors import ModelError, UserError
 from batonflow.models import ANSWER_PROMPT, ForcedTool, JSONSchemaFormat, ModelSettings
-from batonflow.models.local import DEFAULT_MAX_TOKENS, LlamaCppChatModel, _keep_in_context, smollm2_model_path
+from batonflow.models.local import DEFAULT_MAX_TOKENS, LlamaCppChatModel, smollm2_model_path
 from batonflow.schema import (
     FunctionCall,
     ToolCall,
@@ -170,11 +169,16 @@ async def test_a_request_without_max_tokens_gets_the_default(fake_llama: type[Fa
 
 
 class CountingLlama:
-    """A llama.cpp stand-in for the context guard: one token a word, the completions it was asked for."""
+    """A llama.cpp stand-in with a chat handler as llama.cpp's: the messages become one prompt for
+    ``create_completion``. One token a word; ``padded`` is the context llama.cpp reports (it pads small ones)."""
 
-    def __init__(self, n_ctx: int) -> None:
-        self.context = n_ctx
+    padded: ClassVar[int | None] = None
+    instances: ClassVar[list[CountingLlama]] = []
+
+    def __init__(self, **kwargs: Any) -> None:
+        self.context = CountingLlama.padded or kwargs["n_ctx"]
         self.completions: list[dict[str, Any]] = []
+        CountingLlama.instances.append(self)
 
     def n_ctx(self) -> int:
         return self.context
@@ -182,42 +186,55 @@ class CountingLlama:
     def tokenize(self, text: bytes, add_bos: bool, special: bool) -> list[int]:
         return [1] * (len(text.split()) + int(add_bos))
 
+    def create_chat_completion(self, *, messages: list[dict[str, Any]], max_tokens: int, **request: Any) -> Any:
+        prompt = " ".join(str(m["content"]) for m in messages)
+        self.create_completion(prompt, max_tokens=max_tokens)
+        return {"choices": [{"message": {"content": "ok"}, "finish_reason": "stop"}], "usage": None}
+
     def create_completion(self, prompt: str | list[int], **kwargs: Any) -> Any:
         self.completions.append({"prompt": prompt, **kwargs})
-        return {}
+
+
+@pytest.fixture
+def counting_llama(monkeypatch: pytest.MonkeyPatch) -> type[CountingLlama]:
+    CountingLlama.instances, CountingLlama.padded = [], None
+    monkeypatch.setattr("batonflow.models.local._import_llama_cpp", lambda: SimpleNamespace(Llama=CountingLlama))
+    return CountingLlama
+
+
+NINE_WORDS = "nine words of prompt and a few more here"  # 9 tokens + BOS
 
 
 @pytest.mark.parametrize(("asked", "given"), [(None, 90), (0, 90), (50, 50), (500, 90)])
-def test_max_tokens_is_cut_to_what_the_prompt_leaves_of_the_context(asked: int | None, given: int) -> None:
-    llama = CountingLlama(100)
-    _keep_in_context(llama, "m", 100)
+async def test_max_tokens_is_cut_to_what_the_prompt_leaves_of_the_context(
+    counting_llama: type[CountingLlama], asked: int | None, given: int
+) -> None:
+    model = LlamaCppChatModel(n_ctx=100, default_settings=ModelSettings(extra={"max_tokens": asked}))
 
-    llama.create_completion("nine words of prompt and a few more here", max_tokens=asked)  # 9 + BOS
+    await model.generate([user(NINE_WORDS)])
 
-    assert llama.completions[0]["max_tokens"] == given
+    assert counting_llama.instances[0].completions[0]["max_tokens"] == given
 
 
-def test_the_window_is_the_smaller_of_n_ctx_and_llama_cpps() -> None:
-    llama = CountingLlama(256)  # llama.cpp pads a context of 100 up to 256; llama-cpp-python keeps 100 tokens
-    _keep_in_context(llama, "m", 100)
+async def test_a_prompt_that_fills_the_context_is_refused_before_the_call(
+    counting_llama: type[CountingLlama],
+) -> None:
+    with pytest.raises(ModelError) as caught:
+        await LlamaCppChatModel(n_ctx=100).generate([user("word " * 99)])
+
+    assert str(caught.value) == (
+        "local model 'SmolLM2-135M-Instruct.Q4_1': the prompt does not fit in the context window: expected at most "
+        "99 tokens (n_ctx 100), found 100; give the model a larger n_ctx, or send fewer or shorter messages (a "
+        "smaller history window, context compression)"
+    )
+    assert counting_llama.instances[0].completions == []
+
+
+async def test_the_window_is_the_smaller_of_n_ctx_and_llama_cpps(counting_llama: type[CountingLlama]) -> None:
+    counting_llama.padded = 256  # llama.cpp pads a context of 100 up to 256; llama-cpp-python keeps 100 tokens
 
     with pytest.raises(ModelError, match=r"expected at most 99 tokens \(n_ctx 100\), found 120"):
-        llama.create_completion(list(range(120)), max_tokens=10)
-
-
-def test_a_prompt_that_fills_the_context_is_refused_before_the_call() -> None:
-    llama = CountingLlama(100)
-    _keep_in_context(llama, "m", 100)
-
-    with pytest.raises(ModelError) as caught:
-        llama.create_completion(list(range(100)), max_tokens=10)
-
-    assert str(caught.value).startswith(
-        "local model 'm': the prompt does not fit in the context window: expected at most 99 tokens (n_ctx 100), "
-        "found 100; give the model a larger n_ctx"
-    )
-    assert is_prompt_too_long(caught.value)  # context compression retries it smaller
-    assert llama.completions == []
+        await LlamaCppChatModel(n_ctx=100).generate([user("word " * 119)])
 
 
 @pytest.mark.real_server
