@@ -14,7 +14,7 @@ from typing import Any, ClassVar, Literal
 import pytest
 from pydantic import BaseModel, Field
 
-from batonflow.adk import Runner
+from batonflow.adk import Runner, TransferToAgentTool
 from batonflow.agents import SimpleAgent
 from batonflow.errors import ModelError, UserError
 from batonflow.models import ANSWER_PROMPT, ForcedTool, JSONSchemaFormat, ModelSettings
@@ -29,6 +29,7 @@ from batonflow.schema import (
     tool_message,
     user,
 )
+from batonflow.testing import tool_calls
 from batonflow.tools import ToolInfo
 
 AGENTS = ["refund_agent", "complaint_agent", "product_agent"]
@@ -465,6 +466,25 @@ async def test_real_forced_transfer_call_names_an_agent_from_the_enum(local_mode
     assert json.loads(answer.tool_calls[0].function.arguments)["agent_name"] in AGENTS
     assert answer.response_meta is not None
     assert answer.response_meta.finish_reason == "tool_calls"
+
+
+@pytest.mark.real_server
+async def test_real_router_that_named_itself_answers_in_words(local_model: LlamaCppChatModel) -> None:
+    # SmolLM2 seldom names the router itself (docs/transfer.md); once it has, the guided model answers in words,
+    # though the router's transfer call is forced.
+    transfer = TransferToAgentTool(AGENTS, source="router", answer_self=True)
+    called = tool_calls(("transfer_to_agent", {"agent_name": "router"}))
+    result = tool_message(await transfer.invoke('{"agent_name": "router"}'), tool_call_id=called.tool_calls[0].id)
+    messages = [system("You are the front desk of a shop. We open at 10 on Sundays."), user("When do you open?")]
+
+    answer = await local_model.generate(
+        [*messages, called, result],
+        tools=[transfer.info],
+        tool_choice=ForcedTool("transfer_to_agent"),
+        settings=ModelSettings(max_tokens=30),
+    )
+
+    assert answer.tool_calls == [] and answer.content.strip()
 
 
 @pytest.mark.real_server
