@@ -4,7 +4,7 @@
 The router is the demo's (``build_system``: a forced ``transfer_to_agent`` whose ``agent_name`` is an enum, and the
 example routings before the request) on ``local:smollm2``; the specialists are the scripted model, so a run costs
 one model call and shows where the router sent it. The requests are the demo's turns and others of each kind,
-none of them an example. The router samples at temperature 0, so a request routes the same way every time: the
+none of them an example. A request for no specialist should stay with the router, which then answers itself. The router samples at temperature 0, so a request routes the same way every time: the
 figure is over requests, not seeds.
 """
 
@@ -30,6 +30,10 @@ REQUESTS = (
     ("What colours does the toaster come in?", "product_agent"),
     ("Is the espresso machine in stock?", "product_agent"),
     ("How long does the battery of the wireless keyboard last?", "product_agent"),
+    # For no specialist: the router names itself (answer_self) and answers.
+    ("What time do you open on Sunday?", "router"),
+    ("Hello, who am I talking to?", "router"),
+    ("Where is your head office?", "router"),
 )
 
 
@@ -40,7 +44,7 @@ async def main() -> None:
     for request, expected in REQUESTS:
         runner = Runner(build_system(scripted_model(), Shop(), router_model=router_model))
         events = await collect_events(runner.query(request))
-        routed = next((e.agent_name for e in events if e.agent_name != "router"), "nowhere")
+        routed = next((e.agent_name for e in events if e.agent_name != "router"), "router")
         right += routed == expected
         mark = "right" if routed == expected else f"WRONG (expected {expected})"
         print(f"{request[:70]!r}: {routed}, {mark}", flush=True)

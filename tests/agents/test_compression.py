@@ -246,7 +246,10 @@ async def test_system_and_task_messages_before_the_first_assistant_message_are_k
 async def test_a_tool_call_is_never_separated_from_its_results() -> None:
     parallel = tool_calls(*[("lookup", {"key": f"p{i}"}) for i in range(4)], id_prefix="p_")
     agent, model = agent_with(
-        parallel, *turns(3), assistant("done"), middlewares=[ContextCompressionInterceptor(max_messages=10)]
+        parallel,
+        *turns(3),
+        assistant("done"),
+        middlewares=[ContextCompressionInterceptor(max_messages=10, trim_to_max_messages=False)],
     )
     await run(agent)
     seen = model.requests[4].messages
@@ -300,7 +303,9 @@ async def test_a_transcript_under_the_limits_is_left_alone() -> None:
 
 async def test_llm_summary_replaces_the_expired_messages_with_a_marked_summary() -> None:
     summarizer = ScriptedModel([assistant("Looked up k0 to k2.")])
-    interceptor = ContextCompressionInterceptor(max_messages=10, strategy=LLMSummaryStrategy(summarizer))
+    interceptor = ContextCompressionInterceptor(
+        max_messages=10, strategy=LLMSummaryStrategy(summarizer), trim_to_max_messages=False
+    )
     agent, model = agent_with(*turns(6), assistant("done"), middlewares=[interceptor])
     await run(agent)
     seen = model.requests[6].messages
@@ -324,7 +329,9 @@ async def test_llm_summary_replaces_the_expired_messages_with_a_marked_summary()
 
 async def test_llm_summary_folds_the_previous_summary_into_the_next_one() -> None:
     summarizer = ScriptedModel([assistant("S1"), assistant("S2")])
-    interceptor = ContextCompressionInterceptor(max_messages=10, strategy=LLMSummaryStrategy(summarizer))
+    interceptor = ContextCompressionInterceptor(
+        max_messages=10, strategy=LLMSummaryStrategy(summarizer), trim_to_max_messages=False
+    )
     agent, model = agent_with(*turns(7), assistant("done"), middlewares=[interceptor])
     await run(agent)
     second = prompt_of(summarizer, 1)
@@ -393,7 +400,7 @@ async def test_key_info_extraction_puts_a_list_of_facts_in_the_summary() -> None
 async def test_hierarchical_summary_folds_the_rolling_summary_across_compressions() -> None:
     summarizer = ScriptedModel([assistant("R1"), assistant("R2")])
     strategy = HierarchicalSummaryStrategy(summarizer)
-    interceptor = ContextCompressionInterceptor(max_messages=10, strategy=strategy)
+    interceptor = ContextCompressionInterceptor(max_messages=10, strategy=strategy, trim_to_max_messages=False)
     agent, model = agent_with(*turns(7), assistant("done"), middlewares=[interceptor])
     await run(agent)
     assert prompt_of(summarizer, 0).startswith("Current summary:\n(none yet)\n\nNew messages:\n")
@@ -525,7 +532,9 @@ async def test_composite_leaves_out_a_strategy_that_fails() -> None:
 async def test_a_context_size_event_reports_every_model_call() -> None:
     trace: list[TraceEvent] = []
     summarizer = ScriptedModel([assistant("S")])
-    interceptor = ContextCompressionInterceptor(max_messages=10, strategy=LLMSummaryStrategy(summarizer))
+    interceptor = ContextCompressionInterceptor(
+        max_messages=10, strategy=LLMSummaryStrategy(summarizer), trim_to_max_messages=False
+    )
     agent, model = agent_with(*turns(6), assistant("done"), middlewares=[interceptor])
     await run(agent, callbacks=[trace.append])
     sizes = [e for e in trace if isinstance(e, ContextSize)]
@@ -557,7 +566,9 @@ async def test_the_compressed_transcript_and_rolling_summary_survive_an_interrup
         return "approved"
 
     summarizer = ScriptedModel([assistant("R1"), assistant("R2")])
-    interceptor = ContextCompressionInterceptor(max_messages=10, strategy=HierarchicalSummaryStrategy(summarizer))
+    interceptor = ContextCompressionInterceptor(
+        max_messages=10, strategy=HierarchicalSummaryStrategy(summarizer), trim_to_max_messages=False
+    )
     agent, model = agent_with(
         *turns(6),
         tool_calls(("approve", {}), id_prefix="ok_"),
@@ -754,15 +765,71 @@ def thoughtful() -> list[Message]:
     return messages
 
 
-async def test_up_to_max_messages_recent_messages_are_kept_with_the_thought_before_them() -> None:
+async def test_the_thought_before_the_cut_is_kept_and_the_oldest_group_goes_to_meet_max_messages() -> None:
     state = ChatModelAgentState(messages=thoughtful(), remaining=1)
     await before_chat_model(ContextCompressionInterceptor(max_messages=10), state)
+    # The cut keeps c1..c5 and moves back to the thought: 11 messages; Solon's convergeToBudget then drops the
+    # oldest group but the thought, down to 9 (a call goes with its result).
+    assert shape(state.messages) == [
+        "system:s",
+        "user:go",
+        "assistant:I should look at k1 next.",
+        *(part for i in range(2, 6) for part in (f"call:c{i}_1", f"result:c{i}_1")),
+    ]
+
+
+async def test_without_trimming_the_latest_max_messages_stay_with_the_thought_before_them() -> None:
+    state = ChatModelAgentState(messages=thoughtful(), remaining=1)
+    await before_chat_model(ContextCompressionInterceptor(max_messages=10, trim_to_max_messages=False), state)
     assert shape(state.messages) == [
         "system:s",
         "user:go",
         "assistant:I should look at k1 next.",
         *(part for i in range(1, 6) for part in (f"call:c{i}_1", f"result:c{i}_1")),
     ]
+
+
+def twenty_steps() -> list[Message]:
+    """Solon's test: the goal, then 20 short assistant answers (each one a thought)."""
+    return [system("s"), user("goal"), *(assistant(f"short {i}") for i in range(20))]
+
+
+async def test_twenty_steps_become_ten_as_in_solon() -> None:
+    state = ChatModelAgentState(messages=twenty_steps(), remaining=1)
+    await before_chat_model(ContextCompressionInterceptor(max_messages=10), state)
+    # Kept by count: short 10..19; the thought before them, short 9, joins; one more must go, and the thought is
+    # spared: the oldest after it, short 10.
+    assert shape(state.messages) == [
+        "system:s",
+        "user:goal",
+        "assistant:short 9",
+        *(f"assistant:short {i}" for i in range(11, 20)),
+    ]
+
+
+async def test_twenty_steps_keep_eleven_without_trimming() -> None:
+    state = ChatModelAgentState(messages=twenty_steps(), remaining=1)
+    await before_chat_model(ContextCompressionInterceptor(max_messages=10, trim_to_max_messages=False), state)
+    assert shape(state.messages)[2:] == [f"assistant:short {i}" for i in range(9, 20)]
+
+
+async def test_a_summary_counts_against_max_messages() -> None:
+    summarizer = ScriptedModel([assistant("S1")])
+    interceptor = ContextCompressionInterceptor(max_messages=10, strategy=LLMSummaryStrategy(summarizer))
+    state = ChatModelAgentState(messages=twenty_steps(), remaining=1)
+    await before_chat_model(interceptor, state)
+    assert shape(state.messages) == [
+        "system:s",
+        "user:goal",
+        "summary",
+        "assistant:short 9",
+        *(f"assistant:short {i}" for i in range(12, 20)),
+    ]
+
+
+def test_trim_to_max_messages_must_be_a_bool() -> None:
+    with pytest.raises(UserError, match=r"trim_to_max_messages: expected a bool, got 'no'"):
+        ContextCompressionInterceptor(trim_to_max_messages="no")  # type: ignore[arg-type]
 
 
 async def test_calls_without_all_their_results_are_removed_with_their_results() -> None:
@@ -792,9 +859,10 @@ async def test_an_assistant_message_with_tool_calls_is_never_cut() -> None:
     assert model.requests[1].messages[2].content == "t" * 10_000
 
 
-@pytest.mark.parametrize(("attempt", "kept"), [(1, 16), (2, 12), (3, 8), (4, 6)])
+@pytest.mark.parametrize(("attempt", "kept"), [(1, 16), (2, 12), (3, 8), (4, 4)])
 async def test_a_prompt_too_long_error_shrinks_the_kept_part_more_on_each_retry(attempt: int, kept: int) -> None:
-    # 20 messages after the task: 0.8, 0.6, 0.4 and 0.25 of them stay, rounded up to whole call groups.
+    # 20 messages after the task: 0.8, 0.6, 0.4 and 0.25 of them stay, in whole call groups and no more than that
+    # share (0.25: 5, a cut at 6 in groups of two, so 4).
     messages = [system("s"), user("go")]
     for i in range(10):
         messages += [turns(1, i)[0], tool_message(f"r{i}", tool_call_id=f"c{i}_1")]
@@ -865,8 +933,9 @@ async def test_a_message_trigger_factor_compresses_less_often_and_keeps_max_mess
     agent, model = agent_with(*turns(12), assistant("done"), middlewares=[interceptor])
     await run(agent)
     sizes = [len(r.messages) - 2 for r in model.requests]  # after the task
-    # 16 > 15 messages start the first compression, down to a summary and 10 messages; then 16 again.
-    assert sizes == [0, 2, 4, 6, 8, 10, 12, 14, 11, 13, 15, 11, 13]
+    # 16 > 15 messages start the first compression, down to 10 at most, the summary counted (a summary and four
+    # call groups); 17 > 15 start the second.
+    assert sizes == [0, 2, 4, 6, 8, 10, 12, 14, 9, 11, 13, 15, 9]
     assert len(summarizer.requests) == 2
 
 

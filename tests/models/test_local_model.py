@@ -14,11 +14,11 @@ from typing import Any, ClassVar, Literal
 import pytest
 from pydantic import BaseModel, Field
 
-from batonflow.adk import Runner
+from batonflow.adk import Runner, TransferToAgentTool
 from batonflow.agents import SimpleAgent
 from batonflow.errors import ModelError, UserError
 from batonflow.models import ANSWER_PROMPT, ForcedTool, JSONSchemaFormat, ModelSettings
-from batonflow.models.local import LlamaCppChatModel, smollm2_model_path
+from batonflow.models.local import DEFAULT_MAX_TOKENS, LlamaCppChatModel, smollm2_model_path
 from batonflow.schema import (
     FunctionCall,
     ToolCall,
@@ -30,6 +30,7 @@ from batonflow.schema import (
     tool_message,
     user,
 )
+from batonflow.testing import tool_calls
 from batonflow.tools import ToolInfo
 
 AGENTS = ["refund_agent", "complaint_agent", "product_agent"]
@@ -74,6 +75,9 @@ class FakeLlama:
                 raise self.stream_error
             return self._stream()
         return {"choices": [{"message": {"content": "Hello"}, "finish_reason": "stop"}], "usage": None}
+
+    def create_completion(self, prompt: str, **kwargs: Any) -> Any:
+        raise AssertionError("the fake answers chat completions only")
 
     def _stream(self) -> Iterator[dict[str, Any]]:
         try:
@@ -161,6 +165,100 @@ async def test_forced_tool_and_settings_reach_llama_cpp(fake_llama: type[FakeLla
     assert request["tool_choice"] == {"type": "function", "function": {"name": "transfer_to_agent"}}
     assert request["tools"][0]["function"]["parameters"] == TRANSFER.parameters
     assert (request["temperature"], request["max_tokens"], request["repeat_penalty"]) == (0.0, 64, 1.3)
+
+
+async def test_a_request_without_max_tokens_gets_the_default(fake_llama: type[FakeLlama]) -> None:
+    await LlamaCppChatModel().generate([user("hi")])
+    await LlamaCppChatModel().generate([user("hi")], settings=ModelSettings(max_tokens=7))
+
+    assert [fake.requests[0]["max_tokens"] for fake in fake_llama.instances] == [DEFAULT_MAX_TOKENS, 7]
+
+
+class CountingLlama:
+    """A llama.cpp stand-in with a chat handler as llama.cpp's: the messages become one prompt for
+    ``create_completion``. One token a word; ``padded`` is the context llama.cpp reports (it pads small ones)."""
+
+    padded: ClassVar[int | None] = None
+    instances: ClassVar[list[CountingLlama]] = []
+
+    def __init__(self, **kwargs: Any) -> None:
+        self.context = CountingLlama.padded or kwargs["n_ctx"]
+        self.completions: list[dict[str, Any]] = []
+        CountingLlama.instances.append(self)
+
+    def n_ctx(self) -> int:
+        return self.context
+
+    def tokenize(self, text: bytes, add_bos: bool, special: bool) -> list[int]:
+        return [1] * (len(text.split()) + int(add_bos))
+
+    def create_chat_completion(self, *, messages: list[dict[str, Any]], max_tokens: int, **request: Any) -> Any:
+        prompt = " ".join(str(m["content"]) for m in messages)
+        self.create_completion(prompt, max_tokens=max_tokens)
+        return {"choices": [{"message": {"content": "ok"}, "finish_reason": "stop"}], "usage": None}
+
+    def create_completion(self, prompt: str | list[int], **kwargs: Any) -> Any:
+        self.completions.append({"prompt": prompt, **kwargs})
+
+
+@pytest.fixture
+def counting_llama(monkeypatch: pytest.MonkeyPatch) -> type[CountingLlama]:
+    CountingLlama.instances, CountingLlama.padded = [], None
+    monkeypatch.setattr("batonflow.models.local._import_llama_cpp", lambda: SimpleNamespace(Llama=CountingLlama))
+    return CountingLlama
+
+
+NINE_WORDS = "nine words of prompt and a few more here"  # 9 tokens + BOS
+
+
+@pytest.mark.parametrize(("asked", "given"), [(None, 90), (0, 90), (50, 50), (500, 90)])
+async def test_max_tokens_is_cut_to_what_the_prompt_leaves_of_the_context(
+    counting_llama: type[CountingLlama], asked: int | None, given: int
+) -> None:
+    model = LlamaCppChatModel(n_ctx=100, default_settings=ModelSettings(extra={"max_tokens": asked}))
+
+    await model.generate([user(NINE_WORDS)])
+
+    assert counting_llama.instances[0].completions[0]["max_tokens"] == given
+
+
+async def test_a_prompt_that_fills_the_context_is_refused_before_the_call(
+    counting_llama: type[CountingLlama],
+) -> None:
+    with pytest.raises(ModelError) as caught:
+        await LlamaCppChatModel(n_ctx=100).generate([user("word " * 99)])
+
+    assert str(caught.value) == (
+        "local model 'SmolLM2-135M-Instruct.Q4_1': the prompt does not fit in the context window: expected at most "
+        "99 tokens (n_ctx 100), found 100; give the model a larger n_ctx, or send fewer or shorter messages (a "
+        "smaller history window, context compression)"
+    )
+    assert counting_llama.instances[0].completions == []
+
+
+async def test_the_window_is_the_smaller_of_n_ctx_and_llama_cpps(counting_llama: type[CountingLlama]) -> None:
+    counting_llama.padded = 256  # llama.cpp pads a context of 100 up to 256; llama-cpp-python keeps 100 tokens
+
+    with pytest.raises(ModelError, match=r"expected at most 99 tokens \(n_ctx 100\), found 120"):
+        await LlamaCppChatModel(n_ctx=100).generate([user("word " * 119)])
+
+
+@pytest.mark.real_server
+async def test_real_prompt_over_the_context_is_refused_with_the_model_tokenizer_count() -> None:
+    model = LlamaCppChatModel(n_ctx=128)
+    with pytest.raises(ModelError, match=r"expected at most 127 tokens \(n_ctx 128\), found (\d+)") as caught:
+        await model.generate([user("apple " * 150)])
+    found = int(str(caught.value).split("found ")[1].split(";")[0])
+    assert 150 < found < 200  # the words, the chat template around them
+
+
+@pytest.mark.real_server
+async def test_real_answer_stops_at_the_end_of_the_context_instead_of_failing() -> None:
+    model = LlamaCppChatModel(n_ctx=128)
+    answer = await model.generate([user("apple " * 90 + "Now count to one hundred.")])
+    assert answer.response_meta is not None and answer.response_meta.usage is not None
+    usage = answer.response_meta.usage
+    assert usage.prompt_tokens + usage.completion_tokens <= 128
 
 
 async def test_tools_without_tool_choice_mean_auto(fake_llama: type[FakeLlama]) -> None:
@@ -417,6 +515,25 @@ async def test_real_forced_transfer_call_names_an_agent_from_the_enum(local_mode
     assert json.loads(answer.tool_calls[0].function.arguments)["agent_name"] in AGENTS
     assert answer.response_meta is not None
     assert answer.response_meta.finish_reason == "tool_calls"
+
+
+@pytest.mark.real_server
+async def test_real_router_that_named_itself_answers_in_words(local_model: LlamaCppChatModel) -> None:
+    # SmolLM2 seldom names the router itself (docs/transfer.md); once it has, the guided model answers in words,
+    # though the router's transfer call is forced.
+    transfer = TransferToAgentTool(AGENTS, source="router", answer_self=True)
+    called = tool_calls(("transfer_to_agent", {"agent_name": "router"}))
+    result = tool_message(await transfer.invoke('{"agent_name": "router"}'), tool_call_id=called.tool_calls[0].id)
+    messages = [system("You are the front desk of a shop. We open at 10 on Sundays."), user("When do you open?")]
+
+    answer = await local_model.generate(
+        [*messages, called, result],
+        tools=[transfer.info],
+        tool_choice=ForcedTool("transfer_to_agent"),
+        settings=ModelSettings(max_tokens=30),
+    )
+
+    assert answer.tool_calls == [] and answer.content.strip()
 
 
 @pytest.mark.real_server

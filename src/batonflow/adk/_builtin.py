@@ -27,6 +27,7 @@ __all__ = [
     "set_language",
     "transfer_failed_text",
     "transfer_instruction",
+    "transfer_self_text",
     "transfer_tool_output",
 ]
 
@@ -62,6 +63,15 @@ When transferring: OUTPUT ONLY THE FUNCTION CALL""",
     },
     "transfer_desc": {"en": "Transfer the question to another agent.", "zh": "将问题移交给其他 Agent。"},
     "transfer_output": {"en": "successfully transferred to agent [%s]", "zh": "成功移交任务至 agent [%s]"},
+    "transfer_target": {"en": "the name of the agent to transfer to", "zh": "要移交的 agent 名称"},
+    "transfer_target_self": {
+        "en": "the name of the agent to transfer to, or your own name (%s) to answer the request yourself",
+        "zh": "要移交的 agent 名称；若由你自己回答，填你自己的名称（%s）",
+    },
+    "transfer_self": {
+        "en": "no transfer: you [%s] answer the request yourself, now, in words",
+        "zh": "未移交：由你 [%s] 直接用文字回答这个问题",
+    },
 }
 
 
@@ -89,6 +99,11 @@ def transfer_instruction(agents: Sequence[tuple[str, str]]) -> str:
 
 def transfer_tool_output(dest: str) -> str:
     return _text("transfer_output") % dest
+
+
+def transfer_self_text(name: str) -> str:
+    """What ``transfer_to_agent`` answers agent ``name`` when it names itself (``answer_self``)."""
+    return _text("transfer_self") % name
 
 
 def transfer_failed_text(dest: str, source: str) -> str:
@@ -128,11 +143,20 @@ class TransferToAgentTool:
 
     A call that names another agent all the same is answered with the flow agent's error text, not with a success,
     and the run ends with that error (``source`` is the calling agent, for the text).
+
+    ``answer_self`` adds ``source`` to the enum: a model that names its own agent transfers nothing, and its agent
+    goes on to answer (the call takes no action, so it does not end the turn). A router on a small model, whose
+    forced, grammar-constrained call must name someone, can so keep a request that fits no other agent.
     """
 
-    def __init__(self, targets: Sequence[str], *, source: str = "") -> None:
+    def __init__(self, targets: Sequence[str], *, source: str = "", answer_self: bool = False) -> None:
+        if answer_self and not source:
+            raise UserError("transfer_to_agent with answer_self: expected the calling agent's name as source, got ''")
         self.targets = frozenset(targets)
         self.source = source
+        self.answer_self = answer_self
+        names = [*targets, source] if answer_self else list(targets)
+        described = _text("transfer_target_self") % source if answer_self else _text("transfer_target")
         self.info = ToolInfo(
             name=TRANSFER_TOOL_NAME,
             description=_text("transfer_desc"),
@@ -141,8 +165,8 @@ class TransferToAgentTool:
                 "properties": {
                     "agent_name": {
                         "type": "string",
-                        "description": "the name of the agent to transfer to",
-                        "enum": list(targets),
+                        "description": described,
+                        "enum": names,
                     }
                 },
                 "required": ["agent_name"],
@@ -151,6 +175,8 @@ class TransferToAgentTool:
 
     async def invoke(self, arguments: str, ctx: ToolContext | None = None) -> str:
         dest = parse_tool_argument(TRANSFER_TOOL_NAME, arguments, "agent_name")
+        if self.answer_self and dest == self.source:
+            return transfer_self_text(dest)
         if ctx is not None:
             # Asked for even when there is no such agent: the flow agent then ends the run with its error.
             ctx.action = transfer_action(dest)

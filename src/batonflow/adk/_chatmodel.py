@@ -24,6 +24,9 @@ class ChatModelAgent(ModelAgent):
     when the session has values; ``gen_model_input`` replaces the default input (the instruction as a system
     message, then the agent's input). ``output_key`` stores the final answer's text in the session. ``tools`` takes
     tools and plain typed functions, which become tools as ``@tool`` makes them.
+
+    ``answer_self`` offers the agent's own name in ``transfer_to_agent``'s choice of agents: naming it transfers
+    nothing, and the agent answers itself on its next model call (see ``docs/transfer.md``).
     """
 
     def __init__(
@@ -44,6 +47,7 @@ class ChatModelAgent(ModelAgent):
         tool_choice: ToolChoice | None = None,
         gen_model_input: GenModelInput | None = None,
         middlewares: Sequence[AgentMiddleware] = (),
+        answer_self: bool = False,
     ) -> None:
         if max_iterations < 1:
             raise UserError(f"max_iterations: expected a positive number of model calls, got {max_iterations}")
@@ -62,6 +66,7 @@ class ChatModelAgent(ModelAgent):
             model_settings=model_settings,
             tool_choice=tool_choice,
             middlewares=middlewares,
+            answer_self=answer_self,
         )
         self.output_key = output_key
         self.gen_model_input = gen_model_input

@@ -19,6 +19,7 @@ from ._hitl import human_approval as human_approval
 from ._interceptors import stop_loop as stop_loop
 from ._interceptors import tool_retry as tool_retry
 from ._interceptors import tool_sanitizer as tool_sanitizer
+from ._member_instruction import member_instruction as member_instruction
 from ._planning import planning as planning
 from ._react import FeedbackRequest as FeedbackRequest
 from ._react import ReActAgent as ReActAgent
@@ -59,6 +60,7 @@ __all__ = [
     "context_compression",
     "estimate_tokens",
     "human_approval",
+    "member_instruction",
     "parse_output",
     "planning",
     "stop_loop",

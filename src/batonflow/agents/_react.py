@@ -62,6 +62,7 @@ from ..models import ChatModel, ModelSettings
 from ..schema import Message, ToolCall, assistant, system, user
 from ..tools import InterruptSignal, Tool, ToolContext, ToolInfo, ToolLike
 from ._hitl import HITLPending
+from ._member_instruction import member_instructions
 from ._output import OutputSchema, Schema
 from ._planning import planning as planning_middleware
 from ._react_failure import FailureTagging, answering, check_model_failure
@@ -313,7 +314,9 @@ class ReActPolicy(EinoPolicy):
         instruction = setup.instruction
         if instruction and ctx.session.values:
             instruction = render_instruction(instruction, ctx.session.values)
-        return [system(self.system_prompt(instruction, setup.infos)), *windowed(input.messages, self.history_window)]
+        # A team's instruction is appended to the whole prompt (Solon's order), and is not rendered.
+        prompt = self.system_prompt(instruction, setup.infos) + member_instructions(input.messages)
+        return [system(prompt), *windowed(input.messages, self.history_window)]
 
     def system_prompt(self, instruction: str, tools: Sequence[ToolInfo]) -> str:
         schema = self.schema.instruction() if self.schema is not None else None

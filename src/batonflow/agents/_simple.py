@@ -25,6 +25,7 @@ from ..errors import ModelError, RunError, UserError
 from ..models import ChatModel, ModelSettings, as_model
 from ..schema import Message, system
 from ..tools import ToolInfo, ToolLike, as_tool
+from ._member_instruction import member_instructions
 from ._output import OutputSchema, Schema, parse_output
 from ._react_texts import without_thinking
 
@@ -208,6 +209,8 @@ class SimpleAgent:
         if not input.messages:
             raise UserError(f"simple agent '{self.name}': expected at least one input message, got none")
         instruction = render_instruction(self.system_prompt, ctx.session.values) if self.system_prompt else ""
+        # A team's instruction follows the agent's own, before the schema (Solon's order), and is not rendered.
+        instruction += member_instructions(input.messages)
         if self._schema is not None:
             # Added after rendering: the schema's braces are JSON, not placeholders.
             schema_text = self._schema.instruction()

@@ -24,10 +24,14 @@ from ._embedding import check_texts, describe_vector_problem
 from ._guided import guide_request
 from .openai_format import chat_request, chunk_to_message, completion_to_message, response_format_to_openai
 
-__all__ = ["LlamaCppChatModel", "LlamaCppEmbeddingModel", "smollm2_model_path"]
+__all__ = ["DEFAULT_MAX_TOKENS", "DEFAULT_N_CTX", "LlamaCppChatModel", "LlamaCppEmbeddingModel", "smollm2_model_path"]
 
 _INSTALL_HINT = "pip install 'batonflow[local]'"
 _SMOLLM2_FILE = "SmolLM2-135M-Instruct.Q4_1.gguf"
+DEFAULT_N_CTX = 8192
+"""SmolLM2's training context; its key-value cache takes about 190 MB at this size."""
+DEFAULT_MAX_TOKENS = 512
+"""The answer length when the settings give none: a small model that rambles stops well inside the context."""
 
 
 def smollm2_model_path() -> str:
@@ -73,6 +77,11 @@ class LlamaCppChatModel:
     forced, grammar-constrained, until a tool has answered, then the model answers in words without tools. It is
     on by default for the default model, SmolLM2-135M, which otherwise calls the same tool again after every
     result until the agent's iteration limit; off by default for a model file of your own.
+
+    A request stays inside the context window: before each completion the prompt llama.cpp is given is counted
+    with the model's own tokenizer; one that alone fills ``n_ctx`` is refused with a ``ModelError`` saying how many
+    tokens it takes and how many fit, and ``max_tokens`` (``DEFAULT_MAX_TOKENS`` unless the settings give one) is
+    cut to what the prompt leaves of ``n_ctx``.
     """
 
     def __init__(
@@ -80,7 +89,7 @@ class LlamaCppChatModel:
         model_path: str | None = None,
         *,
         chat_format: str = "chatml-function-calling",
-        n_ctx: int = 2048,
+        n_ctx: int = DEFAULT_N_CTX,
         n_threads: int | None = None,
         seed: int = 0,
         verbose: bool = False,
@@ -176,6 +185,8 @@ class LlamaCppChatModel:
             # llama-cpp-python compiles the schema into a grammar: every token sampled keeps the answer valid.
             request["response_format"] = response_format_to_openai(merged.response_format, "json_object")
         request.update(merged.extra or {})
+        if request.get("max_tokens") is None:
+            request["max_tokens"] = DEFAULT_MAX_TOKENS
         if self.chat_format == "chatml-function-calling":
             _adapt_to_chatml_function_calling(request)
             _mark_safe(request)
@@ -196,6 +207,7 @@ class LlamaCppChatModel:
                 )
             except Exception as exc:
                 raise ModelError(f"cannot load local model {self.model_path!r}: {exc}", model=self.model_name) from exc
+            _keep_in_context(self._llama, self.model_name, self.n_ctx)
         return self._llama
 
     def _complete(self, request: dict[str, Any]) -> dict[str, Any]:
@@ -255,6 +267,32 @@ def _streamed_usage(llama: Any, generated: str, *, cut: bool) -> Usage | None:
     completion = len(llama.tokenize(generated.encode(), add_bos=False, special=True)) if generated else 0
     prompt = max(total - completion, 0)
     return Usage(prompt_tokens=prompt, completion_tokens=completion, total_tokens=prompt + completion)
+
+
+def _keep_in_context(llama: Any, model_name: str, n_ctx: int) -> None:
+    """Check every completion the chat handler asks of ``llama`` against its context window (see the class doc).
+
+    The handler renders the chat into a prompt and may complete more than once (a tool call, then its arguments),
+    so the check sits at the completion itself, where the exact prompt is known. The window is the smaller of
+    ``n_ctx`` and llama.cpp's: it pads a small context up, but llama-cpp-python keeps ``n_ctx`` tokens only."""
+    complete = llama.create_completion
+
+    def create_completion(prompt: str | list[int], *args: Any, **kwargs: Any) -> Any:
+        text = prompt.encode("utf-8") if isinstance(prompt, str) else None
+        used = len(llama.tokenize(text, add_bos=True, special=True)) if text is not None else len(prompt)
+        window = min(n_ctx, int(llama.n_ctx()))
+        if used >= window:
+            raise ModelError(
+                f"local model {model_name!r}: the prompt does not fit in the context window: expected at most "
+                f"{window - 1} tokens (n_ctx {window}), found {used}; give the model a larger n_ctx, or send fewer "
+                f"or shorter messages (a smaller history window, context compression)",
+                model=model_name,
+            )
+        limit = kwargs.get("max_tokens")
+        kwargs["max_tokens"] = window - used if limit is None or limit <= 0 else min(limit, window - used)
+        return complete(prompt, *args, **kwargs)
+
+    llama.create_completion = create_completion
 
 
 def _adapt_to_chatml_function_calling(request: dict[str, Any]) -> None:

@@ -11,10 +11,11 @@ from typing import ClassVar
 
 from ..adk import AgentEvent, AgentInput, ResumeInfo, agent_with_options, event_from_message, get_language
 from ..adk.loop import ModelStep
+from ..agents import member_instruction
 from ..codec import register_type
 from ..errors import RunError
 from ..graph import FlowContext, HostRun, Node
-from ..schema import Message, RunStep, ToolInfo, system
+from ..schema import Message, RunStep, ToolInfo
 from ..trace import SupervisorDelta
 from ._config import TeamConfig
 from ._current import current_run
@@ -136,7 +137,7 @@ class MemberTask:
         prompt = run.protocol.prepare_agent_prompt(trace, member, trace.working_memory, language)
         # A team member reads its prompt only, as in Solon: a team has no system prompt of its own to extend.
         instruction = "" if _is_team(member) else run.protocol.agent_instruction(trace, member, language)
-        messages = [system(instruction), *prompt] if instruction else list(prompt)
+        messages = [member_instruction(instruction), *prompt] if instruction else list(prompt)
         started = time.perf_counter()
         content = await run.run_member(member, messages, context)
         if content is None:

@@ -61,6 +61,7 @@ class ModelAgent:
         model_settings: ModelSettings | None = None,
         tool_choice: ToolChoice | None = None,
         middlewares: Sequence[AgentMiddleware] = (),
+        answer_self: bool = False,
     ) -> None:
         kind = type(self).__name__
         if not name:
@@ -79,6 +80,7 @@ class ModelAgent:
         self.model_settings = model_settings
         self.tool_choice = tool_choice
         self.middlewares = list(middlewares)
+        self.answer_self = answer_self
         names = [t.info.name for t in self.tools]
         duplicates = sorted({n for n in names if names.count(n) > 1})
         if duplicates:
@@ -151,7 +153,8 @@ class ModelAgent:
             targets.append(self._parent)
         if targets:
             instruction = _joined(instruction, transfer_instruction(targets))
-            transfer = TransferToAgentTool([name for name, _ in targets], source=self.name)
+            names = [name for name, _ in targets]
+            transfer = TransferToAgentTool(names, source=self.name, answer_self=self.answer_self)
             tools.append(transfer)
             actions.add(transfer.info.name)
         if self.exit is not None:

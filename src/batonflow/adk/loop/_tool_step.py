@@ -19,6 +19,7 @@ from typing import Any, NamedTuple
 from ...errors import StepRecordError
 from ...schema import Message, Stream, ToolCall, assistant, tool_message
 from ...tools import AddressSegment, InterruptSignal, ToolContext, check_arguments
+from .._builtin import TRANSFER_TOOL_NAME, transfer_self_text
 from .._context import RunContext
 from .._events import AgentAction, AgentEvent, event_from_message
 from ._middleware import ToolBatch
@@ -101,6 +102,12 @@ async def tool_step(
         yield concluded
 
 
+def _kept_by_itself(held: ToolResult, setup: AgentSetup) -> bool:
+    message = held.message
+    named_itself = message.tool_name == TRANSFER_TOOL_NAME and message.content == transfer_self_text(setup.name)
+    return held.action is None and named_itself
+
+
 def _running(
     todo: list[ToolCall], setup: AgentSetup, policy: LoopPolicy, ctx: RunContext, state: ReactState
 ) -> _Inline | AsyncGenerator[_Done | AgentEvent, None]:
@@ -133,6 +140,10 @@ async def _conclude(
         for hook in setup.after_tools:
             await _maybe(hook(done))
     held = completed.get(direct) if direct is not None else None
+    if held is not None and _kept_by_itself(held, setup):
+        # A transfer to the agent itself (answer_self) does not end the turn: the agent answers next.
+        state.pending, state.completed = None, {}
+        return [_tool_event(held.message, None)]
     answer = policy.round_answer(calls, completed, setup) if held is None else None
     state.pending, state.completed = None, {}
     if held is not None:

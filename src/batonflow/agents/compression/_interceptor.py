@@ -5,7 +5,7 @@ from __future__ import annotations
 import logging
 import math
 from collections.abc import Callable, Sequence
-from dataclasses import replace
+from dataclasses import dataclass, replace
 
 from ...adk import AgentMiddleware, ChatModelAgentState, RunContext
 from ...errors import UserError
@@ -30,6 +30,7 @@ def context_compression(
     count_tokens: Callable[[Message], int] | None = None,
     max_retries: int = 3,
     message_trigger_factor: float = 1.0,
+    trim_to_max_messages: bool = True,
 ) -> AgentMiddleware:
     """A middleware that keeps the transcript under ``max_messages`` messages and ``context_length ×
     max_context_ratio`` tokens; see ``ContextCompressionInterceptor`` (Solon's name) for what it does."""
@@ -41,6 +42,7 @@ def context_compression(
         count_tokens=count_tokens,
         max_retries=max_retries,
         message_trigger_factor=message_trigger_factor,
+        trim_to_max_messages=trim_to_max_messages,
     )
 
 
@@ -66,7 +68,11 @@ class ContextCompressionInterceptor(AgentMiddleware):
     * The result is made valid for strict providers: an assistant message whose tool calls do not each have one
       result goes with its results, results without their call go, and so do empty assistant messages. If it is
       still over the budget, whole groups go, oldest first — plain messages, then older summaries — but never the
-      reserved recent messages or the kept thought.
+      reserved recent messages or the kept thought. Then, as Solon's convergeToBudget, messages go the same way
+      until no more than ``max_messages`` follow the first chain (a summary and the kept thought count): this
+      time only the kept thought is spared, so 20 steps over ``max_messages=10`` become 10, the thought among
+      them. ``trim_to_max_messages=False`` skips that step: the cut is where it was made, so the latest
+      ``max_messages``, moved back to whole call groups and to the thought before them, stay (11 of the 20).
     * A ``ContextSize`` trace event gives the message count and estimated tokens the model call gets, how many
       messages were removed and whether a summary replaced them (removed=0 when nothing was compressed).
 
@@ -98,6 +104,7 @@ class ContextCompressionInterceptor(AgentMiddleware):
         "max_retries",
         "message_trigger_factor",
         "strategy",
+        "trim_to_max_messages",
     )
 
     def __init__(
@@ -110,8 +117,11 @@ class ContextCompressionInterceptor(AgentMiddleware):
         count_tokens: Callable[[Message], int] | None = None,
         max_retries: int = 3,
         message_trigger_factor: float = 1.0,
+        trim_to_max_messages: bool = True,
     ) -> None:
         name = "ContextCompressionInterceptor"
+        if not isinstance(trim_to_max_messages, bool):
+            raise UserError(f"{name} trim_to_max_messages: expected a bool, got {trim_to_max_messages!r}")
         if type(max_messages) is not int:
             raise UserError(f"{name} max_messages: expected an int number of messages, got {max_messages!r}")
         if (
@@ -140,6 +150,7 @@ class ContextCompressionInterceptor(AgentMiddleware):
         self.count_tokens: Callable[[Message], int] = count_tokens if count_tokens is not None else estimate_tokens
         self.max_retries = max_retries
         self.message_trigger_factor = float(message_trigger_factor)
+        self.trim_to_max_messages = trim_to_max_messages
         super().__init__(
             before_agent=self._first_chain,
             before_chat_model=self._before_chat_model,
@@ -254,7 +265,7 @@ class ContextCompressionInterceptor(AgentMiddleware):
         if available <= 0:
             return messages[:first], tokens[:first], False
         window = available - min(available, max(200, available // 10))  # less the summary's reserve
-        cut, spared = self._cut(tokens, messages, first, window, ratio if level else None)
+        cut, spared, thought = self._cut(tokens, messages, first, window, ratio if level else None)
         head: list[Message] = []
         summarized = False
         if cut > first:
@@ -266,16 +277,23 @@ class ContextCompressionInterceptor(AgentMiddleware):
                 head, summarized = [summary_message(summary)], True
             else:
                 head = [m for m in expired if is_summary(m)]  # what was summarised before is not lost
-        return (*self._rebuilt(messages, tokens, first, head, cut, spared, budget), summarized)
+        variable = len(messages) - first
+        limit = self._message_budget(variable, ratio if level else None) if self.trim_to_max_messages else None
+        rebuilt = self._rebuilt(messages, tokens, first, head, cut, budget, _Spared(spared, thought, limit))
+        return (*rebuilt, summarized)
+
+    def _message_budget(self, variable: int, ratio: float | None) -> int:
+        """How many messages may follow the first chain after a compression: ``max_messages``, or after a
+        prompt-too-long failure the share of them that ``ratio`` keeps."""
+        return self.max_messages if ratio is None else max(1, math.ceil(variable * ratio))
 
     def _cut(
         self, tokens: list[int], messages: list[Message], first: int, window: int, ratio: float | None
-    ) -> tuple[int, set[int]]:
-        """Where the kept part starts, and the messages (by id) that meeting the budget may not drop: the thought
-        kept with the cut and, unless forced, the reserved recent messages."""
+    ) -> tuple[int, set[int], int | None]:
+        """Where the kept part starts, the messages (by id) that meeting the token budget may not drop (the thought
+        kept with the cut and, unless forced, the reserved recent messages), and the kept thought's id."""
         n = len(messages)
-        keep = self.max_messages if ratio is None else max(1, math.ceil((n - first) * ratio))
-        by_count = max(first, n - keep)
+        by_count = max(first, n - self._message_budget(n - first, ratio))
         by_tokens, running = first, 0
         for i in range(n - 1, first - 1, -1):
             running += tokens[i]
@@ -285,13 +303,15 @@ class ContextCompressionInterceptor(AgentMiddleware):
         reserved = max(first, n - (0 if ratio is not None else _min_reserved(tokens, first, window)))
         cut = group_start(messages, max(by_count, min(by_tokens, reserved)), first)
         spared = {id(m) for m in messages[group_start(messages, reserved, first) :]}
+        thought: int | None = None
         if ratio is None and cut > first and is_thought(messages[cut - 1]):
             cut -= 1
-            spared.add(id(messages[cut]))
+            thought = id(messages[cut])
+            spared.add(thought)
         if sum(tokens[cut:]) > window and by_tokens <= reserved:
             # Over the budget, and not because the reserve kept more: back to the cut the budget makes.
             cut = group_start(messages, max(first, by_tokens), first)
-        return cut, spared
+        return cut, spared, thought
 
     async def _summary(self, expired: list[Message], tokens: list[int], ctx: RunContext) -> tuple[bool, str | None]:
         """Whether to keep the transcript as it is — the strategy failed and the transcript still fits the model:
@@ -323,24 +343,51 @@ class ContextCompressionInterceptor(AgentMiddleware):
         first: int,
         head: list[Message],
         cut: int,
-        spared: set[int],
         budget: int,
+        spared: _Spared,
     ) -> tuple[list[Message], list[int]]:
         """The first chain, ``head``, then the kept part, made valid for strict providers and brought under
-        ``budget`` by dropping whole groups: plain history first, then older summaries, the latest summary last;
-        never what ``spared`` names."""
+        ``budget`` tokens and ``spared.limit`` messages after the first chain by dropping whole groups: plain
+        history first, then older summaries, the latest summary last. Meeting the token budget never drops what
+        ``spared.tokens`` names; meeting the message count (Solon's convergeToBudget) spares the kept thought only."""
         known = {id(m): t for m, t in zip(messages, tokens, strict=True)}
         result = messages[:first] + valid_groups([*head, *messages[cut:]])
         counted = [known[id(m)] if id(m) in known else self.count_tokens(m) for m in result]
-        while sum(counted) > budget:
-            index = _removable(result, first, spared)
+        while True:
+            if sum(counted) > budget:
+                index = _removable(result, first, spared.tokens)
+            elif spared.limit is not None and len(result) - first > spared.limit:
+                index = _removable(result, first, spared.count)
+            else:
+                break
             if index is None:
-                _log.warning("context compression: the fixed context exceeds the budget of %d tokens", budget)
+                _log.warning(
+                    "context compression: nothing more may go; kept %d messages and %d tokens (budget: %s messages, "
+                    "%d tokens)",
+                    len(result) - first,
+                    sum(counted),
+                    spared.limit,
+                    budget,
+                )
                 break
             start, end = atomic_range(result, index, first)
             result = result[:first] + valid_groups(result[first:start] + result[end:])
             counted = [known[id(m)] if id(m) in known else self.count_tokens(m) for m in result]
         return result, counted
+
+
+@dataclass(slots=True, frozen=True)
+class _Spared:
+    """What bringing a compressed transcript under its limits may not drop: for the token budget, the messages
+    ``tokens`` names; for the message count ``limit`` (None: no limit), the kept ``thought`` only."""
+
+    tokens: set[int]
+    thought: int | None
+    limit: int | None
+
+    @property
+    def count(self) -> set[int]:
+        return set() if self.thought is None else {self.thought}
 
 
 # Solon's shrinking of the kept part after the 1st, 2nd, 3rd and further prompt-too-long failures of a turn.
