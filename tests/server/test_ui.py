@@ -153,11 +153,11 @@ def base(page: Page) -> str:
     return page.url.partition("/ui")[0]
 
 
-async def approve_elsewhere(page: Page) -> None:
-    """Answer every pending approval over HTTP, as another client would."""
+async def approve_elsewhere(page: Page, decision: str = "approve") -> None:
+    """Answer every pending approval over HTTP, as another client would (with ``decision``)."""
     async with httpx.AsyncClient(base_url=base(page), headers={"Authorization": "Bearer t0ken"}) as client:
         for entry in (await client.get("/checkpoints")).json()["checkpoints"]:
-            targets = {interrupt["id"]: "approve" for interrupt in entry["interrupts"]}
+            targets = {interrupt["id"]: decision for interrupt in entry["interrupts"]}
             quoted = quote(entry["checkpoint_id"], safe="")
             answer = await client.post(f"/checkpoints/{quoted}/resume", json={"targets": targets})
             assert answer.json()["status"] == "completed"
@@ -280,7 +280,7 @@ async def test_a_card_answered_elsewhere_meanwhile_is_marked_stale(browser: Brow
         await page.evaluate("clearInterval(polling)")  # no reading of the list again: the card stays as it was
         await send(page, "support", "refund orders 1 and 2")
         await expect(page.locator("#pending button.answer")).to_be_visible()
-        await approve_elsewhere(page)
+        await approve_elsewhere(page, "reject")  # another answer won: the page's approval is refused (409)
         await page.click("#pending button.answer")
         await expect(page.locator("#pending .card.stale")).to_contain_text("stale: ")
         await expect(page.locator("#pending button.answer")).to_be_disabled()
