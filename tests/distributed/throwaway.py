@@ -4,9 +4,11 @@ the tests run as root (PostgreSQL refuses root)."""
 
 from __future__ import annotations
 
+import contextlib
 import glob
 import os
 import shutil
+import signal
 import socket
 import subprocess
 import tempfile
@@ -81,4 +83,19 @@ class ThrowawayPostgres:
         process, self._process = self._process, None
         if process is not None and process.poll() is None:
             self._run([_binary("pg_ctl"), "-D", str(self.data), "stop", "-m", "immediate", "-w"])
-            process.wait(30)
+            _reap(process)
+
+
+def _reap(process: subprocess.Popen[bytes]) -> None:
+    """Wait for the server's ``runuser`` to exit once the server has. ``runuser`` stops itself when it sees its
+    child stopped (a test that SIGSTOPs the server's processes) and may do so after the test's SIGCONT reached it, so
+    it is continued again while it is waited for."""
+    for _ in range(300):
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(process.pid, signal.SIGCONT)
+        try:
+            process.wait(0.1)
+            return
+        except subprocess.TimeoutExpired:
+            continue
+    process.wait(0)

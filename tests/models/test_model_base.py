@@ -40,6 +40,7 @@ def test_public_names_are_pinned() -> None:
         "ToolThenAnswer",
         "answer_format",
         "answer_from_tool_results",
+        "as_model",
         "check_tool_choice",
         "is_retryable_error",
         "load_embedding_model",
