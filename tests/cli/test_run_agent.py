@@ -415,4 +415,4 @@ def test_a_bad_answer_to_an_approval_the_server_made_exits_1_with_the_servers_re
         assert main(["checkpoints", "resume", "c1", "--answer", f"{interrupt}=maybe", "--url", url]) == 1
     err = capsys.readouterr().err
     assert err.startswith("batonflow: POST /checkpoints/c1/resume: 422: targets[")
-    assert err.endswith("got {'action': 'maybe'}\n")
+    assert err.endswith("got the action 'maybe'\n")

@@ -16,6 +16,7 @@ from ._hitl import HITLPending as HITLPending
 from ._hitl import HITLStrategy as HITLStrategy
 from ._hitl import PendingTask as PendingTask
 from ._hitl import human_approval as human_approval
+from ._hitl import parse_decisions as parse_decisions
 from ._interceptors import stop_loop as stop_loop
 from ._interceptors import tool_retry as tool_retry
 from ._interceptors import tool_sanitizer as tool_sanitizer
@@ -61,6 +62,7 @@ __all__ = [
     "estimate_tokens",
     "human_approval",
     "member_instruction",
+    "parse_decisions",
     "parse_output",
     "planning",
     "stop_loop",

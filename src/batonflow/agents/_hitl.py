@@ -257,26 +257,29 @@ _ACTIONS = ("approve", "reject", "skip")
 _FIELDS = frozenset(("action", "comment", "modified_args", "always_allow"))
 
 
-def parse_decisions(data: object, call_ids: Sequence[str]) -> dict[str, HITLDecision]:
+def parse_decisions(
+    data: object, call_ids: Sequence[str], *, where: str = "HITL resume data"
+) -> dict[str, HITLDecision]:
     """An approval's answer as decisions per call id. It may be ``HITLDecision``s or their JSON form (what a command
     line or an HTTP body sends): one action for every call (``"approve"``), one decision for every call
-    (``{"action": "reject", "comment": "too much"}``), or a mapping of call ids to either."""
+    (``{"action": "reject", "comment": "too much"}``), or a mapping of call ids to either. An error message starts
+    with ``where``."""
     if isinstance(data, str | HITLDecision) or (
         isinstance(data, Mapping) and "action" in data and "action" not in call_ids
     ):
-        return dict.fromkeys(call_ids, _decision(data, "HITL resume data"))
+        return dict.fromkeys(call_ids, _decision(data, where))
     if not isinstance(data, Mapping):
         raise UserError(
-            f"HITL resume data: expected a mapping of call ids to HITLDecisions (or one of {list(_ACTIONS)}), "
+            f"{where}: expected a mapping of call ids to HITLDecisions (or one of {list(_ACTIONS)}), "
             f"got {type(data).__name__}"
         )
     unknown = sorted(str(key) for key in data if key not in call_ids)
     if unknown:
         raise UserError(
-            f"HITL resume data: expected decisions for the pending call ids {list(call_ids)}, "
+            f"{where}: expected decisions for the pending call ids {list(call_ids)}, "
             f"got {sorted(map(str, data))} (unknown: {unknown})"
         )
-    return {call_id: _decision(value, f"HITL resume data for call {call_id!r}") for call_id, value in data.items()}
+    return {call_id: _decision(value, f"{where} for call {call_id!r}") for call_id, value in data.items()}
 
 
 def _decision(value: object, where: str) -> HITLDecision:

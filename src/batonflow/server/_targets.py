@@ -6,7 +6,8 @@ what was expected.
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from ..agents import HITLDecision
+from ..agents import HITLDecision, parse_decisions
+from ..errors import UserError
 from ._errors import ApiError, shown
 
 __all__ = ["check_targets"]
@@ -31,47 +32,13 @@ def check_targets(interrupts: Sequence[Mapping[str, Any]], targets: Mapping[str,
     }
 
 
-_ACTIONS = ("approve", "reject", "skip")
-
-
 def _decisions(key: str, interrupt: Mapping[str, Any], value: Any) -> dict[str, HITLDecision]:
-    """An approval's answer: one action for every call (``"approve"``), or a decision per call id
-    (``{"call_1": {"action": "reject", "comment": "too much"}}``)."""
+    """An approval's answer (``batonflow.agents.parse_decisions``: one action or decision for every call, or a
+    decision per call id), refused as a 422 naming the target."""
     calls = [task["call_id"] for task in interrupt["info"]["tasks"]]
-    if isinstance(value, str):
-        value = {call: {"action": value} for call in calls}
-    expected = (
-        f"one of {list(_ACTIONS)}, or a decision per call id {calls} "
-        "({'action': ..., 'comment'?, 'modified_args'?, 'always_allow'?})"
-    )
-    if not isinstance(value, dict) or not set(value) <= set(calls):
+    try:
+        return parse_decisions(value, calls, where=f"targets[{key!r}]")
+    except UserError as error:
         raise ApiError(
-            422,
-            "invalid_decision",
-            f"targets[{key!r}]: expected {expected}, got {shown(value)}",
-            expected=expected,
-            found=shown(value),
-        )
-    decisions = {}
-    for call_id, decision in value.items():
-        fields_ = {"action", "comment", "modified_args", "always_allow"}
-        if (
-            not isinstance(decision, dict)
-            or decision.get("action") not in _ACTIONS
-            or not set(decision) <= fields_
-            or not isinstance(decision.get("modified_args") or {}, dict)
-        ):
-            raise ApiError(
-                422,
-                "invalid_decision",
-                f"targets[{key!r}][{call_id!r}]: expected {expected}, got {shown(decision)}",
-                expected=expected,
-                found=shown(decision),
-            )
-        decisions[call_id] = HITLDecision(
-            action=decision["action"],
-            comment=None if decision.get("comment") is None else str(decision["comment"]),
-            modified_args=decision.get("modified_args"),
-            always_allow=bool(decision.get("always_allow", False)),
-        )
-    return decisions
+            422, "invalid_decision", str(error), expected=f"decisions for {calls}", found=shown(value)
+        ) from None
