@@ -30,12 +30,12 @@ def _free_port() -> int:
         return int(probe.getsockname()[1])
 
 
-def _web(folder: Path, browser: str, until: Callable[[list[str]], bool]) -> list[str]:
+def _web(folder: Path, browser: str, until: Callable[[list[str]], bool], *options: str) -> list[str]:
     """The lines ``batonflow web`` printed of itself (stdout and stderr together) by the time ``until`` holds of
     them; then it is stopped."""
     (folder / "web_agents.py").write_text(AGENT)
     env = {**os.environ, "PYTHONPATH": f"{ROOT / 'src'}{os.pathsep}{folder}", "BROWSER": browser, "NO_COLOR": "1"}
-    command = [sys.executable, "-m", "batonflow", "web", "web_agents:agent", "--port", str(_free_port())]
+    command = [sys.executable, "-m", "batonflow", "web", "web_agents:agent", "--port", str(_free_port()), *options]
     child = subprocess.Popen(command, cwd=folder, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     lines: queue.Queue[str] = queue.Queue()
     output = child.stdout
@@ -74,3 +74,8 @@ def test_an_opened_browser_gets_the_url_and_is_not_reported_missing(tmp_path: Pa
     browser.chmod(0o755)
     said = _web(tmp_path, str(browser), lambda seen: bool(seen) and opened.exists())
     assert said == [f"batonflow web: the dev UI is at {opened.read_text().strip()}"]
+
+
+def test_an_ipv6_host_is_printed_in_brackets(tmp_path: Path) -> None:
+    said = _web(tmp_path, str(tmp_path / "no-such-browser"), lambda seen: bool(seen), "--host", "::1")
+    assert said[0].startswith("batonflow web: the dev UI is at http://[::1]:") and said[0].endswith("/ui/")

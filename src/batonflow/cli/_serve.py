@@ -114,7 +114,7 @@ def serve(
         target, store, token, backend=backend, database_url=database_url, redis_url=redis_url, events_url=events_url
     )  # made here first, so that a bad target fails before uvicorn starts
     if browse:
-        url = f"http://{host}:{port}/ui/"
+        url = ui_url(host, port)
         print(f"batonflow web: the dev UI is at {url}", flush=True)  # before a browser is tried: it may be none
         threading.Thread(target=_browse, args=(url,), daemon=True).start()
     if not reload:
@@ -124,3 +124,8 @@ def serve(
     if token is not None:
         os.environ[_TOKEN] = token
     uvicorn.run(f"{__name__}:app_from_env", factory=True, host=host, port=port, reload=True, reload_dirs=[os.getcwd()])
+
+
+def ui_url(host: str, port: int) -> str:
+    """The dev UI's address on ``host``: an IPv6 address in brackets (``http://[::1]:8000/ui/``)."""
+    return f"http://[{host}]:{port}/ui/" if ":" in host else f"http://{host}:{port}/ui/"
