@@ -14,9 +14,12 @@ import os
 import re
 import subprocess
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 
+import psycopg
 import pytest
+from tests.services import POSTGRES_DSN, drop_tables
 
 import batonflow
 
@@ -138,8 +141,27 @@ def test_a_failing_block_is_reported_at_its_line_in_the_page(tmp_path: Path) -> 
     assert "NameError: name 'asyncio' is not defined" in done.stderr
 
 
+def _library_tables() -> set[str]:
+    """The tables under the stores' default names (``batonflow_...``) in the tests' database."""
+    with psycopg.connect(POSTGRES_DSN) as conn:
+        rows = conn.execute(
+            "SELECT table_name FROM information_schema.tables "
+            "WHERE table_schema = 'public' AND table_name LIKE 'batonflow\\_%'"
+        )
+        return {name for (name,) in rows}
+
+
+@pytest.fixture
+def page_tables() -> Iterator[None]:
+    """A page uses the stores as a reader would, under their default table names: the ones its run made are dropped
+    afterwards, so that the tests leave nothing behind (tests/conftest.py checks)."""
+    before = _library_tables()
+    yield
+    drop_tables(*sorted(_library_tables() - before))
+
+
 @pytest.mark.parametrize("page", PAGES)
-def test_the_page_s_code_runs(page: str, tmp_path: Path) -> None:
+def test_the_page_s_code_runs(page: str, tmp_path: Path, page_tables: None) -> None:
     text = (ROOT / "docs" / page).read_text()
     assert any(run for _, _, run in blocks(text)), f"{page}: expected runnable python blocks, got none"
     done = run_page(page, text, tmp_path)

@@ -205,7 +205,13 @@ async def test_a_database_outage_longer_than_the_lease_runs_nothing_twice(
         server.stop()  # the outage: three times the lease
         await asyncio.sleep(3)
         server.start()
-        outcomes = [await asyncio.wait_for(backend.outcome(sid), 60) for sid in resumed]
+        try:  # a guard against a hang, not a measure: a run that never ends fails with what the workers said
+            outcomes = [await asyncio.wait_for(backend.outcome(sid), 60) for sid in resumed]
+        except TimeoutError:
+            said = "\n".join(
+                f"worker {n} (exit {w.process.poll()}):\n{w.text()[-4000:]}" for n, w in enumerate(workers)
+            )
+            pytest.fail(f"a run did not end after the outage; effects {cluster.effect_lines()}\n{said}")
         alive = [w.process.poll() is None for w in workers]
     finally:
         for worker in workers:
