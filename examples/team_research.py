@@ -5,13 +5,14 @@ and finishes with the finish marker, whose text is the team's answer. ``--local`
 the offline SmolLM2-135M model under the ``sequential`` protocol (no supervisor model): a 135M model writes
 fluent, on-topic text, but as a supervisor it does not name members (it copies parts of its prompt), so the
 supervisor's fallbacks would do the routing; and as a member it repeats the text before it rather than revising
-it, and never says APPROVED.
+it, and never says APPROVED. No ``max_tokens`` is needed: the local model keeps each request inside its context
+window (an answer is cut to what the prompt leaves of it).
 """
 
 import asyncio
 import sys
 
-from batonflow import ChatModelAgent, ModelSettings, Runner, load_model
+from batonflow import ChatModelAgent, Runner, load_model
 from batonflow.models import ChatModel
 from batonflow.schema import assistant
 from batonflow.team import TeamAgent, TeamTrace
@@ -19,7 +20,6 @@ from batonflow.testing import ScriptedModel
 
 
 def members(models: list[ChatModel]) -> list[ChatModelAgent]:
-    short = ModelSettings(max_tokens=40)  # small models ramble: a short answer keeps the prompts in their context
     researcher, writer, reviewer = models
     return [
         ChatModelAgent(
@@ -27,21 +27,18 @@ def members(models: list[ChatModel]) -> list[ChatModelAgent]:
             description="lists facts about the topic",
             instruction="List two short facts about the topic.",
             model=researcher,
-            model_settings=short,
         ),
         ChatModelAgent(
             name="writer",
             description="writes one paragraph from the facts",
             instruction="Write one short paragraph from the facts given.",
             model=writer,
-            model_settings=short,
         ),
         ChatModelAgent(
             name="reviewer",
             description="checks the paragraph",
             instruction="Check the paragraph. Reply APPROVED and the paragraph.",
             model=reviewer,
-            model_settings=short,
         ),
     ]
 

@@ -192,8 +192,9 @@ def _waiting(out: str) -> tuple[str, str, list[str], list[str]]:
     at = next(i for i, line in enumerate(lines) if line.startswith("the run waits at checkpoint "))
     checkpoint = lines[at].removeprefix("the run waits at checkpoint ").removesuffix(" for:")
     interrupt = lines[at + 1].strip().split(": ")[0]
-    here = lines[at + 2].removeprefix("resume it: batonflow ")
-    remote = lines[at + 3].split("): batonflow ", 1)[1]
+    hint = next(i for i in range(at, len(lines)) if lines[i].startswith("resume it: batonflow "))
+    here = lines[hint].removeprefix("resume it: batonflow ")
+    remote = lines[hint + 1].split("): batonflow ", 1)[1]
     return checkpoint, interrupt, shlex.split(here), shlex.split(remote)
 
 
@@ -232,7 +233,10 @@ def _waiting_approval(
     store = f"sqlite:{tmp_path / 'runs.db'}"
     assert main(["run", f"{module}:{attr}", "--input", "refund order 7", "--store", store]) == 3
     out = capsys.readouterr().out
-    assert "an approval takes --approve ID, --reject ID, --skip ID or --edit ID=JSON, and --comment TEXT" in out
+    assert (
+        "an approval takes --approve ID, --reject ID, --skip ID or --edit ID=JSON, and --comment TEXT; "
+        "ID:CALL_ID decides one of its calls, --comment ID=TEXT comments one decision"
+    ) in out
     _, interrupt, here, remote = _waiting(out)
     assert here[-2:] == ["--approve", interrupt] and remote[-2:] == ["--approve", interrupt]
     return interrupt, here, remote
@@ -296,6 +300,73 @@ def test_the_only_sensitive_call_rejected_ends_the_run_with_the_comment_as_solon
     assert capsys.readouterr().out.endswith("approvals› too much\n")
 
 
+def test_an_approval_of_two_calls_lists_each_call_by_the_id_that_decides_it(
+    module: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    store = f"sqlite:{tmp_path / 'runs.db'}"
+    assert main(["run", f"{module}:approvals_of_both", "--input", "x", "--store", store]) == 3
+    _, interrupt, _, _ = _waiting(out := capsys.readouterr().out)
+    assert f'    {interrupt}:call_1: refund({{"order_id": 7, "amount": 30.0}})\n' in out
+    assert f'    {interrupt}:call_2: lookup({{"order_id": 7}})\n' in out
+
+
+@pytest.mark.parametrize(
+    ("decision", "said"),
+    [
+        (
+            ["--approve", "{i}:call_1", "--reject", "{i}:call_2"],
+            "refunded 30.0 on order 7 | Operation rejected: human approval was not granted.",
+        ),
+        (
+            ["--edit", '{i}:call_1={{"amount": 5}}', "--skip", "{i}:call_2", "--comment", "{i}:call_2=not needed"],
+            "refunded 5.0 on order 7 | not needed",
+        ),
+        (
+            ["--reject", "{i}:call_1", "--approve", "{i}:call_2", "--comment", "{i}:call_1=too much"],
+            "too much | order 7: shipped",
+        ),
+        (
+            ["--skip", "{i}:call_1", "--approve", "{i}:call_2", "--comment", "later", "--comment", "{i}:call_2=ok"],
+            "later | order 7: shipped (Note: ok)",
+        ),
+    ],
+)
+def test_each_call_of_an_approval_takes_its_own_decision_and_comment(
+    module: str, tmp_path: Path, decision: list[str], said: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    interrupt, here, _ = _waiting_approval(module, "approvals_of_both", tmp_path, capsys)
+    assert main([*here[:-2], *(part.format(i=interrupt) for part in decision)]) == 0
+    assert capsys.readouterr().out.endswith(f"approvals› the tools said: {said}\n")
+
+
+def test_a_call_left_undecided_keeps_waiting_and_the_next_resume_decides_only_it(
+    module: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    interrupt, here, _ = _waiting_approval(module, "approvals_of_both", tmp_path, capsys)
+    assert main([*here[:-2], "--edit", f'{interrupt}:call_1={{"amount": 5}}']) == 3
+    out = capsys.readouterr().out
+    assert "refunded" not in out
+    _, again, _, _ = _waiting(out)
+    assert main([*here[:-2], "--approve", f"{again}:call_2"]) == 0
+    assert capsys.readouterr().out.endswith("approvals› the tools said: refunded 5.0 on order 7 | order 7: shipped\n")
+
+
+def test_on_a_server_a_decision_for_the_whole_approval_covers_the_calls_not_named(
+    module: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    agents = __import__(module)
+    with _serving(create_app([agents.approvals_of_both()])) as url:
+        started = httpx.post(f"{url}/runs", json={"agent": "approvals", "input": "x", "checkpoint_id": "c1"}).json()
+        i = started["interrupts"][0]["id"]
+        resume = ["checkpoints", "resume", "c1", "--url", url]
+        assert main([*resume, "--approve", f"{i}:nope"]) == 1
+        assert capsys.readouterr().err == (
+            f"batonflow: interrupt {i!r}: expected calls of ['call_1', 'call_2'], got ['nope']\n"
+        )
+        assert main([*resume, "--skip", i, "--edit", f'{i}:call_1={{"amount": 5}}', "--comment", "no"]) == 0
+    assert capsys.readouterr().out.startswith("completed: the tools said: refunded 5.0 on order 7 (Note: no) | no")
+
+
 @pytest.mark.parametrize(
     ("answer", "reason"),
     [
@@ -303,6 +374,16 @@ def test_the_only_sensitive_call_rejected_ends_the_run_with_the_comment_as_solon
         (["--edit", "{i}=[1]"], "--edit {i}: expected a JSON object of the call's arguments, got '[1]'"),
         (["--comment", "why"], "--comment: expected with --approve, --reject, --skip or --edit, got none of them"),
         (["--approve", "{i}", "--skip", "{i}"], "interrupt '{i}': expected one answer, got two"),
+        (["--approve", "{i}:call_1", "--skip", "{i}:call_1"], "interrupt '{i}:call_1': expected one answer, got two"),
+        (
+            ["--approve", "{i}", "--comment", "a", "--comment", "b"],
+            "--comment: expected one comment for every decision, got two ('a' and 'b')",
+        ),
+        (
+            ["--approve", "{i}", "--skip", "{i}:call_1"],
+            "interrupt '{i}': expected a decision for the whole approval or for its calls, got both",
+        ),
+        (["--approve", "{i}:nope"], "expected decisions for the pending call ids ['call_1'], got ['nope']"),
     ],
 )
 def test_a_bad_answer_exits_1_with_the_reason(

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
@@ -100,3 +101,33 @@ def test_the_shell_sees_exit_1_and_no_traceback(tmp_path: Path) -> None:
     assert result.returncode == 1 and result.stdout == ""
     assert result.stderr.startswith(f"batonflow: file {str(path)!r}: expected at most 100000 values")
     assert "Traceback" not in result.stderr and result.stderr.count("\n") == 1
+
+
+THREE_WAYS = """id: g
+layout:
+  - {id: s, type: start, link: x}
+  - {id: x, type: exclusive, link: [{nextId: a, when: "k == 1"}, {nextId: b}]}
+  - {id: a, link: join1}
+  - {id: b, link: join1}
+  - {id: join1, type: parallel, link: e}
+  - {id: e, type: end}
+"""
+
+
+def test_a_dead_join_is_refused_and_no_check_joins_runs_the_flow_to_where_it_waits(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    path = write("flow.yml", THREE_WAYS)(tmp_path)
+
+    assert main(["run", str(path), "--var", "k=1"]) == 1
+    assert "a parallel join waits for all its 2 inbound links" in capsys.readouterr().err
+
+    assert main(["run", str(path), "--var", "k=1", "--no-check-joins"]) == 3
+    captured = capsys.readouterr()
+    assert json.loads(captured.out)["last_node"] == "join1"
+    assert "the flow did not finish: graph 'g', node 'join1'" in captured.err
+
+
+def test_no_check_joins_is_for_flow_files_only(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["run", "m:agent", "--input", "x", "--no-check-joins"]) == 2
+    assert "Invalid value for --no-check-joins: expected with a FLOW.yml target" in capsys.readouterr().err

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from batonflow.graph import FlowContext, FlowEngine, Graph, GraphSpec, JoinError, NodeType
+from batonflow.graph import FlowContext, FlowEngine, Graph, GraphError, GraphSpec, JoinError, NodeType
 
 THREE_WAYS = """
 id: g
@@ -61,7 +61,26 @@ async def test_check_joins_false_builds_it_and_the_join_waits_as_in_solon_flow(t
         context = await FlowEngine().eval(graph, FlowContext(variables={"k": 2}))
         assert context.last_node_id == "join1" and not context.trace.is_end("g")
     with pytest.raises(JoinError):
-        Graph.copy(graphs[0])
+        Graph.copy(graphs[0], check_joins=True)
+    assert Graph.copy(graphs[0]).to_spec().check_joins is False  # a copy is checked as its graph was built
+
+
+async def test_check_joins_false_in_the_file_builds_it_and_is_kept_through_yaml(tmp_path: Path) -> None:
+    text = "checkJoins: false\n" + THREE_WAYS
+    path = tmp_path / "flow.yml"
+    path.write_text(text, encoding="utf-8")
+    for graph in (Graph.from_yaml(text), Graph.load(path), Graph.from_yaml(Graph.from_yaml(text).to_yaml())):
+        assert graph.to_dict()["checkJoins"] is False
+        context = await FlowEngine().eval(graph, FlowContext(variables={"k": 2}))
+        assert context.last_node_id == "join1" and not context.trace.is_end("g")
+    with pytest.raises(JoinError):
+        Graph.from_yaml(text, check_joins=True)  # the code's word over the file's
+
+
+def test_check_joins_in_a_file_must_be_a_boolean() -> None:
+    with pytest.raises(GraphError) as caught:
+        Graph.from_yaml("checkJoins: 'no'\n" + THREE_WAYS)
+    assert "checkJoins" in str(caught.value) and "boolean" in str(caught.value)
 
 
 def test_a_join_a_node_the_start_never_reaches_feeds_is_refused() -> None:

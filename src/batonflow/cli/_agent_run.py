@@ -22,7 +22,7 @@ from ..agents import HITLPending
 from ..errors import UserError
 from ..schema import Stream, user
 from ..store import CheckpointStore
-from ._events import EventPrinter, info_text, plain
+from ._events import EventPrinter, cut, info_text, plain
 
 __all__ = ["ANSWERED", "FAILED", "WAITING", "AgentRun", "agent_run", "answer_hint"]
 
@@ -63,6 +63,10 @@ class AgentRun:
         self.console.print(plain(f"the run waits at checkpoint {checkpoint_id} for:", "bold yellow"))
         for cause in stopped:
             self.console.print(plain(f"  {cause.id}: {info_text(cause.info)}", "yellow"))
+            if isinstance(cause.info, HITLPending) and len(cause.info.tasks) > 1:
+                for task in cause.info.tasks:
+                    call = f"{task.tool_name}({cut(task.arguments, 120)})"
+                    self.console.print(plain(f"    {cause.id}:{task.call_id}: {call}", "yellow"))
         for line in self._how_to_resume(checkpoint_id, stopped):
             self.console.print(plain(line, "dim"))
         return WAITING
@@ -82,7 +86,8 @@ class AgentRun:
         ]
         if any(isinstance(cause.info, HITLPending) for cause in stopped):
             lines.append(
-                "  an approval takes --approve ID, --reject ID, --skip ID or --edit ID=JSON, and --comment TEXT"
+                "  an approval takes --approve ID, --reject ID, --skip ID or --edit ID=JSON, and --comment TEXT; "
+                "ID:CALL_ID decides one of its calls, --comment ID=TEXT comments one decision"
             )
         return lines
 

@@ -75,19 +75,26 @@ AnswerOption = Annotated[
 ]
 AllOption = Annotated[str | None, typer.Option("--all", help="answer every interrupt with this VALUE")]
 ApproveOption = Annotated[
-    list[str] | None, typer.Option("--approve", metavar="ID", help="approve the calls an approval waits for")
+    list[str] | None,
+    typer.Option("--approve", metavar="ID[:CALL_ID]", help="approve the calls an approval waits for, or one"),
 ]
 RejectOption = Annotated[
-    list[str] | None, typer.Option("--reject", metavar="ID", help="reject them (the model is told)")
+    list[str] | None, typer.Option("--reject", metavar="ID[:CALL_ID]", help="reject them (the model is told)")
 ]
-SkipOption = Annotated[list[str] | None, typer.Option("--skip", metavar="ID", help="skip them (the model is told)")]
+SkipOption = Annotated[
+    list[str] | None, typer.Option("--skip", metavar="ID[:CALL_ID]", help="skip them (the model is told)")
+]
 EditOption = Annotated[
     list[str] | None,
-    typer.Option("--edit", metavar="ID=JSON", help="approve them with these arguments changed, a JSON object"),
+    typer.Option("--edit", metavar="ID[:CALL_ID]=JSON", help="approve with these arguments changed, a JSON object"),
 ]
 CommentOption = Annotated[
-    str | None,
-    typer.Option("--comment", help="the comment of the decisions given (the model reads it in the call's result)"),
+    list[str] | None,
+    typer.Option(
+        "--comment",
+        metavar="[ID=]TEXT",
+        help="the comment of every decision given, or of the one given to ID (the model reads it in the result)",
+    ),
 ]
 AgentOption = Annotated[
     str | None,
@@ -136,7 +143,7 @@ def resume(
         reject=reject or [],
         skip=skip or [],
         edit=edit or [],
-        comment=comment,
+        comment=comment or [],
     )
     if (agent is not None or target is not None) and every is not None:
         raise UserError(

@@ -159,6 +159,14 @@ def run(
     allow_host: AllowHost = None,
     allow_command: AllowCommand = None,
     base_dir: BaseDir = None,
+    no_check_joins: Annotated[
+        bool,
+        typer.Option(
+            "--no-check-joins",
+            help="build the flow even with a parallel join that can never go on (it then waits), as the file's "
+            "checkJoins: false does",
+        ),
+    ] = False,
 ) -> int:
     """Run a graph flow and print where it ended, as JSON; or run an agent on --input, its events streamed.
 
@@ -172,8 +180,22 @@ def run(
                 raise typer.BadParameter(
                     f"expected with a module:attr target, got a flow file {target!r}", ctx, None, name
                 )
-        return _run_flow_file(target, var or [], graph or [], steps, allow_host or [], allow_command or [], base_dir)
-    flow_only = (("--allow-host", allow_host), ("--allow-command", allow_command), ("--base-dir", base_dir))
+        return _run_flow_file(
+            target,
+            var or [],
+            graph or [],
+            steps,
+            allowed_hosts=allow_host or [],
+            allowed_commands=allow_command or [],
+            base_dir=base_dir,
+            check_joins=not no_check_joins,
+        )
+    flow_only = (
+        ("--allow-host", allow_host),
+        ("--allow-command", allow_command),
+        ("--base-dir", base_dir),
+        ("--no-check-joins", no_check_joins),
+    )
     for name, used in (("--var", var), ("--graph", graph), ("--steps", steps != -1), *flow_only):
         if used:
             raise typer.BadParameter(
@@ -194,20 +216,29 @@ def _run_flow_file(
     var: list[str],
     graphs: list[str],
     steps: int,
+    *,
     allowed_hosts: list[str],
     allowed_commands: list[str],
     base_dir: str | None,
+    check_joins: bool,
 ) -> int:
     """``batonflow run FLOW.yml``: the flow on its variables, reaching only what the options open. A run that did
     not finish says on stderr where it stopped and why, and exits 3, as an agent's run that waits does."""
     from ._run import parse_vars, run_flow
 
-    opened = {"allowed_hosts": allowed_hosts, "allowed_commands": allowed_commands}
     variables = parse_vars(var)
     try:
         context = asyncio.run(
             run_flow(
-                target, variables=variables, graphs=graphs, steps=steps, out=sys.stdout, base_dir=base_dir, **opened
+                target,
+                variables=variables,
+                graphs=graphs,
+                steps=steps,
+                out=sys.stdout,
+                check_joins=None if check_joins else False,
+                allowed_hosts=allowed_hosts,
+                allowed_commands=allowed_commands,
+                base_dir=base_dir,
             )
         )
     except BatonflowError as error:

@@ -16,7 +16,7 @@ from ..adk import AgentEvent, InterruptCtx, InterruptInfo
 from ..observe import ConsoleRenderer
 from ..schema import Message, Stream
 
-__all__ = ["EventPrinter", "info_text", "plain"]
+__all__ = ["EventPrinter", "cut", "info_text", "plain"]
 
 _COLOURS = ("cyan", "magenta", "green", "yellow", "blue", "bright_red", "bright_cyan", "bright_magenta")
 
@@ -68,7 +68,7 @@ class EventPrinter:
                     result = (await variant.get_message()).content  # a streaming tool's chunks, joined
                 except Exception:
                     result = "[stream failed]"  # the agent reports why in an error event
-                self.console.print(plain(f"  ← {variant.tool_name}: {_cut(result)}", "dim"))
+                self.console.print(plain(f"  ← {variant.tool_name}: {cut(result)}", "dim"))
         if action is not None and isinstance(action.interrupted, InterruptInfo):
             for cause in action.interrupted.interrupt_contexts:
                 self.console.print(plain(f"  ? {event.agent_name} waits: {info_text(cause.info)}", "yellow"))
@@ -111,5 +111,6 @@ def info_text(info: Any) -> str:
     return info if isinstance(info, str) else json.dumps(info, ensure_ascii=False, default=str)
 
 
-def _cut(text: str, limit: int = 200) -> str:
+def cut(text: str, limit: int = 200) -> str:
+    """``text``, cut at ``limit`` characters with an ellipsis."""
     return text if len(text) <= limit else f"{text[:limit]}…"

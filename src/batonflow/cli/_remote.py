@@ -51,7 +51,12 @@ class Remote:
 @dataclass(frozen=True, slots=True, kw_only=True)
 class Answers:
     """What ``checkpoints resume`` was told to answer: ``--answer ID=VALUE`` pairs and ``--all VALUE``, and the
-    approvals' decisions (``--approve``, ``--reject``, ``--skip``, ``--edit ID=JSON``, with ``--comment``)."""
+    approvals' decisions (``--approve``, ``--reject``, ``--skip``, ``--edit ID=JSON``, with ``--comment``).
+
+    A decision's ``ID`` is an approval's interrupt id (every call it waits for) or ``ID:CALL_ID`` (that call only:
+    the others keep waiting, or take the decision given to the whole ``ID``). A ``--comment`` is ``TEXT`` for every
+    decision given or ``ID=TEXT`` for the one given to ``ID`` (as written in the decision's option).
+    """
 
     answers: Sequence[str] = ()
     every: str | None = None
@@ -59,7 +64,7 @@ class Answers:
     reject: Sequence[str] = ()
     skip: Sequence[str] = ()
     edit: Sequence[str] = ()
-    comment: str | None = None
+    comment: Sequence[str] = ()
 
     def targets(self, interrupts: Sequence[Mapping[str, Any]] = ()) -> dict[str, Any]:
         """The resume targets: interrupt id to answer. A decision is sent per call of the approval when
@@ -68,38 +73,81 @@ class Answers:
         every = {} if self.every is None else dict.fromkeys(known, _value(self.every))
         given: dict[str, Any] = {}
         answers = [(key, _value(value)) for key, value in map(_pair("--answer", "INTERRUPT_ID=VALUE"), self.answers)]
-        for key, value in [*answers, *self._decisions()]:
+        for key, value in [*answers, *self._by_interrupt(known).items()]:
             if key in given:
                 raise UserError(f"interrupt {key!r}: expected one answer, got two ({given[key]!r} and {value!r})")
-            given[key] = _per_call(value, known[key]) if key in known and isinstance(value, Decision) else value
-        return {key: dict(value) if isinstance(value, Decision) else value for key, value in {**every, **given}.items()}
+            given[key] = value
+        return {**every, **given}
+
+    def _by_interrupt(self, known: Mapping[str, Mapping[str, Any]]) -> dict[str, Any]:
+        """The decisions as answers: one per interrupt, a decision or a mapping of its call ids to decisions."""
+        grouped: dict[str, dict[str | None, Decision]] = {}
+        for key, decision in self._decisions():
+            interrupt, _, call = key.partition(":")
+            calls = grouped.setdefault(interrupt, {})
+            if (call or None) in calls:
+                raise UserError(
+                    f"interrupt {key!r}: expected one answer, got two ({calls[call or None]!r} and {decision!r})"
+                )
+            calls[call or None] = decision
+        return {key: _answer(key, calls, known.get(key)) for key, calls in grouped.items()}
 
     def _decisions(self) -> list[tuple[str, Decision]]:
-        decided: list[tuple[str, Decision]] = []
+        decided: list[tuple[str, dict[str, Any]]] = []
         for action, ids in (("approve", self.approve), ("reject", self.reject), ("skip", self.skip)):
-            decided += [(key, self._decision(action)) for key in ids]
+            decided += [(key, {"action": action}) for key in ids]
         for key, text in map(_pair("--edit", "INTERRUPT_ID={JSON object of arguments}"), self.edit):
             arguments = _value(text)
             if not isinstance(arguments, dict):
                 raise UserError(f"--edit {key}: expected a JSON object of the call's arguments, got {text!r}")
-            decided.append((key, self._decision("approve", modified_args=arguments)))
-        if self.comment is not None and not decided:
+            decided.append((key, {"action": "approve", "modified_args": arguments}))
+        if self.comment and not decided:
             raise UserError("--comment: expected with --approve, --reject, --skip or --edit, got none of them")
-        return decided
+        comments = self._comments({key for key, _ in decided})
+        return [(key, Decision(fields, **_comment(comments.get(key, comments.get(None))))) for key, fields in decided]
 
-    def _decision(self, action: str, **more: Any) -> Decision:
-        return Decision(action=action, **({"comment": self.comment} if self.comment is not None else {}), **more)
+    def _comments(self, decided: set[str]) -> dict[str | None, str]:
+        """The comments by the decision they are for (``None``: every decision without one of its own)."""
+        comments: dict[str | None, str] = {}
+        for text in self.comment:
+            key, sep, rest = text.partition("=")
+            target, comment = (key, rest) if sep and key in decided else (None, text)
+            if target in comments:
+                whose = "every decision" if target is None else f"{target!r}"
+                raise UserError(
+                    f"--comment: expected one comment for {whose}, got two ({comments[target]!r} and {comment!r}); "
+                    f"ID=TEXT is for one decision, ID as given to --approve, --reject, --skip or --edit"
+                )
+            comments[target] = comment
+        return comments
 
 
 class Decision(dict[str, Any]):
     """One decision on an approval, in its JSON form (``{"action": ..., "comment"?, "modified_args"?}``)."""
 
 
-def _per_call(decision: Decision, interrupt: Mapping[str, Any]) -> Any:
-    """``decision`` for each call an approval waits for (the form a server's index checks); as is, for a question."""
-    if interrupt.get("kind") != "approval":
-        return decision
-    return {task["call_id"]: dict(decision) for task in interrupt["info"]["tasks"]}
+def _comment(text: str | None) -> dict[str, str]:
+    return {} if text is None else {"comment": text}
+
+
+def _answer(interrupt: str, calls: Mapping[str | None, Decision], listed: Mapping[str, Any] | None) -> Any:
+    """The answer to ``interrupt`` from its decisions by call id (``None``: the whole approval), as the server's
+    index checks it when ``listed`` says which calls the approval waits for."""
+    whole = calls.get(None)
+    named = {call: dict(decision) for call, decision in calls.items() if call is not None}
+    if listed is None or listed.get("kind") != "approval":
+        if whole is not None and named:
+            raise UserError(
+                f"interrupt {interrupt!r}: expected a decision for the whole approval or for its calls, got both "
+                f"(only a server's listing says which calls the whole decision is for)"
+            )
+        return dict(whole) if whole is not None else named
+    pending = [task["call_id"] for task in listed["info"]["tasks"]]
+    unknown = sorted(set(named) - set(pending))
+    if unknown:
+        raise UserError(f"interrupt {interrupt!r}: expected calls of {pending}, got {unknown}")
+    rest = {} if whole is None else {call: dict(whole) for call in pending}
+    return {**rest, **named}
 
 
 def _pair(option: str, form: str) -> Callable[[str], tuple[str, str]]:

@@ -44,16 +44,17 @@ async def run_flow(
     allowed_hosts: Sequence[str] = (),
     allowed_commands: Sequence[str] = (),
     base_dir: str | None = None,
+    check_joins: bool | None = None,
 ) -> FlowContext:
     """Load ``path`` (and ``graphs``, for its ``#id`` tasks) into a new engine, run it, and print the outcome.
     Files are read inside ``base_dir`` (default: the flow file's folder); ``allowed_hosts`` and
-    ``allowed_commands`` are the engine's."""
+    ``allowed_commands`` are the engine's; ``check_joins`` is ``Graph.load``'s, for ``path``."""
     folder = Path(base_dir) if base_dir is not None else Path(path).parent
     engine = AiFlowEngine(base_dir=folder, allowed_hosts=allowed_hosts, allowed_commands=allowed_commands)
     async with engine:
         for extra in graphs:
             engine.load_all(extra)
-        graph = engine.load(Graph.load(path))
+        graph = engine.load(Graph.load(path, check_joins=check_joins))
         context = await engine.eval(graph, FlowContext(variables=variables), steps=steps)
     outcome = context.outcome
     assert outcome is not None  # eval returned

@@ -114,7 +114,7 @@ class Graph:
         raise TypeError("build a Graph with GraphSpec(...).build(), Graph.from_yaml, Graph.from_json or Graph.load")
 
     @classmethod
-    def _from_spec(cls, spec: GraphSpec, *, check_joins: bool = True) -> Graph:
+    def _from_spec(cls, spec: GraphSpec, *, check_joins: bool) -> Graph:
         graph = object.__new__(cls)
         graph.id = spec.id
         graph.title = spec.title if spec.title is not None else spec.id
@@ -159,29 +159,31 @@ class Graph:
         if check_joins:
             refuse_dead_joins(nodes, start, spec.id)
         graph._spec = _snapshot(spec)
+        graph._spec.check_joins = check_joins  # what it was built with: a copy is checked alike
         return graph
 
     # -- reading -----------------------------------------------------------------------------------------------
 
     @classmethod
-    def from_dict(cls, document: Any, *, check_joins: bool = True) -> Graph:
+    def from_dict(cls, document: Any, *, check_joins: bool | None = None) -> Graph:
         return GraphSpec.from_dict(document).build(check_joins=check_joins)
 
     @classmethod
-    def from_yaml(cls, text: str, *, check_joins: bool = True) -> Graph:
+    def from_yaml(cls, text: str, *, check_joins: bool | None = None) -> Graph:
         """The graph of a YAML document, read by PyYAML's safe loader (no tags that build objects) within the
         limits on documents (``MAX_DOCUMENT_BYTES``, ``MAX_DOCUMENT_DEPTH``, ``MAX_DOCUMENT_VALUES``, aliases
         counted as what they name): a ``GraphFileError`` past one of them. ``check_joins=False`` keeps a parallel
-        join that can never go on (see ``GraphSpec.build``)."""
+        join that can never go on (see ``GraphSpec.build``), as ``checkJoins: false`` in the document does; given,
+        ``check_joins`` is what counts."""
         return cls.from_dict(parse_yaml(text), check_joins=check_joins)
 
     @classmethod
-    def from_json(cls, text: str, *, check_joins: bool = True) -> Graph:
+    def from_json(cls, text: str, *, check_joins: bool | None = None) -> Graph:
         """The graph of a JSON document, within the same limits as ``from_yaml``."""
         return cls.from_dict(parse_json(text), check_joins=check_joins)
 
     @classmethod
-    def load(cls, path: str | os.PathLike[str], *, check_joins: bool = True) -> Graph:
+    def load(cls, path: str | os.PathLike[str], *, check_joins: bool | None = None) -> Graph:
         """The graph in a ``.yml``, ``.yaml`` or ``.json`` file (a regular file of UTF-8 text, within the limits
         of ``from_yaml``). Every error names the file: a ``GraphFileError`` when it cannot be read, else the
         ``GraphError`` (or ``ExpressionError``) of the graph it holds, with ``file`` set."""
@@ -210,7 +212,9 @@ class Graph:
         return _snapshot(self._spec)
 
     @staticmethod
-    def copy(graph: Graph, edit: Callable[[GraphSpec], object] | None = None, *, check_joins: bool = True) -> Graph:
+    def copy(
+        graph: Graph, edit: Callable[[GraphSpec], object] | None = None, *, check_joins: bool | None = None
+    ) -> Graph:
         """A new graph: this one's spec, changed by ``edit`` (if given), built and checked again."""
         spec = graph.to_spec()
         if edit is not None:
@@ -275,7 +279,7 @@ def _label(text: str) -> str:
 
 def _snapshot(spec: GraphSpec) -> GraphSpec:
     """A copy of ``spec`` that later edits of either do not reach (documents copied, Python objects shared)."""
-    copy = GraphSpec(spec.id, title=spec.title, driver=spec.driver, meta=_deep(spec.meta))
+    copy = GraphSpec(spec.id, title=spec.title, driver=spec.driver, meta=_deep(spec.meta), check_joins=spec.check_joins)
     for node in spec.nodes.values():
         clone = NodeSpec(node.id, node.type, task=node.task, when=node.when, meta=_deep(node.meta), title=node.title)
         for link in node.links:

@@ -85,7 +85,7 @@ def _check(
     raise JoinError(
         f"a parallel join waits for all its {needed} inbound links ({links}), but at most {arriving} can arrive in a"
         f" run: {'; '.join(causes)}. Make it an inclusive gateway (which waits for the branches its fork took), or"
-        " build the graph with check_joins=False to keep it as written",
+        " build the graph with check_joins=False (in its file: checkJoins: false) to keep it as written",
         graph_id=graph_id,
         node_id=join.id,
         gateways=tuple(choosers),

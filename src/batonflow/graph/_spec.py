@@ -13,7 +13,7 @@ import itertools
 from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any, Protocol, TypeAlias, TypedDict, Unpack
 
-from pydantic import BaseModel, ConfigDict, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, StrictBool, ValidationError
 
 from ._errors import GraphError
 
@@ -159,7 +159,13 @@ class GraphSpec:
     order), which decides the start node when none is of type ``start``."""
 
     def __init__(
-        self, id: str, *, title: str | None = None, driver: str = "", meta: Mapping[str, Any] | None = None
+        self,
+        id: str,
+        *,
+        title: str | None = None,
+        driver: str = "",
+        meta: Mapping[str, Any] | None = None,
+        check_joins: bool = True,
     ) -> None:
         if not isinstance(id, str) or not id:
             raise GraphError(f"a graph needs a non-empty string id, got {id!r}", field="id")
@@ -167,6 +173,8 @@ class GraphSpec:
         self.title = title
         self.driver = driver
         self.meta: dict[str, Any] = dict(meta or {})
+        self.check_joins = check_joins
+        """Whether ``build`` refuses a parallel join that can never go on (a document's ``checkJoins``)."""
         self.nodes: dict[str, NodeSpec] = {}
 
     def add_node(self, node: NodeSpec) -> NodeSpec:
@@ -234,13 +242,14 @@ class GraphSpec:
         """``add(NodeType.LOOP, id, ...)``, by Solon's name."""
         return self.add(NodeType.LOOP, id, **options)
 
-    def build(self, *, check_joins: bool = True) -> Graph:
+    def build(self, *, check_joins: bool | None = None) -> Graph:
         """The checked, immutable graph (``GraphError`` on the first mistake found). A parallel join that no run
         can bring a branch down each inbound link of is a ``JoinError``; ``check_joins=False`` builds it anyway, as
-        solon-flow does (the join then waits in every run)."""
+        solon-flow does (the join then waits in every run). Not given, it is the spec's ``check_joins`` (in a
+        document, ``checkJoins: false`` at the top)."""
         from ._graph import Graph
 
-        return Graph._from_spec(self, check_joins=check_joins)
+        return Graph._from_spec(self, check_joins=self.check_joins if check_joins is None else check_joins)
 
     # -- documents ---------------------------------------------------------------------------------------------
 
@@ -256,7 +265,7 @@ class GraphSpec:
         except ValidationError as exc:
             raise _invalid(exc, graph_id=graph_id) from None
         layout = doc.layout if doc.layout is not None else doc.nodes
-        spec = cls(doc.id, title=doc.title, driver=doc.driver or "", meta=doc.meta)
+        spec = cls(doc.id, title=doc.title, driver=doc.driver or "", meta=doc.meta, check_joins=doc.check_joins)
         nodes: list[tuple[NodeSpec, bool]] = []
         for index, raw in enumerate(layout or [], start=1):
             node_id = f"n-{index}"
@@ -297,6 +306,8 @@ class GraphSpec:
             root["driver"] = self.driver
         if self.meta:
             root["meta"] = copy.deepcopy(self.meta)
+        if not self.check_joins:
+            root["checkJoins"] = False
         layout: list[dict[str, Any]] = []
         for node in self.nodes.values():
             item: dict[str, Any] = {"id": node.id, "type": node.type.value}
@@ -344,6 +355,7 @@ class _GraphDoc(BaseModel):
     title: str | None = None
     driver: str | None = None
     meta: dict[str, Any] | None = None
+    check_joins: StrictBool = Field(True, alias="checkJoins")
     layout: list[Any] | None = None
     nodes: list[Any] | None = None  # the legacy name of layout
 
