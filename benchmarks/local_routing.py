@@ -1,10 +1,11 @@
 """Whether the demo's router on the offline default model sends requests to the right agent:
 ``python -m benchmarks.local_routing``.
 
-The router is the demo's (``build_system``: a forced ``transfer_to_agent`` whose ``agent_name`` is an enum, and the
-example routings before the request) on ``local:smollm2``; the specialists are the scripted model, so a run costs
-one model call and shows where the router sent it. The requests are the demo's turns and others of each kind,
-none of them an example. A request for no specialist should stay with the router, which then answers itself. The router samples at temperature 0, so a request routes the same way every time: the
+The router is the demo's (``build_system``: a forced ``transfer_to_agent`` whose ``agent_name`` is an enum, chosen
+on a local model by ``RouteByExamples`` over the demo's ``ROUTES``) on ``local:smollm2``; the specialists are the
+scripted model, so a run costs one model call and shows where the router sent it. The requests are the demo's turns
+and others of each kind, none of them an example. A request for no specialist should stay with the router, which
+then answers itself. The router samples at temperature 0, so a request routes the same way every time: the
 figure is over requests, not seeds.
 """
 

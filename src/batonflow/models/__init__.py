@@ -28,6 +28,8 @@ from ._load import load_model as load_model
 from ._retry import RetryingModel as RetryingModel
 from ._retry import is_retryable_error as is_retryable_error
 from ._retry import with_retry as with_retry
+from ._routing import RouteByExamples as RouteByExamples
+from ._routing import TextScorer as TextScorer
 
 if TYPE_CHECKING:
     from ._openai import OpenAIChatModel as OpenAIChatModel
@@ -57,6 +59,8 @@ __all__ = [
     "OpenAIChatModel",
     "OpenAIEmbeddingModel",
     "RetryingModel",
+    "RouteByExamples",
+    "TextScorer",
     "ToolChoice",
     "ToolThenAnswer",
     "answer_format",

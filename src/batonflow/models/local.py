@@ -12,6 +12,7 @@ import asyncio
 import contextlib
 import importlib.metadata
 import importlib.util
+import math
 import threading
 from collections.abc import AsyncIterator, Generator, Sequence
 from pathlib import Path
@@ -210,6 +211,25 @@ class LlamaCppChatModel:
             _keep_in_context(self._llama, self.model_name, self.n_ctx)
         return self._llama
 
+    async def log_likelihood(self, prefix: str, text: str) -> tuple[float, int]:
+        """How likely the model finds ``text`` right after ``prefix``: the sum of its tokens' log-probabilities,
+        and how many tokens it evaluated. Both are plain text (no chat template); ``text`` is tokenized on its own,
+        so that every prefix scores the same tokens of it."""
+        return await asyncio.to_thread(self._log_likelihood, prefix, text)
+
+    def _log_likelihood(self, prefix: str, text: str) -> tuple[float, int]:
+        with self._lock:
+            llama = self._load()
+            start = llama.tokenize(prefix.encode(), add_bos=True)
+            tokens = llama.tokenize(text.encode(), add_bos=False)
+            if len(start) + len(tokens) > self.n_ctx:
+                raise ModelError(
+                    f"local model {self.model_name!r}: the text to score does not fit in the context window: "
+                    f"expected at most {self.n_ctx} tokens, got {len(start) + len(tokens)}",
+                    model=self.model_name,
+                )
+            return sum(_log_probabilities(llama, start, tokens)), len(start) + len(tokens)
+
     def _complete(self, request: dict[str, Any]) -> dict[str, Any]:
         with self._lock:
             try:
@@ -254,6 +274,38 @@ class LlamaCppChatModel:
         error = ModelError(f"local model {self.model_name!r} failed: {exc}", model=self.model_name)
         error.__cause__ = exc
         return error
+
+
+def _log_probabilities(llama: Any, start: list[int], tokens: list[int]) -> list[float]:
+    """The log-probability of each of ``tokens`` after ``start`` and the ones before it. ``start`` but its last
+    token is evaluated as any prompt is (which empties the cache past it); the rest is decoded in one batch with
+    logits at each position, behind ``llama``'s back: its next ``eval`` drops that batch from the cache."""
+    import numpy  # llama-cpp-python's own dependency
+
+    cpp = _import_llama_cpp()
+    llama.reset()
+    llama.eval(start[:-1])
+    feed, position = [start[-1], *tokens[:-1]], len(start) - 1
+    batch = cpp.llama_batch_init(len(feed), 0, 1)
+    try:
+        for index, token in enumerate(feed):
+            batch.token[index] = token
+            batch.pos[index] = position + index
+            batch.n_seq_id[index] = 1
+            batch.seq_id[index][0] = 0
+            batch.logits[index] = True
+        batch.n_tokens = len(feed)
+        if cpp.llama_decode(llama.ctx, batch) != 0:
+            raise ModelError("llama.cpp could not decode the text to score")
+        shape = (llama.n_vocab(),)
+        probabilities = []
+        for index, token in enumerate(tokens):
+            row = numpy.ctypeslib.as_array(cpp.llama_get_logits_ith(llama.ctx, index), shape=shape)
+            top = float(row.max())
+            probabilities.append(float(row[token]) - top - math.log(float(numpy.exp(row - top).sum())))
+        return probabilities
+    finally:
+        cpp.llama_batch_free(batch)
 
 
 def _streamed_usage(llama: Any, generated: str, *, cut: bool) -> Usage | None:

@@ -17,13 +17,13 @@ from ...adk import (
     set_sub_agents,
 )
 from ...agents import human_approval
-from ...models import ChatModel, ForcedTool, ModelSettings, ToolThenAnswer
+from ...models import ChatModel, ForcedTool, ModelSettings, RouteByExamples, TextScorer, ToolThenAnswer
 from ...schema import FunctionCall, Message, ToolCall, assistant, system, tool_message, user
 from ...testing import FunctionModel
 from ...tools import ToolInfo, tool
 from ._shop import Shop
 
-__all__ = ["ROUTING_EXAMPLES", "build_system", "scripted_model"]
+__all__ = ["ROUTES", "ROUTING_EXAMPLES", "build_system", "scripted_model"]
 
 
 def _call(name: str, /, call_id: str = "", **arguments: str) -> Message:
@@ -40,9 +40,23 @@ ROUTING_EXAMPLES = (
     ("The courier was rude to me.", "complaint_agent"),
 )
 
+ROUTES = {
+    "refund_agent": ("Please refund order 17.", "I want my money back.", "It came broken, refund it."),
+    "complaint_agent": (
+        "I want to complain: my parcel was late.",
+        "The courier was rude to me.",
+        "I am not happy with your service.",
+    ),
+    "product_agent": ("Do you sell kettles?", "How much is the blue lamp?", "Is the coffee grinder in stock?"),
+    "router": ("What are your opening hours?", "Hi there!", "Where are you located?"),
+}
+"""Requests of each kind, for a router on a model that scores text (``RouteByExamples``): the router's own keep
+what no specialist does."""
+
 
 def _with_routing_examples(instruction: str, input: AgentInput, ctx: RunContext) -> list[Message]:
-    """The router's input with a few example routings before the request, as earlier turns of the chat.
+    """The router's input with a few example routings before the request, as earlier turns of the chat (for a
+    router model that does not score text; a local one routes by ``ROUTES`` instead).
 
     Without them SmolLM2 sends every request to the first agent of the enum; with them it routes the demo's
     requests (and most others) right. A larger model does not need them, and is not misled by them.
@@ -74,18 +88,20 @@ def build_system(
     default local model guides itself); a specialist's first tool is its main one. ``issue_refund`` waits for a
     person's approval (run it with a checkpoint store).
     """
+    router_model = router_model or model
     router = ChatModelAgent(
         name="router",
         description="Front desk: sends each customer request to the right agent.",
         instruction="You are the front desk of an online shop. Send the customer to the agent that can help.",
-        model=router_model or model,
+        # A local model routes by the likelihood of the request beside each agent's examples: so it keeps
+        # "What time do you open on Sunday?" (python -m benchmarks.local_routing).
+        model=RouteByExamples(router_model, ROUTES) if isinstance(router_model, TextScorer) else router_model,
         tool_choice=ForcedTool("transfer_to_agent"),
         gen_model_input=_with_routing_examples,
         model_settings=ModelSettings(max_tokens=40, temperature=0),
         max_iterations=2,
-        # The router may name itself and answer a request for no specialist. SmolLM2 does not do so yet (it routes
-        # "What time do you open on Sunday?" to a specialist; an example routing to itself made routing worse:
-        # python -m benchmarks.local_routing), but a larger model does, and the choice costs the others nothing.
+        # The router may name itself and answer a request for no specialist. By instruction SmolLM2 never does (an
+        # example routing to itself made routing worse); by its examples' likelihood it does.
         answer_self=True,
     )
     refund = _specialist(
