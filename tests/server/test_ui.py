@@ -7,6 +7,7 @@ running node and the state panel, and interrupts answered from the page that res
 from __future__ import annotations
 
 import os
+import re
 import shutil
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
@@ -238,6 +239,38 @@ async def test_after_a_resume_the_run_tree_keeps_the_segments_before_the_interru
         assert texts[:2] == ["#1 calls transfer_to_agent", "#2 transfer → refunds"]  # the segment before, kept
         assert texts[2].startswith("resumed: run ")
         await shot(page, screenshots, "tree-after-resume")
+
+
+async def test_a_reloaded_page_reads_the_whole_run_again_every_segment_in_order(
+    browser: Browser, screenshots: Path
+) -> None:
+    async with opened(browser) as page:
+        await send(page, "router", "refund order 42")
+        await page.locator("#pending input[aria-label^='answer to']").fill("yes")
+        await page.click("#pending button.answer")
+        await expect(page.locator("#status")).to_have_text("completed")
+        live = await page.locator("#tree li.event").all_text_contents()
+        await page.reload()  # the address names the run; the token is kept for the tab
+        await expect(page.locator("#status")).to_have_text("completed")
+        events = page.locator("#tree li.event")
+        await expect(events.filter(has_text="order 42: refunded")).to_be_visible()
+        assert await events.all_text_contents() == live  # the segment before the interrupt, then the resumed one
+        assert live[:2] == ["#1 calls transfer_to_agent", "#2 transfer → refunds"]
+        assert live[2].startswith("resumed: run ") and "#4 interrupt: waits for an answer" in live
+        await expect(page.locator(".run-title")).to_have_text([re.compile("^replay of "), re.compile("^resume of ")])
+        await expect(page.locator(".bubble.agent .text").last).to_have_text("order 42: refunded")
+        await shot(page, screenshots, "tree-after-reload")
+
+
+async def test_a_page_opened_on_an_unknown_run_says_so(browser: Browser, screenshots: Path) -> None:
+    async with opened(browser) as page:
+        url = f"{base(page)}/ui#run=nobody%40start"
+        await page.goto("about:blank")
+        await page.goto(url)  # a page of its own, opened on that run (the tab's token is kept)
+        await expect(page.locator("#status")).to_have_text(
+            "run: expected the id of a run of this server's backend (running, or one that ended), got 'nobody@start'"
+        )
+        await expect(page.locator("#tree")).to_have_text("no run yet")
 
 
 async def test_what_a_run_waits_for_is_a_readable_bounded_line(browser: Browser, screenshots: Path) -> None:
