@@ -329,6 +329,38 @@ async def test_a_streamed_run_shows_the_tokens_its_model_reported(browser: Brows
         await expect(page.locator("#timeline tbody tr", has_text="run")).to_contain_text("7")
 
 
+def keeper() -> ChatModelAgent:
+    """Keeps its answer in the run's session values (``output_key``)."""
+    model = FunctionModel(lambda messages, tools: assistant(f"kept: {messages[-1].content}"))
+    return ChatModelAgent(name="keeper", description="Keeps its answer.", model=model, output_key="answer")
+
+
+async def test_the_state_panel_shows_the_values_of_a_run_without_a_session_or_says_it_has_none(
+    browser: Browser, screenshots: Path
+) -> None:
+    supervisor = FunctionModel(lambda messages, tools: assistant("done"))
+    team = TeamAgent(name="crew", model=supervisor, members=[apps.echo(), apps.refunds()])
+    app = create_app([keeper(), team, apps.router()], auth_token="t0ken")
+    async with opened(browser, app) as page:
+        state = page.locator("#state")
+        await send(page, "keeper", "the blue one")
+        await expect(page.locator("#status")).to_have_text("completed")
+        await expect(state.locator("tr", has_text="answer")).to_contain_text("kept: the blue one")
+        await send(page, "crew", "hello")
+        await expect(page.locator(".run-status").last).to_have_text("completed")
+        await expect(state.locator("th")).to_have_text(["__crew"])  # the team's trace, kept as a session value
+        await expect(state.locator("td")).to_contain_text('{"team_name": "crew", "prompt": ')
+        await shot(page, screenshots, "state-of-a-team-run")
+        await send(page, "router", "refund order 42")
+        await expect(page.locator(".run-status").last).to_have_text("interrupted")
+        await expect(state).to_have_text("this run holds no values: its agents set none")
+        await page.locator(".run", has=page.locator(".run-head strong", has_text="keeper")).click()
+        await expect(state.locator("tr", has_text="answer")).to_contain_text("kept: the blue one")
+        await page.reload()  # the run the address names read again: its state too
+        await expect(page.locator("#status")).to_have_text("completed")
+        await expect(state.locator("tr", has_text="answer")).to_contain_text("kept: the blue one")
+
+
 async def test_agents_teams_and_flows_are_drawn_with_the_run_marked_and_its_state(
     browser: Browser, screenshots: Path
 ) -> None:

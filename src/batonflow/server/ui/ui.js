@@ -2,7 +2,8 @@
 // the bearer token travels in a header, which EventSource cannot send), each in a block of its own beside the
 // others, draws each run's tree from the events' run paths (its earlier segments kept when it resumes, and read
 // again with the run's history after a reload: the address names the run), draws the target as a diagram with the
-// running node marked, lists what waits for a person and answers it, and shows the trace as a timeline.
+// running node marked, shows the run's state, lists what waits for a person and answers it, and shows the trace as
+// a timeline.
 "use strict";
 
 const $ = (selector) => document.querySelector(selector);
@@ -253,6 +254,9 @@ function onFrame(run, frame) {
     case "trace":
       addTrace(run.view, data);
       break;
+    case "state":
+      if (run.view) run.view.state = data;
+      break;
     case "gap":
       note(place, `… ${data.count} event record(s) lost (${data.missing.from} to ${data.missing.to}): ${data.reason}`, "error", data);
       break;
@@ -262,7 +266,10 @@ function onFrame(run, frame) {
       const usage = data.usage || {};
       const tokens = usage.total_tokens || (usage.prompt_tokens || 0) + (usage.completion_tokens || 0);
       run.block.tokens.textContent = `${tokens} tokens`;
-      if (run.view) showState(run.view);
+      if (run.view) {
+        run.view.live = false;
+        if (run.view === ui.selected) showState(run.view);
+      }
       break;
     }
   }
@@ -303,10 +310,11 @@ function viewOf(head) {
     known.tree.events.push({ kind: "resume", event: head });
     known.live = true;
     known.runId = head.run_id;
+    known.state = null;  // this segment's values come with its end
     return known;
   }
   const view = {
-    key, runId: head.run_id, agent: head.agent, session: head.session_id, live: true, visited: new Set(),
+    key, runId: head.run_id, agent: head.agent, session: head.session_id, live: true, visited: new Set(), state: null,
     tree: { name: head.agent, events: [], children: new Map() },
     timeline: element("tbody"),
   };
@@ -376,10 +384,12 @@ function addTrace(view, event) {
   view.timeline.append(row);
 }
 
-// The state panel: a conversation's values (its attributes) after each turn, a flow's variables after it ran.
+// The state panel: a conversation's values (its attributes) after each turn; a run's without a session, its
+// session values as its latest segment left them (the server's ``state`` frame); a flow's variables after it ran.
 async function showState(view) {
   if (!view.session) {
-    drawState(null, "a run without a session keeps no values between turns");
+    if (view.state) drawState(view.state.values, "", view.state.more);
+    else drawState(null, view.live ? "the run's values come when it ends or pauses" : "this run holds no values: its agents set none");
     return;
   }
   try {
@@ -390,9 +400,10 @@ async function showState(view) {
   }
 }
 
-function drawState(values, why = "no values") {
+function drawState(values, why = "no values", more = 0) {
   const rows = Object.entries(values || {}).map(([key, value]) =>
     element("tr", {}, element("th", {}, brief(key, 60)), element("td", {}, brief(value, 200))));
+  if (more) rows.push(element("tr", {}, element("th", {}, "…"), element("td", { class: "muted" }, `${more} more not shown`)));
   $("#state").replaceChildren(...(rows.length ? [element("table", {}, element("tbody", {}, ...rows))] : [element("p", { class: "muted" }, why)]));
 }
 
