@@ -150,12 +150,10 @@ async def segment_batches(
                 delay, quiet = _RETRY[0], check_every
                 after = batch[-1].stream_id
                 mine = sequence.checked([record for record in batch if history or record.segment_id == sid])
-                ends = [i for i, record in enumerate(mine) if record.kind == "end" and record.segment_id == sid]
-                if ends:
-                    yield mine[: ends[0] + 1]
-                    return
                 if mine:
                     yield mine
+                    if mine[-1].kind == "end" and mine[-1].segment_id == sid:  # a log's batch ends at an end
+                        return
         except EventsGoneError:
             raise
         except Exception as error:  # the log is down: the segment may end meanwhile, or the log come back
