@@ -682,7 +682,7 @@ $("#prompt").addEventListener("submit", (submitted) => {
 function restore() {
   const id = new URLSearchParams(location.hash.slice(1)).get("run");
   if (id && ![...ui.views.values()].some((view) => view.runId === id)) {
-    stream(`/runs/${segment(id)}/events?history=true`, null, `replay of ${id}`);
+    stream(`/runs/${segment(id)}/events?history=true`, null, `replay of ${id.replace(/@[^@]*$/, "")}`);
   }
 }
 
