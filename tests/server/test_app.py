@@ -76,6 +76,20 @@ async def test_trace_events_come_in_the_stream_when_asked_for() -> None:
     assert kinds[0] == "run_start" and kinds[-1] == "run_end" and "reason_end" in kinds
 
 
+async def test_a_run_s_values_come_as_its_state_before_its_end_bounded_for_people_to_read() -> None:
+    values = {f"k{i:03}": i for i in range(101)} | {"k000": "x" * 3_000, "k001": {"nested": [1, 2]}}
+    async with asgi_client(app()) as client:
+        body = {"agent": "echo", "input": "hi", "stream": True, "session_values": values}
+        frames = parse_sse((await client.post("/runs", json=body)).text)
+        plain = parse_sse((await client.post("/runs", json={"agent": "echo", "input": "hi", "stream": True})).text)
+    assert [f.event for f in frames][-2:] == ["state", "end"]
+    state = frames[-2].data
+    assert (state["run_id"], state["more"]) == (frames[-1].data["run_id"], 1)  # 100 kept, the 101st counted
+    assert list(state["values"]) == [f"k{i:03}" for i in range(100)]
+    assert state["values"]["k000"] == f'"{"x" * 1_998}…' and state["values"]["k001"] == {"nested": [1, 2]}
+    assert "state" not in [f.event for f in plain]  # a run that holds no values sends none
+
+
 async def test_a_failing_run_reports_its_error_in_band_and_in_its_result() -> None:
     server = create_app([failing()])
     async with asgi_client(server) as client:

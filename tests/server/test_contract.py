@@ -186,6 +186,35 @@ async def test_an_interrupted_run_is_listed_with_its_interrupts_and_resumed_with
     assert left == [] and (gone.status_code, gone.json()["error"]["code"]) == (404, "unknown_checkpoint")
 
 
+async def test_a_resumed_run_s_events_with_history_are_every_segment_in_order(api: Api) -> None:
+    checkpoint_id = _id()
+    body = {"agent": "shipper", "input": "ship", "checkpoint_id": checkpoint_id}
+    paused = (await api.client.post("/runs", json=body)).json()
+    key = paused["interrupts"][0]["id"]
+    resume = f"/checkpoints/{checkpoint_id}/resume"
+    resumed = (await api.client.post(resume, json={"targets": {key: "yes"}})).json()
+    before = parse_sse((await api.client.get(f"/runs/{paused['run_id']}/events")).text)
+    after = parse_sse((await api.client.get(f"/runs/{resumed['run_id']}/events")).text)
+    whole = parse_sse((await api.client.get(f"/runs/{resumed['run_id']}/events?history=true")).text)
+    assert [(f.id, f.event, f.data) for f in whole] == [(f.id, f.event, f.data) for f in before + after]
+    heads = [(f.event, f.data["run_id"]) for f in whole if f.event in ("run", "end")]
+    assert heads == [
+        ("run", paused["run_id"]),
+        ("end", paused["run_id"]),
+        ("run", resumed["run_id"]),
+        ("end", resumed["run_id"]),
+    ]
+    assert [f.data["status"] for f in whole if f.event == "end"] == ["interrupted", "completed"]
+    first = parse_sse((await api.client.get(f"/runs/{paused['run_id']}/events?history=true")).text)
+    assert [(f.id, f.event) for f in first] == [(f.id, f.event) for f in before]  # nothing of the later segment
+    bad = await api.client.get(f"/runs/{resumed['run_id']}/events?history=maybe")
+    assert (bad.status_code, bad.json()["error"]["code"]) == (422, "invalid_request")
+    assert bad.json()["error"]["message"] == (
+        "request: expected the endpoint's schema, got query.history: Input should be a valid boolean, "
+        "unable to interpret input"
+    )
+
+
 async def test_resumes_of_one_pause_have_one_winner_a_retry_attaches_and_another_answer_is_a_409_naming_it(
     api: Api,
 ) -> None:

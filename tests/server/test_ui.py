@@ -7,6 +7,7 @@ running node and the state panel, and interrupts answered from the page that res
 from __future__ import annotations
 
 import os
+import re
 import shutil
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
@@ -240,6 +241,39 @@ async def test_after_a_resume_the_run_tree_keeps_the_segments_before_the_interru
         await shot(page, screenshots, "tree-after-resume")
 
 
+async def test_a_reloaded_page_reads_the_whole_run_again_every_segment_in_order(
+    browser: Browser, screenshots: Path
+) -> None:
+    async with opened(browser) as page:
+        await send(page, "router", "refund order 42")
+        await page.locator("#pending input[aria-label^='answer to']").fill("yes")
+        await page.click("#pending button.answer")
+        await expect(page.locator("#status")).to_have_text("completed")
+        live = await page.locator("#tree li.event").all_text_contents()
+        await page.reload()  # the address names the run; the token is kept for the tab
+        await expect(page.locator("#status")).to_have_text("completed")
+        events = page.locator("#tree li.event")
+        await expect(events.filter(has_text="order 42: refunded")).to_be_visible()
+        assert await events.all_text_contents() == live  # the segment before the interrupt, then the resumed one
+        assert live[:2] == ["#1 calls transfer_to_agent", "#2 transfer → refunds"]
+        assert live[2].startswith("resumed: run ") and "#4 interrupt: waits for an answer" in live
+        titles = [re.compile("^replay of ckpt-[0-9a-f]{32}$"), re.compile("^resume of ckpt-[0-9a-f]{32}$")]
+        await expect(page.locator(".run-title")).to_have_text(titles)  # a block per segment, named by the run
+        await expect(page.locator(".bubble.agent .text").last).to_have_text("order 42: refunded")
+        await shot(page, screenshots, "tree-after-reload")
+
+
+async def test_a_page_opened_on_an_unknown_run_says_so(browser: Browser, screenshots: Path) -> None:
+    async with opened(browser) as page:
+        url = f"{base(page)}/ui#run=nobody%40start"
+        await page.goto("about:blank")
+        await page.goto(url)  # a page of its own, opened on that run (the tab's token is kept)
+        await expect(page.locator("#status")).to_have_text(
+            "run: expected the id of a run of this server's backend (running, or one that ended), got 'nobody@start'"
+        )
+        await expect(page.locator("#tree")).to_have_text("no run yet")
+
+
 async def test_what_a_run_waits_for_is_a_readable_bounded_line(browser: Browser, screenshots: Path) -> None:
     app = create_app([apps.router(), apps.approvals(), bulky()], auth_token="t0ken")
     async with opened(browser, app) as page:
@@ -294,6 +328,38 @@ async def test_a_streamed_run_shows_the_tokens_its_model_reported(browser: Brows
         await send(page, "counted", "how much")
         await expect(page.locator(".run-tokens")).to_have_text("7 tokens")
         await expect(page.locator("#timeline tbody tr", has_text="run")).to_contain_text("7")
+
+
+def keeper() -> ChatModelAgent:
+    """Keeps its answer in the run's session values (``output_key``)."""
+    model = FunctionModel(lambda messages, tools: assistant(f"kept: {messages[-1].content}"))
+    return ChatModelAgent(name="keeper", description="Keeps its answer.", model=model, output_key="answer")
+
+
+async def test_the_state_panel_shows_the_values_of_a_run_without_a_session_or_says_it_has_none(
+    browser: Browser, screenshots: Path
+) -> None:
+    supervisor = FunctionModel(lambda messages, tools: assistant("done"))
+    team = TeamAgent(name="crew", model=supervisor, members=[apps.echo(), apps.refunds()])
+    app = create_app([keeper(), team, apps.router()], auth_token="t0ken")
+    async with opened(browser, app) as page:
+        state = page.locator("#state")
+        await send(page, "keeper", "the blue one")
+        await expect(page.locator("#status")).to_have_text("completed")
+        await expect(state.locator("tr", has_text="answer")).to_contain_text("kept: the blue one")
+        await send(page, "crew", "hello")
+        await expect(page.locator(".run-status").last).to_have_text("completed")
+        await expect(state.locator("th")).to_have_text(["__crew"])  # the team's trace, kept as a session value
+        await expect(state.locator("td")).to_contain_text('{"team_name": "crew", "prompt": ')
+        await shot(page, screenshots, "state-of-a-team-run")
+        await send(page, "router", "refund order 42")
+        await expect(page.locator(".run-status").last).to_have_text("interrupted")
+        await expect(state).to_have_text("this run holds no values: its agents set none")
+        await page.locator(".run", has=page.locator(".run-head strong", has_text="keeper")).click()
+        await expect(state.locator("tr", has_text="answer")).to_contain_text("kept: the blue one")
+        await page.reload()  # the run the address names read again: its state too
+        await expect(page.locator("#status")).to_have_text("completed")
+        await expect(state.locator("tr", has_text="answer")).to_contain_text("kept: the blue one")
 
 
 async def test_agents_teams_and_flows_are_drawn_with_the_run_marked_and_its_state(

@@ -71,6 +71,7 @@ from ._plan_execute import new_planner as new_planner
 from ._plan_execute import new_replanner as new_replanner
 from ._plan_execute import plan_execute_replan as plan_execute_replan
 from ._prebuilt import supervisor as supervisor
+from ._result import Capture as Capture
 from ._result import RunResult as RunResult
 from ._result import collect_events as collect_events
 from ._runner import Runner as Runner
@@ -106,6 +107,7 @@ __all__ = [
     "BranchHost",
     "BranchResult",
     "BreakLoopAction",
+    "Capture",
     "ChatModelAgent",
     "ChatModelAgentResumeData",
     "ChatModelAgentState",

@@ -89,6 +89,7 @@ class Runner:
         checkpoint_id: str | None = None,
         checkpoint_store: CheckpointStore | None = None,
         run_id: str | None = None,
+        capture: Capture | None = None,
     ) -> Stream[AgentEvent]:
         """The events of one run on ``messages``; read them with ``async for``, close the stream to stop early.
 
@@ -101,8 +102,11 @@ class Runner:
         ``ToolContext.idempotency_key``s are made of. A run cut off before it saved anything has no journal, so
         starting it again runs its finished tools again: given the first attempt's ``run_id``, they run with the
         same keys, so that a side effect keyed by them happens once. Give it to a retry of the same run only.
+
+        ``capture`` (a ``Capture``) is handed the run's context as the run is built: once the stream has ended,
+        ``capture.ctx.session.values`` are the run's session values, as ``call``'s result has them.
         """
-        return self._started(messages, session_values, checkpoint_id, checkpoint_store, run_id=_run_id(run_id))
+        return self._started(messages, session_values, checkpoint_id, checkpoint_store, capture, run_id=_run_id(run_id))
 
     def _started(
         self,
@@ -196,6 +200,7 @@ class Runner:
         targets: Mapping[str, Any] | None = None,
         *,
         checkpoint_store: CheckpointStore | None = None,
+        capture: Capture | None = None,
     ) -> Stream[AgentEvent]:
         """Continue the run saved under ``checkpoint_id`` (in ``checkpoint_store``, the Runner's when None).
 
@@ -208,9 +213,10 @@ class Runner:
         cut short (the caller stops reading, Ctrl-C) or whose process dies keeps it, with a journal of the steps
         that finished — saved after each tool batch, before the model is asked again — so that resuming again, with
         the same targets or none, replays those steps instead of running their tools a second time. A tool cut off
-        mid-call runs again: ``ToolContext.idempotency_key`` lets it make its side effect once.
+        mid-call runs again: ``ToolContext.idempotency_key`` lets it make its side effect once. ``capture`` as for
+        ``run``.
         """
-        return self._resumes(checkpoint_id, targets, checkpoint_store)
+        return self._resumes(checkpoint_id, targets, checkpoint_store, capture)
 
     def _resumes(
         self,

@@ -24,7 +24,7 @@ from collections.abc import AsyncGenerator, AsyncIterator, Mapping, Sequence
 from contextlib import aclosing
 from typing import Any
 
-from ..adk import PART_EVENTS, Agent, AgentEvent, InterruptInfo, LeaseHolder, RunResult, break_lease
+from ..adk import PART_EVENTS, Agent, AgentEvent, Capture, InterruptInfo, LeaseHolder, RunResult, break_lease
 from ..adk import Runner as _Runner
 from ..codec import decode, encode
 from ..errors import CodecError, UserError
@@ -91,9 +91,10 @@ class ConversationRunner(_Runner):
         session_id: str | None = None,
         targets: Mapping[str, Any] | None = None,
         run_id: str | None = None,
+        capture: Capture | None = None,
     ) -> Stream[AgentEvent]:
         """The events of one run on ``messages``, as for ``batonflow.adk.Runner.run`` (``run_id`` too, without a
-        session).
+        session; ``capture`` with one or without).
 
         With ``session_id`` the run continues that conversation of the ``session_store`` (see the module
         docstring); with no messages it resumes the conversation's pending run, ``targets`` as for ``resume``.
@@ -105,13 +106,16 @@ class ConversationRunner(_Runner):
                 checkpoint_id=checkpoint_id,
                 checkpoint_store=checkpoint_store,
                 run_id=run_id,
+                capture=capture,
             )
         if run_id is not None:
             raise UserError(
                 f"session {session_id!r}: expected no run_id with a session_id (a conversation's runs are its own), "
                 "got one"
             )
-        return self._conversation(session_id, list(messages), session_values, checkpoint_id, checkpoint_store, targets)
+        return self._conversation(
+            session_id, list(messages), session_values, checkpoint_id, checkpoint_store, targets, capture
+        )
 
     def _conversation(
         self,

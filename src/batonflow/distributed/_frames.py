@@ -4,7 +4,8 @@ frames, and a server reads and sends them as they are.
 
 A frame is an SSE event name and a JSON body: ``run`` (the run starts), ``message_start`` and ``delta`` (a
 streamed message, then its chunks), ``message``, ``transfer``, ``action``, ``interrupt``, ``error`` (an agent
-event each), ``trace`` (a trace event, when asked for). A log adds ``end`` (the segment's outcome) after the last.
+event each), ``trace`` (a trace event, when asked for), and last ``state`` (the run's session values as the segment
+left them, when it holds any: ``state_json``). A log adds ``end`` (the segment's outcome) after the last.
 How a value that is not JSON gets into one: dataclasses and pydantic models by their fields, exceptions by type and
 message, anything else by ``str``.
 """
@@ -13,6 +14,7 @@ from __future__ import annotations
 
 import dataclasses
 import enum
+import itertools
 import json
 import re
 from collections.abc import Awaitable, Callable, Mapping
@@ -39,6 +41,7 @@ __all__ = [
     "json_text",
     "jsonable",
     "message_json",
+    "state_json",
     "trace_json",
 ]
 
@@ -183,6 +186,24 @@ def jsonable(value: Any, depth: int = 0) -> Any:
     if isinstance(value, list | tuple | set | frozenset):
         return [jsonable(v, depth + 1) for v in value]
     return str(value)
+
+
+STATE_KEYS = 100
+"""The session values a ``state`` frame carries at most (the others are counted in its ``more``)."""
+STATE_VALUE_CHARS = 2_000
+"""The longest a value of a ``state`` frame is, as JSON text: a longer one is that text cut, ending in "…"."""
+
+
+def state_json(values: Mapping[str, Any]) -> dict[str, Any]:
+    """A run's session values as a ``state`` frame shows them: ``values``, the first ``STATE_KEYS`` made of JSON
+    types (each longer than ``STATE_VALUE_CHARS`` as JSON replaced by that text cut short), and ``more``, how many
+    were left out. The frame is for people to read: the run's own values stay in its checkpoint or session."""
+    shown: dict[str, Any] = {}
+    for key, value in itertools.islice(values.items(), STATE_KEYS):
+        plain = jsonable(value)
+        text = json_text(plain)
+        shown[str(key)] = plain if len(text) <= STATE_VALUE_CHARS else f"{text[: STATE_VALUE_CHARS - 1]}…"
+    return {"values": shown, "more": max(len(values) - STATE_KEYS, 0)}
 
 
 def error_json(error: BaseException) -> dict[str, Any]:

@@ -23,7 +23,7 @@ from contextlib import aclosing
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from ..adk import Agent, AgentEvent, InterruptInfo, PendingCheckpoint, read_pending
+from ..adk import Agent, AgentEvent, Capture, InterruptInfo, PendingCheckpoint, read_pending
 from ..agents import Runner
 from ..codec import encode_json
 from ..errors import (
@@ -38,7 +38,7 @@ from ..errors import (
 from ..schema import Message, Stream
 from ..store import CheckpointStore, SessionStore, check_checkpoint_id, check_session_id
 from ..trace import TraceEvent
-from ._frames import Framer, FrameSink
+from ._frames import Framer, FrameSink, state_json
 
 __all__ = [
     "EventSink",
@@ -321,7 +321,8 @@ async def run_segment(
     raises ``UnknownAgentError``; one whose checkpoint another runner holds, before it ran anything, raises
     ``ResumeConflictError`` (a retry may find it free). ``resume_lease`` is the Runner's lease ttl on the
     checkpoint (or conversation): how soon a segment whose process died can be run again elsewhere. A
-    conversation's turn runs on ``sessions``."""
+    conversation's turn runs on ``sessions``. The last frame is ``state``, the run's session values as the
+    segment left them, when it holds any."""
     agent = agents.get(request.agent)
     if agent is None:
         raise UnknownAgentError(
@@ -329,7 +330,8 @@ async def run_segment(
         )
     framer = Framer(sink, deltas=request.stream)
     traced: deque[TraceEvent] = deque()
-    events = _events(agent, store, request, sessions, resume_lease, traced)
+    capture = Capture(metrics=False)
+    events = _events(agent, store, request, sessions, resume_lease, traced, capture)
     head = {
         "run_id": sid,
         "agent": request.agent,
@@ -339,6 +341,8 @@ async def run_segment(
     }
     await framer.send("run", head)
     error, interrupts = await _run(events, traced, framer, store, request)
+    if capture.ctx is not None and capture.ctx.session.values:
+        await framer.send("state", {"run_id": sid, **state_json(capture.ctx.session.values)})
     status: Status = "failed" if error else "interrupted" if interrupts else "completed"
     return SegmentOutcome(
         segment_id=sid,
@@ -414,8 +418,10 @@ def _events(
     sessions: SessionStore | None,
     resume_lease: float,
     traced: deque[TraceEvent],
+    capture: Capture,
 ) -> Stream[AgentEvent]:
-    """The events of the run ``request`` asks for: a conversation's turn, a checkpoint's resume, or a start."""
+    """The events of the run ``request`` asks for: a conversation's turn, a checkpoint's resume, or a start;
+    ``capture`` is handed its run context."""
     options: dict[str, Any] = {"resume_lease": resume_lease, "enable_streaming": request.stream}
     if request.trace:
         options["callbacks"] = (traced.append,)
@@ -426,15 +432,17 @@ def _events(
             session_id=request.session_id,
             session_values=dict(request.session_values),
             targets=dict(request.targets),
+            capture=capture,
         )
     runner = Runner(agent, checkpoint_store=store, **options)
     if request.resumes:
-        return runner.resume(request.checkpoint_id, dict(request.targets))
+        return runner.resume(request.checkpoint_id, dict(request.targets), capture=capture)
     return runner.run(
         list(request.messages),
         checkpoint_id=request.checkpoint_id,
         session_values=dict(request.session_values),
         run_id=request.run_id,
+        capture=capture,
     )
 
 

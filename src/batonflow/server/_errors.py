@@ -88,7 +88,8 @@ async def _validation_error(request: Request, error: Exception) -> JSONResponse:
         where = _where(problem)
         lines.append(f"{where}: {problem.get('msg', 'invalid')}")
         found[where] = shown(problem.get("input"))
-    message = "request body: expected the endpoint's schema, got " + "; ".join(lines)
+    in_body = all(tuple(p.get("loc", ()))[:1] == ("body",) for p in problems)  # else a query's or a header's too
+    message = f"{'request body' if in_body else 'request'}: expected the endpoint's schema, got " + "; ".join(lines)
     body = error_body("invalid_request", message, "a body matching the endpoint's schema (see /openapi.json)", found)
     return JSONAnswer(body, status_code=422)
 

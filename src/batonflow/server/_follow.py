@@ -118,13 +118,21 @@ async def segment_records(
 
 
 async def segment_batches(
-    backend: LiveBackend, run_key: str, sid: str, after: str, *, check_every: float = END_CHECK
+    backend: LiveBackend,
+    run_key: str,
+    sid: str,
+    after: str,
+    *,
+    check_every: float = END_CHECK,
+    history: bool = False,
 ) -> AsyncGenerator[list[EventRecord], None]:
-    """``segment_records``, in the batches the log gives them in. ``EventsGoneError`` when the log no longer has
-    the records after ``after``; any other failure of the log is waited out while the segment goes on. A read that
-    brings nothing for ``check_every`` seconds is let go (nothing was taken from it) and made again after ``after``
-    once the backend says the segment still goes."""
-    sequence = _Sequence(sid, from_start=record_key(after) == (0, 0))
+    """``segment_records``, in the batches the log gives them in; with ``history``, the records of the segments
+    before ``sid`` in the log too (each up to its own ``end``): a run's one at a time, so every record before
+    ``sid``'s first belongs to an earlier segment, and none after its ``end`` is read. ``EventsGoneError`` when the
+    log no longer has the records after ``after``; any other failure of the log is waited out while the segment
+    goes on. A read that brings nothing for ``check_every`` seconds is let go (nothing was taken from it) and made
+    again after ``after`` once the backend says the segment still goes."""
+    sequence = _Sequence(from_start=record_key(after) == (0, 0))
     delay, quiet = _RETRY[0], check_every
     while True:
         reader = aiter(backend.batches(run_key, after))
@@ -141,10 +149,10 @@ async def segment_batches(
                     break
                 delay, quiet = _RETRY[0], check_every
                 after = batch[-1].stream_id
-                mine = sequence.checked([record for record in batch if record.segment_id == sid])
+                mine = sequence.checked([record for record in batch if history or record.segment_id == sid])
                 if mine:
                     yield mine
-                    if mine[-1].kind == "end":
+                    if mine[-1].kind == "end" and mine[-1].segment_id == sid:  # a log's batch ends at an end
                         return
         except EventsGoneError:
             raise
@@ -206,22 +214,25 @@ async def _outcome(backend: LiveBackend, sid: str, status: str) -> SegmentOutcom
 
 
 class _Sequence:
-    """Where a follower stands in its segment's numbered records: the attempt, the last number and ``seq`` seen.
-    ``checked`` puts a ``gap`` record before a record whose number skips some, and drops a number seen already. A
-    follower that starts after a record id (a client reconnecting) takes its first record's number as where it
-    stands: the record it resumes after is not read again, so its number is not known."""
+    """Where a follower stands in its segment's numbered records: the segment, the attempt, the last number and
+    ``seq`` seen. ``checked`` puts a ``gap`` record before a record whose number skips some, and drops a number seen
+    already. A follower that starts after a record id (a client reconnecting) takes its first record's number as
+    where it stands: the record it resumes after is not read again, so its number is not known. A follower of a
+    run's history goes from one segment to the next: each has attempts of its own, and counts ``seq`` from 1."""
 
-    __slots__ = ("attempt", "number", "seq", "sid")
+    __slots__ = ("attempt", "number", "segment", "seq")
 
-    def __init__(self, sid: str, *, from_start: bool) -> None:
-        self.sid = sid
+    def __init__(self, *, from_start: bool) -> None:
         self.attempt: str | None = None if from_start else ""
         self.number = 0
+        self.segment = ""
         self.seq = 0
 
     def checked(self, records: list[EventRecord]) -> list[EventRecord]:
         out: list[EventRecord] = []
         for record in records:
+            if record.segment_id != self.segment:
+                self.segment, self.seq = record.segment_id, 0
             if record.number > 0:  # records of an earlier release have none
                 if self.attempt == "":  # resumed after an id: where it stands is this record
                     self.attempt, self.number = record.attempt, record.number - 1
@@ -230,30 +241,31 @@ class _Sequence:
                 if record.number <= self.number:
                     continue
                 if record.number > self.number + 1:
-                    out.append(self._gap(self.number + 1, record.number - 1))
+                    out.append(self._gap(record.segment_id, self.number + 1, record.number - 1))
                 self.number = record.number
             self.seq = max(self.seq, record.seq) if record.kind == "event" else record.seq
             out.append(record)
         return out
 
-    def _gap(self, first: int, last: int) -> EventRecord:
+    def _gap(self, sid: str, first: int, last: int) -> EventRecord:
         body = {
-            "run_id": self.sid,
+            "run_id": sid,
             "missing": {"from": first, "to": last},
             "count": last - first + 1,
             "after_seq": self.seq,
             "reason": "records lost from the event log (an outage, or trimmed past its bound)",
         }
         data = {"event": "gap", "data": json_text(body)}
-        return EventRecord(stream_id="", seq=self.seq, kind="event", segment_id=self.sid, data=data)
+        return EventRecord(stream_id="", seq=self.seq, kind="event", segment_id=sid, data=data)
 
 
 def sent(record: EventRecord, sid: str, agent: str) -> bytes:
-    """The SSE event of a record: its id, its frame's name, its JSON text (one line: JSON escapes line breaks). A
-    ``gap`` or a lost record's ``end`` was never a record of the log: it has no id (a client's ``Last-Event-ID``
-    stays the last record's)."""
+    """The SSE event of a record of segment ``sid`` (run by ``agent``, when known) or of an earlier segment of its
+    run: its id, its frame's name, its JSON text (one line: JSON escapes line breaks). A ``gap`` or a lost record's
+    ``end`` was never a record of the log: it has no id (a client's ``Last-Event-ID`` stays the last record's)."""
     if record.kind == "end":
-        body = summary(sid, SegmentOutcome.from_payload(record.data), agent)
+        own = record.segment_id == sid
+        body = summary(record.segment_id, SegmentOutcome.from_payload(record.data), agent if own else "")
         if record.data.get("end_record") == "lost":
             body = {**body, "end_record": "lost", "reason": record.data["reason"]}
         event, data = "end", json_text(body)

@@ -169,17 +169,28 @@ async def get_run(run_id: str, server: Srv) -> dict[str, Any]:
     return await server.summary(run_id)
 
 
+History = Annotated[
+    bool,
+    Query(
+        description="the frames of the segments before this one in the run's log first (a resumed run's segments "
+        "before each interrupt, a conversation's earlier turns), each from its run to its end"
+    ),
+]
+
+
 async def run_events(
     run_id: str,
     server: Srv,
     last_event_id: Annotated[str | None, Header(alias="Last-Event-ID", max_length=64)] = None,
+    history: History = False,
 ) -> EventStream:
-    """A run's events as SSE, from the start or after ``Last-Event-ID`` (replayed from the run's event log)."""
+    """A run's events as SSE, from the start or after ``Last-Event-ID`` (replayed from the run's event log); with
+    ``history``, the earlier segments' first, as the log keeps them."""
     given = None if last_event_id is None else parse_event_id(last_event_id)  # a malformed one is a 400 first
     await server.outcome(run_id)  # an unknown run is a 404
     run_key = run_id.rpartition("@")[0]  # the run's checkpoint id, or a conversation's session id
     after = await server.check_after(run_key, given)
-    return await server.sse(run_id, run_key, after)
+    return await server.sse(run_id, run_key, after, history=history)
 
 
 async def cancel_run(run_id: str, server: Srv) -> dict[str, Any]:

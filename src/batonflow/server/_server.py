@@ -325,11 +325,12 @@ class Server:
             )
         return after
 
-    async def sse(self, sid: str, run_key: str, after: str) -> EventStream:
-        """The run's frames after record id ``after`` as an SSE stream, with comment heartbeats. A log that has
+    async def sse(self, sid: str, run_key: str, after: str, *, history: bool = False) -> EventStream:
+        """The run's frames after record id ``after`` as an SSE stream, with comment heartbeats (with ``history``,
+        those of the segments before it in its log first, each from its ``run`` to its ``end``). A log that has
         dropped the frames after ``after`` says so at once (a 410) or, when a follower falls behind while it reads,
         with an ``error`` frame that ends the stream; so does a log that cannot be read."""
-        records = segment_batches(self.backend, run_key, sid, after)
+        records = segment_batches(self.backend, run_key, sid, after, history=history)
         first = asyncio.ensure_future(anext(records))
         await asyncio.sleep(0)  # a log that has the answer at hand (in memory) gives it now: a refusal is a 410
         if first.done() and isinstance(first.exception(), EventsGoneError):
@@ -350,11 +351,12 @@ class Server:
                 batch = await first
                 agent = server._agent(sid)
                 while True:
-                    if batch[-1].kind == "end":  # sent once the backend has recorded it, as a JSON answer is
+                    over = batch[-1].kind == "end" and batch[-1].segment_id == sid
+                    if over:  # sent once the backend has recorded it, as a JSON answer is
                         server.ended(sid)
                         await server.final(sid)
                     yield b"".join(sent(record, sid, agent) for record in batch)
-                    if batch[-1].kind == "end":
+                    if over:
                         break
                     batch = await anext(records)
             except StopAsyncIteration:

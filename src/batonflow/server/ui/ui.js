@@ -1,8 +1,9 @@
 // The batonflow dev UI: plain JavaScript over the server's API (no build step). It streams runs with fetch (so that
 // the bearer token travels in a header, which EventSource cannot send), each in a block of its own beside the
-// others, draws each run's tree from the events' run paths (its earlier segments kept when it resumes), draws the
-// target as a diagram with the running node marked, lists what waits for a person and answers it, and shows the
-// trace as a timeline.
+// others, draws each run's tree from the events' run paths (its earlier segments kept when it resumes, and read
+// again with the run's history after a reload: the address names the run), draws the target as a diagram with the
+// running node marked, shows the run's state, lists what waits for a person and answers it, and shows the trace as
+// a timeline.
 "use strict";
 
 const $ = (selector) => document.querySelector(selector);
@@ -107,7 +108,8 @@ function parseFrame(block) {
   return frame.data ? { ...frame, data: JSON.parse(frame.data) } : null;
 }
 
-// One stream: its own block in the chat, its own controller. Streams go side by side; none stops another.
+// One stream: its own block in the chat, its own controller. Streams go side by side; none stops another. A
+// ``body`` of null reads a run's events (GET) rather than starting or resuming one.
 async function stream(path, body, title, refused = null) {
   const run = { controller: new AbortController(), bubbles: new Map(), view: null, block: runBlock(title) };
   run.block.stop.addEventListener("click", () => run.controller.abort());
@@ -115,9 +117,9 @@ async function stream(path, body, title, refused = null) {
   $("#stop").disabled = false;
   try {
     const response = await fetch(path, {
-      method: "POST",
-      headers: headers({ "Content-Type": "application/json", Accept: "text/event-stream" }),
-      body: JSON.stringify(body),
+      method: body === null ? "GET" : "POST",
+      headers: headers(body === null ? { Accept: "text/event-stream" } : { "Content-Type": "application/json", Accept: "text/event-stream" }),
+      body: body === null ? undefined : JSON.stringify(body),
       signal: run.controller.signal,
     });
     if (!response.ok) {
@@ -163,6 +165,15 @@ function runBlock(title) {
   const block = element("div", { class: "run" }, head, body);
   $("#chat").append(block);
   return { block, head, state, tokens, stop, body };
+}
+
+// The next segment of a run read from its history: a block of its own (the stop button moved to it), its
+// events numbered from 1 again.
+function nextSegment(run, head) {
+  run.block.stop.remove();
+  run.block = runBlock(head.resumed ? `resume of ${head.checkpoint_id || head.session_id}` : "run");
+  run.block.stop.addEventListener("click", () => run.controller.abort());
+  run.bubbles = new Map();
 }
 
 function runStatus(run, text, error = false) {
@@ -215,6 +226,7 @@ function onFrame(run, frame) {
   const place = run.block.body;
   switch (frame.event) {
     case "run":
+      if (run.view) nextSegment(run, data);  // a replayed history: each segment in a block of its own
       run.view = viewOf(data);
       run.block.block.addEventListener("click", () => select(run.view));
       run.block.head.prepend(element("strong", {}, data.agent), " ");
@@ -242,6 +254,9 @@ function onFrame(run, frame) {
     case "trace":
       addTrace(run.view, data);
       break;
+    case "state":
+      if (run.view) run.view.state = data;
+      break;
     case "gap":
       note(place, `… ${data.count} event record(s) lost (${data.missing.from} to ${data.missing.to}): ${data.reason}`, "error", data);
       break;
@@ -251,7 +266,10 @@ function onFrame(run, frame) {
       const usage = data.usage || {};
       const tokens = usage.total_tokens || (usage.prompt_tokens || 0) + (usage.completion_tokens || 0);
       run.block.tokens.textContent = `${tokens} tokens`;
-      if (run.view) showState(run.view);
+      if (run.view) {
+        run.view.live = false;
+        if (run.view === ui.selected) showState(run.view);
+      }
       break;
     }
   }
@@ -291,10 +309,12 @@ function viewOf(head) {
   if (known && head.resumed) {
     known.tree.events.push({ kind: "resume", event: head });
     known.live = true;
+    known.runId = head.run_id;
+    known.state = null;  // this segment's values come with its end
     return known;
   }
   const view = {
-    key, agent: head.agent, session: head.session_id, live: true, visited: new Set(),
+    key, runId: head.run_id, agent: head.agent, session: head.session_id, live: true, visited: new Set(), state: null,
     tree: { name: head.agent, events: [], children: new Map() },
     timeline: element("tbody"),
   };
@@ -303,8 +323,11 @@ function viewOf(head) {
   return view;
 }
 
+// The run shown is named in the page's address (``#run=<its latest run id>``): a reload, or the address opened
+// elsewhere, reads that run's whole history again (``restore``).
 function select(view) {
   ui.selected = view;
+  history.replaceState(null, "", `#${new URLSearchParams({ run: view.runId })}`);
   drawTree();
   $("#timeline tbody").replaceWith(view.timeline);
   showDiagram(`agents/${view.agent}`, view.visited);
@@ -361,10 +384,12 @@ function addTrace(view, event) {
   view.timeline.append(row);
 }
 
-// The state panel: a conversation's values (its attributes) after each turn, a flow's variables after it ran.
+// The state panel: a conversation's values (its attributes) after each turn; a run's without a session, its
+// session values as its latest segment left them (the server's ``state`` frame); a flow's variables after it ran.
 async function showState(view) {
   if (!view.session) {
-    drawState(null, "a run without a session keeps no values between turns");
+    if (view.state) drawState(view.state.values, "", view.state.more);
+    else drawState(null, view.live ? "the run's values come when it ends or pauses" : "this run holds no values: its agents set none");
     return;
   }
   try {
@@ -375,9 +400,10 @@ async function showState(view) {
   }
 }
 
-function drawState(values, why = "no values") {
+function drawState(values, why = "no values", more = 0) {
   const rows = Object.entries(values || {}).map(([key, value]) =>
     element("tr", {}, element("th", {}, brief(key, 60)), element("td", {}, brief(value, 200))));
+  if (more) rows.push(element("tr", {}, element("th", {}, "…"), element("td", { class: "muted" }, `${more} more not shown`)));
   $("#state").replaceChildren(...(rows.length ? [element("table", {}, element("tbody", {}, ...rows))] : [element("p", { class: "muted" }, why)]));
 }
 
@@ -651,6 +677,15 @@ $("#prompt").addEventListener("submit", (submitted) => {
   stream("/runs", body, "run");
 });
 
+// The run the address names, read again from the server with the segments before it (every segment its log
+// keeps, in order): its tree, its chat, its timeline and its state as the live page showed them.
+function restore() {
+  const id = new URLSearchParams(location.hash.slice(1)).get("run");
+  if (id && ![...ui.views.values()].some((view) => view.runId === id)) {
+    stream(`/runs/${segment(id)}/events?history=true`, null, `replay of ${id.replace(/@[^@]*$/, "")}`);
+  }
+}
+
 let polling = null;
 
 async function start() {
@@ -659,6 +694,7 @@ async function start() {
     await refreshSide();
     status("ready");
     polling = polling || setInterval(refreshSide, POLL_MS);
+    restore();
   } catch (error) {
     status(`${error.message || error} (set the token?)`, true);
   }
