@@ -22,6 +22,7 @@ from ._events import RedisEventLog as RedisEventLog
 from ._events import event_log_at as event_log_at
 from ._events import watch_cancels as watch_cancels
 from ._frames import body_of as body_of
+from ._frames import delta_text as delta_text
 from ._frames import error_json as error_json
 from ._frames import json_text as json_text
 from ._frames import jsonable as jsonable
@@ -62,6 +63,7 @@ __all__ = [
     "StepMode",
     "StepTable",
     "body_of",
+    "delta_text",
     "error_json",
     "event_log_at",
     "json_text",

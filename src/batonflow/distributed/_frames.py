@@ -34,6 +34,7 @@ __all__ = [
     "FrameSink",
     "Framer",
     "body_of",
+    "delta_text",
     "error_json",
     "event_json",
     "event_kind",
@@ -62,20 +63,34 @@ _UNICODE = json.JSONEncoder(ensure_ascii=False)
 defaults, which was half of what a frame's JSON cost."""
 
 
+def delta_text(seq: int, content: str, reasoning: str = "") -> str:
+    """``json_text`` of a ``delta`` frame's data (``seq``, ``content``, and ``reasoning`` when there is some), the
+    same text made without an encoder's walk of a dict: most of a streamed run's frames are deltas."""
+    text = f'{{"seq": {seq}, "content": {_string(content)}'
+    text += f', "reasoning": {_string(reasoning)}}}' if reasoning else "}"
+    if not text.isascii() and _SURROGATE.search(text):
+        return json.dumps({"seq": seq, "content": content, **({"reasoning": reasoning} if reasoning else {})})
+    return text
+
+
+_string = json.encoder.encode_basestring  # what the encoder writes a str as (ensure_ascii=False)
+
+
 @dataclass(frozen=True, slots=True)
 class Frame:
     """One SSE event of a run: its ``event`` name, its JSON ``data``, and the ``seq`` of the agent event it is part
-    of (0 before the first)."""
+    of (0 before the first); ``text``, when given, is ``json_text(data)`` made already."""
 
     event: str
     data: dict[str, Any]
     seq: int = 0
+    text: str | None = None
 
     def record(self) -> dict[str, str]:
         """What a log keeps of the frame: its SSE event name and its data, as the JSON text sent. Made once, where
         the run runs: every follower sends the same text, and a log in memory holds two strings a frame, not the
         frame's values (which would lengthen every collection of the garbage collector)."""
-        return {"event": self.event, "data": json_text(self.data)}
+        return {"event": self.event, "data": json_text(self.data) if self.text is None else self.text}
 
 
 def body_of(record: Mapping[str, Any]) -> dict[str, Any]:
@@ -125,7 +140,8 @@ class Framer:
                             delta = {"seq": event.seq, "content": chunk.content}
                             if chunk.reasoning_content:
                                 delta["reasoning"] = chunk.reasoning_content
-                            await sink(Frame("delta", delta, event.seq))
+                            text = delta_text(event.seq, chunk.content, chunk.reasoning_content)
+                            await sink(Frame("delta", delta, event.seq, text))
                 message = await variant.get_message()
             except Exception:
                 message = None  # the agent reports why in an error event of its own

@@ -32,10 +32,11 @@ class EventsGoneError(RunError):
 
 
 class _Run:
-    __slots__ = ("dropped", "records", "wake")
+    __slots__ = ("dropped", "numbers", "records", "wake")
 
     def __init__(self, maxlen: int) -> None:
         self.records: deque[EventRecord] = deque(maxlen=maxlen)
+        self.numbers: deque[int] = deque(maxlen=maxlen)  # each record's id's number, read without parsing the id
         self.dropped = 0  # the number of the last record the bound dropped (0: none)
         # Set by the next record, made by a follower that is about to wait: a run that nobody waits on (most of
         # its records, since a follower reads what is there at once) makes no event a record.
@@ -79,10 +80,11 @@ class MemoryEventLog:
                 self._runs.popitem(last=False)[1].woken()  # its followers look again, and find it gone
         else:
             self._runs.move_to_end(run)
-        records = held.records
+        records, numbers = held.records, held.numbers
         if len(records) == records.maxlen:
-            held.dropped = _number(records[0].stream_id)
+            held.dropped = numbers[0]
         records.append(record)
+        numbers.append(self._count)
         held.woken()
         return record
 
@@ -108,10 +110,10 @@ class MemoryEventLog:
                     raise self._gone(run, held, position)
                 position = held.dropped  # the numbers of what follows show the hole
             first = False
-            records = held.records
+            records, numbers = held.records, held.numbers
             # The records are in id order: skip the ones seen, from the end (a follower is usually near it).
-            start = len(records)
-            while start and _number(records[start - 1].stream_id) > position:
+            start = len(numbers)
+            while start and numbers[start - 1] > position:
                 start -= 1
             # A copy: the run may write (and the bound drop) while the follower is away with the batch.
             batch = list(itertools.islice(records, start, None))
@@ -120,7 +122,7 @@ class MemoryEventLog:
                     yield batch[: i + 1]
                     return
             if batch:
-                position = _number(batch[-1].stream_id)
+                position = numbers[-1]  # the batch is the records to the end
                 yield batch
                 continue  # look again (the run may have written meanwhile) before waiting
             await held.waiter().wait()

@@ -24,6 +24,7 @@ from ..errors import UserError
 from ..graph import FlowEngine, Graph
 from ..store import CheckpointStore, MemoryCheckpointStore, MemorySessionStore, SessionStore
 from ._errors import ApiError, ErrorBody, install_handlers
+from ._fast import Bearer, FastRuns
 from ._flows import flow_routes, load_flows
 from ._limits import BodyLimit
 from ._openai import openai_routes
@@ -97,12 +98,12 @@ def create_app(
     )
     app.state.batonflow = server
     install_handlers(app)
-    _middleware(app, limits, cors)
+    bearer = _bearer(auth_token) if auth_token is not None else None
+    _middleware(app, server, limits, cors, bearer)
     app.add_api_route("/health", health, methods=["GET"], tags=["server"])
     app.add_api_route("/health/ready", ready, methods=["GET"], tags=["server"], response_model=None)
-    # Without a token there is nothing to check: no dependency to solve on every request (nor a bearer scheme in the
-    # OpenAPI document that no request needs).
-    auth = [Depends(_bearer(auth_token))] if auth_token is not None else []
+    # No token, nothing to check: no dependency solved per request, no bearer scheme in the OpenAPI document.
+    auth = [Depends(bearer[1])] if bearer is not None else []
     app.include_router(routes(), dependencies=auth)
     app.include_router(openai_routes(), dependencies=auth)
     app.include_router(flow_routes(), dependencies=auth)
@@ -110,8 +111,12 @@ def create_app(
     return app
 
 
-def _middleware(app: FastAPI, limits: ServerLimits, cors: Sequence[str] | None) -> None:
-    """The body limit on every request, and CORS for the origins given."""
+def _middleware(
+    app: FastAPI, server: Server, limits: ServerLimits, cors: Sequence[str] | None, bearer: Bearer | None
+) -> None:
+    """The body limit on every request, and CORS for the origins given; under them (the innermost), ``POST /runs``
+    answered before FastAPI's routing."""
+    app.add_middleware(FastRuns, server=server, bearer=bearer)
     app.add_middleware(BodyLimit, limit=limits.max_body_bytes)
     if cors is not None:
         app.add_middleware(
@@ -213,7 +218,9 @@ def _named(agents: Agent | Mapping[str, Agent] | Sequence[Agent], flows: bool) -
     return named
 
 
-def _bearer(token: str) -> Callable[..., Any]:
+def _bearer(token: str) -> Bearer:
+    """The scheme that reads a request's bearer token (in the OpenAPI document) and the check of what it read: the
+    routes' dependency, and the fast path's check."""
     scheme = HTTPBearer(auto_error=False, description="the server's auth_token")
     expected = token.encode()
 
@@ -237,4 +244,4 @@ def _bearer(token: str) -> Callable[..., Any]:
                 headers={"WWW-Authenticate": 'Bearer error="invalid_token"'},
             )
 
-    return check
+    return scheme, check

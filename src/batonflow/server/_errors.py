@@ -19,7 +19,7 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from ._wire import JSONAnswer
 
-__all__ = ["ApiError", "ErrorBody", "error_body", "install_handlers", "shown"]
+__all__ = ["ApiError", "ErrorBody", "api_error", "error_body", "install_handlers", "shown"]
 
 
 class ErrorDetail(BaseModel):
@@ -60,7 +60,8 @@ def error_body(code: str, message: str, expected: Any = None, found: Any = None)
     return {"error": {"code": code, "message": message, "expected": expected, "found": found}}
 
 
-def _api_error(_: Request, error: Exception) -> JSONResponse:
+def api_error(_: Request, error: Exception) -> JSONResponse:
+    """The answer of an ``ApiError``: its status, its headers, and the API's error body."""
     assert isinstance(error, ApiError)
     body = error_body(error.code, error.message, error.expected, error.found)
     return JSONAnswer(body, status_code=error.status, headers=error.headers)
@@ -108,6 +109,6 @@ def _http_error(_: Request, error: Exception) -> JSONResponse:
 
 
 def install_handlers(app: Any) -> None:
-    app.add_exception_handler(ApiError, _api_error)
+    app.add_exception_handler(ApiError, api_error)
     app.add_exception_handler(RequestValidationError, _validation_error)
     app.add_exception_handler(StarletteHTTPException, _http_error)

@@ -19,7 +19,7 @@ from ._structure import agent_structure, flow_structure
 from ._targets import check_targets
 from ._wire import jsonable, message_json
 
-__all__ = ["routes"]
+__all__ = ["IDEMPOTENCY_KEY_MAX", "routes", "start_run"]
 
 Srv = Annotated[Server, Depends(state)]
 
@@ -34,11 +34,13 @@ async def list_agents(server: Srv) -> dict[str, Any]:
     }
 
 
+IDEMPOTENCY_KEY_MAX = 255
+
 IdempotencyKey = Annotated[
     str | None,
     Header(
         alias="Idempotency-Key",
-        max_length=255,
+        max_length=IDEMPOTENCY_KEY_MAX,
         description="a key of the client's: the same key and body again answer the same run, never a second one",
     ),
 ]
