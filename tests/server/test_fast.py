@@ -101,6 +101,15 @@ async def test_a_body_the_route_refuses_goes_on_to_fastapi_and_is_refused_as_bef
     assert answer.json()["error"]["found"] is not None
 
 
+@pytest.mark.parametrize("body", [b"[" * 100_000 + b"]" * 100_000, b'{"agent": "echo", "input": ' + b"[" * 50_000])
+async def test_json_nested_past_what_the_parser_recurses_goes_on_to_fastapi_and_is_a_400(body: bytes) -> None:
+    app, client = spied()
+    async with client:
+        answer = await client.post("/runs", content=body, headers={"content-type": "application/json"})
+    assert app.routed
+    assert answer.status_code == 400 and answer.json()["error"]["message"] == "There was an error parsing the body"
+
+
 async def test_the_token_is_checked_by_the_routes_check_and_a_refused_client_is_refused_by_fastapi() -> None:
     app, client = spied(auth_token="s3cret")
     body = {"agent": "echo", "input": "x", "stream": True}

@@ -75,7 +75,7 @@ class FastRuns:
             return None
         try:
             body = RunRequest.model_validate(json.loads(raw), from_attributes=True)
-        except (ValueError, ValidationError):  # malformed JSON (a ValueError), or a body off the schema
+        except (ValueError, RecursionError, ValidationError):  # malformed or too deep JSON, or off the schema
             return None
         if self.bearer is not None:
             scheme, check = self.bearer
