@@ -9,8 +9,8 @@ from collections.abc import Sequence
 import pytest
 
 from batonflow.adk import Runner, TransferToAgentTool, collect_events
-from batonflow.errors import UserError
-from batonflow.models import ForcedTool, RouteByExamples
+from batonflow.errors import ModelError, UserError
+from batonflow.models import ForcedTool, ModelSettings, RouteByExamples
 from batonflow.models.local import LlamaCppChatModel
 from batonflow.schema import Message, assistant, concat_message_stream, tool_message, user
 from batonflow.testing import FunctionModel
@@ -149,9 +149,26 @@ async def test_smollm2_finds_a_request_likelier_after_requests_of_its_kind(smoll
     llama = smollm2._load()
     counted = len(llama.tokenize(kind.encode())) + len(llama.tokenize(b"Hello, who am I talking to?", add_bos=False))
     assert greeting < 0 and tokens == counted
-    # A scoring leaves the model as it was for chat: it answers in words after it.
-    answer = await smollm2.generate([user("Say hello.")])
+    # A prefix scored again is restored, not decoded again, and scores alike; another scored between changes nothing.
+    assert await smollm2.log_likelihood(kind, "Hello, who am I talking to?") == (greeting, tokens)
+    assert list(smollm2._prefixes)[-1] == kind
+
+
+async def test_a_scoring_leaves_the_chats_context_as_it_was(smollm2: LlamaCppChatModel) -> None:
+    answer = await smollm2.generate([user("Say hello.")], settings=ModelSettings(max_tokens=8))
     assert answer.content.strip()
+    chat = smollm2._load()
+    held = list(chat.input_ids[: chat.n_tokens])
+    await smollm2.log_likelihood("Messages:\n- ", "Hello there")
+    assert list(chat.input_ids[: chat.n_tokens]) == held
+
+
+async def test_a_text_too_long_to_score_is_refused_saying_how_long(smollm2: LlamaCppChatModel) -> None:
+    with pytest.raises(ModelError) as caught:
+        await smollm2.log_likelihood("", "word " * 3000)
+    assert "the text to score does not fit in the scoring context: expected at most 2048 tokens, got 300" in str(
+        caught.value
+    )
 
 
 async def test_the_demos_router_on_smollm2_keeps_an_off_topic_request_and_routes_a_refund(
