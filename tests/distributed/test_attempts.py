@@ -5,7 +5,9 @@ not answer leaves them uncounted, and the segments run."""
 from __future__ import annotations
 
 import asyncio
+import threading
 import uuid
+from concurrent.futures import ThreadPoolExecutor
 
 import psycopg
 import pytest
@@ -61,3 +63,28 @@ async def test_starts_that_cannot_be_counted_are_each_uncounted_and_logged(caplo
     assert any(m.startswith("segment a@start: its start is not counted") for m in logged), logged
     assert any(m.startswith("segment b@start: its start is not counted") for m in logged), logged
     assert any(m.startswith("segment a@start: its start count stays behind") for m in logged), logged
+
+
+def test_workers_starting_together_each_count_their_first_segment(cluster: Cluster) -> None:
+    """Each worker makes the table on its first count; made at the same moment by several, without a lock one of
+    them failed (``pg_type_typname_nsp_index``) and its first segments went uncounted."""
+    schema = f"attempts_{uuid.uuid4().hex[:8]}"
+    with psycopg.connect(cluster.database_url, autocommit=True) as db:
+        db.execute(f"CREATE SCHEMA {schema}")
+    url = f"{cluster.database_url}?options=-csearch_path%3D{schema}"
+    pool = [SegmentAttempts(url) for _ in range(8)]
+    start = threading.Barrier(len(pool))
+
+    def first(attempts: SegmentAttempts, n: int) -> int | None:
+        start.wait()
+        return attempts.count_all([f"first-{n}@start"], f"worker-{n}")[f"first-{n}@start"]
+
+    try:
+        with ThreadPoolExecutor(len(pool)) as threads:
+            counted = list(threads.map(first, pool, range(len(pool))))
+    finally:
+        for attempts in pool:
+            attempts.close()
+        with psycopg.connect(cluster.database_url, autocommit=True) as db:
+            db.execute(f"DROP SCHEMA {schema} CASCADE")
+    assert counted == [1] * len(pool)

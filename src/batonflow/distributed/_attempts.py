@@ -26,6 +26,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import threading
+import zlib
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime
@@ -56,6 +57,7 @@ ON CONFLICT (segment_id) DO UPDATE
 SET attempts = batonflow_segment_runs.attempts + 1, executor_id = excluded.executor_id, updated_at = now()
 RETURNING segment_id, attempts
 """
+_SCHEMA_LOCK = zlib.crc32(b"batonflow_segment_runs")
 _GIVE_UP = "UPDATE batonflow_segment_runs SET failed_at = now(), error = %s WHERE segment_id = %s"
 _UNCOUNT = "UPDATE batonflow_segment_runs SET attempts = attempts - 1 WHERE segment_id = %s AND failed_at IS NULL"
 _FORGET = "DELETE FROM batonflow_segment_runs WHERE segment_id = ANY(%s::text[]) AND failed_at IS NULL"
@@ -150,10 +152,13 @@ class SegmentAttempts:
 
     def _db(self) -> psycopg.Connection[tuple[Any, ...]]:
         if self._conn is None or self._conn.closed or self._conn.broken:
-            self._conn = psycopg.connect(
+            conn = psycopg.connect(
                 self.database_url, autocommit=True, connect_timeout=max(1, round(self.connect_timeout))
             )
-            self._conn.execute(_SCHEMA)
+            with conn.transaction():  # under a lock: workers starting together collide on CREATE … IF NOT EXISTS
+                conn.execute("SELECT pg_advisory_xact_lock(%s)", (_SCHEMA_LOCK,))
+                conn.execute(_SCHEMA)
+            self._conn = conn
         return self._conn
 
     def count_all(self, segment_ids: list[str], executor_id: str) -> dict[str, int | None]:
