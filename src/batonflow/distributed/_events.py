@@ -131,19 +131,22 @@ async def watch_cancels(log: EventLog, segment_id: str, task: asyncio.Task[Any],
             await asyncio.sleep(wait)
 
 
-def event_log_at(url: str) -> EventLog:
+def event_log_at(url: str, *, max_connections: int | None = None) -> EventLog:
     """The event log at ``url``, by its scheme: ``redis://`` (or ``rediss://``, ``unix://``) a ``RedisEventLog``,
-    ``postgresql://`` (or ``postgres://``) a ``PostgresEventLog``, each with its default bounds."""
+    ``postgresql://`` (or ``postgres://``) a ``PostgresEventLog``, each with its default bounds; with
+    ``max_connections``, that many connections for its commands or statements at most (its default when None)."""
     if not isinstance(url, str):
         raise UserError(f"events URL: expected a string, got {type(url).__name__}")
     scheme, sep, _ = url.partition("://")
     kind = scheme.partition("+")[0] if sep else ""
     if kind in ("redis", "rediss", "unix"):
-        return RedisEventLog(url)
+        return RedisEventLog(url) if max_connections is None else RedisEventLog(url, max_connections=max_connections)
     if kind in ("postgresql", "postgres"):
         from ._pgevents import PostgresEventLog
 
-        return PostgresEventLog(url)
+        return (
+            PostgresEventLog(url) if max_connections is None else PostgresEventLog(url, max_connections=max_connections)
+        )
     found = f"one of scheme {scheme!r}" if sep else "no scheme"  # not the URL: it may hold a password
     raise UserError(f"events URL: expected redis://… or postgresql://…, got {found}")
 
