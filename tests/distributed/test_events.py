@@ -138,3 +138,118 @@ async def test_a_segment_whose_end_record_is_out_is_done_before_dbos_says_so(clu
     finally:
         await backend.cancel(sid)
         await backend.close()
+
+
+def _counting(log: RedisEventLog, method: str) -> list[int]:
+    """The calls of ``method`` on the log's client from now on (a call appends 1)."""
+    client = log._redis()
+    calls: list[int] = []
+    original = getattr(client, method)
+
+    def counted(*args: object, **kwargs: object) -> object:
+        calls.append(1)
+        return original(*args, **kwargs)
+
+    setattr(client, method, counted)
+    return calls
+
+
+async def test_records_published_at_once_share_a_pipeline_each_answered_its_own_id() -> None:
+    """200 segments publishing at the same moment cost a pipeline or two, not a round trip each: every publish is
+    answered the id of its own record, each run's stream holds its records in order, and each lapses with the
+    log's ttl."""
+    log = RedisEventLog(REDIS_URL, ttl=30.0)
+    runs = [f"batch-{uuid.uuid4().hex[:8]}" for _ in range(200)]
+    try:
+        pipelines = _counting(log, "pipeline")
+        ids = await asyncio.gather(
+            *(log.publish(run, f"{run}@start", seq, "event", {"n": seq}) for seq in (1, 2) for run in runs)
+        )
+        kept = [await log._redis().xrange(log.stream_key(run)) for run in runs]
+        ttls = [await log._redis().pttl(log.stream_key(run)) for run in runs]
+    finally:
+        await log.close()
+    assert 1 <= len(pipelines) <= 3, pipelines
+    answered = [[ids[i], ids[200 + i]] for i in range(200)]  # each run's publishes: seq 1, then seq 2
+    assert [[e[0].decode() for e in entries] for entries in kept] == answered  # each got its own record's id
+    assert all([e[1][b"seq"] for e in entries] == [b"1", b"2"] for entries in kept)
+    assert all(0 < ttl <= 30_000 for ttl in ttls)
+
+
+async def test_a_record_that_fails_in_a_shared_pipeline_fails_only_its_publish() -> None:
+    log = RedisEventLog(REDIS_URL, ttl=30.0)
+    good, bad = f"good-{uuid.uuid4().hex[:8]}", f"bad-{uuid.uuid4().hex[:8]}"
+    try:
+        await log._redis().set(log.stream_key(bad), b"not a stream", px=30_000)
+        published = await asyncio.gather(
+            log.publish(good, f"{good}@start", 1, "event", {"n": 1}),
+            log.publish(bad, f"{bad}@start", 1, "event", {"n": 1}),
+            return_exceptions=True,
+        )
+        kept = await log._redis().xlen(log.stream_key(good))
+    finally:
+        await log.close()
+    assert isinstance(published[0], str) and kept == 1
+    assert "WRONGTYPE" in str(published[1]), published[1]
+
+
+async def test_the_cancel_flags_of_many_segments_are_looked_at_together() -> None:
+    """Fifty watched segments cost one look at the flags per pace, not fifty: the one whose cancel is requested is
+    cancelled, the others run on, and a watch whose task ended lets go."""
+    log = RedisEventLog(REDIS_URL, ttl=30.0)
+    segments = [f"watch-{uuid.uuid4().hex[:8]}@start" for _ in range(50)]
+    tasks = [asyncio.ensure_future(asyncio.sleep(3600)) for _ in segments]
+    try:
+        looks, single = _counting(log, "mget"), _counting(log, "exists")
+        watchers = [
+            asyncio.ensure_future(log.watch_cancel(s, t, every=0.1)) for s, t in zip(segments, tasks, strict=True)
+        ]
+        await asyncio.sleep(0.55)
+        await log.request_cancel(segments[0])
+        await asyncio.wait_for(watchers[0], WAIT)
+        tasks[1].cancel()
+        await asyncio.wait_for(watchers[1], WAIT)  # its task ended: the watch lets go
+        running = [t.done() for t in tasks[2:]]
+        for watcher in watchers[2:]:
+            watcher.cancel()
+        await asyncio.gather(*watchers[2:], return_exceptions=True)
+    finally:
+        for task in tasks:
+            task.cancel()
+        await log.close()
+    assert tasks[0].cancelled() and not any(running)
+    assert 4 <= len(looks) <= 12 and not single, (len(looks), len(single))
+
+
+async def test_a_failed_look_at_the_cancel_flags_reaches_every_watcher() -> None:
+    log = RedisEventLog("redis://127.0.0.1:1/0", timeout=0.5)
+    tasks = [asyncio.ensure_future(asyncio.sleep(3600)) for _ in range(3)]
+    try:
+        failed = await asyncio.wait_for(
+            asyncio.gather(*(log.watch_cancel(f"s{i}@start", t) for i, t in enumerate(tasks)), return_exceptions=True),
+            WAIT,
+        )
+    finally:
+        for task in tasks:
+            task.cancel()
+        await log.close()
+    assert [type(error).__name__ for error in failed] == ["ConnectionError"] * 3
+    with pytest.raises(UserError, match="every: expected a number of seconds > 0, got 0"):
+        await log.watch_cancel("s@start", tasks[0], every=0)
+
+
+async def test_connections_open_without_looking_up_the_redis_client_version(monkeypatch: pytest.MonkeyPatch) -> None:
+    """redis-py 7 and later read their own version from the installed metadata for each connection they open,
+    unless told it: a burst of followers opened hundreds, at 3 ms each."""
+    import redis.utils
+
+    looked: list[int] = []
+    monkeypatch.setattr(redis.utils, "get_lib_version", lambda: looked.append(1) or "0")
+    log = RedisEventLog(REDIS_URL, ttl=30.0)
+    run = f"version-{uuid.uuid4().hex[:8]}"
+    try:
+        await asyncio.gather(*(log.publish(run, f"{run}@start", 1, "event", {"n": 1}) for _ in range(5)))
+        await asyncio.gather(*(log.last(run) for _ in range(20)))
+    finally:
+        await log.close()
+    assert looked == []

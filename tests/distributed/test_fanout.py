@@ -94,5 +94,12 @@ def test_a_worker_with_another_concurrency_says_it_changes_every_workers_limit(c
     )
     assert "queue batonflow-branches" not in second.text()  # unchanged: nothing to say
     with psycopg.connect(cluster.database_url) as db:
-        row = db.execute("SELECT worker_concurrency FROM dbos.queues WHERE name = 'batonflow-segments'").fetchone()
-    assert row == (3,)
+        rows = db.execute(
+            "SELECT name, worker_concurrency, polling_interval_sec FROM dbos.queues ORDER BY 1"
+        ).fetchall()
+    # The segments' queue looked at every 20 ms (a run's first event waits for it), the branches' every 100 ms: a
+    # branch is a whole agent run, and each look costs a worker as much as one of the segments' queue.
+    assert [r for r in rows if r[0].startswith("batonflow-")] == [
+        ("batonflow-branches", 2, 0.1),
+        ("batonflow-segments", 3, 0.02),
+    ]

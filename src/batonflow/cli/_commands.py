@@ -281,6 +281,22 @@ def serve(
             help="with --backend dbos: where runs' events are, redis://… or postgresql://… (instead of --redis-url)",
         ),
     ] = None,
+    db_pool: Annotated[
+        int | None,
+        typer.Option(
+            min=1,
+            envvar="BATONFLOW_CLIENT_POOL",
+            help="with --backend dbos: connections the DBOS client's pool may hold (DBOS: 5)",
+        ),
+    ] = None,
+    events_pool: Annotated[
+        int | None,
+        typer.Option(
+            min=1,
+            envvar="BATONFLOW_EVENTS_POOL",
+            help="with --backend dbos: connections the event log may hold for statements (PostgreSQL: 10, Redis: 500)",
+        ),
+    ] = None,
 ) -> None:
     """Serve the agents over HTTP: the API, SSE streams and the OpenAI-compatible endpoint (uvicorn)."""
     from ._serve import serve as run_server
@@ -300,6 +316,8 @@ def serve(
         database_url=database_url,
         redis_url=redis_url,
         events_url=events_url,
+        db_pool=db_pool,
+        events_pool=events_pool,
     )
 
 

@@ -46,6 +46,8 @@ def make_app(
     database_url: str | None = None,
     redis_url: str | None = None,
     events_url: str | None = None,
+    db_pool: int | None = None,
+    events_pool: int | None = None,
 ) -> FastAPI:
     checkpoints, sessions = open_stores(store)
     agents, flows = load_target(target)
@@ -55,7 +57,15 @@ def make_app(
         checkpoint_store=checkpoints,
         session_store=sessions,
         auth_token=token,
-        backend=_backend(backend, checkpoints, sessions, database_url, events_url=events_url, redis_url=redis_url),
+        backend=_backend(
+            backend,
+            checkpoints,
+            sessions,
+            database_url,
+            events_url=events_url,
+            redis_url=redis_url,
+            pools=(db_pool, events_pool),
+        ),
     )
 
 
@@ -67,9 +77,13 @@ def _backend(
     *,
     events_url: str | None,
     redis_url: str | None,
+    pools: tuple[int | None, int | None] = (None, None),
 ) -> LiveBackend | None:
-    """The backend ``--backend`` names: ``local`` (runs in this process) or ``dbos`` (on the workers)."""
+    """The backend ``--backend`` names: ``local`` (runs in this process) or ``dbos`` (on the workers), the latter
+    with ``pools``: its DBOS client's and its event log's connections at most (``--db-pool``, ``--events-pool``)."""
     if kind == "local":
+        if pools != (None, None):
+            raise UserError("--db-pool and --events-pool: expected --backend dbos (their pools are its), got local")
         return None
     if kind != "dbos":
         raise UserError(f"--backend: expected 'local' or 'dbos', got {kind!r}")
@@ -80,8 +94,13 @@ def _backend(
         raise UserError(f"--backend dbos: expected {' and '.join(missing)}, got none")
     from ..distributed import DBOSBackend, event_log_at
 
+    db_pool, events_pool = pools
     backend: LiveBackend = DBOSBackend(
-        checkpoints, database_url=database_url, events=event_log_at(events_url), sessions=sessions
+        checkpoints,
+        database_url=database_url,
+        events=event_log_at(events_url, max_connections=events_pool),
+        sessions=sessions,
+        db_pool=db_pool,
     )
     return backend
 
@@ -104,6 +123,8 @@ def serve(
     database_url: str | None = None,
     redis_url: str | None = None,
     events_url: str | None = None,
+    db_pool: int | None = None,
+    events_pool: int | None = None,
 ) -> None:
     """Serve the target on uvicorn; with ``browse``, open the dev UI in a browser once the server listens."""
     import uvicorn
@@ -111,7 +132,15 @@ def serve(
     if reload and backend != "local":
         raise UserError(f"--reload: expected --backend local (a development server), got --backend {backend}")
     app = make_app(
-        target, store, token, backend=backend, database_url=database_url, redis_url=redis_url, events_url=events_url
+        target,
+        store,
+        token,
+        backend=backend,
+        database_url=database_url,
+        redis_url=redis_url,
+        events_url=events_url,
+        db_pool=db_pool,
+        events_pool=events_pool,
     )  # made here first, so that a bad target fails before uvicorn starts
     if browse:
         url = ui_url(host, port)

@@ -58,6 +58,8 @@ __all__ = ["APP_VERSION", "CodecSerializer", "DBOSBackend", "DBOSWorker"]
 
 POLL = 0.02  # seconds between a worker's looks at the queue: on average half of it before a segment starts. An idle
 # worker polling every 0.1 s used 9 % of a core, every 0.01 s 30 % (2-core machine, DBOS 3.4): 0.02 is the middle.
+BRANCH_POLL = 0.1  # the branches' queue: a branch is a whole agent run, 40 ms more before it starts is little beside
+# it, and each look costs as much as one of the segments' queue (two queues at 0.02 s: 21 to 30 % of a core, idle).
 
 _log = logging.getLogger("batonflow.distributed")
 
@@ -149,12 +151,13 @@ class DBOSWorker:
         except BaseException:
             _worker = None
             raise
-        for queue, limit in ((QUEUE, self.concurrency), (BRANCH_QUEUE, self.branch_concurrency)):
-            self._register(queue, limit)
+        self._register(QUEUE, self.concurrency, POLL)
+        self._register(BRANCH_QUEUE, self.branch_concurrency, BRANCH_POLL)
 
-    def _register(self, queue: str, limit: int) -> None:
-        """Set the queue's per-worker limit. DBOS keeps it in the database, where every worker reads it again at
-        each poll: the last worker launched sets it for all, so say so when that changes what the others run."""
+    def _register(self, queue: str, limit: int, poll: float) -> None:
+        """Set the queue's per-worker limit and how often it is looked at. DBOS keeps them in the database, where
+        every worker reads them again at each poll: the last worker launched sets the limit for all, so say so when
+        that changes what the others run."""
         before = DBOS.retrieve_queue(queue)
         was = before.worker_concurrency if before is not None else None
         if before is not None and was != limit:
@@ -165,7 +168,7 @@ class DBOSWorker:
                 limit,
                 was,
             )
-        DBOS.register_queue(queue, worker_concurrency=limit, polling_interval_sec=POLL, on_conflict="always_update")
+        DBOS.register_queue(queue, worker_concurrency=limit, polling_interval_sec=poll, on_conflict="always_update")
 
     def _connect(self) -> None:
         """Launch DBOS, retrying with backoff while the database cannot be reached (nothing is claimed until it is);
@@ -319,7 +322,7 @@ class DBOSWorker:
         request = SegmentRequest.from_payload(payload)
         if self.drain.refuses():  # dequeued as the drain began: not started here, handed back with the others
             return await self._park(sid, None)
-        attempt = await asyncio.to_thread(self.attempts.count, sid, self.executor_id)
+        attempt = await self.attempts.started(sid, self.executor_id)
         log = self.events
         if log is None:
             task = asyncio.ensure_future(self._counted(request, sid, None, attempt))
@@ -392,7 +395,7 @@ class DBOSWorker:
         if self.drain.stopped(outcome.status, outcome.error):
             return outcome  # parked: its count is taken back there
         if self.sweeper is None or not self.sweeper.swept:  # a swept worker's segment runs on, counted, elsewhere
-            await asyncio.to_thread(self.attempts.forget, sid)
+            await self.attempts.ended(sid)
         return outcome
 
     async def _publish(self, log: EventLog, run: str, sid: str, seq: int, kind: Kind, data: dict[str, Any]) -> None:

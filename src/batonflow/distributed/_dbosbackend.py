@@ -23,6 +23,7 @@ from ..errors import BackendUnavailableError, CheckpointNotFoundError, SegmentEr
 from ..store import CheckpointStore, SessionStore
 from ._attempts import FailedSegment, SegmentAttempts
 from ._backend import PausedRun
+from ._checks import count
 from ._events import EventLog, EventRecord
 from ._segment import (
     SegmentClaim,
@@ -54,7 +55,7 @@ class DBOSBackend:
     their outcomes; runs no agent code. ``checkpoint_store`` is the workers' store (a resume's generation is read
     from it), ``sessions`` their session store (where a conversation's turn stands is read from it). With
     ``events`` (the workers' event log), ``events`` reads a run's live stream and ``cancel`` reaches the worker
-    running the segment."""
+    running the segment. ``db_pool`` caps the DBOS client's connection pool (DBOS's default, 5, when None)."""
 
     def __init__(
         self,
@@ -64,15 +65,20 @@ class DBOSBackend:
         app_version: str = APP_VERSION,
         events: EventLog | None = None,
         sessions: SessionStore | None = None,
+        db_pool: int | None = None,
     ) -> None:
         check_version(app_version)
+        pool = None if db_pool is None else count("db_pool", db_pool)
         self.store = checkpoint_store
         self.sessions = sessions
         self.event_log = events
         self.app_version = app_version
         # No retries of a connection that fails: a request answers 503 (and its client retries) rather than hang.
         self._client = DBOSClient(
-            system_database_url=database_url, serializer=CodecSerializer(), retry_connection_errors=False
+            system_database_url=database_url,
+            serializer=CodecSerializer(),
+            retry_connection_errors=False,
+            system_database_pool_size=pool,
         )
         self._database_url = database_url
 

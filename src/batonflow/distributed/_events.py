@@ -14,6 +14,10 @@ module), ``PostgresEventLog`` in PostgreSQL tables, for deployments without Redi
 - The stream is bounded (``maxlen``: each append past it drops the oldest record) and expires ``ttl`` seconds after
   its last write: the durable record of a run is its checkpoint and session, not its live stream.
 - Cancellation travels the other way: ``request_cancel`` sets a key the worker polls while the segment runs.
+- Round trips are shared: the records a process publishes at the same moment (its segments' events) go to Redis
+  in one pipeline, each publish still awaiting its own record (``_Batch``), and one ``MGET`` every pace looks at
+  the cancel flags of all the segments the process watches (``_CancelWatch``). A worker running 200 segments
+  made a round trip per record and five cancel looks a second per segment before.
 
 Events are written as the codec's JSON (a message is a registered type), never pickled.
 """
@@ -127,19 +131,22 @@ async def watch_cancels(log: EventLog, segment_id: str, task: asyncio.Task[Any],
             await asyncio.sleep(wait)
 
 
-def event_log_at(url: str) -> EventLog:
+def event_log_at(url: str, *, max_connections: int | None = None) -> EventLog:
     """The event log at ``url``, by its scheme: ``redis://`` (or ``rediss://``, ``unix://``) a ``RedisEventLog``,
-    ``postgresql://`` (or ``postgres://``) a ``PostgresEventLog``, each with its default bounds."""
+    ``postgresql://`` (or ``postgres://``) a ``PostgresEventLog``, each with its default bounds; with
+    ``max_connections``, that many connections for its commands or statements at most (its default when None)."""
     if not isinstance(url, str):
         raise UserError(f"events URL: expected a string, got {type(url).__name__}")
     scheme, sep, _ = url.partition("://")
     kind = scheme.partition("+")[0] if sep else ""
     if kind in ("redis", "rediss", "unix"):
-        return RedisEventLog(url)
+        return RedisEventLog(url) if max_connections is None else RedisEventLog(url, max_connections=max_connections)
     if kind in ("postgresql", "postgres"):
         from ._pgevents import PostgresEventLog
 
-        return PostgresEventLog(url)
+        return (
+            PostgresEventLog(url) if max_connections is None else PostgresEventLog(url, max_connections=max_connections)
+        )
     found = f"one of scheme {scheme!r}" if sep else "no scheme"  # not the URL: it may hold a password
     raise UserError(f"events URL: expected redis://… or postgresql://…, got {found}")
 
@@ -169,6 +176,8 @@ class RedisEventLog:
         self.prefix = prefix
         self._client: Any = None
         self._followers: _Followers | None = None
+        self._batch: _Batch | None = None
+        self._watch: _CancelWatch | None = None
 
     def _redis(self) -> Any:
         if self._client is None:  # made on first use, in the loop that uses it (a worker's is DBOS's)
@@ -182,6 +191,7 @@ class RedisEventLog:
                 timeout=None,
                 socket_timeout=self.timeout,
                 socket_connect_timeout=self.timeout,
+                **_driver(),
             )
             self._client = Redis(connection_pool=pool)
         return self._client
@@ -199,11 +209,9 @@ class RedisEventLog:
         text = encode_json(data, what="event")
         attempt, number = self.numbering.next(segment_id, kind)
         fields = {"seq": str(seq), "kind": kind, "segment": segment_id, "data": text, "n": str(number), "a": attempt}
-        async with redis.pipeline(transaction=True) as pipe:
-            pipe.xadd(key, fields, maxlen=self.maxlen, approximate=False)
-            pipe.pexpire(key, int(self.ttl * 1000))
-            stream_id, _ = await pipe.execute()
-        return stream_id.decode() if isinstance(stream_id, bytes) else str(stream_id)
+        if self._batch is None:
+            self._batch = _Batch(redis, self.maxlen, int(self.ttl * 1000))
+        return await self._batch.add(key, fields)
 
     async def read(self, run: str, after: str = "0-0", *, block: float = 10.0) -> AsyncIterator[EventRecord]:
         """``run``'s records after stream id ``after``, then the new ones as they come, up to and with the next
@@ -260,20 +268,156 @@ class RedisEventLog:
         return bool(await self._redis().exists(self._cancel_key(segment_id)))
 
     async def watch_cancel(self, segment_id: str, task: asyncio.Task[Any], *, every: float = 0.2) -> None:
-        """Cancel ``task`` once a cancel of ``segment_id`` is requested (runs until cancelled itself)."""
-        while not task.done():
-            if await self.cancel_requested(segment_id):
-                task.cancel()
-                return
-            await asyncio.sleep(every)
+        """Cancel ``task`` once a cancel of ``segment_id`` is requested, looked for at least every ``every``
+        seconds (by the one look of every segment this log watches); returns once ``task`` is done. A look that
+        fails raises here."""
+        pace = seconds("every", every)
+        if self._watch is None:
+            self._watch = _CancelWatch(self._redis())
+        await self._watch.until_cancelled(self._cancel_key(segment_id), task, pace)
 
     async def close(self) -> None:
+        for part in (self._batch, self._watch):
+            if part is not None:
+                await part.close()
+        self._batch = self._watch = None
         if self._followers is not None:
             followers, self._followers = self._followers, None
             await followers.close()
         if self._client is not None:
             client, self._client = self._client, None
             await client.aclose()
+
+
+def _driver() -> dict[str, Any]:
+    """The pool option naming this client to Redis, made once: redis-py 7 and later otherwise look its version up
+    in the installed packages' metadata for each connection they open (3 ms each; a burst of followers opens
+    hundreds). An older redis-py looks it up once, at import, and is given nothing."""
+    global _DRIVER
+    if _DRIVER is None:
+        try:
+            import redis
+            from redis.driver_info import DriverInfo
+        except ImportError:
+            _DRIVER = {}
+        else:
+            _DRIVER = {"driver_info": DriverInfo(name="redis-py", lib_version=redis.__version__)}
+    return _DRIVER
+
+
+_DRIVER: dict[str, Any] | None = None
+
+
+class _Batch:
+    """The records one log publishes, sent to Redis in pipelines: each publish joins the pipeline that goes next
+    (those made while one is under way form the next one, up to ``MAX`` records), and is answered its own record
+    id, or its own error. A pipeline adds each record (bounded to ``maxlen``) and sets each of its streams to lapse
+    ``ttl_ms`` after it. Not a transaction: a record's append does not wait on another's, and one that fails fails
+    only its publish; a pipeline that gets no answer fails all of its publishes (each retried, or not, by its
+    caller), as one record did before."""
+
+    MAX = 500
+
+    def __init__(self, redis: Any, maxlen: int, ttl_ms: int) -> None:
+        self._redis = redis
+        self._maxlen = maxlen
+        self._ttl_ms = ttl_ms
+        self._queued: list[tuple[str, dict[str, str], asyncio.Future[str]]] = []
+        self._task: asyncio.Task[None] | None = None
+
+    async def add(self, key: str, fields: dict[str, str]) -> str:
+        """Append ``fields`` to the stream ``key`` with the next pipeline; its record id."""
+        done: asyncio.Future[str] = asyncio.get_running_loop().create_future()
+        self._queued.append((key, fields, done))
+        if self._task is None or self._task.done():
+            self._task = asyncio.ensure_future(self._send())
+        return await done
+
+    async def _send(self) -> None:
+        while self._queued:
+            batch, self._queued = self._queued[: self.MAX], self._queued[self.MAX :]
+            try:
+                answers = await self._pipeline(batch)
+            except Exception as error:  # no answer (a timeout, a connection lost): every publish of it fails
+                answers = [error] * len(batch)
+            except BaseException as error:  # cancelled (the log closes): its publishes with it
+                for _, _, done in [*batch, *self._queued]:
+                    done.cancel()
+                self._queued = []
+                raise error
+            for (_, _, done), answer in zip(batch, answers, strict=True):
+                if done.done():
+                    continue  # its caller stopped waiting (the record may still have gone out)
+                if isinstance(answer, BaseException):
+                    done.set_exception(answer)
+                else:
+                    done.set_result(answer.decode() if isinstance(answer, bytes) else str(answer))
+
+    async def _pipeline(self, batch: list[tuple[str, dict[str, str], asyncio.Future[str]]]) -> list[Any]:
+        """One pipeline of ``batch``'s appends, then each stream's expiry once: the appends' answers."""
+        async with self._redis.pipeline(transaction=False) as pipe:
+            for key, fields, _ in batch:
+                pipe.xadd(key, fields, maxlen=self._maxlen, approximate=False)
+            for key in dict.fromkeys(key for key, _, _ in batch):
+                pipe.pexpire(key, self._ttl_ms)
+            answers = await pipe.execute(raise_on_error=False)
+        return list(answers[: len(batch)])
+
+    async def close(self) -> None:
+        task, self._task = self._task, None
+        if task is not None:
+            task.cancel()
+            await asyncio.gather(task, return_exceptions=True)
+
+
+class _CancelWatch:
+    """The cancel flags of every segment one log watches, looked at with one ``MGET`` at the pace of the most
+    eager watcher: a watcher whose flag is set has its task cancelled, one whose task is done is let go, and a look
+    that fails is raised to every watcher (``watch_cancels`` starts each again). The look runs while anyone
+    watches."""
+
+    def __init__(self, redis: Any) -> None:
+        self._redis = redis
+        self._watchers: dict[asyncio.Future[None], tuple[str, asyncio.Task[Any], float]] = {}
+        self._task: asyncio.Task[None] | None = None
+
+    async def until_cancelled(self, key: str, task: asyncio.Task[Any], every: float) -> None:
+        ended: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+        self._watchers[ended] = (key, task, every)
+        if self._task is None or self._task.done():
+            self._task = asyncio.ensure_future(self._look())
+        try:
+            await ended
+        finally:
+            self._watchers.pop(ended, None)
+
+    async def _look(self) -> None:
+        while self._watchers:
+            watching = list(self._watchers.items())
+            try:
+                flags = await self._redis.mget([key for _, (key, _, _) in watching])
+            except Exception as error:
+                for ended, _ in watching:
+                    if not ended.done():
+                        ended.set_exception(error)
+                return
+            for (ended, (_, task, _)), flag in zip(watching, flags, strict=True):
+                if ended.done():
+                    continue
+                if flag is not None and not task.done():
+                    task.cancel()
+                if flag is not None or task.done():
+                    ended.set_result(None)
+            if self._watchers:
+                await asyncio.sleep(min(every for _, _, every in self._watchers.values()))
+
+    async def close(self) -> None:
+        task, self._task = self._task, None
+        if task is not None:
+            task.cancel()
+            await asyncio.gather(task, return_exceptions=True)
+        for ended in self._watchers:
+            ended.cancel()
 
 
 class _Follower:
@@ -356,7 +500,7 @@ class _Followers:
 
             wait = self.timeout + self.WAIT_MS / 1000  # a blocking read takes WAIT_MS of its own
             self._client = Redis.from_url(
-                self.url, max_connections=1, socket_timeout=wait, socket_connect_timeout=self.timeout
+                self.url, max_connections=1, socket_timeout=wait, socket_connect_timeout=self.timeout, **_driver()
             )
         while self._streams:
             streams = {key: _stream_id(min(f.after for f in fs)) for key, fs in self._streams.items() if fs}
