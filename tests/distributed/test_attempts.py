@@ -12,7 +12,7 @@ from concurrent.futures import ThreadPoolExecutor
 import psycopg
 import pytest
 
-from batonflow.distributed._attempts import SegmentAttempts
+from batonflow.distributed import SegmentAttempts
 
 from .conftest import Cluster
 

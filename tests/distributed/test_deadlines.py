@@ -6,6 +6,7 @@ with the same ``Idempotency-Key`` once it is back makes exactly one run."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import os
 import signal
 import time
@@ -68,7 +69,8 @@ def _signal_all(postgres: ThrowawayPostgres, sig: signal.Signals) -> None:
     process = postgres._process
     assert process is not None
     for pid in _descendants(process.pid):
-        os.kill(pid, sig)
+        with contextlib.suppress(ProcessLookupError):  # a backend that ended since the listing
+            os.kill(pid, sig)
 
 
 def _segments(database_url: str, prefix: str) -> list[str]:

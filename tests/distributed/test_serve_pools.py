@@ -6,8 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from batonflow.cli import main
-from batonflow.cli._serve import make_app
+from batonflow.cli import main, make_app
 from batonflow.distributed import DBOSBackend, PostgresEventLog
 from batonflow.errors import UserError
 from batonflow.store import SqliteCheckpointStore

@@ -36,6 +36,8 @@ def test_public_names_are_pinned() -> None:
         "OpenAIChatModel",
         "OpenAIEmbeddingModel",
         "RetryingModel",
+        "RouteByExamples",
+        "TextScorer",
         "ToolChoice",
         "ToolThenAnswer",
         "answer_format",

@@ -151,7 +151,7 @@ async def test_smollm2_finds_a_request_likelier_after_requests_of_its_kind(smoll
     assert greeting < 0 and tokens == counted
     # A prefix scored again is restored, not decoded again, and scores alike; another scored between changes nothing.
     assert await smollm2.log_likelihood(kind, "Hello, who am I talking to?") == (greeting, tokens)
-    assert list(smollm2._prefixes)[-1] == kind
+    assert list(smollm2._scorer._prefixes)[-1] == kind
 
 
 async def test_a_scoring_leaves_the_chats_context_as_it_was(smollm2: LlamaCppChatModel) -> None:

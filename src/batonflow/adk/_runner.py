@@ -2,8 +2,7 @@
 
 It wraps the root in a flow agent, seeds the run's session, numbers the events, and turns anything an agent
 raises into an error event: the event stream always ends, and a caller that stops reading early closes it all.
-Conversations across runs (``session_id=``) are the agents layer's: ``batonflow.ConversationRunner`` builds them on
-this one.
+Conversations (``session_id=``) are the agents layer's ``batonflow.ConversationRunner``, built on this one.
 """
 
 from __future__ import annotations
@@ -45,15 +44,13 @@ class Runner:
 
     ``callbacks`` (``batonflow.observe``) get every trace event of every run, sync or async; the last one of a
     run is ``RunEnd`` with its ``RunMetrics``. ``stream_trace`` gives agent and trace events in one stream.
-
     ``run``, ``stream_trace`` and ``resume`` take a ``checkpoint_store`` for one call instead of the Runner's (a
     conversation keeps its pending run's checkpoint in its session this way).
 
     ``call`` and ``call_resume`` run to the end and return a ``RunResult`` (the answer, the interrupt ids, the
-    metrics) instead of the events; ``call_sync`` and ``call_resume_sync`` do so for code without an event loop.
-
-    A long run's history is saved in parts of at least ``history_part_events`` events, which its later
-    checkpoints refer to, so that each interrupt writes what happened since the last one (0: whole checkpoints).
+    metrics) instead of the events; ``call_sync`` and ``call_resume_sync`` do so for code without an event loop. A
+    long run's history is saved in parts of at least ``history_part_events`` events, which later checkpoints refer
+    to, so that each interrupt writes what happened since the last one (0: whole checkpoints).
     """
 
     def __init__(
@@ -102,9 +99,8 @@ class Runner:
         ``ToolContext.idempotency_key``s are made of. A run cut off before it saved anything has no journal, so
         starting it again runs its finished tools again: given the first attempt's ``run_id``, they run with the
         same keys, so that a side effect keyed by them happens once. Give it to a retry of the same run only.
-
-        ``capture`` (a ``Capture``) is handed the run's context as the run is built: once the stream has ended,
-        ``capture.ctx.session.values`` are the run's session values, as ``call``'s result has them.
+        ``capture`` (a ``Capture``) is handed the run's context as it is built: once the stream ended, its
+        ``ctx.session.values`` are the run's session values, as ``call``'s result has them.
         """
         return self._started(messages, session_values, checkpoint_id, checkpoint_store, capture, run_id=_run_id(run_id))
 
@@ -118,9 +114,8 @@ class Runner:
         run_id: str | None = None,
     ) -> Stream[AgentEvent]:
         store = self._store(checkpoint_store, checkpoint_id)
-        return Stream.from_async_iter(
-            self._run(messages, session_values, store, checkpoint_id, self.callbacks, capture, run_id)
-        )
+        run = self._run(messages, session_values, store, checkpoint_id, self.callbacks, capture, run_id)
+        return Stream.from_async_iter(run)
 
     def _store(self, store: CheckpointStore | None, checkpoint_id: str | None) -> CheckpointStore | None:
         store = self.checkpoint_store if store is None else store
@@ -213,8 +208,8 @@ class Runner:
         cut short (the caller stops reading, Ctrl-C) or whose process dies keeps it, with a journal of the steps
         that finished — saved after each tool batch, before the model is asked again — so that resuming again, with
         the same targets or none, replays those steps instead of running their tools a second time. A tool cut off
-        mid-call runs again: ``ToolContext.idempotency_key`` lets it make its side effect once. ``capture`` as for
-        ``run``.
+        mid-call runs again: ``ToolContext.idempotency_key`` lets it make its side effect once (``capture``: as
+        for ``run``).
         """
         return self._resumes(checkpoint_id, targets, checkpoint_store, capture)
 
@@ -463,18 +458,18 @@ async def _interleave(
 
 
 def _traced(
-    ctx: RunContext, agent_name: str, callbacks: Sequence[TraceCallback], capture: Capture | None
+    ctx: RunContext, agent_name: str, callbacks: Sequence[TraceCallback], cap: Capture | None
 ) -> RunTrace | None:
     """The run's trace, when someone listens (the callbacks, or a ``call`` that counts the metrics), set on ``ctx``;
     a ``call`` is told of both."""
-    if capture is not None:
-        capture.ctx = ctx
-    if not callbacks and (capture is None or not capture.metrics):
+    if cap is not None:
+        cap.ctx = ctx
+    if not callbacks and (cap is None or not cap.metrics):
         return None
     trace = RunTrace(callbacks, agent_name=agent_name)
     ctx.trace = trace.root()
-    if capture is not None:
-        capture.trace = trace
+    if cap is not None:
+        cap.trace = trace
     return trace
 
 

@@ -10,7 +10,7 @@ from typing import Any
 
 from ..errors import BatonflowError
 
-__all__ = ["app", "main"]
+__all__ = ["app", "main", "make_app"]
 
 # The extra that brings each optional top-level module a command imports.
 _EXTRAS = {
@@ -36,6 +36,10 @@ def __getattr__(name: str) -> Any:
         from ._commands import app
 
         return app
+    if name == "make_app":  # the app batonflow serve serves, from its options (the server extra)
+        from ._serve import make_app
+
+        return make_app
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 

@@ -127,6 +127,26 @@ BaseDir = Annotated[
     str | None,
     typer.Option(metavar="DIR", help="the folder the flow may read files in (default: the flow file's folder)"),
 ]
+Var = Annotated[
+    list[str] | None,
+    typer.Option(
+        metavar="KEY=VALUE",
+        help="a flow's context variable; a value that reads as JSON (4, true, [1,2]) is that value, else text",
+    ),
+]
+GraphPaths = Annotated[
+    list[str] | None,
+    typer.Option(metavar="PATH", help="other graphs the flow calls as '#id': a file, a folder or a glob pattern"),
+]
+Steps = Annotated[int, typer.Option(help="stop a flow after this many node visits (default: no limit)")]
+NoCheckJoins = Annotated[
+    bool,
+    typer.Option(
+        "--no-check-joins",
+        help="build the flow even with a parallel join that can never go on (it then waits), as the file's "
+        "checkJoins: false does",
+    ),
+]
 
 
 @app.command("run")
@@ -144,29 +164,13 @@ def run(
     store: Annotated[
         str, typer.Option(help="where an agent's checkpoint is kept when it waits: memory, or sqlite:PATH")
     ] = "memory",
-    var: Annotated[
-        list[str] | None,
-        typer.Option(
-            metavar="KEY=VALUE",
-            help="a flow's context variable; a value that reads as JSON (4, true, [1,2]) is that value, else text",
-        ),
-    ] = None,
-    graph: Annotated[
-        list[str] | None,
-        typer.Option(metavar="PATH", help="other graphs the flow calls as '#id': a file, a folder or a glob pattern"),
-    ] = None,
-    steps: Annotated[int, typer.Option(help="stop a flow after this many node visits (default: no limit)")] = -1,
+    var: Var = None,
+    graph: GraphPaths = None,
+    steps: Steps = -1,
     allow_host: AllowHost = None,
     allow_command: AllowCommand = None,
     base_dir: BaseDir = None,
-    no_check_joins: Annotated[
-        bool,
-        typer.Option(
-            "--no-check-joins",
-            help="build the flow even with a parallel join that can never go on (it then waits), as the file's "
-            "checkJoins: false does",
-        ),
-    ] = False,
+    no_check_joins: NoCheckJoins = False,
 ) -> int:
     """Run a graph flow and print where it ended, as JSON; or run an agent on --input, its events streamed.
 
@@ -180,16 +184,8 @@ def run(
                 raise typer.BadParameter(
                     f"expected with a module:attr target, got a flow file {target!r}", ctx, None, name
                 )
-        return _run_flow_file(
-            target,
-            var or [],
-            graph or [],
-            steps,
-            allowed_hosts=allow_host or [],
-            allowed_commands=allow_command or [],
-            base_dir=base_dir,
-            check_joins=not no_check_joins,
-        )
+        opened = (allow_host or [], allow_command or [], base_dir)
+        return _run_flow_file(target, var or [], graph or [], steps, *opened, check_joins=not no_check_joins)
     flow_only = (
         ("--allow-host", allow_host),
         ("--allow-command", allow_command),
@@ -216,10 +212,10 @@ def _run_flow_file(
     var: list[str],
     graphs: list[str],
     steps: int,
-    *,
     allowed_hosts: list[str],
     allowed_commands: list[str],
     base_dir: str | None,
+    *,
     check_joins: bool,
 ) -> int:
     """``batonflow run FLOW.yml``: the flow on its variables, reaching only what the options open. A run that did
@@ -257,6 +253,31 @@ def _run_flow_file(
     raise typer.Exit(3)
 
 
+EventsUrl = Annotated[
+    str | None,
+    typer.Option(
+        envvar="BATONFLOW_EVENTS_URL",
+        help="with --backend dbos: where runs' events are, redis://… or postgresql://… (instead of --redis-url)",
+    ),
+]
+ClientPool = Annotated[
+    int | None,
+    typer.Option(
+        min=1,
+        envvar="BATONFLOW_CLIENT_POOL",
+        help="with --backend dbos: connections the DBOS client's pool may hold (DBOS: 5)",
+    ),
+]
+EventsPool = Annotated[
+    int | None,
+    typer.Option(
+        min=1,
+        envvar="BATONFLOW_EVENTS_POOL",
+        help="with --backend dbos: connections the event log may hold for statements (PostgreSQL: 10, Redis: 500)",
+    ),
+]
+
+
 @app.command()
 def serve(
     target: Target,
@@ -274,29 +295,9 @@ def serve(
     redis_url: Annotated[
         str | None, typer.Option(envvar="BATONFLOW_REDIS_URL", help="with --backend dbos: where runs' events are")
     ] = None,
-    events_url: Annotated[
-        str | None,
-        typer.Option(
-            envvar="BATONFLOW_EVENTS_URL",
-            help="with --backend dbos: where runs' events are, redis://… or postgresql://… (instead of --redis-url)",
-        ),
-    ] = None,
-    db_pool: Annotated[
-        int | None,
-        typer.Option(
-            min=1,
-            envvar="BATONFLOW_CLIENT_POOL",
-            help="with --backend dbos: connections the DBOS client's pool may hold (DBOS: 5)",
-        ),
-    ] = None,
-    events_pool: Annotated[
-        int | None,
-        typer.Option(
-            min=1,
-            envvar="BATONFLOW_EVENTS_POOL",
-            help="with --backend dbos: connections the event log may hold for statements (PostgreSQL: 10, Redis: 500)",
-        ),
-    ] = None,
+    events_url: EventsUrl = None,
+    db_pool: ClientPool = None,
+    events_pool: EventsPool = None,
 ) -> None:
     """Serve the agents over HTTP: the API, SSE streams and the OpenAI-compatible endpoint (uvicorn)."""
     from ._serve import serve as run_server

@@ -56,6 +56,7 @@ __all__ = [
     "PausedRun",
     "PostgresEventLog",
     "RedisEventLog",
+    "SegmentAttempts",
     "SegmentClaim",
     "SegmentOutcome",
     "SegmentRequest",
@@ -77,7 +78,7 @@ __all__ = [
 
 _DBOS_NAMES = ("APP_VERSION", "CodecSerializer", "DBOSBackend", "DBOSWorker")
 _STEP_NAMES = ("SegmentSteps", "StepMode", "StepTable")
-_ATTEMPT_NAMES = ("FailedSegment",)
+_ATTEMPT_NAMES = ("FailedSegment", "SegmentAttempts")
 
 
 def __getattr__(name: str) -> Any:

