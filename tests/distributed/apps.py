@@ -3,7 +3,8 @@
 ``shipper`` asks a human before it ships an order, then ships it: each shipment appends a line to the file named
 by ``BATONFLOW_TEST_SIDE_EFFECTS`` (when set), so a test can count how often the side effect happened. ``stepper``
 asks whether to begin, then does six steps; ``starter`` does them at once, in its first segment. ``ticker`` does
-as many steps of 0.3 s as its input says, and answers ``ticked N``. ``poison``'s tool kills the worker process that runs it (``os._exit``), every time.
+as many steps of 0.3 s as its input says, and answers ``ticked N``; an input ``N/H`` holds step ``H`` until the
+file named by ``BATONFLOW_TEST_TICK_GATE`` exists, so a test decides when a long run may end. ``poison``'s tool kills the worker process that runs it (``os._exit``), every time.
 """
 
 from __future__ import annotations
@@ -87,20 +88,26 @@ def agents() -> dict[str, Any]:
 
 
 @tool
-async def tick(n: int) -> str:
+async def tick(n: int, hold: bool = False) -> str:
     """Step ``n`` of a long run with nothing to keep.
 
     Args:
         n: the step number
+        hold: wait for the test's gate file before the step ends
     """
     await asyncio.sleep(0.3)
+    gate = os.environ.get("BATONFLOW_TEST_TICK_GATE")
+    while hold and gate and not os.path.exists(gate):
+        await asyncio.sleep(0.05)
     return f"tick {n}"
 
 
 def _ticks(messages: list[Message], tools: list[ToolInfo]) -> Message:
-    wanted = int(next(m.content for m in messages if m.role == "user"))
+    wanted, _, held = next(str(m.content) for m in messages if m.role == "user").partition("/")
     done = sum(1 for m in messages if m.role == "tool")
-    return tool_calls(("tick", {"n": done + 1})) if done < wanted else assistant(f"ticked {done}")
+    if done >= int(wanted):
+        return assistant(f"ticked {done}")
+    return tool_calls(("tick", {"n": done + 1, "hold": str(done + 1) == held}))
 
 
 def ticker() -> ChatModelAgent:

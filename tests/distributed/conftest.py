@@ -65,6 +65,11 @@ class Cluster:
     def store_spec(self) -> str:
         return f"postgres:{self.database_url}" if self.postgres_store else f"sqlite:{self.store_path}"
 
+    @property
+    def tick_gate(self) -> Path:
+        """The file a ``ticker`` run given ``N/H`` waits for at step ``H`` (see ``apps``)."""
+        return self.tmp / "tick-gate"
+
     def start_worker(
         self,
         *extra: str,
@@ -81,6 +86,7 @@ class Cluster:
             **os.environ,
             "PYTHONPATH": os.pathsep.join([str(ROOT / "src"), str(ROOT)]),
             "BATONFLOW_TEST_SIDE_EFFECTS": str(self.effects),
+            "BATONFLOW_TEST_TICK_GATE": str(self.tick_gate),
         }
         env.pop("BATONFLOW_REDIS_URL", None)  # the option below says where events go
         env.pop("BATONFLOW_EVENTS_URL", None)

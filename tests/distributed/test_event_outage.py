@@ -30,6 +30,7 @@ from .apps import agents
 from .conftest import Cluster, Worker
 
 SHORT, LONG = 5, 16  # steps of 0.3 s: the short runs end during the outage, the long ones after it
+HELD = f"{LONG}/{SHORT + 2}"  # a long run holds a step until the test opens the gate, once Redis is back
 WAIT = 90.0  # a guard against a hang, not a measure
 
 
@@ -85,7 +86,7 @@ def outage_worker(cluster: Cluster, throwaway_redis: ThrowawayRedis) -> Iterator
         worker.stop()
 
 
-async def _start(client: httpx.AsyncClient, steps: int) -> str:
+async def _start(client: httpx.AsyncClient, steps: int | str) -> str:
     checkpoint_id = f"outage-{uuid.uuid4().hex[:8]}"
     body = {"agent": "ticker", "input": str(steps), "checkpoint_id": checkpoint_id, "detached": True}
     started = await client.post("/runs", json=body)
@@ -114,9 +115,10 @@ async def test_a_redis_outage_mid_stream_ends_every_follower_and_reports_the_gap
         agents(), checkpoint_store=store, backend=DBOSBackend(store, database_url=cluster.database_url, events=log)
     )
     probe = redis.asyncio.Redis(port=throwaway_redis.port)
+    cluster.tick_gate.unlink(missing_ok=True)
     async with app.router.lifespan_context(app), asgi_client(app, timeout=WAIT) as client:
         control = await _follow(client, await _start(client, LONG))  # undisturbed: what a long run sends
-        long = [await _start(client, LONG) for _ in range(3)]
+        long = [await _start(client, HELD) for _ in range(3)]
         short = [await _start(client, SHORT) for _ in range(3)]  # started last: streaming when all are
         followers = {rid: asyncio.ensure_future(_follow(client, rid)) for rid in short + long}
 
@@ -135,6 +137,7 @@ async def test_a_redis_outage_mid_stream_ends_every_follower_and_reports_the_gap
         await _until(shorts_over, "the short runs over during the outage")
         assert all([await status(rid) == "running" for rid in long])  # the long ones go on, their records lost
         throwaway_redis.start()  # empty: what the outage cost is gone for good
+        cluster.tick_gate.touch()  # the long runs may end now, and only now
         streams = dict(zip(followers, await asyncio.wait_for(asyncio.gather(*followers.values()), WAIT), strict=True))
     await probe.aclose()
 

@@ -83,13 +83,11 @@ class Answers:
         """The decisions as answers: one per interrupt, a decision or a mapping of its call ids to decisions."""
         grouped: dict[str, dict[str | None, Decision]] = {}
         for key, decision in self._decisions():
-            interrupt, _, call = key.partition(":")
-            calls = grouped.setdefault(interrupt, {})
-            if (call or None) in calls:
-                raise UserError(
-                    f"interrupt {key!r}: expected one answer, got two ({calls[call or None]!r} and {decision!r})"
-                )
-            calls[call or None] = decision
+            interrupt, _, named = key.partition(":")
+            calls, call = grouped.setdefault(interrupt, {}), named or None
+            if call in calls:
+                raise UserError(f"interrupt {key!r}: expected one answer, got two ({calls[call]!r} and {decision!r})")
+            calls[call] = decision
         return {key: _answer(key, calls, known.get(key)) for key, calls in grouped.items()}
 
     def _decisions(self) -> list[tuple[str, Decision]]:

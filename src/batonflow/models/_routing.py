@@ -78,6 +78,10 @@ class RouteByExamples:
         self.argument = argument
         self.header = header
         self.model_name = model.model_name
+        # What each option's request is scored after: the header, then one "- example" line each.
+        self._prefixes = {
+            option: header + "".join(f"- {text}\n" for text in texts) + "- " for option, texts in self.examples.items()
+        }
 
     def __repr__(self) -> str:
         return f"RouteByExamples({self.model!r}, options={list(self.examples)!r})"
@@ -136,8 +140,7 @@ class RouteByExamples:
         scores: dict[str, float] = {}
         evaluated = 0
         for option in options:
-            prefix = self.header + "".join(f"- {text}\n" for text in self.examples[option]) + "- "
-            scores[option], tokens = await self._scorer.log_likelihood(prefix, request)
+            scores[option], tokens = await self._scorer.log_likelihood(self._prefixes[option], request)
             evaluated += tokens
         best = max(options, key=scores.__getitem__)  # the first of equals, in the enum's order
         arguments = json.dumps({self.argument: best})

@@ -205,20 +205,19 @@ class LlamaCppChatModel:
     def _load(self) -> Any:
         """The loaded model; call with ``self._lock`` held."""
         if self._llama is None:
-            llama_cpp = _import_llama_cpp()
-            try:
-                self._llama = llama_cpp.Llama(
-                    model_path=self.model_path,
-                    chat_format=self.chat_format,
-                    n_ctx=self.n_ctx,
-                    n_threads=self.n_threads,
-                    seed=self.seed,
-                    verbose=self.verbose,
-                )
-            except Exception as exc:
-                raise ModelError(f"cannot load local model {self.model_path!r}: {exc}", model=self.model_name) from exc
+            self._llama = self._context(chat_format=self.chat_format, n_ctx=self.n_ctx)
             _keep_in_context(self._llama, self.model_name, self.n_ctx)
         return self._llama
+
+    def _context(self, **options: Any) -> Any:
+        """A llama.cpp context on this model's file, with ``options``; a ``ModelError`` when it cannot be made."""
+        llama_cpp = _import_llama_cpp()
+        try:
+            return llama_cpp.Llama(
+                model_path=self.model_path, n_threads=self.n_threads, seed=self.seed, verbose=self.verbose, **options
+            )
+        except Exception as exc:
+            raise ModelError(f"cannot load local model {self.model_path!r}: {exc}", model=self.model_name) from exc
 
     async def log_likelihood(self, prefix: str, text: str) -> tuple[float, int]:
         """How likely the model finds ``text`` right after ``prefix``: the sum of its tokens' log-probabilities,
@@ -231,18 +230,7 @@ class LlamaCppChatModel:
     def _scoring_context(self) -> Any:
         """A llama.cpp context of its own for ``log_likelihood``, on the chat's weights (mapped from the same file),
         so that a scoring leaves the chat's prompt cache as it was."""
-        try:
-            return _import_llama_cpp().Llama(
-                model_path=self.model_path,
-                n_ctx=SCORING_N_CTX,
-                n_threads=self.n_threads,
-                seed=self.seed,
-                verbose=self.verbose,
-            )
-        except UserError:
-            raise
-        except Exception as exc:
-            raise ModelError(f"cannot load local model {self.model_path!r}: {exc}", model=self.model_name) from exc
+        return self._context(n_ctx=SCORING_N_CTX)
 
     def _complete(self, request: dict[str, Any]) -> dict[str, Any]:
         with self._lock:
