@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import os
+import time
 from typing import Any
 
 from batonflow import ChatModelAgent, Message, ParallelAgent, SequentialAgent, ToolContext, tool
@@ -97,9 +98,14 @@ async def tick(n: int, hold: bool = False) -> str:
     """
     await asyncio.sleep(0.3)
     gate = os.environ.get("BATONFLOW_TEST_TICK_GATE")
-    while hold and gate and not os.path.exists(gate):
-        await asyncio.sleep(0.05)
+    if hold and gate:
+        await asyncio.to_thread(_wait_for, gate)
     return f"tick {n}"
+
+
+def _wait_for(path: str) -> None:
+    while not os.path.exists(path):
+        time.sleep(0.05)
 
 
 def _ticks(messages: list[Message], tools: list[ToolInfo]) -> Message:
