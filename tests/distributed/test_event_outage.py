@@ -155,8 +155,10 @@ async def test_a_redis_outage_mid_stream_ends_every_follower_and_reports_the_gap
     for rid in long:
         frames = streams[rid]
         gaps = [f for f in frames if f.event == "gap"]
-        assert frames[-1].event == "end" and frames[-1].data["status"] == "completed", [f.event for f in frames]
-        assert "end_record" not in frames[-1].data  # its end came after the outage, as a record
+        log_tail = outage_worker.text()[-4000:]
+        why = f"{rid}: {[f.event for f in frames]}, ending {frames[-1].data}; the worker's log:\n{log_tail}"
+        assert frames[-1].event == "end" and frames[-1].data["status"] == "completed", why
+        assert "end_record" not in frames[-1].data, why  # its end came after the outage, as a record
         assert gaps, [f.event for f in frames]  # what the outage cost is reported, not skipped
         received = len(frames) - len(gaps)
         assert received + sum(g.data["count"] for g in gaps) == whole, (received, [g.data for g in gaps], whole)

@@ -20,6 +20,7 @@ from ._events import EventRecord as EventRecord
 from ._events import Numbering as Numbering
 from ._events import RedisEventLog as RedisEventLog
 from ._events import event_log_at as event_log_at
+from ._events import publish_end as publish_end
 from ._events import watch_cancels as watch_cancels
 from ._frames import body_of as body_of
 from ._frames import delta_text as delta_text
@@ -70,6 +71,7 @@ __all__ = [
     "json_text",
     "jsonable",
     "message_json",
+    "publish_end",
     "request_digest",
     "run_segment",
     "segment_id",

@@ -47,7 +47,7 @@ from ._branches import BRANCH_QUEUE, BRANCH_WORKFLOW, PoolBranches
 from ._checks import count, seconds
 from ._dbosbackend import APP_VERSION, QUEUE, RESULT_POLL, WORKFLOW, DBOSBackend, check_version
 from ._drain import Drain
-from ._events import EventLog, Kind, watch_cancels
+from ._events import EventLog, Kind, publish_end, watch_cancels
 from ._frames import Frame
 from ._segment import EventSink, SegmentOutcome, SegmentRequest, run_segment
 from ._serializer import CodecSerializer
@@ -347,7 +347,7 @@ class DBOSWorker:
         if self.drain.stopped(outcome.status, outcome.error):
             return await self._park(sid, attempt)
         if self.sweeper is None or not self.sweeper.swept:  # a swept worker's segment ends elsewhere
-            await self._publish(log, run, sid, last, "end", outcome.payload())
+            await publish_end(log, run, sid, last, outcome.payload())
         return outcome.payload()
 
     async def _tracked(self, sid: str, task: asyncio.Future[SegmentOutcome]) -> SegmentOutcome:

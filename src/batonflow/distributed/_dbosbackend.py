@@ -14,6 +14,7 @@ from typing import Any
 
 import psycopg
 from dbos import DBOSClient, EnqueueOptions, WorkflowHandleAsync
+from dbos import error as dbos_errors
 from sqlalchemy.engine import make_url
 from sqlalchemy.exc import DBAPIError
 
@@ -95,11 +96,14 @@ class DBOSBackend:
             queue_name=QUEUE,
             workflow_id=sid,
             app_version=self.app_version,
-            workflow_id_reuse_policy="return-existing",
+            workflow_id_reuse_policy="reject",  # one round trip; a conflict alone reads the segment back
         )
         with self._reaching():
-            await self._client.enqueue_async(options, request.payload(), self.app_version)
-            found = await self._client.list_workflows_async(workflow_ids=[sid])
+            try:
+                await self._client.enqueue_async(options, request.payload(), self.app_version)
+                return sid
+            except dbos_errors.DBOSWorkflowIDInUseError:
+                found = await self._client.list_workflows_async(workflow_ids=[sid])
         claim = _claim(found[0]) if found else None
         if claim is not None and claim.request_digest != request_digest(request):
             raise claimed(claim, request)

@@ -38,7 +38,16 @@ from ..errors import UserError
 from ._checks import count, seconds
 from ._redis_shared import CancelWatch, PublishBatch, driver_options
 
-__all__ = ["EventLog", "EventRecord", "Numbering", "RedisEventLog", "event_log_at", "watch_cancels"]
+__all__ = [
+    "END_RETRIES",
+    "EventLog",
+    "EventRecord",
+    "Numbering",
+    "RedisEventLog",
+    "event_log_at",
+    "publish_end",
+    "watch_cancels",
+]
 
 _log = logging.getLogger("batonflow.distributed")
 
@@ -130,6 +139,31 @@ async def watch_cancels(log: EventLog, segment_id: str, task: asyncio.Task[Any],
                     "segment %s: cannot watch for its cancel (%s): trying again every %g s", segment_id, error, wait
                 )
             await asyncio.sleep(wait)
+
+
+END_RETRIES = (0.25, 0.5, 1.0, 2.0)
+"""The waits before an ``end`` record whose publish failed is published again (``publish_end``)."""
+
+
+async def publish_end(
+    log: EventLog, run: str, segment_id: str, seq: int, data: dict[str, Any], *, waits: tuple[float, ...] = END_RETRIES
+) -> bool:
+    """Publish ``segment_id``'s ``end`` record, again after each of ``waits`` while the publish fails (a log just
+    back from an outage, a connection lost): it is the record that ends the segment's followers with its outcome,
+    where a lost event costs them only a ``gap``. Each failure is logged; False when every try failed (the followers
+    then make up the end from the backend's outcome, ``end_record: lost``). A retried end is numbered as the first
+    record of a new attempt (the first try ended the segment's numbering), which a follower takes as a restart."""
+    for wait in (*waits, None):
+        try:
+            await log.publish(run, segment_id, seq, "end", data)
+            return True
+        except Exception as error:
+            again = "" if wait is None else f"; again in {wait:g} s"
+            _log.warning("segment %s: its end record was not published (%s)%s", segment_id, error, again)
+            if wait is None:
+                return False
+            await asyncio.sleep(wait)
+    return False
 
 
 def event_log_at(url: str, *, max_connections: int | None = None) -> EventLog:
