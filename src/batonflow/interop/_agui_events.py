@@ -1,0 +1,261 @@
+"""A batonflow run as AG-UI events: the pure translation, with no I/O, from a run's frames (its agent events as the
+server's event log carries them: ``run``, ``message_start``, ``delta``, ``message``, ``transfer``, ``interrupt``,
+``error``, ``state``, then the segment's ``end``) to the events of the AG-UI protocol, made with the
+``ag-ui-protocol`` package's own models.
+
+What maps to what: a run is ``RUN_STARTED`` … ``RUN_FINISHED`` (or ``RUN_ERROR``); an assistant's text is
+``TEXT_MESSAGE_START``/``CONTENT``/``END`` (each streamed chunk a ``CONTENT`` delta); its tool calls are
+``TOOL_CALL_START``/``ARGS``/``END`` and each tool's answer a ``TOOL_CALL_RESULT``; the run's session values are a
+``STATE_SNAPSHOT`` when it starts and a ``STATE_DELTA`` (RFC 6902 JSON Patch) when it ends; each stretch of events by
+one agent of the run path (a transfer hands over to the next) is a step. An interrupted run finishes with the
+``interrupt`` outcome, whose interrupts a later run's ``resume`` entries answer.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from typing import Any
+
+from ag_ui.core import (
+    BaseEvent,
+    CustomEvent,
+    Interrupt,
+    RunErrorEvent,
+    RunFinishedCancelledOutcome,
+    RunFinishedEvent,
+    RunFinishedInterruptOutcome,
+    RunFinishedSuccessOutcome,
+    RunStartedEvent,
+    StateDeltaEvent,
+    StateSnapshotEvent,
+    StepFinishedEvent,
+    StepStartedEvent,
+    TextMessageContentEvent,
+    TextMessageEndEvent,
+    TextMessageStartEvent,
+    TokenUsage,
+    ToolCallArgsEvent,
+    ToolCallEndEvent,
+    ToolCallResultEvent,
+    ToolCallStartEvent,
+)
+
+from ..adk import TRANSFER_TOOL_NAME
+from ..distributed import jsonable
+
+__all__ = ["AguiTranslator", "json_patch"]
+
+
+class AguiTranslator:
+    """The AG-UI events of one run of thread ``thread_id`` (the AG-UI ``run_id`` echoed in them), which starts on the
+    session values ``state``. Feed it the run's frames in order (``frame``), then its end (``ended``); each call
+    gives the events to send. Once the run has finished (``finished``), or failed, nothing more is sent."""
+
+    def __init__(self, *, thread_id: str, run_id: str, state: Mapping[str, Any] | None = None) -> None:
+        self.thread_id = thread_id
+        self.run_id = run_id
+        self.state: dict[str, Any] = jsonable(dict(state or {}))
+        self.finished = False
+        self._step: str | None = None
+        self._roles: dict[int, str] = {}  # the role of each streamed message, by its seq
+        self._open: set[int] = set()  # the streamed texts started and not ended yet
+        self._transfers: list[str] = []  # the transfer calls made and not answered yet (a transfer answers them)
+
+    def started(self) -> list[BaseEvent]:
+        """What a run sends first: ``RUN_STARTED``, and the state it starts on."""
+        return [
+            RunStartedEvent(thread_id=self.thread_id, run_id=self.run_id),
+            StateSnapshotEvent(snapshot=self.state),
+        ]
+
+    def frame(self, event: str, data: Mapping[str, Any]) -> list[BaseEvent]:
+        """The events of one frame (``event`` its name, ``data`` its body); a frame AG-UI has no word for (an
+        ``action``, a ``trace``, the ``run`` head) sends none but a step."""
+        if self.finished:
+            return []
+        out: list[BaseEvent] = []
+        agent = data.get("agent")
+        if isinstance(agent, str) and agent and agent != self._step:
+            out += self._close_step()
+            self._step = agent
+            out.append(StepStartedEvent(step_name=agent))
+        if event == "message_start":
+            self._roles[int(data["seq"])] = str(data.get("role", ""))
+        elif event == "delta":
+            out += self._delta(int(data["seq"]), str(data.get("content") or ""))
+        elif event == "message":
+            out += self._message(int(data["seq"]), data.get("message") or {})
+        elif event == "transfer":
+            out += self._transferred(data)
+        elif event == "state":
+            out += self._state(data.get("values") or {})
+        elif event == "error":
+            error = data.get("error") or {}
+            out += self._failed(str(error.get("type") or "Error"), str(error.get("message") or ""))
+        elif event == "gap":  # records the log lost: said, never skipped silently
+            out.append(CustomEvent(name="batonflow.gap", value=jsonable(dict(data))))
+        return out
+
+    def ended(self, outcome: Mapping[str, Any]) -> list[BaseEvent]:
+        """The events of the run's end: ``outcome`` is the segment's (``SegmentOutcome.payload``): ``RUN_FINISHED``
+        (completed, interrupted, cancelled) or ``RUN_ERROR`` (failed, when no error frame said so already)."""
+        if self.finished:
+            return []
+        status = outcome.get("status")
+        if status == "failed":
+            kind, sep, message = str(outcome.get("error") or "Error: the run failed").partition(": ")
+            return self._failed(kind if sep else "Error", message if sep else kind)
+        out = self._close_texts() + self._close_step()
+        self.finished = True
+        result: dict[str, Any] = {
+            "status": status,
+            "session_id": self.thread_id,
+            "segment_id": outcome.get("segment_id"),
+        }
+        if status == "interrupted":
+            interrupts = [_interrupt(i) for i in outcome.get("interrupts") or ()]
+            result |= {"checkpoint_id": self.thread_id, "interrupt_ids": [i.id for i in interrupts]}
+            ending: Any = RunFinishedInterruptOutcome(interrupts=interrupts) if interrupts else None
+        elif status == "cancelled":
+            ending = RunFinishedCancelledOutcome()
+        else:
+            result["text"] = outcome.get("text") or ""
+            ending = RunFinishedSuccessOutcome()
+        out.append(
+            RunFinishedEvent(
+                thread_id=self.thread_id, run_id=self.run_id, result=result, outcome=ending, usage=_usage(outcome)
+            )
+        )
+        return out
+
+    def _delta(self, seq: int, content: str) -> list[BaseEvent]:
+        if not content or self._roles.get(seq) != "assistant":
+            return []
+        out: list[BaseEvent] = []
+        if seq not in self._open:
+            self._open.add(seq)
+            out.append(TextMessageStartEvent(message_id=self._id(seq), role="assistant"))
+        out.append(TextMessageContentEvent(message_id=self._id(seq), delta=content))
+        return out
+
+    def _message(self, seq: int, message: Mapping[str, Any]) -> list[BaseEvent]:
+        out: list[BaseEvent] = []
+        role, content = message.get("role"), str(message.get("content") or "")
+        mid = self._id(seq)
+        if role == "assistant":
+            if seq in self._open:
+                self._open.discard(seq)
+                out.append(TextMessageEndEvent(message_id=mid))
+            elif content:
+                out += [
+                    TextMessageStartEvent(message_id=mid, role="assistant"),
+                    TextMessageContentEvent(message_id=mid, delta=content),
+                    TextMessageEndEvent(message_id=mid),
+                ]
+            for call in message.get("tool_calls") or ():
+                if call["name"] == TRANSFER_TOOL_NAME:
+                    self._transfers.append(call["id"])
+                out.append(
+                    ToolCallStartEvent(tool_call_id=call["id"], tool_call_name=call["name"], parent_message_id=mid)
+                )
+                if call.get("arguments"):
+                    out.append(ToolCallArgsEvent(tool_call_id=call["id"], delta=str(call["arguments"])))
+                out.append(ToolCallEndEvent(tool_call_id=call["id"]))
+        elif role == "tool" and message.get("tool_call_id"):
+            if message["tool_call_id"] in self._transfers:
+                self._transfers.remove(message["tool_call_id"])
+            out.append(
+                ToolCallResultEvent(message_id=mid, tool_call_id=message["tool_call_id"], content=content, role="tool")
+            )
+        return out
+
+    def _transferred(self, data: Mapping[str, Any]) -> list[BaseEvent]:
+        """The answer of the transfer calls made: a batonflow transfer is an action, not a tool message, but an
+        AG-UI client would take a call left unanswered for one of its own tools to answer."""
+        dest = (data.get("action") or {}).get("transfer_to", "")
+        calls, self._transfers = self._transfers, []
+        return [
+            ToolCallResultEvent(
+                message_id=f"{self._id(int(data.get('seq', 0)))}-{call}",
+                tool_call_id=call,
+                content=f"transferred to {dest}",
+                role="tool",
+            )
+            for call in calls
+        ]
+
+    def _state(self, values: Mapping[str, Any]) -> list[BaseEvent]:
+        after = jsonable(dict(values))
+        patch = json_patch(self.state, after)
+        self.state = after
+        return [StateDeltaEvent.model_validate({"type": "STATE_DELTA", "delta": patch})] if patch else []
+
+    def _failed(self, kind: str, message: str) -> list[BaseEvent]:
+        out = self._close_texts() + self._close_step()
+        self.finished = True
+        out.append(RunErrorEvent(message=f"{kind}: {message}" if message else kind, code=kind))
+        return out
+
+    def _close_texts(self) -> list[BaseEvent]:
+        out: list[BaseEvent] = [TextMessageEndEvent(message_id=self._id(seq)) for seq in sorted(self._open)]
+        self._open.clear()
+        return out
+
+    def _close_step(self) -> list[BaseEvent]:
+        if self._step is None:
+            return []
+        step, self._step = self._step, None
+        return [StepFinishedEvent(step_name=step)]
+
+    def _id(self, seq: int) -> str:
+        return f"{self.run_id}-{seq}"
+
+
+def _interrupt(shown: Mapping[str, Any]) -> Interrupt:
+    """An interrupt as the API shows it (id, address, kind, info) as AG-UI's: its kind the reason, its info the
+    message (as text) and, as it is, in the ``batonflow`` metadata with its address."""
+    info = shown.get("info")
+    message = info if isinstance(info, str) else json.dumps(info, ensure_ascii=False)
+    metadata = {"batonflow": {"kind": shown.get("kind"), "address": shown.get("address"), "info": info}}
+    return Interrupt(
+        id=str(shown["id"]), reason=str(shown.get("kind") or "question"), message=message, metadata=metadata
+    )
+
+
+def _usage(outcome: Mapping[str, Any]) -> list[TokenUsage] | None:
+    usage = outcome.get("usage") or {}
+    if not usage.get("total_tokens"):
+        return None
+    return [
+        TokenUsage(
+            input_tokens=usage.get("prompt_tokens", 0),
+            output_tokens=usage.get("completion_tokens", 0),
+            total_tokens=usage["total_tokens"],
+        )
+    ]
+
+
+def json_patch(before: Any, after: Any, path: str = "") -> list[dict[str, Any]]:
+    """The RFC 6902 JSON Patch that turns ``before`` into ``after`` (both made of JSON types): objects compared key
+    by key, anything else replaced whole when it differs."""
+    if isinstance(before, dict) and isinstance(after, dict):
+        patch: list[dict[str, Any]] = []
+        for key in before:
+            if key not in after:
+                patch.append({"op": "remove", "path": f"{path}/{_pointer(key)}"})
+        for key, value in after.items():
+            where = f"{path}/{_pointer(key)}"
+            if key not in before:
+                patch.append({"op": "add", "path": where, "value": value})
+            else:
+                patch += json_patch(before[key], value, where)
+        return patch
+    if before == after and type(before) is type(after):
+        return []
+    return [{"op": "replace", "path": path, "value": after}]
+
+
+def _pointer(key: str) -> str:
+    """A key as a JSON Pointer segment (RFC 6901): ``~`` as ``~0``, ``/`` as ``~1``."""
+    return str(key).replace("~", "~0").replace("/", "~1")
