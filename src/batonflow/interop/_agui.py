@@ -92,7 +92,12 @@ async def _segment(host: AguiHost, agent: str, body: RunAgentInput) -> SegmentRe
         thread = check_session_id(body.thread_id)
     except UserError as error:
         raise host.refuse(
-            422, "invalid_thread_id", f"threadId: {error}", expected="a session id", found=body.thread_id
+            422,
+            "invalid_thread_id",
+            f"threadId: expected an id the session store takes (the thread is a conversation), got one it refuses: "
+            f"{error}",
+            expected="a session id",
+            found=body.thread_id,
         ) from None
     state = body.state if body.state is not None else {}
     if not isinstance(state, dict):
