@@ -71,7 +71,9 @@ def agui_router(host: AguiHost) -> APIRouter:
         its pending run's interrupts; the run's AG-UI events as SSE."""
         request = await _segment(host, agent, body)
         records = await host.start(request)
-        translator = AguiTranslator(thread_id=body.thread_id, run_id=body.run_id, state=request.session_values)
+        # The state the client has: the run's, when it starts one; a resumed run's delta takes it to the run's.
+        state = body.state if isinstance(body.state, dict) else {}
+        translator = AguiTranslator(thread_id=body.thread_id, run_id=body.run_id, state=state)
         encoder = EventEncoder()
         return StreamingResponse(
             _events(records, translator, encoder),
@@ -113,8 +115,7 @@ async def _segment(host: AguiHost, agent: str, body: RunAgentInput) -> SegmentRe
             agent=agent,
             session_id=thread,
             targets=await host.resume_targets(thread, _targets(host, body)),
-            session_values=state,
-            stream=True,
+            stream=True,  # a resumed run's session values are its checkpoint's
         )
     messages = host.messages(_texts(body.messages, await host.known(thread)))
     if not messages:

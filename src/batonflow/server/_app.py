@@ -105,6 +105,13 @@ def create_app(
     install_handlers(app)
     bearer = _bearer(auth_token) if auth_token is not None else None
     _middleware(app, server, limits, cors, bearer)
+    _routes(app, server, bearer, agui)
+    _ui(app)
+    return app
+
+
+def _routes(app: FastAPI, server: Server, bearer: Bearer | None, agui: bool) -> None:
+    """The endpoints: health without the token, the rest behind it (with ``agui``, the AG-UI endpoint too)."""
     app.add_api_route("/health", health, methods=["GET"], tags=["server"])
     app.add_api_route("/health/ready", ready, methods=["GET"], tags=["server"], response_model=None)
     # No token, nothing to check: no dependency solved per request, no bearer scheme in the OpenAPI document.
@@ -114,8 +121,6 @@ def create_app(
     app.include_router(flow_routes(), dependencies=auth)
     if agui:
         app.include_router(agui_routes(server), dependencies=auth)
-    _ui(app)
-    return app
 
 
 def _middleware(
