@@ -10,7 +10,8 @@ from typing import Any
 from ag_ui.core import BaseEvent, Event, EventType
 from pydantic import TypeAdapter
 
-from batonflow import TRANSFER_TOOL_NAME, ChatModelAgent, Message, ToolContext, set_sub_agents, tool
+from batonflow import TRANSFER_TOOL_NAME, ChatModelAgent, Message, ReActAgent, ToolContext, set_sub_agents, tool
+from batonflow.agents import human_approval
 from batonflow.errors import ModelError
 from batonflow.schema import assistant
 from batonflow.testing import FunctionModel, tool_calls
@@ -42,6 +43,7 @@ def check_order(events: Sequence[BaseEvent]) -> None:
     assert events[-1].type in (EventType.RUN_FINISHED, EventType.RUN_ERROR)
     assert [e.type for e in events].count(events[-1].type) == 1
     texts: set[str] = set()
+    thoughts: set[str] = set()
     calls: set[str] = set()
     step: str | None = None
     for event in events[1:-1]:
@@ -54,6 +56,18 @@ def check_order(events: Sequence[BaseEvent]) -> None:
             assert data["message_id"] in texts
             if kind == EventType.TEXT_MESSAGE_END:
                 texts.remove(data["message_id"])
+        elif kind == EventType.REASONING_START:
+            assert data["message_id"] not in thoughts and not texts
+            thoughts.add(data["message_id"])
+        elif kind in (
+            EventType.REASONING_MESSAGE_START,
+            EventType.REASONING_MESSAGE_CONTENT,
+            EventType.REASONING_MESSAGE_END,
+            EventType.REASONING_END,
+        ):
+            assert data["message_id"] in thoughts
+            if kind == EventType.REASONING_END:
+                thoughts.remove(data["message_id"])
         elif kind == EventType.TOOL_CALL_START:
             calls.add(data["tool_call_id"])
         elif kind in (EventType.TOOL_CALL_ARGS, EventType.TOOL_CALL_END):
@@ -68,7 +82,7 @@ def check_order(events: Sequence[BaseEvent]) -> None:
             step = None
         else:
             assert kind not in (EventType.RUN_STARTED, EventType.RUN_FINISHED, EventType.RUN_ERROR)
-    assert (texts, calls, step) == (set(), set(), None)
+    assert (texts, thoughts, calls, step) == (set(), set(), set(), None)
 
 
 def _last_user(messages: Sequence[Message]) -> str:
@@ -134,6 +148,33 @@ def _shopper(messages: list[Message], tools: list[ToolInfo]) -> Message:
 def shopper() -> ChatModelAgent:
     return ChatModelAgent(
         name="shopper", description="Fills a cart.", model=FunctionModel(_shopper), tools=[add_to_cart]
+    )
+
+
+def approvals() -> ReActAgent:
+    """A ReActAgent whose refunds a person approves (``human_approval``): refunds orders 1 and 2."""
+
+    @tool
+    def pay_back(order_id: int) -> str:
+        """Refund an order.
+
+        Args:
+            order_id: the order number
+        """
+        return f"refunded {order_id}"
+
+    def decide(messages: list[Message], tools: list[ToolInfo]) -> Message:
+        results = [m.content for m in messages if m.role == "tool"]
+        if not results:
+            return tool_calls(("pay_back", {"order_id": 1}), ("pay_back", {"order_id": 2}))
+        return assistant(" / ".join(results))
+
+    return ReActAgent(
+        name="support",
+        description="Refunds with approval.",
+        model=FunctionModel(decide),
+        tools=[pay_back],
+        middlewares=[human_approval(sensitive_tools=["pay_back"])],
     )
 
 

@@ -24,7 +24,7 @@ from ag_ui.core import (
 from batonflow.server import create_app
 from batonflow.testing import FunctionModel
 
-from .agui_checks import check_order, echo, failing, parsed, refunds, router, run_input, shopper, types
+from .agui_checks import approvals, check_order, echo, failing, parsed, refunds, router, run_input, shopper, types
 
 
 def client(*agents: Any, **options: Any) -> httpx.AsyncClient:
@@ -160,6 +160,32 @@ async def test_an_interrupt_ends_the_run_with_the_interrupt_outcome_and_resume_e
     assert (end.run_id, end.result["text"]) == ("run-2", "order 42: refunded")
     assert end.outcome is not None and end.outcome.type == "success"
     assert [e.content for e in events if isinstance(e, ToolCallResultEvent)] == ["refunded"]
+
+
+async def test_the_interrupt_names_the_tool_call_that_asked() -> None:
+    async with client(refunds()) as http:
+        events = await run(http, "refunds", run_input("thread-11", "run-1", "refund"))
+    call = next(e for e in events if isinstance(e, ToolCallStartEvent))
+    outcome = finished(events).outcome
+    assert outcome is not None and outcome.type == "interrupt"
+    assert [i.tool_call_id for i in outcome.interrupts] == [call.tool_call_id]
+
+
+async def test_an_approval_is_the_approval_reason_and_its_payload_a_decision_per_call() -> None:
+    async with client(approvals()) as http:
+        paused = finished(await run(http, "support", run_input("thread-12", "run-1", "refund 1 and 2")))
+        assert paused.outcome is not None and paused.outcome.type == "interrupt"
+        [asked] = paused.outcome.interrupts
+        decisions = {"call_1": {"action": "approve"}, "call_2": {"action": "reject", "comment": "needs a manager"}}
+        bad = [{"interruptId": asked.id, "status": "resolved", "payload": {"call_1": {"action": "maybe"}}}]
+        refused = await http.post("/agui/support", json=run_input("thread-12", "run-2", resume=bad))
+        good = [{"interruptId": asked.id, "status": "resolved", "payload": decisions}]
+        done = finished(await run(http, "support", run_input("thread-12", "run-3", resume=good)))
+    assert asked.reason == "approval" and asked.tool_call_id is None  # two calls wait: the metadata names them
+    assert asked.metadata is not None
+    assert [t["call_id"] for t in asked.metadata["batonflow"]["info"]["tasks"]] == ["call_1", "call_2"]
+    assert (refused.status_code, refused.json()["error"]["code"]) == (422, "invalid_decision")
+    assert done.result["text"] == "refunded 1 / needs a manager"
 
 
 async def test_a_failed_run_ends_with_run_error_naming_the_error() -> None:

@@ -123,3 +123,54 @@ def test_nothing_is_sent_after_the_run_has_ended() -> None:
     assert translator.ended(outcome("completed"))
     assert translator.frame(*said(1, "late")) == []
     assert translator.ended(outcome("completed")) == []
+
+
+def test_streamed_reasoning_is_a_reasoning_message_ended_before_the_text_starts() -> None:
+    frames = [
+        ("message_start", {"seq": 1, "agent": "a", "role": "assistant"}),
+        ("delta", {"seq": 1, "content": "", "reasoning": "think"}),
+        ("delta", {"seq": 1, "content": "", "reasoning": "ing"}),
+        ("delta", {"seq": 1, "content": "answer"}),
+        said(1, "answer", reasoning="thinking"),
+    ]
+    events = translated(frames, outcome("completed"))
+    check_order(events)
+    assert types(events)[3:11] == [
+        "REASONING_START",
+        "REASONING_MESSAGE_START",
+        "REASONING_MESSAGE_CONTENT",
+        "REASONING_MESSAGE_CONTENT",
+        "REASONING_MESSAGE_END",
+        "REASONING_END",
+        "TEXT_MESSAGE_START",
+        "TEXT_MESSAGE_CONTENT",
+    ]
+
+
+def test_reasoning_not_streamed_is_sent_whole_before_the_text_and_closed_when_a_run_fails_mid_thought() -> None:
+    whole = translated([said(1, "answer", reasoning="because")], outcome("completed"))
+    check_order(whole)
+    assert types(whole)[3:9] == [
+        "REASONING_START",
+        "REASONING_MESSAGE_START",
+        "REASONING_MESSAGE_CONTENT",
+        "REASONING_MESSAGE_END",
+        "REASONING_END",
+        "TEXT_MESSAGE_START",
+    ]
+    frames = [
+        ("message_start", {"seq": 1, "agent": "a", "role": "assistant"}),
+        ("delta", {"seq": 1, "content": "", "reasoning": "hm"}),
+    ]
+    cut = translated(frames, outcome("failed", error="ModelError: gone"))
+    check_order(cut)
+    assert types(cut)[-4:] == ["REASONING_MESSAGE_END", "REASONING_END", "STEP_FINISHED", "RUN_ERROR"]
+
+
+def test_an_approval_of_one_call_names_that_call_and_says_its_comment() -> None:
+    task = {"call_id": "c7", "tool_name": "pay", "arguments": "{}", "comment": "pay 10 euros?"}
+    asked = {"id": "i1", "address": "agent:a", "kind": "approval", "info": {"tasks": [task]}}
+    end = translated([], outcome("interrupted", interrupts=[asked]))[-1]
+    assert isinstance(end, RunFinishedEvent) and end.outcome is not None and end.outcome.type == "interrupt"
+    [interrupt] = end.outcome.interrupts
+    assert (interrupt.reason, interrupt.message, interrupt.tool_call_id) == ("approval", "pay 10 euros?", "c7")

@@ -21,6 +21,11 @@ from ag_ui.core import (
     BaseEvent,
     CustomEvent,
     Interrupt,
+    ReasoningEndEvent,
+    ReasoningMessageContentEvent,
+    ReasoningMessageEndEvent,
+    ReasoningMessageStartEvent,
+    ReasoningStartEvent,
     RunErrorEvent,
     RunFinishedCancelledOutcome,
     RunFinishedEvent,
@@ -60,6 +65,7 @@ class AguiTranslator:
         self._step: str | None = None
         self._roles: dict[int, str] = {}  # the role of each streamed message, by its seq
         self._open: set[int] = set()  # the streamed texts started and not ended yet
+        self._thinking: set[int] = set()  # the streamed reasonings started and not ended yet
         self._transfers: list[str] = []  # the transfer calls made and not answered yet (a transfer answers them)
 
     def started(self) -> list[BaseEvent]:
@@ -83,7 +89,7 @@ class AguiTranslator:
         if event == "message_start":
             self._roles[int(data["seq"])] = str(data.get("role", ""))
         elif event == "delta":
-            out += self._delta(int(data["seq"]), str(data.get("content") or ""))
+            out += self._delta(int(data["seq"]), str(data.get("content") or ""), str(data.get("reasoning") or ""))
         elif event == "message":
             out += self._message(int(data["seq"]), data.get("message") or {})
         elif event == "transfer":
@@ -129,46 +135,80 @@ class AguiTranslator:
         )
         return out
 
-    def _delta(self, seq: int, content: str) -> list[BaseEvent]:
-        if not content or self._roles.get(seq) != "assistant":
+    def _delta(self, seq: int, content: str, reasoning: str) -> list[BaseEvent]:
+        if self._roles.get(seq) != "assistant":
             return []
         out: list[BaseEvent] = []
-        if seq not in self._open:
-            self._open.add(seq)
-            out.append(TextMessageStartEvent(message_id=self._id(seq), role="assistant"))
-        out.append(TextMessageContentEvent(message_id=self._id(seq), delta=content))
+        if reasoning:
+            if seq not in self._thinking:
+                self._thinking.add(seq)
+                rid = self._id(seq, "reasoning")
+                out += [ReasoningStartEvent(message_id=rid), ReasoningMessageStartEvent(message_id=rid)]
+            out.append(ReasoningMessageContentEvent(message_id=self._id(seq, "reasoning"), delta=reasoning))
+        if content:
+            out += self._thought(seq)
+            if seq not in self._open:
+                self._open.add(seq)
+                out.append(TextMessageStartEvent(message_id=self._id(seq), role="assistant"))
+            out.append(TextMessageContentEvent(message_id=self._id(seq), delta=content))
         return out
 
     def _message(self, seq: int, message: Mapping[str, Any]) -> list[BaseEvent]:
-        out: list[BaseEvent] = []
         role, content = message.get("role"), str(message.get("content") or "")
         mid = self._id(seq)
         if role == "assistant":
-            if seq in self._open:
-                self._open.discard(seq)
-                out.append(TextMessageEndEvent(message_id=mid))
-            elif content:
-                out += [
-                    TextMessageStartEvent(message_id=mid, role="assistant"),
-                    TextMessageContentEvent(message_id=mid, delta=content),
-                    TextMessageEndEvent(message_id=mid),
-                ]
-            for call in message.get("tool_calls") or ():
-                if call["name"] == TRANSFER_TOOL_NAME:
-                    self._transfers.append(call["id"])
-                out.append(
-                    ToolCallStartEvent(tool_call_id=call["id"], tool_call_name=call["name"], parent_message_id=mid)
-                )
-                if call.get("arguments"):
-                    out.append(ToolCallArgsEvent(tool_call_id=call["id"], delta=str(call["arguments"])))
-                out.append(ToolCallEndEvent(tool_call_id=call["id"]))
-        elif role == "tool" and message.get("tool_call_id"):
+            return self._answer(seq, message, content) + self._calls(mid, message.get("tool_calls") or ())
+        if role == "tool" and message.get("tool_call_id"):
             if message["tool_call_id"] in self._transfers:
                 self._transfers.remove(message["tool_call_id"])
-            out.append(
+            return [
                 ToolCallResultEvent(message_id=mid, tool_call_id=message["tool_call_id"], content=content, role="tool")
-            )
+            ]
+        return []
+
+    def _answer(self, seq: int, message: Mapping[str, Any], content: str) -> list[BaseEvent]:
+        """An assistant message's reasoning and text: the end of what its chunks started, or (not streamed) whole."""
+        out: list[BaseEvent] = []
+        mid, reasoning = self._id(seq), str(message.get("reasoning") or "")
+        if seq not in self._roles and reasoning:  # not streamed: its reasoning whole, before its text
+            rid = self._id(seq, "reasoning")
+            out += [
+                ReasoningStartEvent(message_id=rid),
+                ReasoningMessageStartEvent(message_id=rid),
+                ReasoningMessageContentEvent(message_id=rid, delta=reasoning),
+                ReasoningMessageEndEvent(message_id=rid),
+                ReasoningEndEvent(message_id=rid),
+            ]
+        out += self._thought(seq)
+        if seq in self._open:
+            self._open.discard(seq)
+            out.append(TextMessageEndEvent(message_id=mid))
+        elif content:
+            out += [
+                TextMessageStartEvent(message_id=mid, role="assistant"),
+                TextMessageContentEvent(message_id=mid, delta=content),
+                TextMessageEndEvent(message_id=mid),
+            ]
         return out
+
+    def _calls(self, mid: str, calls: Any) -> list[BaseEvent]:
+        out: list[BaseEvent] = []
+        for call in calls:
+            if call["name"] == TRANSFER_TOOL_NAME:
+                self._transfers.append(call["id"])
+            out.append(ToolCallStartEvent(tool_call_id=call["id"], tool_call_name=call["name"], parent_message_id=mid))
+            if call.get("arguments"):
+                out.append(ToolCallArgsEvent(tool_call_id=call["id"], delta=str(call["arguments"])))
+            out.append(ToolCallEndEvent(tool_call_id=call["id"]))
+        return out
+
+    def _thought(self, seq: int) -> list[BaseEvent]:
+        """The end of message ``seq``'s streamed reasoning, when it is under way."""
+        if seq not in self._thinking:
+            return []
+        self._thinking.discard(seq)
+        rid = self._id(seq, "reasoning")
+        return [ReasoningMessageEndEvent(message_id=rid), ReasoningEndEvent(message_id=rid)]
 
     def _transferred(self, data: Mapping[str, Any]) -> list[BaseEvent]:
         """The answer of the transfer calls made: a batonflow transfer is an action, not a tool message, but an
@@ -198,7 +238,8 @@ class AguiTranslator:
         return out
 
     def _close_texts(self) -> list[BaseEvent]:
-        out: list[BaseEvent] = [TextMessageEndEvent(message_id=self._id(seq)) for seq in sorted(self._open)]
+        out: list[BaseEvent] = [event for seq in sorted(self._thinking) for event in self._thought(seq)]
+        out += [TextMessageEndEvent(message_id=self._id(seq)) for seq in sorted(self._open)]
         self._open.clear()
         return out
 
@@ -208,19 +249,35 @@ class AguiTranslator:
         step, self._step = self._step, None
         return [StepFinishedEvent(step_name=step)]
 
-    def _id(self, seq: int) -> str:
-        return f"{self.run_id}-{seq}"
+    def _id(self, seq: int, part: str = "") -> str:
+        return f"{self.run_id}-{seq}-{part}" if part else f"{self.run_id}-{seq}"
 
 
 def _interrupt(shown: Mapping[str, Any]) -> Interrupt:
-    """An interrupt as the API shows it (id, address, kind, info) as AG-UI's: its kind the reason, its info the
-    message (as text) and, as it is, in the ``batonflow`` metadata with its address."""
-    info = shown.get("info")
-    message = info if isinstance(info, str) else json.dumps(info, ensure_ascii=False)
-    metadata = {"batonflow": {"kind": shown.get("kind"), "address": shown.get("address"), "info": info}}
+    """An interrupt as the API shows it (id, address, kind, info) as AG-UI's: its kind the reason, what it asks the
+    message (an approval's comments, else its info as text), the tool call it concerns (the one call an approval
+    is of, or the tool that asked), and its kind, address and info as they are in the ``batonflow`` metadata."""
+    info, kind = shown.get("info"), str(shown.get("kind") or "question")
+    tasks = info.get("tasks") if kind == "approval" and isinstance(info, dict) else None
+    if isinstance(tasks, list) and tasks:
+        message = "; ".join(str(task.get("comment") or task.get("tool_name") or "") for task in tasks)
+        call = tasks[0].get("call_id") if len(tasks) == 1 else None
+    else:
+        message = info if isinstance(info, str) else json.dumps(info, ensure_ascii=False)
+        call = _asking_call(str(shown.get("address") or ""))
     return Interrupt(
-        id=str(shown["id"]), reason=str(shown.get("kind") or "question"), message=message, metadata=metadata
+        id=str(shown["id"]),
+        reason=kind,
+        message=message,
+        tool_call_id=call if isinstance(call, str) and call else None,
+        metadata={"batonflow": {"kind": kind, "address": shown.get("address"), "info": info}},
     )
+
+
+def _asking_call(address: str) -> str | None:
+    """The call id of the tool that interrupted, the last ``tool:<name>:<call id>`` of ``address``."""
+    last = address.rpartition(";")[2].split(":")
+    return last[2] if len(last) == 3 and last[0] == "tool" else None
 
 
 def _usage(outcome: Mapping[str, Any]) -> list[TokenUsage] | None:
