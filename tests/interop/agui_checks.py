@@ -3,10 +3,13 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
-from collections.abc import Sequence
+from collections.abc import AsyncIterator, Sequence
+from contextlib import asynccontextmanager
 from typing import Any
 
+import uvicorn
 from ag_ui.core import BaseEvent, Event, EventType
 from pydantic import TypeAdapter
 
@@ -189,3 +192,41 @@ def run_input(thread: str, run: str, *texts: str, **extra: Any) -> dict[str, Any
     """An AG-UI ``RunAgentInput`` as a front end sends it (camelCase): the thread's messages, user texts here."""
     messages = [{"id": f"{run}-u{i}", "role": "user", "content": text} for i, text in enumerate(texts)]
     return {"threadId": thread, "runId": run, "messages": messages, **extra}
+
+
+class Blocking:
+    """A model that waits until it is cancelled; ``started`` and ``cancelled`` are set as it is called and let go."""
+
+    def __init__(self) -> None:
+        self.started = asyncio.Event()
+        self.cancelled = asyncio.Event()
+
+    async def __call__(self, messages: list[Message], tools: list[ToolInfo]) -> Message:
+        self.started.set()
+        try:
+            await asyncio.Event().wait()
+        except asyncio.CancelledError:
+            self.cancelled.set()
+            raise
+        return assistant("never")
+
+
+def blocking(model: Blocking) -> ChatModelAgent:
+    return ChatModelAgent(name="slow", description="Waits.", model=FunctionModel(model))
+
+
+@asynccontextmanager
+async def serving(app: Any) -> AsyncIterator[str]:
+    """``app`` on a real uvicorn on 127.0.0.1 (a free port), in this event loop; its base URL."""
+    server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=0, log_level="warning", lifespan="on"))
+    task = asyncio.create_task(server.serve())
+    while not server.started:
+        await asyncio.sleep(0.005)
+        if task.done():
+            task.result()
+    port = server.servers[0].sockets[0].getsockname()[1]
+    try:
+        yield f"http://127.0.0.1:{port}"
+    finally:
+        server.should_exit = True
+        await task
