@@ -33,6 +33,22 @@ async def test_a_client_that_hangs_up_cancels_its_run() -> None:
     assert health["active_runs"] == 0
 
 
+async def test_a_second_run_on_a_thread_whose_run_goes_on_is_a_409() -> None:
+    model = Blocking()
+    app = create_app([blocking(model)], agui=True)
+    body = run_input("thread-3", "run-1", "wait")
+    async with (
+        serving(app) as url,
+        httpx.AsyncClient(base_url=url) as http,
+        http.stream("POST", "/agui/slow", json=body) as answer,
+    ):
+        await asyncio.wait_for(model.started.wait(), WAIT)
+        second = await http.post("/agui/slow", json=run_input("thread-3", "run-2", "again"))
+        assert answer.status_code == 200
+    assert second.status_code == 409
+    assert second.json()["error"]["code"] == "run_in_progress"
+
+
 async def test_serve_with_agui_serves_the_endpoint() -> None:
     app = make_app("tests.interop.agui_checks:echo", "memory", None, agui=True)
     plain = make_app("tests.interop.agui_checks:echo", "memory", None)
