@@ -4,10 +4,11 @@ server's event log carries them: ``run``, ``message_start``, ``delta``, ``messag
 ``ag-ui-protocol`` package's own models.
 
 What maps to what: a run is ``RUN_STARTED`` … ``RUN_FINISHED`` (or ``RUN_ERROR``); an assistant's text is
-``TEXT_MESSAGE_START``/``CONTENT``/``END`` (each streamed chunk a ``CONTENT`` delta); its tool calls are
-``TOOL_CALL_START``/``ARGS``/``END`` and each tool's answer a ``TOOL_CALL_RESULT``; the run's session values are a
-``STATE_SNAPSHOT`` when it starts and a ``STATE_DELTA`` (RFC 6902 JSON Patch) when it ends; each stretch of events by
-one agent of the run path (a transfer hands over to the next) is a step. An interrupted run finishes with the
+``TEXT_MESSAGE_START``/``CONTENT``/``END`` (each streamed chunk a ``CONTENT`` delta), its reasoning the ``REASONING_*``
+events before it; its tool calls are ``TOOL_CALL_START``/``ARGS``/``END`` and each tool's answer a
+``TOOL_CALL_RESULT``; the run's session values are a ``STATE_SNAPSHOT`` when it starts and a ``STATE_DELTA`` (RFC
+6902 JSON Patch) when it ends; each stretch of events by one agent of the run path (a transfer hands over to the
+next) is a step. An interrupted run finishes with the
 ``interrupt`` outcome, whose interrupts a later run's ``resume`` entries answer.
 """
 
@@ -81,7 +82,7 @@ class AguiTranslator:
         if self.finished:
             return []
         out: list[BaseEvent] = []
-        agent = data.get("agent")
+        agent = data.get("agent") if event != "run" else None  # the run's head names the agent as the API does
         if isinstance(agent, str) and agent and agent != self._step:
             out += self._close_step()
             self._step = agent
