@@ -42,6 +42,7 @@ PAGES = [
     "mcp.md",
     "serving.md",
     "distributed.md",
+    "evals.md",
 ]
 NOT_RUN = "<!-- not run -->"
 FENCE = re.compile(r"^```(\w*)\s*$")
