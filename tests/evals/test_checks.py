@@ -4,6 +4,8 @@ reason says what was expected and what was found."""
 from __future__ import annotations
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from batonflow.evals import AnswerCheck, ToolUse, Trajectory, check_answer, check_trajectory, rouge1_f1
 
@@ -108,3 +110,27 @@ def test_rouge1_f1() -> None:
     assert rouge1_f1("", "the cat") == 0.0
     assert rouge1_f1("dog", "the cat") == 0.0
     assert rouge1_f1("the the cat", "the cat") == pytest.approx(0.8)  # repeats count once per match
+
+
+_NAMES = st.sampled_from(["a", "b", "c"])
+_USES = st.lists(st.builds(ToolUse, name=_NAMES), max_size=6).map(tuple)
+
+
+@given(expected=_USES, actual=_USES)
+def test_an_exact_match_is_in_order_and_an_in_order_match_is_a_subset(
+    expected: tuple[ToolUse, ...], actual: tuple[ToolUse, ...]
+) -> None:
+    exact, in_order, subset = (
+        check_trajectory(Trajectory(mode=mode, tools=expected), actual) for mode in ("exact", "in_order", "subset")
+    )
+    assert not exact.passed or in_order.passed
+    assert not in_order.passed or subset.passed
+    assert check_trajectory(Trajectory(mode="exact", tools=actual), actual).passed
+    for result in (exact, in_order, subset):
+        assert 0 <= result.score <= 1 and (result.score == 1) >= result.passed
+
+
+@given(a=st.text(max_size=40), b=st.text(max_size=40))
+def test_rouge1_f1_is_symmetric_and_between_0_and_1(a: str, b: str) -> None:
+    assert rouge1_f1(a, b) == pytest.approx(rouge1_f1(b, a))
+    assert 0 <= rouge1_f1(a, b) <= 1
