@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from batonflow.errors import RunError
+from batonflow.errors import RunError, UserError
 from batonflow.evals import JudgeError, JudgeVerdict, LLMJudge, parse_verdict
 from batonflow.models import JSONSchemaFormat
 from batonflow.schema import Message, assistant
@@ -86,5 +86,5 @@ async def test_a_judge_whose_model_fails_is_a_judge_error() -> None:
 
 
 def test_a_threshold_outside_0_to_1_is_refused() -> None:
-    with pytest.raises(ValueError, match="threshold: expected None or a number from 0 to 1, got 2"):
+    with pytest.raises(UserError, match="threshold: expected None or a number from 0 to 1, got 2"):
         LLMJudge(ScriptedModel([]), threshold=2)

@@ -210,6 +210,18 @@ async def test_approvals_are_decided_as_the_set_s_runner_says(policy: str, answe
     assert refunded == REFUNDED
 
 
+async def test_options_given_to_evaluate_replace_the_set_s() -> None:
+    REFUNDED.clear()
+    text = "cases: [{id: c, input: refund 6, answer: {contains: refunded}}]"  # the set's runner: stop
+
+    stopped = await evaluate(parse_eval_set(text), lambda: refunder(approval=True))
+    approved = await evaluate(
+        parse_eval_set(text), lambda: refunder(approval=True), options=RunnerOptions(interrupts="approve")
+    )
+
+    assert (stopped.passed, approved.passed, REFUNDED) == (False, True, [6])
+
+
 JUDGED = """
 cases:
   - id: polite

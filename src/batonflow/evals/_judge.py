@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..adk import ChatModelAgent, Runner
-from ..errors import ModelJSONError
+from ..errors import ModelJSONError, UserError
 from ..models import ChatModel, JSONSchemaFormat, ModelSettings
 from ..tools import check_model_json, decode_model_json
 from ._set import JudgeError
@@ -61,7 +61,7 @@ class LLMJudge:
         max_tokens: int = 200,
     ) -> None:
         if threshold is not None and not 0 <= threshold <= 1:
-            raise ValueError(f"threshold: expected None or a number from 0 to 1, got {threshold!r}")
+            raise UserError(f"threshold: expected None or a number from 0 to 1, got {threshold!r}")
         self.model = model
         self.threshold = threshold
         self._agent = ChatModelAgent(

@@ -73,10 +73,12 @@ async def evaluate(
     judge: LLMJudge | None = None,
     progress: Progress | None = None,
     target: str = "",
+    options: RunnerOptions | None = None,
 ) -> EvalReport:
     """Run every case of ``eval_set`` on ``agent``, ``concurrency`` at a time, and grade them (rubrics by
     ``judge``). A run that fails fails its case, and the others go on. ``target`` labels the report (the agent's
-    name by default)."""
+    name by default); ``options`` replace the set's runner options (for a set imported from Google ADK, which has
+    none)."""
     if type(concurrency) is not int or concurrency < 1:
         raise UserError(f"concurrency: expected a whole number of at least 1, got {concurrency!r}")
     check_judge(eval_set, judge)
@@ -87,7 +89,7 @@ async def evaluate(
     async def one(index: int, case: EvalCase) -> None:
         nonlocal ended
         async with gate:
-            results[index] = result = await run_case(case, agent, options=eval_set.runner, judge=judge)
+            results[index] = result = await run_case(case, agent, options=options or eval_set.runner, judge=judge)
         ended += 1
         if progress is not None:
             progress(result, ended, len(results))
