@@ -43,6 +43,7 @@ PAGES = [
     "interop.md",
     "serving.md",
     "distributed.md",
+    "evals.md",
 ]
 NOT_RUN = "<!-- not run -->"
 FENCE = re.compile(r"^```(\w*)\s*$")

@@ -144,6 +144,50 @@ def test_public_api_is_pinned() -> None:
         assert getattr(batonflow, name) is not None, name
 
 
+def test_evals_api_is_pinned() -> None:
+    import batonflow.evals
+
+    assert batonflow.evals.__all__ == [
+        "MAX_EVAL_SET_CHARS",
+        "AgentSource",
+        "AnswerCheck",
+        "CaseResult",
+        "CheckResult",
+        "Comparison",
+        "ComparisonRow",
+        "EvalCase",
+        "EvalFailure",
+        "EvalReport",
+        "EvalSet",
+        "EvalSetError",
+        "JudgeError",
+        "JudgeVerdict",
+        "LLMJudge",
+        "Progress",
+        "RunnerOptions",
+        "ToolUse",
+        "Trajectory",
+        "TurnResult",
+        "assert_case",
+        "assert_eval_set",
+        "check_answer",
+        "check_trajectory",
+        "compare",
+        "evaluate",
+        "load_eval_set",
+        "parse_eval_set",
+        "parse_verdict",
+        "rouge1_f1",
+        "run_case",
+        "tool_uses",
+    ]
+    for name in batonflow.evals.__all__:
+        assert getattr(batonflow.evals, name) is not None, name
+    assert issubclass(batonflow.evals.EvalSetError, batonflow.UserError)
+    assert issubclass(batonflow.evals.JudgeError, batonflow.errors.RunError)
+    assert issubclass(batonflow.evals.EvalFailure, AssertionError)
+
+
 def test_errors_form_one_tree() -> None:
     from batonflow import errors
 
@@ -177,7 +221,7 @@ def test_importing_batonflow_loads_the_core_only() -> None:
     modules = json.loads(run_python(code))
     ours = [m for m in modules if m == "batonflow" or m.startswith("batonflow.")]
     assert len(ours) <= MAX_CORE_MODULES
-    later = ("graph", "flow", "team", "server", "distributed", "cli", "observe")
+    later = ("graph", "flow", "team", "server", "distributed", "cli", "observe", "evals")
     assert [m for m in ours if m.split(".")[1:2] and m.split(".")[1] in later] == []
     assert [m for m in modules if m.split(".")[0] in ("jinja2", "yaml", "openai", "starlette", "dbos")] == []
 

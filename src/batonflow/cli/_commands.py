@@ -1,4 +1,4 @@
-"""The ``batonflow`` commands (typer): demo, run, serve, web, chat, checkpoints, and ``--version``."""
+"""The ``batonflow`` commands (typer): demo, run, eval, serve, web, chat, checkpoints, and ``--version``."""
 
 from __future__ import annotations
 
@@ -251,6 +251,43 @@ def _run_flow_file(
         err=True,
     )
     raise typer.Exit(3)
+
+
+@app.command("eval")
+def eval_command(
+    ctx: typer.Context,
+    eval_set: Annotated[
+        str, typer.Argument(metavar="SET", help="an eval set: YAML, JSON, or Google ADK's .evalset.json")
+    ],
+    target: Annotated[
+        str, typer.Argument(help="module:attr or FILE.py:attr — an agent, a mapping of them, or a factory")
+    ],
+    agent: Annotated[str | None, typer.Option(help="which agent, when the target holds several")] = None,
+    compare: Annotated[
+        str | None, typer.Option(metavar="TARGET2", help="a second target, compared side by side")
+    ] = None,
+    judge: Annotated[str | None, typer.Option(metavar="MODEL_URI", help="the model that grades rubrics")] = None,
+    concurrency: Annotated[int, typer.Option(min=1, help="cases run at once")] = 4,
+    json_path: Annotated[str | None, typer.Option("--json", metavar="PATH", help="write the report as JSON")] = None,
+    html_path: Annotated[str | None, typer.Option("--html", metavar="PATH", help="write the report as HTML")] = None,
+) -> int:
+    """Run an eval set on an agent and print the report; exit 1 when a case fails."""
+    from ._eval import EvalOptions, run_eval  # on first use: it pulls in the runtime
+
+    options = EvalOptions(
+        eval_set=eval_set,
+        target=target,
+        agent=agent,
+        compare=compare,
+        judge=judge,
+        concurrency=concurrency,
+        json_path=json_path,
+        html_path=html_path,
+    )
+    code = run_eval(ctx, options)
+    if code:
+        raise typer.Exit(code)
+    return 0
 
 
 EventsUrl = Annotated[
