@@ -338,9 +338,12 @@ def serve(
     agui: Annotated[
         bool, typer.Option(help="serve POST /agui/{agent} too: the agents for AG-UI front ends (the agui extra)")
     ] = False,
+    a2a: Annotated[
+        bool, typer.Option(help="serve /a2a/{agent} too: the agents as A2A servers, with their cards (the a2a extra)")
+    ] = False,
 ) -> None:
     """Serve the agents over HTTP: the API, SSE streams and the OpenAI-compatible endpoint (uvicorn); with --agui,
-    the AG-UI endpoint."""
+    the AG-UI endpoint; with --a2a, the A2A one."""
     from ._serve import serve as run_server
     from ._target import refuse_memory_store
 
@@ -361,6 +364,7 @@ def serve(
         db_pool=db_pool,
         events_pool=events_pool,
         agui=agui,
+        a2a=a2a,
     )
 
 
