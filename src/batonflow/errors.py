@@ -25,6 +25,7 @@ __all__ = [
     "ModelJSONError",
     "ModelResponseError",
     "ModelTimeoutError",
+    "RemoteAgentError",
     "ResumeConflictError",
     "ResumeError",
     "RunError",
@@ -139,6 +140,19 @@ class ModelJSONError(RunError, ValueError):
         self.detail = detail or message
         self.limit = limit
         self.found = found
+
+
+class RemoteAgentError(RunError):
+    """A remote agent (``batonflow.interop.RemoteA2AAgent``) that could not be reached, went away before its
+    task's final status, answered what its protocol does not, or ended its task failed, rejected or cancelled.
+
+    ``url`` is the remote's; ``task_id`` its task's id, when it named one.
+    """
+
+    def __init__(self, message: str, *, url: str, task_id: str = "") -> None:
+        super().__init__(message)
+        self.url = url
+        self.task_id = task_id
 
 
 class ToolNotFoundError(RunError):

@@ -7,7 +7,8 @@ the agents (``batonflow.server.create_app(agui=True)`` mounts it), and ``AguiTra
 events.
 
 A2A (the ``a2a`` extra, ``a2a-sdk``): ``a2a_router(host)``, each agent an A2A server at ``/a2a/{agent}``
-(``create_app(a2a=True)`` mounts it), ``agent_card``, an agent's A2A card. Their names are imported on first use, so that this package imports without the
+(``create_app(a2a=True)`` mounts it), ``agent_card``, an agent's A2A card, and ``RemoteA2AAgent``, a remote A2A agent as a
+batonflow agent. Their names are imported on first use, so that this package imports without the
 protocols' packages.
 """
 
@@ -18,11 +19,12 @@ if TYPE_CHECKING:
     from ._a2a import A2AHost as A2AHost
     from ._a2a import a2a_router as a2a_router
     from ._a2a_card import agent_card as agent_card
+    from ._a2a_remote import RemoteA2AAgent as RemoteA2AAgent
     from ._agui import AguiHost as AguiHost
     from ._agui import agui_router as agui_router
     from ._agui_events import AguiTranslator as AguiTranslator
 
-__all__ = ["A2AHost", "AguiHost", "AguiTranslator", "a2a_router", "agent_card", "agui_router"]
+__all__ = ["A2AHost", "AguiHost", "AguiTranslator", "RemoteA2AAgent", "a2a_router", "agent_card", "agui_router"]
 
 # The protocols' packages are extras: a missing one is a ModuleNotFoundError for 'ag_ui' or 'a2a'.
 _MODULES = {
@@ -32,6 +34,7 @@ _MODULES = {
     "A2AHost": "_a2a",
     "a2a_router": "_a2a",
     "agent_card": "_a2a_card",
+    "RemoteA2AAgent": "_a2a_remote",
 }
 
 

@@ -1,0 +1,57 @@
+"""A batonflow agent calling another batonflow agent over A2A: the remote (``create_app(a2a=True)``) pauses on a
+human approval, the local run pauses on it in turn, and the local resume answers the remote task."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import httpx
+
+from batonflow import ChatModelAgent, Runner
+from batonflow.adk import TRANSFER_TOOL_NAME, set_sub_agents
+from batonflow.interop import RemoteA2AAgent
+from batonflow.schema import Message
+from batonflow.server import create_app
+from batonflow.store import MemoryCheckpointStore
+from batonflow.testing import FunctionModel, tool_calls
+
+from .agui_checks import approvals
+
+
+def local(http: httpx.AsyncClient) -> ChatModelAgent:
+    """A front desk that transfers every request to the remote ``support`` agent."""
+
+    def route(messages: list[Message], tools: Any) -> Message:
+        return tool_calls((TRANSFER_TOOL_NAME, {"agent_name": "support"}))
+
+    support = RemoteA2AAgent(name="support", url="http://app/a2a/support", description="refunds", http_client=http)
+    desk = ChatModelAgent(name="desk", description="front desk", model=FunctionModel(route))
+    return set_sub_agents(desk, [support])  # type: ignore[return-value]
+
+
+async def test_a_remote_approval_pauses_the_local_run_and_its_resume_approves_it() -> None:
+    app = create_app([approvals()], a2a=True)
+    async with httpx.AsyncClient(transport=httpx.ASGITransport(app=app), base_url="http://app") as http:
+        runner = Runner(local(http), checkpoint_store=MemoryCheckpointStore(), enable_streaming=True)
+        paused = await runner.call("refund orders 1 and 2", checkpoint_id="desk-1")
+        assert paused.interrupt is not None
+        [asked] = [c for c in paused.interrupt.interrupt_contexts if c.is_root_cause]
+        assert asked.info["agent"] == "support"
+        assert asked.info["asked"].count("approve pay_back(") == 2
+        [remote] = asked.info["data"][0]["batonflow"]["interrupts"]
+        assert remote["kind"] == "approval"
+        pending = (await http.get("/checkpoints")).json()
+        done = await runner.call_resume("desk-1", {asked.id: "yes"})
+    assert [entry["kind"] for entry in pending["checkpoints"][0]["interrupts"]] == ["approval"]
+    assert done.text == "refunded 1 / refunded 2"
+
+
+async def test_a_rejection_travels_to_the_remote_too() -> None:
+    app = create_app([approvals()], a2a=True)
+    async with httpx.AsyncClient(transport=httpx.ASGITransport(app=app), base_url="http://app") as http:
+        runner = Runner(local(http), checkpoint_store=MemoryCheckpointStore())
+        paused = await runner.call("refund orders 1 and 2", checkpoint_id="desk-2")
+        assert paused.interrupt is not None
+        [asked] = [c for c in paused.interrupt.interrupt_contexts if c.is_root_cause]
+        done = await runner.call_resume("desk-2", {asked.id: "no"})
+    assert "refunded" not in done.text
