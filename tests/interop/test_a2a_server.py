@@ -203,3 +203,29 @@ async def test_an_unknown_task_id_is_task_not_found() -> None:
         missing.message.task_id = "no-such-task"
         with pytest.raises(TaskNotFoundError, match="no-such-task"):
             await send(client, missing)
+
+
+async def test_a_context_id_the_session_store_refuses_rejects_the_task() -> None:
+    async with a2a(create_app([echo()], a2a=True), "echo") as client:
+        odd = user_message(text("hi"))
+        odd.message.context_id = "../" * 100
+        task = await settled(client, odd)
+    assert task.status.state == TaskState.TASK_STATE_REJECTED
+    assert status_text(task).startswith("invalid_context_id: contextId: expected an id the session store takes")
+
+
+async def test_a_second_task_on_a_context_whose_run_goes_on_is_rejected_as_run_in_progress() -> None:
+    model = Blocking()
+    app = create_app([blocking(model)], a2a=True)
+    async with serving(app) as url, httpx.AsyncClient(base_url=url) as http:
+        client = await create_client(f"{url}/a2a/slow", ClientConfig(httpx_client=http, streaming=True))
+        events = client.send_message(user_message(text("wait")))
+        first = await anext(events)
+        await asyncio.wait_for(model.started.wait(), WAIT)
+        again = user_message(text("again"))
+        again.message.context_id = first.task.context_id
+        second = await settled(client, again)
+        await client.cancel_task(CancelTaskRequest(id=first.task.id))
+        await events.aclose()
+    assert second.status.state == TaskState.TASK_STATE_REJECTED
+    assert status_text(second).startswith("run_in_progress: ")

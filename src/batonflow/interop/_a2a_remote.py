@@ -47,7 +47,7 @@ class RemoteA2AAgent:
 
     ``description`` is what a router or a team's supervisor reads of it (the card's is not fetched before a run);
     ``timeout`` bounds each wait on the remote, in seconds; ``http_client`` is the ``httpx.AsyncClient`` to speak
-    through (its own, closed after each run, when None)."""
+    through (its own, closed after each run, when None; the SDK sets its ``A2A-Version`` header on a given one)."""
 
     def __init__(
         self,
