@@ -3,9 +3,11 @@ human approval, the local run pauses on it in turn, and the local resume answers
 
 from __future__ import annotations
 
+import asyncio
 from typing import Any
 
 import httpx
+import pytest
 
 from batonflow import ChatModelAgent, Runner
 from batonflow.adk import TRANSFER_TOOL_NAME, set_sub_agents
@@ -15,7 +17,9 @@ from batonflow.server import create_app
 from batonflow.store import MemoryCheckpointStore
 from batonflow.testing import FunctionModel, tool_calls
 
-from .agui_checks import approvals
+from .agui_checks import Blocking, approvals, blocking, serving
+
+WAIT = 30.0  # a deadline for what a test waits for, never a claim about how long it takes
 
 
 def local(http: httpx.AsyncClient) -> ChatModelAgent:
@@ -55,3 +59,20 @@ async def test_a_rejection_travels_to_the_remote_too() -> None:
         [asked] = [c for c in paused.interrupt.interrupt_contexts if c.is_root_cause]
         done = await runner.call_resume("desk-2", {asked.id: "no"})
     assert "refunded" not in done.text
+
+
+async def test_a_local_run_that_stops_cancels_the_remote_task_and_its_run() -> None:
+    model = Blocking()
+    app = create_app([blocking(model)], a2a=True)
+    async with serving(app) as url, httpx.AsyncClient(base_url=url) as http:
+        slow = RemoteA2AAgent(name="slow", url=f"{url}/a2a/slow", http_client=http)
+        events = Runner(slow, enable_streaming=True).query("wait")
+        reading = asyncio.create_task(anext(aiter(events)))
+        await asyncio.wait_for(model.started.wait(), WAIT)
+        reading.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await reading
+        await events.aclose()
+        await asyncio.wait_for(model.cancelled.wait(), WAIT)
+        health = (await http.get("/health")).json()
+    assert model.cancelled.is_set() and health["active_runs"] == 0

@@ -27,7 +27,7 @@ from a2a.types import (
 from a2a.utils.errors import TaskNotFoundError
 from google.protobuf.json_format import MessageToDict
 
-from batonflow.server import create_app
+from batonflow.server import ServerLimits, create_app
 
 from .agui_checks import Blocking, approvals, blocking, echo, failing, refunds, serving
 
@@ -229,3 +229,13 @@ async def test_a_second_task_on_a_context_whose_run_goes_on_is_rejected_as_run_i
         await events.aclose()
     assert second.status.state == TaskState.TASK_STATE_REJECTED
     assert status_text(second).startswith("run_in_progress: ")
+
+
+async def test_the_server_forgets_the_oldest_finished_tasks_beyond_keep_finished_runs() -> None:
+    app = create_app([echo()], a2a=True, limits=ServerLimits(keep_finished_runs=2))
+    async with a2a(app, "echo", streaming=False) as client:
+        sent = [(await send(client, user_message(text(f"turn {i}"))))[0].task for i in range(3)]
+        with pytest.raises(TaskNotFoundError):
+            await client.get_task(GetTaskRequest(id=sent[0].id))
+        last = await client.get_task(GetTaskRequest(id=sent[2].id))
+    assert status_text(last) == "echo: turn 2"

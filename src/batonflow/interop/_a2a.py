@@ -13,12 +13,14 @@ the conversation's pending run from its checkpoint with the answer.
 
 from __future__ import annotations
 
+from collections import OrderedDict
 from collections.abc import AsyncGenerator, Callable, Mapping, Sequence
 from contextlib import aclosing
 from typing import Any, Protocol
 
 from a2a.helpers.proto_helpers import get_text_parts, new_task_from_user_message, new_text_part
 from a2a.server.agent_execution import AgentExecutor, RequestContext
+from a2a.server.context import ServerCallContext
 from a2a.server.events import EventQueue
 from a2a.server.request_handlers import DefaultRequestHandler
 from a2a.server.request_handlers.response_helpers import agent_card_to_dict
@@ -163,9 +165,40 @@ def _refused(translator: A2ATranslator, task: Task, waiting: bool, refusal: str)
     return translator.status(TaskState.TASK_STATE_INPUT_REQUIRED, [new_text_part(refusal), *asked])
 
 
-def a2a_router(host: A2AHost, *, version: str = "1.0.0") -> APIRouter:
+class KeptTasks(InMemoryTaskStore):
+    """The SDK's in-memory task store, which forgets the oldest tasks that are not going (done, or waiting for
+    input) beyond the last ``keep``: a server's memory is not the record of every task it ran."""
+
+    def __init__(self, keep: int) -> None:
+        super().__init__()
+        self.keep = keep
+        self._order: OrderedDict[str, ServerCallContext] = OrderedDict()
+
+    async def save(self, task: Task, context: ServerCallContext) -> None:
+        await super().save(task, context)
+        self._order[task.id] = context
+        self._order.move_to_end(task.id)
+        excess = len(self._order) - self.keep
+        for task_id, owner in list(self._order.items()):
+            if excess <= 0:
+                break
+            kept = await self.get(task_id, owner)
+            if kept is None or kept.status.state not in _GOING:
+                await self.delete(task_id, owner)
+                excess -= 1
+
+    async def delete(self, task_id: str, context: ServerCallContext) -> None:
+        await super().delete(task_id, context)
+        self._order.pop(task_id, None)
+
+
+_GOING = (TaskState.TASK_STATE_SUBMITTED, TaskState.TASK_STATE_WORKING)
+
+
+def a2a_router(host: A2AHost, *, version: str = "1.0.0", keep_tasks: int = 1024) -> APIRouter:
     """The router of ``POST /a2a/{agent}`` (A2A's JSON-RPC) and ``GET /a2a/{agent}/.well-known/agent-card.json``
-    (the agent's card) on ``host``; each agent's handler is made on its first request."""
+    (the agent's card) on ``host``; each agent's handler is made on its first request, and keeps its last
+    ``keep_tasks`` tasks that are not going (``KeptTasks``)."""
     handlers: dict[str, Callable[[Request], Any]] = {}
 
     def card_of(agent: str, request: Request) -> Any:
@@ -176,7 +209,7 @@ def a2a_router(host: A2AHost, *, version: str = "1.0.0") -> APIRouter:
         if agent not in handlers:
             card = card_of(agent, request)
             sdk = DefaultRequestHandler(
-                agent_executor=BatonflowExecutor(host, agent), task_store=InMemoryTaskStore(), agent_card=card
+                agent_executor=BatonflowExecutor(host, agent), task_store=KeptTasks(keep_tasks), agent_card=card
             )
             [route] = create_jsonrpc_routes(sdk, f"/a2a/{agent}", enable_v0_3_compat=True)
             handlers[agent] = route.endpoint

@@ -8,7 +8,8 @@ streamed when the run streams. A remote task that ends ``input-required`` is a b
 remote's question, its saved state the remote task's ids, so that the answer it resumes with goes to the remote as
 the task's follow-up message (a text part for a string, a data part for anything else). A remote that cannot be
 reached, goes away before its task's final status, answers what is not A2A, or ends its task failed, rejected or
-cancelled, is a ``RemoteAgentError``; each wait on the remote is bounded by ``timeout``.
+cancelled, is a ``RemoteAgentError``; each wait on the remote is bounded by ``timeout``. A run that stops while the
+remote works cancels the remote task.
 """
 
 from __future__ import annotations
@@ -22,7 +23,17 @@ from typing import Any
 import httpx
 from a2a.client import A2ACardResolver, Client, ClientConfig, create_client
 from a2a.helpers.proto_helpers import get_data_parts, get_text_parts, new_data_part
-from a2a.types import AgentCard, Message, Part, Role, SendMessageRequest, StreamResponse, TaskState
+from a2a.types import (
+    AgentCard,
+    CancelTaskRequest,
+    ListTasksRequest,
+    Message,
+    Part,
+    Role,
+    SendMessageRequest,
+    StreamResponse,
+    TaskState,
+)
 
 from ..adk import AgentEvent, AgentInput, ResumeInfo, RunContext, event_from_message, stateful_interrupt
 from ..errors import RemoteAgentError, UserError
@@ -82,7 +93,8 @@ class RemoteA2AAgent:
 
     async def run(self, input: AgentInput, ctx: RunContext | None = None) -> AsyncIterator[AgentEvent]:
         """Send the input to the remote as a new task; its answer, or its question as an interrupt."""
-        message = _outgoing([Part(text=_text_of(input.messages))])
+        # A context of its own (a client may name it): a task this run cancels before its id came is found by it.
+        message = _outgoing([Part(text=_text_of(input.messages))], context_id=uuid.uuid4().hex)
         async for event in self._exchange(message, input.enable_streaming, ctx):
             yield event
 
@@ -106,16 +118,20 @@ class RemoteA2AAgent:
                 http = await stack.enter_async_context(httpx.AsyncClient(timeout=self.timeout))
             client = await self._client(http)
             stack.push_async_callback(client.close)
-            reply = _Reply(self, client.send_message(SendMessageRequest(message=message)))
+            reply = _Reply(self, client.send_message(SendMessageRequest(message=message)), message.context_id)
             stack.push_async_callback(reply.close)
-            texts = reply.texts()
-            first = await anext(texts, None)
-            if first is not None and streaming:
-                caller, whole = Stream.from_async_iter(_chunks(first, texts)).tap()
-                yield event_from_message(stream=caller)
-                await whole.chunks()  # what the reader left unread: the task's status comes after the text
-            elif first is not None:
-                yield event_from_message(assistant("".join([first, *[text async for text in texts]])))
+            try:
+                texts = reply.texts()
+                first = await anext(texts, None)
+                if first is not None and streaming:
+                    caller, whole = Stream.from_async_iter(_chunks(first, texts)).tap()
+                    yield event_from_message(stream=caller)
+                    await whole.chunks()  # what the reader left unread: the task's status comes after the text
+                elif first is not None:
+                    yield event_from_message(assistant("".join([first, *[text async for text in texts]])))
+            except (asyncio.CancelledError, GeneratorExit):  # the run stopped: the remote task stops with it
+                await reply.cancel(client)
+                raise
             for event in reply.outcome(ctx):
                 yield event
 
@@ -138,11 +154,11 @@ class _Reply:
     """The remote's events for one message, read up to its task's final status: its text as it comes
     (``texts``), then what the status makes of the run (``outcome``)."""
 
-    def __init__(self, agent: RemoteA2AAgent, events: AsyncIterator[StreamResponse]) -> None:
+    def __init__(self, agent: RemoteA2AAgent, events: AsyncIterator[StreamResponse], context_id: str) -> None:
         self.agent = agent
         self.events = events
         self.task_id = ""
-        self.context_id = ""
+        self.context_id = context_id
         self.state: int = TaskState.TASK_STATE_UNSPECIFIED
         self.status: Message | None = None
         self.told = False  # some text of the answer was given already
@@ -221,6 +237,22 @@ class _Reply:
             raise
         except Exception as error:
             raise self.agent.error(f"expected an A2A answer, got {_what(error)}", self.task_id) from error
+
+    async def cancel(self, client: Client) -> None:
+        """Cancel the remote task when it is going still (the run that waits for it stopped); a remote that does
+        not take it is left be."""
+        if self.state in _FINAL:
+            return
+        try:
+            async with asyncio.timeout(min(self.agent.timeout, 10.0)):
+                ids = [self.task_id]
+                if not ids[0] and self.context_id:  # stopped before the task's id came: the tasks of its context
+                    listed = await client.list_tasks(ListTasksRequest(context_id=self.context_id))
+                    ids = [task.id for task in listed.tasks if task.status.state not in _FINAL]
+                for task_id in filter(None, ids):
+                    await client.cancel_task(CancelTaskRequest(id=task_id))
+        except Exception:  # the run stops anyway: its remote's answer to the cancel changes nothing here
+            return
 
     async def close(self) -> None:
         closer = getattr(self.events, "aclose", None)

@@ -37,4 +37,6 @@ def a2a_routes(server: Server) -> APIRouter:
             "a2a=True: expected the a2a-sdk package (the A2A endpoint speaks through it), found none: "
             "pip install 'batonflow[a2a]'"
         ) from error
-    return a2a_router(A2AServerHost(server))
+    from .. import __version__
+
+    return a2a_router(A2AServerHost(server), version=__version__, keep_tasks=server.limits.keep_finished_runs)
