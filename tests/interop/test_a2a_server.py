@@ -149,7 +149,10 @@ async def test_a_bad_answer_leaves_the_task_waiting_and_says_what_was_expected()
         still = await settled(client, user_message(text("perhaps"), task=paused))
         assert still.status.state == TaskState.TASK_STATE_INPUT_REQUIRED
         assert status_text(still).startswith("invalid_decision: ")
-        done = await settled(client, user_message(text("yes"), task=still))
+        again = await settled(client, user_message(text("maybe"), task=still))
+        assert status_text(again).count("invalid_decision: ") == 1
+        assert status_text(again).endswith(status_text(paused))
+        done = await settled(client, user_message(text("yes"), task=again))
     assert status_text(done) == "refunded 1 / refunded 2"
 
 
@@ -239,3 +242,12 @@ async def test_the_server_forgets_the_oldest_finished_tasks_beyond_keep_finished
             await client.get_task(GetTaskRequest(id=sent[0].id))
         last = await client.get_task(GetTaskRequest(id=sent[2].id))
     assert status_text(last) == "echo: turn 2"
+
+
+async def test_a_turn_reads_text_and_data_parts_and_one_with_neither_is_rejected() -> None:
+    async with a2a(create_app([echo()], a2a=True), "echo") as client:
+        data = await settled(client, user_message(new_data_part({"city": "Oslo"})))
+        empty = await settled(client, user_message(Part(url="https://example.com/a.png")))
+    assert status_text(data) == 'echo: {"city": "Oslo"}'
+    assert empty.status.state == TaskState.TASK_STATE_REJECTED
+    assert status_text(empty).startswith("empty_input: message: expected a text or data part")

@@ -18,7 +18,7 @@ from collections.abc import AsyncGenerator, Callable, Mapping, Sequence
 from contextlib import aclosing
 from typing import Any, Protocol
 
-from a2a.helpers.proto_helpers import get_text_parts, new_task_from_user_message, new_text_part
+from a2a.helpers.proto_helpers import new_task_from_user_message, new_text_part
 from a2a.server.agent_execution import AgentExecutor, RequestContext
 from a2a.server.context import ServerCallContext
 from a2a.server.events import EventQueue
@@ -26,16 +26,16 @@ from a2a.server.request_handlers import DefaultRequestHandler
 from a2a.server.request_handlers.response_helpers import agent_card_to_dict
 from a2a.server.routes import create_jsonrpc_routes
 from a2a.server.tasks import InMemoryTaskStore
-from a2a.types import Task, TaskState
+from a2a.types import Message, Task, TaskState
 from fastapi import APIRouter, Request
 from fastapi.responses import JSONResponse, Response
 
 from ..adk import Agent
 from ..distributed import EventRecord, SegmentRequest, body_of
-from ..schema import Message
+from ..schema import Message as BatonflowMessage
 from ..store import check_session_id
 from ._a2a_card import agent_card
-from ._a2a_events import A2ATranslator, answer_targets, asked_interrupts
+from ._a2a_events import A2ATranslator, answer_targets, asked_interrupts, turn_text
 
 __all__ = ["A2AHost", "BatonflowExecutor", "a2a_router"]
 
@@ -49,7 +49,7 @@ class A2AHost(Protocol):
         """The agent the app serves as ``name``; refused (its 404) when it serves none."""
         ...
 
-    def messages(self, given: Sequence[tuple[str, str]]) -> list[Message]:
+    def messages(self, given: Sequence[tuple[str, str]]) -> list[BatonflowMessage]:
         """``(role, text)`` pairs as the run's input messages, within the app's limits."""
         ...
 
@@ -123,11 +123,20 @@ class BatonflowExecutor(AgentExecutor):
         session = self._session(task.context_id)
         if waiting:
             return await self._resume(session, message, task)
-        texts = get_text_parts(message.parts)
-        messages = self.host.messages([("user", "\n".join(texts))])
+        said = turn_text(message)
+        if not said:
+            raise self.host.refuse(
+                422,
+                "empty_input",
+                "message: expected a text or data part (the user's turn), got neither",
+                expected="a text or data part",
+                found=[part.WhichOneof("content") for part in message.parts],
+            )
+        messages = self.host.messages([("user", said)])
         return SegmentRequest(agent=self.name, session_id=session, messages=tuple(messages), stream=True)
 
-    async def _resume(self, session: str, message: Any, task: Task) -> SegmentRequest:
+    async def _resume(self, session: str, message: Message, task: Task) -> SegmentRequest:
+        """The resume of the conversation's pending run with the answer ``message`` gives to ``task``'s interrupts."""
         interrupts = asked_interrupts(task.status.message if task.status.HasField("message") else None)
         targets = answer_targets(message, interrupts)
         if not targets:
@@ -143,6 +152,7 @@ class BatonflowExecutor(AgentExecutor):
         return SegmentRequest(agent=self.name, session_id=session, targets=checked, stream=True)
 
     def _session(self, context_id: str) -> str:
+        """The session id of the context ``context_id``: the id itself, refused when the session store would."""
         try:
             return check_session_id(context_id)
         except Exception as error:
@@ -161,7 +171,9 @@ def _refused(translator: A2ATranslator, task: Task, waiting: bool, refusal: str)
     again after the refusal), else rejected."""
     if not waiting:
         return translator.status(TaskState.TASK_STATE_REJECTED, [new_text_part(refusal)])
-    asked = list(task.status.message.parts) if task.status.HasField("message") else []
+    # An input-required status message ends with its question and its interrupts (a text part, a data part); an
+    # earlier refusal before them is not said again.
+    asked = list(task.status.message.parts)[-2:] if task.status.HasField("message") else []
     return translator.status(TaskState.TASK_STATE_INPUT_REQUIRED, [new_text_part(refusal), *asked])
 
 

@@ -19,7 +19,7 @@ from a2a.types import Artifact, Message, Part, TaskArtifactUpdateEvent, TaskStat
 
 from ..distributed import jsonable
 
-__all__ = ["A2ATranslator", "answer_targets", "asked_interrupts"]
+__all__ = ["A2ATranslator", "answer_targets", "asked_interrupts", "turn_text"]
 
 _YES = {"yes", "y", "approve", "approved", "ok", "true"}
 _NO = {"no", "n", "reject", "rejected", "deny", "false"}
@@ -138,3 +138,9 @@ def answer_targets(message: Message, interrupts: Sequence[Mapping[str, Any]]) ->
 def _approval(text: str) -> str:
     word = text.strip().strip(".!").lower()
     return "approve" if word in _YES else "reject" if word in _NO else text
+
+
+def turn_text(message: Message) -> str:
+    """A new turn's text: the message's text parts, then its data parts as JSON, one a line."""
+    said = [*get_text_parts(message.parts), *(json.dumps(d, ensure_ascii=False) for d in get_data_parts(message.parts))]
+    return "\n".join(part for part in said if part)
