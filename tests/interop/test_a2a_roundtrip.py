@@ -11,13 +11,14 @@ import pytest
 
 from batonflow import ChatModelAgent, Runner
 from batonflow.adk import TRANSFER_TOOL_NAME, set_sub_agents
+from batonflow.errors import RemoteAgentError
 from batonflow.interop import RemoteA2AAgent
 from batonflow.schema import Message
 from batonflow.server import create_app
 from batonflow.store import MemoryCheckpointStore
 from batonflow.testing import FunctionModel, tool_calls
 
-from .agui_checks import Blocking, approvals, blocking, serving
+from .agui_checks import Blocking, approvals, blocking, failing, serving
 
 WAIT = 30.0  # a deadline for what a test waits for, never a claim about how long it takes
 
@@ -76,3 +77,29 @@ async def test_a_local_run_that_stops_cancels_the_remote_task_and_its_run() -> N
         await asyncio.wait_for(model.cancelled.wait(), WAIT)
         health = (await http.get("/health")).json()
     assert model.cancelled.is_set() and health["active_runs"] == 0
+
+
+async def test_behind_a_token_the_card_and_the_endpoint_want_it_and_a_remote_agent_sends_its_client_s() -> None:
+    app = create_app([approvals()], a2a=True, auth_token="s3cret")
+    transport = httpx.ASGITransport(app=app)
+    async with (
+        httpx.AsyncClient(transport=transport, base_url="http://app", headers={"Authorization": "Bearer s3cret"}) as ok,
+        httpx.AsyncClient(transport=transport, base_url="http://app") as anonymous,
+    ):
+        card = await anonymous.get("/a2a/support/.well-known/agent-card.json")
+        refused = RemoteA2AAgent(name="support", url="http://app/a2a/support", http_client=anonymous)
+        with pytest.raises(RemoteAgentError, match="expected its agent card"):
+            await Runner(refused).call("refund orders 1 and 2")
+        allowed = RemoteA2AAgent(name="support", url="http://app/a2a/support", http_client=ok)
+        paused = await Runner(allowed, checkpoint_store=MemoryCheckpointStore()).call("refund", checkpoint_id="t-1")
+    assert card.status_code == 401
+    assert paused.interrupted
+
+
+async def test_a_remote_task_that_fails_is_a_remote_agent_error_with_the_remote_s_error() -> None:
+    app = create_app([failing()], a2a=True)
+    async with httpx.AsyncClient(transport=httpx.ASGITransport(app=app), base_url="http://app") as http:
+        broken = RemoteA2AAgent(name="broken", url="http://app/a2a/broken", http_client=http)
+        with pytest.raises(RemoteAgentError, match="expected its task to complete, got it failed: ") as raised:
+            await Runner(broken).call("hi")
+    assert "provider down" in str(raised.value) and raised.value.task_id
