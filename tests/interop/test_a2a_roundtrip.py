@@ -8,6 +8,7 @@ from typing import Any
 
 import httpx
 import pytest
+from tests.server.conftest import serving
 
 from batonflow import ChatModelAgent, Runner
 from batonflow.adk import TRANSFER_TOOL_NAME, set_sub_agents
@@ -18,7 +19,7 @@ from batonflow.server import create_app
 from batonflow.store import MemoryCheckpointStore
 from batonflow.testing import FunctionModel, tool_calls
 
-from .agui_checks import Blocking, approvals, blocking, failing, serving
+from .agui_checks import Blocking, approvals, blocking, failing
 
 WAIT = 30.0  # a deadline for what a test waits for, never a claim about how long it takes
 

@@ -26,10 +26,11 @@ from a2a.types import (
 )
 from a2a.utils.errors import TaskNotFoundError
 from google.protobuf.json_format import MessageToDict
+from tests.server.conftest import serving
 
 from batonflow.server import ServerLimits, create_app
 
-from .agui_checks import Blocking, approvals, blocking, echo, failing, refunds, serving
+from .agui_checks import Blocking, approvals, blocking, echo, failing, refunds
 
 WAIT = 30.0  # a deadline for what a test waits for, never a claim about how long it takes
 
