@@ -1,12 +1,12 @@
-"""The agents the MCP server tests serve (``batonflow mcp tests.interop.mcp_app:app``): an echo, and a refund that
-waits for a person's approval. Their models are functions of the conversation, so one server answers any number
+"""The agents the MCP server tests serve (``batonflow mcp tests.interop.mcp_app:app``): an echo, a refund that
+waits for a person's approval, and one that asks a question. Their models are functions of the conversation, so one server answers any number
 of calls."""
 
 from __future__ import annotations
 
 from typing import Any
 
-from batonflow import ChatModelAgent, tool
+from batonflow import ChatModelAgent, ToolContext, tool
 from batonflow.agents import human_approval
 from batonflow.schema import Message, assistant
 from batonflow.testing import FunctionModel, tool_calls
@@ -32,6 +32,18 @@ def order_status(order_id: int) -> str:
     return f"order {order_id} shipped"
 
 
+@tool
+def pick_colour(ctx: ToolContext) -> str:
+    """Ask the user for a colour."""
+    return f"you picked {ctx.ask('which colour?')}"
+
+
+def asking(messages: list[Message], tools: Any) -> Message:
+    if messages[-1].role == "tool":
+        return assistant(messages[-1].content)
+    return tool_calls(("pick_colour", {}))
+
+
 def echo(messages: list[Message], tools: Any) -> Message:
     return assistant(f"echo: {messages[-1].content}")
 
@@ -53,4 +65,5 @@ refunds = ChatModelAgent(
     tools=[refund],
     middlewares=[human_approval(sensitive_tools=["refund"])],
 )
-app = [echoer, refunds]
+asker = ChatModelAgent(name="asker", description="Asks for a colour.", model=FunctionModel(asking), tools=[pick_colour])
+app = [echoer, refunds, asker]

@@ -164,7 +164,7 @@ def text(result: types.CallToolResult) -> str:
 async def test_the_agents_the_resume_tool_and_the_agents_tools_are_listed_with_their_schemas(client: Client) -> None:
     with anyio.fail_after(WAIT):
         listed = {tool.name: tool for tool in (await client.list_tools()).tools}
-    assert list(listed) == ["echoer", "refunds", "resume", "order_status", "refund"]
+    assert list(listed) == ["echoer", "refunds", "asker", "resume", "order_status", "refund", "pick_colour"]
     assert listed["echoer"].description == "Says back what it is told."
     schema = listed["refunds"].input_schema
     assert schema["required"] == ["input"] and set(schema["properties"]) == {"input", "session_id", "checkpoint_id"}
@@ -228,6 +228,25 @@ async def test_a_rejection_through_elicitation_refuses_the_call(client: Client) 
     result = await call(client, "refunds", {"input": "refund order 42"})
     assert (result.structured_content or {})["status"] == "completed"
     assert text(result) == "no way"  # a rejection's comment is the run's answer: the refund never ran
+
+
+async def test_a_question_is_asked_through_elicitation_and_its_answer_resumes_the_run(client: Client) -> None:
+    RESPONDER.answer = types.ElicitResult(action="accept", content={"answer": "blue"})
+    result = await call(client, "asker", {"input": "pick one"})
+    assert text(result) == "you picked blue"
+    [asked] = RESPONDER.asked
+    assert asked.message == "asker asks: which colour?"
+    assert isinstance(asked, types.ElicitRequestFormParams) and asked.requested_schema["required"] == ["answer"]
+
+
+async def test_a_declined_question_leaves_the_run_waiting(client: Client) -> None:
+    RESPONDER.answer = types.ElicitResult(action="decline")
+    result = await call(client, "asker", {"input": "pick one"})
+    structured = result.structured_content or {}
+    assert structured["status"] == "interrupted" and structured["interrupts"][0]["kind"] == "question"
+    answers = {structured["interrupt_ids"][0]: "green"}
+    resumed = await call(client, "resume", {"checkpoint_id": structured["checkpoint_id"], "answers": answers})
+    assert text(resumed) == "you picked green"
 
 
 async def test_a_cancelled_elicitation_leaves_the_run_waiting(client: Client) -> None:
@@ -309,3 +328,16 @@ async def test_answers_to_other_interrupts_are_an_error_result_and_the_run_still
 async def test_a_tool_s_bad_arguments_are_an_error_result(client: Client) -> None:
     result = await call(client, "order_status", {"order_id": "seven"})
     assert result.is_error and "order_status" in text(result)
+
+
+@pytest.mark.parametrize("transport", ["stdio", "http"])
+async def test_a_retry_with_a_request_state_the_server_never_gave_is_an_error_result(
+    clients: dict[tuple[str, str, bool], Client], transport: str
+) -> None:
+    client = clients[(transport, "auto", True)]  # request states are the 2026-07-28 protocol's
+    with anyio.fail_after(WAIT):
+        result = await client.session.call_tool(
+            "refunds", {"input": "refund order 42"}, request_state="forged", allow_input_required=True
+        )
+    assert isinstance(result, types.CallToolResult) and result.is_error
+    assert "got 'forged', which this server does not know" in text(result)

@@ -47,6 +47,7 @@ __all__ = ["create_mcp_server"]
 
 RESUME_TOOL = "resume"
 _ELICIT_TIMEOUT = 900.0  # seconds a person has to answer one elicitation before the run is left waiting
+_MAX_ASKED = 1024  # InputRequiredResults whose retry is awaited at once
 _MAX_ROUNDS = 10  # elicitation rounds of one call (a resumed run may ask again) before it is left waiting
 
 _AGENT_SCHEMA: dict[str, Any] = {
@@ -239,9 +240,15 @@ class _Bridge:
         self, call: _Call, where: _Pending, targets: Mapping[str, Any]
     ) -> types.CallToolResult | types.InputRequiredResult:
         """Resume the run ``where`` waits with ``targets``, then settle what it comes to."""
-        self.pending.pop(where.key, None)
+        waited = self.pending.pop(where.key, None)
         run_id = uuid.uuid4().hex
-        return await self._settle(call, where, run_id, await _execute(call, where, self._resumer(where, targets)))
+        try:
+            result = await _execute(call, where, self._resumer(where, targets))
+        except _Refused:
+            if waited is not None:  # a resume that failed (or lost a race) leaves its run waiting
+                self.pending.setdefault(where.key, waited)
+            raise
+        return await self._settle(call, where, run_id, result)
 
     async def _settle(
         self, call: _Call, where: _Pending, run_id: str, result: RunResult
@@ -291,6 +298,8 @@ class _Bridge:
         """The interrupts as the elicitations of an ``InputRequiredResult``; the client's retry brings the answers
         with the request state, which names the run here (never the checkpoint itself)."""
         state = uuid.uuid4().hex
+        while len(self.asked) >= _MAX_ASKED:  # retries never made: the oldest are forgotten (the resume tool remains)
+            del self.asked[next(iter(self.asked))]
         self.asked[state] = (where, call.steps)
         requests: dict[str, Any] = {}
         for cause in causes:
