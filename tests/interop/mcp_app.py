@@ -1,5 +1,6 @@
 """The agents the MCP server tests serve (``batonflow mcp tests.interop.mcp_app:app``): an echo, a refund that
-waits for a person's approval, and one that asks a question. Their models are functions of the conversation, so one server answers any number
+waits for a person's approval, one that asks a question,
+and one whose model fails. Their models are functions of the conversation, so one server answers any number
 of calls."""
 
 from __future__ import annotations
@@ -66,4 +67,11 @@ refunds = ChatModelAgent(
     middlewares=[human_approval(sensitive_tools=["refund"])],
 )
 asker = ChatModelAgent(name="asker", description="Asks for a colour.", model=FunctionModel(asking), tools=[pick_colour])
-app = [echoer, refunds, asker]
+
+
+def failing(messages: list[Message], tools: Any) -> Message:
+    raise ConnectionError("the model is down")
+
+
+broken = ChatModelAgent(name="broken", description="Its model always fails.", model=FunctionModel(failing))
+app = [echoer, refunds, asker, broken]

@@ -164,7 +164,7 @@ def text(result: types.CallToolResult) -> str:
 async def test_the_agents_the_resume_tool_and_the_agents_tools_are_listed_with_their_schemas(client: Client) -> None:
     with anyio.fail_after(WAIT):
         listed = {tool.name: tool for tool in (await client.list_tools()).tools}
-    assert list(listed) == ["echoer", "refunds", "asker", "resume", "order_status", "refund", "pick_colour"]
+    assert list(listed) == ["echoer", "refunds", "asker", "broken", "resume", "order_status", "refund", "pick_colour"]
     assert listed["echoer"].description == "Says back what it is told."
     schema = listed["refunds"].input_schema
     assert schema["required"] == ["input"] and set(schema["properties"]) == {"input", "session_id", "checkpoint_id"}
@@ -306,6 +306,12 @@ async def test_arguments_off_the_schema_are_an_error_result(
 ) -> None:
     result = await call(client, "echoer", arguments)
     assert result.is_error and problem in text(result)
+
+
+async def test_a_run_that_fails_is_an_error_result_naming_its_error(client: Client) -> None:
+    result = await call(client, "broken", {"input": "hi"})
+    assert result.is_error and text(result).startswith("broken: the run failed: ")
+    assert "the model is down" in text(result)
 
 
 async def test_a_resume_of_an_unknown_checkpoint_is_an_error_result(plain: Client) -> None:

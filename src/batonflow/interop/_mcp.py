@@ -30,7 +30,7 @@ from pydantic import BaseModel, ConfigDict, ValidationError
 
 from ..adk import Agent, AgentEvent, Capture, InterruptCtx, RunResult
 from ..agents import ConversationRunner
-from ..errors import BatonflowError, UserError
+from ..errors import UserError
 from ..schema import Stream, user
 from ..store import CheckpointStore, MemoryCheckpointStore, MemorySessionStore, SessionStore
 from ..tools import Tool
@@ -403,7 +403,7 @@ async def _execute(call: _Call, where: _Pending, start: Callable[[Capture], Stre
         events = start(capture)
         reported = Stream.from_async_iter(_reporting(call, events))
         return await capture.result(reported, checkpoint_id=where.checkpoint_id, session_id=where.session_id)
-    except BatonflowError as error:
+    except Exception as error:  # what ended the run (a model's, a tool's, a store's error) is the call's answer
         raise _Refused(f"{where.agent}: the run failed: {type(error).__name__}: {error}") from None
 
 
