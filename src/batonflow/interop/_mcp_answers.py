@@ -17,7 +17,16 @@ from ..adk import InterruptCtx, RunResult
 from ..agents import HITLPending
 from ..distributed import jsonable
 
-__all__ = ["ElicitAnswer", "elicitation_of", "target_of", "waiting_text"]
+__all__ = [
+    "ElicitAnswer",
+    "elicitation_of",
+    "interrupt_entries",
+    "is_approval",
+    "parse_answer",
+    "root_causes",
+    "target_of",
+    "waiting_text",
+]
 
 ElicitAnswer = tuple[str, Mapping[str, Any] | None]
 """An elicitation's outcome: its action (``accept``, ``decline``, ``cancel``) and the content accepted."""
@@ -94,10 +103,8 @@ def waiting_text(agent: str, reference: Mapping[str, str], causes: list[Interrup
     """The text of a result that waits: what was asked, and how to answer it with the ``resume`` tool."""
     asked = "; ".join(f"{cause.id}: {elicitation_of(agent, cause)[0]}" for cause in causes)
     where = ", ".join(f"{key} {value!r}" for key, value in reference.items())
-    return (
-        f"{agent} is waiting for an answer ({where}); interrupts: {asked}. Answer with the resume tool: "
-        f"{dict(reference) | {'answers': {cause.id: '...' for cause in causes}}}"
-    )
+    example = json.dumps(dict(reference) | {"answers": {cause.id: "..." for cause in causes}})
+    return f"{agent} is waiting for an answer ({where}); interrupts: {asked}. Answer with the resume tool: {example}"
 
 
 def interrupt_entries(causes: list[InterruptCtx]) -> list[dict[str, Any]]:
