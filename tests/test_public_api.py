@@ -216,6 +216,23 @@ def run_python(code: str) -> str:
 MAX_CORE_MODULES = 110
 
 
+def test_interop_api_is_pinned_and_imported_on_first_use() -> None:
+    code = (
+        "import sys\n"
+        "import batonflow.interop as interop\n"
+        "print(sorted(interop.__all__), 'mcp' in sys.modules, 'ag_ui' in sys.modules)\n"
+        "from batonflow.interop._mcp import create_mcp_server\n"
+        "print(interop.create_mcp_server is create_mcp_server)\n"
+    )
+    listed, same = run_python(code).splitlines()
+    assert listed == "['AguiHost', 'AguiTranslator', 'agui_router', 'create_mcp_server'] False False"
+    assert same == "True"
+    import batonflow.interop
+
+    with pytest.raises(AttributeError, match="has no attribute 'NoSuchThing'"):
+        batonflow.interop.NoSuchThing  # noqa: B018
+
+
 def test_importing_batonflow_loads_the_core_only() -> None:
     code = "import json, sys\nimport batonflow\nprint(json.dumps(sorted(sys.modules)))"
     modules = json.loads(run_python(code))

@@ -41,6 +41,8 @@ def _without(module: str, args: list[str], folder: Path) -> subprocess.Completed
         ("uvicorn", "server", ["serve", "extras_agents:agent"]),
         ("ag_ui", "agui", ["serve", "extras_agents:agent", "--agui"]),
         ("a2a", "a2a", ["serve", "extras_agents:agent", "--a2a"]),
+        ("mcp", "mcp", ["mcp", "extras_agents:agent"]),
+        ("mcp", "mcp", ["mcp", "extras_agents:agent", "--http"]),
         (
             "dbos",
             "dbos",

@@ -1,4 +1,4 @@
-"""The ``batonflow`` commands (typer): demo, run, eval, serve, web, chat, checkpoints, and ``--version``."""
+"""The ``batonflow`` commands (typer): demo, run, eval, serve, mcp, web, chat, checkpoints, and ``--version``."""
 
 from __future__ import annotations
 
@@ -14,6 +14,7 @@ from rich.console import Console
 
 from ..errors import BatonflowError, UserError
 from ._checkpoints import checkpoints
+from ._mcp import mcp_command
 from ._options import Store, Token
 
 __all__ = ["app"]
@@ -26,6 +27,7 @@ app = typer.Typer(
     pretty_exceptions_enable=False,
 )
 app.add_typer(checkpoints, name="checkpoints")
+app.command(name="mcp")(mcp_command)
 
 DatabaseUrl = Annotated[
     str, typer.Option(envvar="BATONFLOW_DATABASE_URL", help="the PostgreSQL URL of the DBOS system database")

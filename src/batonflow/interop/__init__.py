@@ -8,8 +8,12 @@ events.
 
 A2A (the ``a2a`` extra, ``a2a-sdk``): ``a2a_router(host)``, each agent an A2A server at ``/a2a/{agent}``
 (``create_app(a2a=True)`` mounts it), ``agent_card``, an agent's A2A card, and ``RemoteA2AAgent``, a remote A2A agent as a
-batonflow agent. Their names are imported on first use, so that this package imports without the
-protocols' packages.
+batonflow agent.
+
+MCP (the ``mcp`` extra): ``create_mcp_server(agents)``, the agents (and their tools) as the tools of an MCP server
+(``batonflow mcp`` serves it over stdio or streamable HTTP).
+
+Their names are imported on first use, so that this package imports without the protocols' packages.
 """
 
 from importlib import import_module
@@ -23,10 +27,20 @@ if TYPE_CHECKING:
     from ._agui import AguiHost as AguiHost
     from ._agui import agui_router as agui_router
     from ._agui_events import AguiTranslator as AguiTranslator
+    from ._mcp import create_mcp_server as create_mcp_server
 
-__all__ = ["A2AHost", "AguiHost", "AguiTranslator", "RemoteA2AAgent", "a2a_router", "agent_card", "agui_router"]
+__all__ = [
+    "A2AHost",
+    "AguiHost",
+    "AguiTranslator",
+    "RemoteA2AAgent",
+    "a2a_router",
+    "agent_card",
+    "agui_router",
+    "create_mcp_server",
+]
 
-# The protocols' packages are extras: a missing one is a ModuleNotFoundError for 'ag_ui' or 'a2a'.
+# The protocols' packages are extras: a missing one is a ModuleNotFoundError for 'ag_ui', 'a2a' or 'mcp'.
 _MODULES = {
     "AguiHost": "_agui",
     "agui_router": "_agui",
@@ -35,6 +49,7 @@ _MODULES = {
     "a2a_router": "_a2a",
     "agent_card": "_a2a_card",
     "RemoteA2AAgent": "_a2a_remote",
+    "create_mcp_server": "_mcp",
 }
 
 
