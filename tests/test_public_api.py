@@ -220,12 +220,14 @@ def test_interop_api_is_pinned_and_imported_on_first_use() -> None:
     code = (
         "import sys\n"
         "import batonflow.interop as interop\n"
-        "print(sorted(interop.__all__), 'mcp' in sys.modules, 'ag_ui' in sys.modules)\n"
+        "loaded = [name for name in ('mcp', 'ag_ui', 'a2a') if name in sys.modules]\n"
+        "print(sorted(interop.__all__), loaded)\n"
         "from batonflow.interop._mcp import create_mcp_server\n"
         "print(interop.create_mcp_server is create_mcp_server)\n"
     )
     listed, same = run_python(code).splitlines()
-    assert listed == "['AguiHost', 'AguiTranslator', 'agui_router', 'create_mcp_server'] False False"
+    names = "'A2AHost', 'AguiHost', 'AguiTranslator', 'RemoteA2AAgent', 'a2a_router', 'agent_card', 'agui_router', "
+    assert listed == f"[{names}'create_mcp_server'] []"
     assert same == "True"
     import batonflow.interop
 
