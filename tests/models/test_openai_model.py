@@ -452,6 +452,20 @@ async def test_http_error_is_raised_in_stream_on_first_read() -> None:
     assert caught.value.status_code == 429
 
 
+async def test_a_429s_retry_after_is_kept_on_the_error_for_the_retries() -> None:
+    provider = FakeProvider(
+        httpx2.Response(429, headers={"retry-after": "4"}, json={"error": {"message": "slow down"}}),
+        error_response(429, "slow down"),
+    )
+
+    with pytest.raises(ModelHTTPError) as told:
+        await model_for(provider).generate([user("hi")])
+    with pytest.raises(ModelHTTPError) as untold:
+        await model_for(provider).generate([user("hi")])
+
+    assert (told.value.retry_after, untold.value.retry_after) == (4.0, None)
+
+
 async def test_http_400_keeps_status_and_body() -> None:
     provider = FakeProvider(error_response(400, "bad tool schema"))
 

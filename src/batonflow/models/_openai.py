@@ -25,6 +25,7 @@ from ..errors import (
 )
 from ..schema import Message, MessageStream, Stream, ToolInfo
 from ._base import ModelSettings, ToolChoice, check_tool_choice, merge_settings
+from ._provider import retry_after_of
 from .openai_format import chat_request, chunk_to_message, completion_to_message, response_format_to_openai
 
 __all__ = ["OpenAIChatModel", "openai_client"]
@@ -174,7 +175,12 @@ class OpenAIChatModel:
             else:
                 said = f"HTTP {exc.status_code}: {_provider_message(exc)}"
             return ModelHTTPError(
-                f"{prefix}: {said}", status_code=exc.status_code, model=self.model_name, body=exc.body, url=url
+                f"{prefix}: {said}",
+                status_code=exc.status_code,
+                model=self.model_name,
+                body=exc.body,
+                url=url,
+                retry_after=retry_after_of(exc.response.headers),
             )
         return ModelError(f"{prefix}: {exc}", model=self.model_name)
 
