@@ -32,6 +32,7 @@ def test_public_names_are_pinned() -> None:
         "ChatModel",
         "EmbeddingModel",
         "ForcedTool",
+        "GeminiChatModel",
         "JSONSchemaFormat",
         "ModelSettings",
         "OpenAIChatModel",

@@ -1,6 +1,6 @@
 """Chat and embedding models: the ``ChatModel`` and ``EmbeddingModel`` interfaces, the OpenAI-compatible
-providers, Anthropic's (``AnthropicChatModel``, ``batonflow[anthropic]``), retries and model URIs (``load_model``,
-``load_embedding_model``).
+providers, Anthropic's (``AnthropicChatModel``, ``batonflow[anthropic]``) and Gemini's (``GeminiChatModel``,
+``batonflow[gemini]``), retries and model URIs (``load_model``, ``load_embedding_model``).
 
 The in-process llama.cpp models (``LlamaCppChatModel``, ``LlamaCppEmbeddingModel``) live in ``batonflow.models.local`` (optional extra ``batonflow[local]``), the OpenAI
 wire format in ``batonflow.models.openai_format``. ``check_tool_choice`` and ``merge_settings`` are for writing a
@@ -34,6 +34,7 @@ from ._routing import TextScorer as TextScorer
 
 if TYPE_CHECKING:
     from ._anthropic import AnthropicChatModel as AnthropicChatModel
+    from ._gemini import GeminiChatModel as GeminiChatModel
     from ._openai import OpenAIChatModel as OpenAIChatModel
     from ._openai_embedding import OpenAIEmbeddingModel as OpenAIEmbeddingModel
 
@@ -45,6 +46,10 @@ def __getattr__(name: str) -> Any:
         from ._anthropic import AnthropicChatModel
 
         return AnthropicChatModel
+    if name == "GeminiChatModel":
+        from ._gemini import GeminiChatModel
+
+        return GeminiChatModel
     if name == "OpenAIChatModel":
         from ._openai import OpenAIChatModel
 
@@ -62,6 +67,7 @@ __all__ = [
     "ChatModel",
     "EmbeddingModel",
     "ForcedTool",
+    "GeminiChatModel",
     "JSONSchemaFormat",
     "ModelSettings",
     "OpenAIChatModel",

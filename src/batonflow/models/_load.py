@@ -23,6 +23,7 @@ def load_model(uri: str, **kwargs: Any) -> ChatModel:
     - ``ollama:llama3.2`` (``OLLAMA_HOST``, default ``http://127.0.0.1:11434``)
     - ``deepseek:deepseek-chat`` (``DEEPSEEK_API_KEY``; no structured output, which DeepSeek does not have)
     - ``anthropic:claude-sonnet-4-5`` (``ANTHROPIC_API_KEY``; ``batonflow[anthropic]``)
+    - ``gemini:gemini-2.5-flash`` (``GEMINI_API_KEY`` or ``GOOGLE_API_KEY``; ``batonflow[gemini]``)
     - ``local:smollm2`` or ``local:/path/to/model.gguf`` (in-process llama.cpp, ``batonflow[local]``)
     """
     factory, name = provider_of(uri, _PROVIDERS, "model URI", "openai:gpt-4o-mini")
@@ -80,6 +81,12 @@ def _anthropic(name: str, **kwargs: Any) -> ChatModel:
     return AnthropicChatModel(name, **kwargs)
 
 
+def _gemini(name: str, **kwargs: Any) -> ChatModel:
+    from ._gemini import GeminiChatModel  # an optional extra, imported when used
+
+    return GeminiChatModel(name, **kwargs)
+
+
 def _local(target: str, **kwargs: Any) -> ChatModel:
     from .local import LlamaCppChatModel  # llama.cpp is an optional extra
 
@@ -97,5 +104,6 @@ _PROVIDERS: dict[str, Callable[..., ChatModel]] = {
     "ollama": _ollama,
     "deepseek": _deepseek,
     "anthropic": _anthropic,
+    "gemini": _gemini,
     "local": _local,
 }
