@@ -19,6 +19,7 @@ class Reply:
     body: bytes = b""
     content_type: str = "application/json"
     headers: dict[str, str] = field(default_factory=dict)
+    delay: float = 0.0  # seconds before the answer starts (for timeouts)
 
 
 def json_reply(data: Any, status: int = 200, **headers: str) -> Reply:
@@ -70,6 +71,8 @@ class FakeAPI:
             Request(scope["method"], scope["path"], scope["query_string"].decode(), headers, json.loads(raw or b"null"))
         )
         reply = self.replies.pop(0) if len(self.replies) > 1 else self.replies[0]
+        if reply.delay:
+            await asyncio.sleep(reply.delay)
         out = [(b"content-type", reply.content_type.encode())]
         out += [(k.encode(), v.encode()) for k, v in reply.headers.items()]
         await send({"type": "http.response.start", "status": reply.status, "headers": out})
@@ -90,4 +93,5 @@ async def serving(app: FakeAPI) -> AsyncIterator[str]:
         yield f"http://127.0.0.1:{port}"
     finally:
         server.should_exit = True
+        server.force_exit = True  # a reply still waiting out its delay is not waited for
         await task

@@ -11,7 +11,14 @@ from typing import Any
 import pytest
 
 from batonflow.adk import ChatModelAgent, Runner
-from batonflow.errors import ModelError, ModelHTTPError, ModelResponseError, UserError
+from batonflow.errors import (
+    ModelConnectionError,
+    ModelError,
+    ModelHTTPError,
+    ModelResponseError,
+    ModelTimeoutError,
+    UserError,
+)
 from batonflow.models import (
     ForcedTool,
     GeminiChatModel,
@@ -249,6 +256,28 @@ async def test_a_broken_or_cut_stream_is_a_model_error(events: list[tuple[None, 
     async with serving(FakeAPI(sse_reply(events))) as url:
         with pytest.raises(ModelError, match="request failed"):
             await model_for(url).stream([user("hi")]).collect()
+
+
+@pytest.mark.parametrize("streamed", [False, True])
+async def test_a_server_that_is_not_there_or_too_slow_is_a_retryable_error(streamed: bool) -> None:
+    def call(model: Any) -> Any:
+        return model.stream([user("hi")]).collect() if streamed else model.generate([user("hi")])
+
+    refused = model_for("http://127.0.0.1:9")  # the discard port: nothing listens there
+    with pytest.raises(ModelConnectionError) as caught:
+        await call(refused)
+    assert "127.0.0.1:9" in str(caught.value) and is_retryable_error(caught.value)
+
+    async with serving(FakeAPI(Reply(delay=30))) as url:
+        with pytest.raises(ModelTimeoutError) as late:
+            await call(model_for(url, timeout=0.2))
+    assert is_retryable_error(late.value)
+
+
+def test_settings_that_make_no_generate_content_config_are_a_user_error() -> None:
+    model = GeminiChatModel("gemini-test", api_key="k", base_url="http://127.0.0.1:9")
+    with pytest.raises(UserError, match="GenerateContentConfig"):
+        model.stream([user("hi")], settings=ModelSettings(extra={"no_such_field": 1}))
 
 
 async def test_retrying_waits_the_retry_after_a_429_asks_for() -> None:
