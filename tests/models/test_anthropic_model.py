@@ -31,7 +31,10 @@ from batonflow.models import (
     load_model,
 )
 from batonflow.schema import (
+    AudioPart,
     FunctionCall,
+    ImagePart,
+    Message,
     ToolCall,
     Usage,
     assistant,
@@ -154,6 +157,36 @@ async def test_a_tool_round_trip_is_sent_as_tool_use_and_tool_result_blocks() ->
         {"role": "assistant", "content": [{"type": "tool_use", "id": "toolu_01", "name": "get_weather", "input": {"city": "Paris"}}]},
         {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "toolu_01", "content": "sunny"}]},
     ]  # fmt: skip
+
+
+async def test_thinking_is_the_reasoning_and_images_go_as_image_blocks() -> None:
+    thought = [
+        {"type": "thinking", "thinking": "Paris, surely.", "signature": "sig"},
+        {"type": "text", "text": "Paris."},
+    ]
+    api = FakeAPI(json_reply(message(thought)))
+    picture = Message(
+        role="user",
+        content="Where is this?",
+        parts=[ImagePart(url="data:image/png;base64,iVBORw0K"), ImagePart(url="https://example.com/eiffel.jpg")],
+    )
+    async with serving(api) as url:
+        answer = await model_for(url).generate([picture])
+
+    assert (answer.reasoning_content, answer.content) == ("Paris, surely.", "Paris.")
+    assert api.body["messages"][0]["content"] == [
+        {"type": "text", "text": "Where is this?"},
+        {"type": "image", "source": {"type": "base64", "media_type": "image/png", "data": "iVBORw0K"}},
+        {"type": "image", "source": {"type": "url", "url": "https://example.com/eiffel.jpg"}},
+    ]
+
+
+async def test_audio_is_refused_before_anything_is_sent() -> None:
+    api = FakeAPI(text_message("never"))
+    async with serving(api) as url:
+        with pytest.raises(UserError, match="expected no audio part"):
+            await model_for(url).generate([Message(role="user", parts=[AudioPart(data="AAAA")])])
+    assert api.requests == []
 
 
 @pytest.mark.parametrize(

@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import json
+import re
 import subprocess
 import sys
 from typing import Any
@@ -31,6 +32,8 @@ from batonflow.models import (
 )
 from batonflow.schema import (
     FunctionCall,
+    ImagePart,
+    Message,
     ToolCall,
     Usage,
     assistant,
@@ -62,6 +65,15 @@ def response(
     if usage:
         body["usageMetadata"] = usage
     return body
+
+
+def camel(value: Any) -> Any:
+    """``value`` with every key in lower camel case, the spelling of Gemini's API reference."""
+    if isinstance(value, dict):
+        return {re.sub(r"_([a-z])", lambda m: m.group(1).upper(), k): camel(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [camel(v) for v in value]
+    return value
 
 
 def text_reply(text: str) -> Reply:
@@ -127,6 +139,29 @@ async def test_a_tool_round_trip_is_sent_as_function_call_and_function_response_
         {"role": "model", "parts": [{"functionCall": {"id": "call-7", "name": "get_weather", "args": {"city": "Paris"}}, "thoughtSignature": "c2lnbmF0dXJl"}]},
         {"role": "user", "parts": [{"functionResponse": {"id": "call-7", "name": "get_weather", "response": {"result": "sunny"}}}]},
     ]  # fmt: skip
+
+
+async def test_thought_parts_are_the_reasoning_and_images_go_as_inline_data_or_file_data() -> None:
+    usage = {**USAGE, "thoughtsTokenCount": 4, "totalTokenCount": 34, "cachedContentTokenCount": 8}
+    api = FakeAPI(json_reply(response([{"text": "Paris, surely.", "thought": True}, {"text": "Paris."}], usage=usage)))
+    picture = Message(
+        role="user",
+        content="Where is this?",
+        parts=[ImagePart(url="data:image/png;base64,iVBORw0K"), ImagePart(url="https://example.com/eiffel.jpg")],
+    )
+    async with serving(api) as url:
+        answer = await model_for(url).generate([picture])
+
+    assert (answer.reasoning_content, answer.content) == ("Paris, surely.", "Paris.")
+    assert answer.response_meta is not None and answer.response_meta.usage == Usage(
+        prompt_tokens=21, completion_tokens=13, total_tokens=34, cached_tokens=8, reasoning_tokens=4
+    )
+    # The SDK sends some nested fields in snake case (the API reads both spellings, as protobuf's JSON does).
+    assert camel(api.body["contents"][0]["parts"]) == [
+        {"text": "Where is this?"},
+        {"inlineData": {"mimeType": "image/png", "data": "iVBORw0K"}},
+        {"fileData": {"fileUri": "https://example.com/eiffel.jpg"}},
+    ]
 
 
 @pytest.mark.parametrize(

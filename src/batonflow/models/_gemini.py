@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import os
 from collections.abc import AsyncIterator, Sequence
-from typing import Any
 
 import pydantic
 
@@ -98,7 +97,7 @@ class GeminiChatModel:
         return Stream.from_async_iter(self._chunks(contents, config))
 
     async def _chunks(
-        self, contents: list[dict[str, Any]], config: genai_types.GenerateContentConfig
+        self, contents: list[genai_types.Content], config: genai_types.GenerateContentConfig
     ) -> AsyncIterator[Message]:
         calls, finished = 0, False
         try:
@@ -142,19 +141,20 @@ class GeminiChatModel:
         tools: Sequence[ToolInfo] | None,
         tool_choice: ToolChoice | None,
         settings: ModelSettings | None,
-    ) -> tuple[list[dict[str, Any]], genai_types.GenerateContentConfig]:
+    ) -> tuple[list[genai_types.Content], genai_types.GenerateContentConfig]:
         check_tool_choice(tools, tool_choice)
         merged = merge_settings(self.default_settings, settings)
         config = gemini_config(messages, tools=tools, tool_choice=tool_choice, settings=merged)
         try:
-            # Through the SDK's own type, which spells every field the way the API reads it.
+            # Through the SDK's own types, which spell every field the way the API reads it (the SDK passes a
+            # plain dict's nested keys on as they are).
             checked = genai_types.GenerateContentConfig.model_validate(config)
         except pydantic.ValidationError as exc:
             raise UserError(
                 f"GeminiChatModel({self.model_name!r}): expected settings that make a GenerateContentConfig "
                 f"(ModelSettings.extra holds its fields), got {exc.error_count()} errors: {exc}"
             ) from exc
-        return gemini_contents(messages), checked
+        return [genai_types.Content.model_validate(turn) for turn in gemini_contents(messages)], checked
 
     def _error(self, exc: Exception) -> Exception:
         prefix = f"model {self.model_name!r} request failed"
