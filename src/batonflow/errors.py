@@ -82,13 +82,24 @@ class ModelError(RunError):
 
 
 class ModelHTTPError(ModelError):
-    """The provider answered with an HTTP error status. ``url`` is where the request went, when known."""
+    """The provider answered with an HTTP error status. ``url`` is where the request went, when known;
+    ``retry_after`` the seconds the provider asked to wait before trying again (its ``retry-after``), when it said."""
 
-    def __init__(self, message: str, *, status_code: int, model: str = "", body: object = None, url: str = "") -> None:
+    def __init__(
+        self,
+        message: str,
+        *,
+        status_code: int,
+        model: str = "",
+        body: object = None,
+        url: str = "",
+        retry_after: float | None = None,
+    ) -> None:
         super().__init__(message, model=model)
         self.status_code = status_code
         self.body = body
         self.url = url
+        self.retry_after = retry_after
 
 
 class ModelResponseError(ModelError):
