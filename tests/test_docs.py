@@ -19,7 +19,7 @@ from pathlib import Path
 
 import psycopg
 import pytest
-from tests.services import POSTGRES_DSN, drop_tables
+from tests.services import POSTGRES_DSN, REDIS_URL, drop_tables
 
 import batonflow
 
@@ -46,6 +46,8 @@ PAGES = [
     "evals.md",
 ]
 NOT_RUN = "<!-- not run -->"
+# The services as the pages name them, and what the tests run them on.
+SERVICES = {"postgresql://postgres@127.0.0.1:5432/test": POSTGRES_DSN, "redis://127.0.0.1:6379/0": REDIS_URL}
 FENCE = re.compile(r"^```(\w*)\s*$")
 
 
@@ -112,7 +114,11 @@ def test_the_readme_links_every_concept_page() -> None:
 
 
 def run_page(page: str, text: str, cwd: Path) -> subprocess.CompletedProcess[str]:
+    """Run ``text``'s blocks. A page names the services ``scripts/services`` sets up (the ``test`` database, Redis
+    database 0) as a reader would; they run on the ones the tests' settings name (``tests/services.py``)."""
     env = {**os.environ, "PYTHONPATH": str(SRC)}
+    for default, setting in SERVICES.items():
+        text = text.replace(default, setting)
     return subprocess.run(
         [sys.executable, "-c", RUNNER, f"docs/{page}"],
         input=json.dumps(program(text)),
@@ -134,6 +140,12 @@ def test_a_page_starts_with_nothing_imported_in_an_empty_folder_and_may_await_at
     )
     done = run_page("probe.md", text, tmp_path)
     assert (done.returncode, done.stdout) == (0, f"awaited {tmp_path}\n"), done.stderr
+
+
+def test_a_page_s_services_are_the_ones_the_tests_settings_name(tmp_path: Path) -> None:
+    text = '```python\nprint("postgresql://postgres@127.0.0.1:5432/test", "redis://127.0.0.1:6379/0")\n```\n'
+    done = run_page("probe.md", text, tmp_path)
+    assert (done.returncode, done.stdout) == (0, f"{POSTGRES_DSN} {REDIS_URL}\n"), done.stderr
 
 
 def test_a_failing_block_is_reported_at_its_line_in_the_page(tmp_path: Path) -> None:
