@@ -44,6 +44,7 @@ PAGES = [
     "serving.md",
     "distributed.md",
     "evals.md",
+    "history.md",
 ]
 NOT_RUN = "<!-- not run -->"
 FENCE = re.compile(r"^```(\w*)\s*$")

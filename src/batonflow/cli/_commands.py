@@ -1,4 +1,4 @@
-"""The ``batonflow`` commands (typer): demo, run, eval, serve, web, chat, checkpoints, and ``--version``."""
+"""The ``batonflow`` commands (typer): demo, run, eval, serve, web, chat, checkpoints, runs, and ``--version``."""
 
 from __future__ import annotations
 
@@ -15,6 +15,7 @@ from rich.console import Console
 from ..errors import BatonflowError, UserError
 from ._checkpoints import checkpoints
 from ._options import Store, Token
+from ._runs import runs
 
 __all__ = ["app"]
 
@@ -26,6 +27,7 @@ app = typer.Typer(
     pretty_exceptions_enable=False,
 )
 app.add_typer(checkpoints, name="checkpoints")
+app.add_typer(runs, name="runs")
 
 DatabaseUrl = Annotated[
     str, typer.Option(envvar="BATONFLOW_DATABASE_URL", help="the PostgreSQL URL of the DBOS system database")
