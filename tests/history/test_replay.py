@@ -6,11 +6,11 @@ from typing import Any
 
 import pytest
 
-from batonflow.adk import AgentEvent, ChatModelAgent, Runner, collect_events
+from batonflow.adk import AgentEvent, ChatModelAgent, Runner, collect_events, set_sub_agents
 from batonflow.errors import ReplayMismatchError, RunHistoryError, UserError
 from batonflow.schema import Message, ToolInfo, user
 from batonflow.store import MemoryCheckpointStore
-from batonflow.testing import FunctionModel
+from batonflow.testing import FunctionModel, ScriptedModel, tool_calls
 
 from .agents import refund_agent
 from .test_history import paused_and_answered
@@ -145,3 +145,53 @@ async def test_a_replay_of_a_run_that_kept_no_history_is_an_error() -> None:
     runner = Runner(refund_agent([]), checkpoint_store=MemoryCheckpointStore())
     with pytest.raises(RunHistoryError, match="found none"):
         await collect_events(runner.replay("run-1"))
+
+
+async def test_a_streamed_run_replays_its_joined_messages() -> None:
+    store = MemoryCheckpointStore()
+    runner = Runner(refund_agent([]), checkpoint_store=store, keep_history=True, enable_streaming=True)
+    original = await collect_events(runner.run([user("7")], checkpoint_id="s"))
+    agent = refund_agent([])
+    agent.model = FunctionModel(failing)
+
+    replayed = await collect_events(Runner(agent, checkpoint_store=store, enable_streaming=True).replay("s"))
+
+    assert shape(replayed) == shape(original)
+    assert replayed[-1].message_output is not None
+    assert replayed[-1].message_output.message.content == "Refund done: order 7: 30"
+
+
+def router() -> ChatModelAgent:
+    return ChatModelAgent(
+        name="router",
+        model=ScriptedModel([tool_calls(("transfer_to_agent", {"agent_name": "support"}))]),
+        description="Sends each request where it belongs.",
+    )
+
+
+async def test_a_transfer_is_a_step_and_a_tree_replays_without_its_models() -> None:
+    store = MemoryCheckpointStore()
+    tree = set_sub_agents(router(), [refund_agent([])])
+    original = await collect_events(
+        Runner(tree, checkpoint_store=store, keep_history=True, skip_transfer_messages=True).run(
+            [user("7")], checkpoint_id="t"
+        )
+    )
+
+    history = await Runner(tree, checkpoint_store=store).history("t")
+    assert [(s.kind, s.agent_name) for s in history][:4] == [
+        ("model", "router"),
+        ("tool", "router"),
+        ("transfer", "router"),
+        ("model", "support"),
+    ]
+    assert history[2].summary == "transfers to support"
+    assert history[3].address == "agent:router;agent:support"
+
+    support = refund_agent([])
+    support.model = FunctionModel(failing)
+    silent = ChatModelAgent(name="router", model=FunctionModel(failing), description="Sends each request.")
+    replayed = await collect_events(
+        Runner(set_sub_agents(silent, [support]), checkpoint_store=store, skip_transfer_messages=True).replay("t")
+    )
+    assert shape(replayed) == shape(original)

@@ -113,6 +113,7 @@ class HistoryRecorder(Replies):
         return None
 
     async def record_step(self, kind: str, address: str, value: Any, key: str = "", arguments: str = "") -> None:
+        """Append a step at ``address``; the steps before it learn how long the history is now."""
         self._settle()
         self.kept.steps.append(
             StepEntry(
@@ -302,6 +303,7 @@ class ReplaySteps(Replies):
             raise self.mismatch(step.agent_name, f"did not reach the recorded {step.kind} step", at=first)
 
     def mismatch(self, agent_name: str, what: str, at: int | None = None) -> ReplayMismatchError:
+        """The error for a replay that left its record at step ``at`` (the first step not replayed, when None)."""
         if at is None:
             at = min(self._available.values(), default=self._next_index())
         self.error = ReplayMismatchError(

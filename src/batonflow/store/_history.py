@@ -78,6 +78,7 @@ async def load_history(store: Any, run_id: str) -> bytes | None:
 
 
 async def _save(store: Any, run_id: str, data: bytes, retention: HistoryRetention) -> None:
+    """The record first, then the index with it at the newest end, then the records retention drops."""
     key = history_key(run_id)
     await store.set(key, data)
     raw = await store.get(_INDEX)
