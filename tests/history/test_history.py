@@ -7,6 +7,7 @@ import json
 import subprocess
 import sys
 from pathlib import Path
+from types import SimpleNamespace
 from typing import Any
 
 import pytest
@@ -115,3 +116,19 @@ def test_keep_history_takes_a_bool_or_a_retention() -> None:
 async def test_history_without_a_store_is_a_user_error() -> None:
     with pytest.raises(UserError, match="expected Runner"):
         await Runner(refund_agent([])).history("run-1")
+
+
+async def test_retention_by_age_drops_the_histories_saved_too_long_ago(monkeypatch: pytest.MonkeyPatch) -> None:
+    import batonflow.store._history as kept
+
+    now = [1000.0]
+    monkeypatch.setattr(kept, "time", SimpleNamespace(time=lambda: now[0]))  # this module's clock only
+    store = MemoryCheckpointStore()
+    runner = Runner(refund_agent([]), checkpoint_store=store, keep_history=HistoryRetention(max_runs=None, max_age=60))
+    await collect_events(runner.run([user("7")], checkpoint_id="old"))
+    now[0] += 61
+    await collect_events(runner.run([user("7")], checkpoint_id="new"))
+
+    with pytest.raises(RunHistoryError):
+        await runner.history("old")
+    assert len(await runner.history("new")) == 3
