@@ -85,3 +85,26 @@ async def test_the_command_asks_a_server(capsys: pytest.CaptureFixture[str]) -> 
     assert [s["summary"] for s in json.loads(out)["steps"]][-1] == "Refund done: order 7: 30"
     assert missing != 0
     assert "404" in capsys.readouterr().err
+
+
+async def test_a_server_with_keep_history_keeps_the_runs_it_starts() -> None:
+    store = MemoryCheckpointStore()
+    app = create_app([refund_agent([], approval=True)], checkpoint_store=store, keep_history=True)
+    async with asgi_client(app) as client:
+        started = (await client.post("/runs", json={"agent": "support", "input": "7", "checkpoint_id": "c-1"})).json()
+        interrupt = started["interrupts"][0]["id"]
+        await client.post("/checkpoints/c-1/resume", json={"targets": {interrupt: "yes"}})
+        by_checkpoint = (await client.get("/runs/c-1/history")).json()
+        by_run = (await client.get(f"/runs/{started['run_id']}/history")).json()
+
+    assert [s["kind"] for s in by_checkpoint["steps"]] == [
+        "model",
+        "tool",
+        "model",
+        "interrupt",
+        "answer",
+        "tool",
+        "model",
+    ]
+    assert by_checkpoint["steps"][-1]["summary"] == "Refund done: approved: yes"
+    assert by_run == by_checkpoint

@@ -22,7 +22,7 @@ from ..adk import Agent, FlowAgent
 from ..distributed import InProcessBackend, LiveBackend, MemoryEventLog
 from ..errors import UserError
 from ..graph import FlowEngine, Graph
-from ..store import CheckpointStore, MemoryCheckpointStore, MemorySessionStore, SessionStore
+from ..store import CheckpointStore, HistoryRetention, MemoryCheckpointStore, MemorySessionStore, SessionStore
 from ._agui import agui_routes
 from ._errors import ApiError, ErrorBody, install_handlers
 from ._fast import Bearer, FastRuns
@@ -63,6 +63,7 @@ def create_app(
     title: str = "batonflow",
     backend: LiveBackend | None = None,
     agui: bool = False,
+    keep_history: bool | HistoryRetention = False,
 ) -> FastAPI:
     """A FastAPI app serving ``agents`` (one, a list named by their names, or a mapping of API name to agent) and
     graph ``flows`` (run by ``flow_engine``, which holds their components; a new engine when None).
@@ -77,7 +78,8 @@ def create_app(
     ``limits.buffer_events`` frames a run), else such as ``DBOSBackend`` with an event log (runs on its workers,
     not here; any API process of the same backend serves their events). Either way a run id is its segment id,
     an SSE event's id its record id in the log (``Last-Event-ID``), and ``GET /checkpoints`` lists the runs the
-    backend knows to be paused.
+    backend knows to be paused. With ``keep_history`` (as the Runner's; the default backend only) each run keeps
+    its record in ``checkpoint_store``, which ``GET /runs/{id}/history`` shows (docs/history.md).
 
     With ``agui``, ``POST /agui/{agent}`` runs an agent for an AG-UI front end (``batonflow.interop``, the ``agui``
     extra): an AG-UI thread is a conversation of ``session_store``, its run's events AG-UI's, over SSE.
@@ -90,7 +92,12 @@ def create_app(
     if backend is None:
         log = MemoryEventLog(maxlen=limits.buffer_events, keep_runs=limits.keep_finished_runs)
         backend = InProcessBackend(
-            named, checkpoints, sessions=sessions, events=log, keep_finished=limits.keep_finished_runs
+            named,
+            checkpoints,
+            sessions=sessions,
+            events=log,
+            keep_finished=limits.keep_finished_runs,
+            keep_history=keep_history,
         )
     server = Server(named, checkpoints, sessions, limits, engine, graphs, backend)
 

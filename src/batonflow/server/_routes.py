@@ -203,10 +203,17 @@ async def cancel_run(run_id: str, server: Srv) -> dict[str, Any]:
 
 
 async def get_run_history(run_id: str, server: Srv) -> dict[str, Any]:
-    """The steps of a run kept with ``keep_history`` in the server's checkpoint store (docs/history.md)."""
+    """The steps of a run kept with ``keep_history`` in the server's checkpoint store (docs/history.md), by its
+    checkpoint id or its run id."""
     run_id = checked(check_checkpoint_id, run_id, "run_id")
     try:
-        history = await read_history(server.checkpoints, run_id)
+        try:
+            history = await read_history(server.checkpoints, run_id)
+        except RunHistoryError:
+            checkpoint_id = run_id.rpartition("@")[0]  # a run id from POST /runs: the checkpoint id and "@<n>"
+            if not checkpoint_id:
+                raise
+            history = await read_history(server.checkpoints, checkpoint_id)
     except RunHistoryError as error:
         raise ApiError(
             404,
