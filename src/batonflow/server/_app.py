@@ -50,6 +50,25 @@ _ERRORS: dict[int | str, dict[str, Any]] = {
 }
 
 
+def _in_process(
+    agents: Mapping[str, Agent],
+    checkpoints: CheckpointStore,
+    sessions: SessionStore,
+    limits: ServerLimits,
+    keep_history: bool | HistoryRetention,
+) -> InProcessBackend:
+    """The default backend: runs as tasks of this process, their frames in a ``MemoryEventLog``."""
+    log = MemoryEventLog(maxlen=limits.buffer_events, keep_runs=limits.keep_finished_runs)
+    return InProcessBackend(
+        agents,
+        checkpoints,
+        sessions=sessions,
+        events=log,
+        keep_finished=limits.keep_finished_runs,
+        keep_history=keep_history,
+    )
+
+
 def create_app(
     agents: Agent | Mapping[str, Agent] | Sequence[Agent] = (),
     *,
@@ -90,15 +109,7 @@ def create_app(
     checkpoints = checkpoint_store if checkpoint_store is not None else MemoryCheckpointStore()
     sessions = session_store if session_store is not None else MemorySessionStore()
     if backend is None:
-        log = MemoryEventLog(maxlen=limits.buffer_events, keep_runs=limits.keep_finished_runs)
-        backend = InProcessBackend(
-            named,
-            checkpoints,
-            sessions=sessions,
-            events=log,
-            keep_finished=limits.keep_finished_runs,
-            keep_history=keep_history,
-        )
+        backend = _in_process(named, checkpoints, sessions, limits, keep_history)
     server = Server(named, checkpoints, sessions, limits, engine, graphs, backend)
 
     app = FastAPI(
