@@ -223,6 +223,25 @@ def run_python(code: str) -> str:
 MAX_CORE_MODULES = 112
 
 
+def test_interop_api_is_pinned_and_imported_on_first_use() -> None:
+    code = (
+        "import sys\n"
+        "import batonflow.interop as interop\n"
+        "loaded = [name for name in ('mcp', 'ag_ui', 'a2a') if name in sys.modules]\n"
+        "print(sorted(interop.__all__), loaded)\n"
+        "from batonflow.interop._mcp import create_mcp_server\n"
+        "print(interop.create_mcp_server is create_mcp_server)\n"
+    )
+    listed, same = run_python(code).splitlines()
+    names = "'A2AHost', 'AguiHost', 'AguiTranslator', 'RemoteA2AAgent', 'a2a_router', 'agent_card', 'agui_router', "
+    assert listed == f"[{names}'create_mcp_server'] []"
+    assert same == "True"
+    import batonflow.interop
+
+    with pytest.raises(AttributeError, match="has no attribute 'NoSuchThing'"):
+        batonflow.interop.NoSuchThing  # noqa: B018
+
+
 def test_importing_batonflow_loads_the_core_only() -> None:
     code = "import json, sys\nimport batonflow\nprint(json.dumps(sorted(sys.modules)))"
     modules = json.loads(run_python(code))
@@ -230,7 +249,11 @@ def test_importing_batonflow_loads_the_core_only() -> None:
     assert len(ours) <= MAX_CORE_MODULES
     later = ("graph", "flow", "team", "server", "distributed", "cli", "observe", "evals")
     assert [m for m in ours if m.split(".")[1:2] and m.split(".")[1] in later] == []
-    assert [m for m in modules if m.split(".")[0] in ("jinja2", "yaml", "openai", "starlette", "dbos")] == []
+    assert [
+        m
+        for m in modules
+        if m.split(".")[0] in ("jinja2", "yaml", "openai", "anthropic", "google", "starlette", "dbos")
+    ] == []
 
 
 def test_names_of_packages_loaded_on_first_use_resolve_to_their_objects() -> None:

@@ -25,6 +25,7 @@ __all__ = [
     "ModelJSONError",
     "ModelResponseError",
     "ModelTimeoutError",
+    "RemoteAgentError",
     "ReplayMismatchError",
     "ResumeConflictError",
     "ResumeError",
@@ -83,13 +84,24 @@ class ModelError(RunError):
 
 
 class ModelHTTPError(ModelError):
-    """The provider answered with an HTTP error status. ``url`` is where the request went, when known."""
+    """The provider answered with an HTTP error status. ``url`` is where the request went, when known;
+    ``retry_after`` the seconds the provider asked to wait before trying again (its ``retry-after``), when it said."""
 
-    def __init__(self, message: str, *, status_code: int, model: str = "", body: object = None, url: str = "") -> None:
+    def __init__(
+        self,
+        message: str,
+        *,
+        status_code: int,
+        model: str = "",
+        body: object = None,
+        url: str = "",
+        retry_after: float | None = None,
+    ) -> None:
         super().__init__(message, model=model)
         self.status_code = status_code
         self.body = body
         self.url = url
+        self.retry_after = retry_after
 
 
 class ModelResponseError(ModelError):
@@ -141,6 +153,19 @@ class ModelJSONError(RunError, ValueError):
         self.detail = detail or message
         self.limit = limit
         self.found = found
+
+
+class RemoteAgentError(RunError):
+    """A remote agent (``batonflow.interop.RemoteA2AAgent``) that could not be reached, went away before its
+    task's final status, answered what its protocol does not, or ended its task failed, rejected or cancelled.
+
+    ``url`` is the remote's; ``task_id`` its task's id, when it named one.
+    """
+
+    def __init__(self, message: str, *, url: str, task_id: str = "") -> None:
+        super().__init__(message)
+        self.url = url
+        self.task_id = task_id
 
 
 class ToolNotFoundError(RunError):

@@ -40,6 +40,9 @@ def _without(module: str, args: list[str], folder: Path) -> subprocess.Completed
         ("fastapi", "server", ["web", "extras_agents:agent"]),
         ("uvicorn", "server", ["serve", "extras_agents:agent"]),
         ("ag_ui", "agui", ["serve", "extras_agents:agent", "--agui"]),
+        ("a2a", "a2a", ["serve", "extras_agents:agent", "--a2a"]),
+        ("mcp", "mcp", ["mcp", "extras_agents:agent"]),
+        ("mcp", "mcp", ["mcp", "extras_agents:agent", "--http"]),
         (
             "dbos",
             "dbos",

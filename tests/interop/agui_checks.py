@@ -5,11 +5,9 @@ from __future__ import annotations
 
 import asyncio
 import json
-from collections.abc import AsyncIterator, Sequence
-from contextlib import asynccontextmanager
+from collections.abc import Sequence
 from typing import Any
 
-import uvicorn
 from ag_ui.core import BaseEvent, Event, EventType
 from pydantic import TypeAdapter
 
@@ -213,20 +211,3 @@ class Blocking:
 
 def blocking(model: Blocking) -> ChatModelAgent:
     return ChatModelAgent(name="slow", description="Waits.", model=FunctionModel(model))
-
-
-@asynccontextmanager
-async def serving(app: Any) -> AsyncIterator[str]:
-    """``app`` on a real uvicorn on 127.0.0.1 (a free port), in this event loop; its base URL."""
-    server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=0, log_level="warning", lifespan="on"))
-    task = asyncio.create_task(server.serve())
-    while not server.started:
-        await asyncio.sleep(0.005)
-        if task.done():
-            task.result()
-    port = server.servers[0].sockets[0].getsockname()[1]
-    try:
-        yield f"http://127.0.0.1:{port}"
-    finally:
-        server.should_exit = True
-        await task

@@ -10,11 +10,12 @@ import sys
 from pathlib import Path
 
 import httpx
+from tests.server.conftest import serving
 
 from batonflow.cli import make_app
 from batonflow.server import create_app
 
-from .agui_checks import Blocking, blocking, parsed, run_input, serving
+from .agui_checks import Blocking, blocking, parsed, run_input
 
 ROOT = Path(__file__).resolve().parents[2]
 WAIT = 30.0  # a deadline for what a test waits for, never a claim about how long it takes

@@ -134,10 +134,10 @@ def test_local_uri_that_is_neither_smollm2_nor_a_gguf_is_a_user_error() -> None:
 def test_unknown_provider_is_a_user_error_listing_the_known_ones() -> None:
     with pytest.raises(
         UserError,
-        match=r"expected a provider in \['deepseek', 'local', 'ollama', 'openai', 'openai-compatible'\], "
-        r"got 'anthropic'",
+        match=r"expected a provider in \['anthropic', 'deepseek', 'gemini', 'local', 'ollama', 'openai', 'openai-compatible'\], "
+        r"got 'mistral'",
     ):
-        load_model("anthropic:claude")
+        load_model("mistral:large")
 
 
 @pytest.mark.parametrize("uri", ["gpt-4o-mini", "openai:", ":gpt-4o-mini", ""])

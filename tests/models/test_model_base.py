@@ -28,9 +28,11 @@ TOOLS = [ToolInfo(name="search", description="Search."), ToolInfo(name="transfer
 def test_public_names_are_pinned() -> None:
     assert batonflow.models.__all__ == [
         "ANSWER_PROMPT",
+        "AnthropicChatModel",
         "ChatModel",
         "EmbeddingModel",
         "ForcedTool",
+        "GeminiChatModel",
         "JSONSchemaFormat",
         "ModelSettings",
         "OpenAIChatModel",

@@ -292,3 +292,21 @@ async def test_openai_stream_is_retried_after_a_500_before_any_chunk() -> None:
 
     assert answer.content == "ok"
     assert seen == [500, 200]
+
+
+async def test_a_retry_after_replaces_the_backoff_and_one_past_max_delay_is_not_waited() -> None:
+    waits: list[float] = []
+
+    async def sleep(seconds: float) -> None:
+        waits.append(seconds)
+
+    asked = ModelHTTPError("slow down", status_code=429, retry_after=2.0)
+    model = FlakyModel(asked, [assistant("ok")])
+    answer = await RetryingModel(model, sleep=sleep).generate([user("hi")])
+    assert answer.content == "ok" and waits == [2.0]
+
+    too_long = ModelHTTPError("slow down", status_code=429, retry_after=60.0)
+    with pytest.raises(ModelHTTPError):
+        await RetryingModel(FlakyModel(too_long, [assistant("ok")]), max_delay=10, sleep=sleep).generate([user("hi")])
+    assert waits == [2.0]
+    assert "asked to wait 60 s, more than max_delay (10 s)" in too_long.__notes__[-1]

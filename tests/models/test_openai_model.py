@@ -379,6 +379,32 @@ async def test_stream_is_lazy_and_asks_for_usage() -> None:
     assert provider.body["stream_options"] == {"include_usage": True}
 
 
+async def test_a_server_that_refuses_stream_options_is_asked_again_without_them() -> None:
+    refused = httpx2.Response(
+        400, json={"error": {"message": "Unrecognized request argument supplied: stream_options", "type": "invalid"}}
+    )
+    provider = FakeProvider(refused, sse(chunk({"content": "ok"}, finish_reason="stop")))
+    model = model_for(provider)
+
+    answer = await concat_message_stream(model.stream([user("hi")]))
+    await model.stream([user("hi")]).collect()
+
+    assert answer.content == "ok"
+    assert ["stream_options" in r for r in provider.requests] == [True, False, False]
+    assert model.stream_usage is False
+
+
+async def test_stream_usage_false_never_asks_and_other_400s_are_raised() -> None:
+    provider = FakeProvider(sse(chunk({"content": "ok"}, finish_reason="stop")))
+    await model_for(provider, stream_usage=False).stream([user("hi")]).collect()
+    assert "stream_options" not in provider.body
+
+    bad = FakeProvider(error_response(400, "messages: field required"))
+    with pytest.raises(ModelHTTPError, match="HTTP 400: messages: field required"):
+        await model_for(bad).stream([user("hi")]).collect()
+    assert len(bad.requests) == 1
+
+
 async def test_stream_reassembles_interleaved_parallel_tool_calls_by_index() -> None:
     def call_delta(index: int, arguments: str, *, id: str = "", name: str = "") -> dict[str, Any]:
         delta: dict[str, Any] = {"index": index, "function": {"arguments": arguments}}
@@ -450,6 +476,20 @@ async def test_http_error_is_raised_in_stream_on_first_read() -> None:
     with pytest.raises(ModelHTTPError, match="HTTP 429: slow down") as caught:
         await asyncio.wait_for(stream.collect(), timeout=5)
     assert caught.value.status_code == 429
+
+
+async def test_a_429s_retry_after_is_kept_on_the_error_for_the_retries() -> None:
+    provider = FakeProvider(
+        httpx2.Response(429, headers={"retry-after": "4"}, json={"error": {"message": "slow down"}}),
+        error_response(429, "slow down"),
+    )
+
+    with pytest.raises(ModelHTTPError) as told:
+        await model_for(provider).generate([user("hi")])
+    with pytest.raises(ModelHTTPError) as untold:
+        await model_for(provider).generate([user("hi")])
+
+    assert (told.value.retry_after, untold.value.retry_after) == (4.0, None)
 
 
 async def test_http_400_keeps_status_and_body() -> None:

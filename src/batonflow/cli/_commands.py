@@ -1,4 +1,4 @@
-"""The ``batonflow`` commands (typer): demo, run, eval, serve, web, chat, checkpoints, runs, and ``--version``."""
+"""The ``batonflow`` commands (typer): demo, run, eval, serve, mcp, web, chat, checkpoints, runs, and ``--version``."""
 
 from __future__ import annotations
 
@@ -14,6 +14,7 @@ from rich.console import Console
 
 from ..errors import BatonflowError, UserError
 from ._checkpoints import checkpoints
+from ._mcp import mcp_command
 from ._options import Store, Token
 from ._runs import runs
 
@@ -27,6 +28,7 @@ app = typer.Typer(
     pretty_exceptions_enable=False,
 )
 app.add_typer(checkpoints, name="checkpoints")
+app.command(name="mcp")(mcp_command)
 app.add_typer(runs, name="runs")
 
 DatabaseUrl = Annotated[
@@ -340,9 +342,12 @@ def serve(
     agui: Annotated[
         bool, typer.Option(help="serve POST /agui/{agent} too: the agents for AG-UI front ends (the agui extra)")
     ] = False,
+    a2a: Annotated[
+        bool, typer.Option(help="serve /a2a/{agent} too: the agents as A2A servers, with their cards (the a2a extra)")
+    ] = False,
 ) -> None:
     """Serve the agents over HTTP: the API, SSE streams and the OpenAI-compatible endpoint (uvicorn); with --agui,
-    the AG-UI endpoint."""
+    the AG-UI endpoint; with --a2a, the A2A one."""
     from ._serve import serve as run_server
     from ._target import refuse_memory_store
 
@@ -363,6 +368,7 @@ def serve(
         db_pool=db_pool,
         events_pool=events_pool,
         agui=agui,
+        a2a=a2a,
     )
 
 

@@ -22,6 +22,7 @@ __all__ = ["app_from_env", "make_app", "serve"]
 
 _TARGET, _STORE, _TOKEN = "BATONFLOW_SERVE_TARGET", "BATONFLOW_SERVE_STORE", "BATONFLOW_TOKEN"
 _AGUI = "BATONFLOW_SERVE_AGUI"
+_A2A = "BATONFLOW_SERVE_A2A"
 
 
 def _browse(url: str, within: float = 30.0) -> None:
@@ -50,9 +51,10 @@ def make_app(
     db_pool: int | None = None,
     events_pool: int | None = None,
     agui: bool = False,
+    a2a: bool = False,
 ) -> FastAPI:
     """The app ``serve`` serves: the target's agents and flows on the stores ``store`` names, behind ``token``, on
-    the backend chosen; with ``agui``, the AG-UI endpoint too."""
+    the backend chosen; with ``agui`` and ``a2a``, the AG-UI and A2A endpoints too."""
     checkpoints, sessions = open_stores(store)
     agents, flows = load_target(target)
     return create_app(
@@ -71,6 +73,7 @@ def make_app(
             pools=(db_pool, events_pool),
         ),
         agui=agui,
+        a2a=a2a,
     )
 
 
@@ -117,6 +120,7 @@ def app_from_env() -> FastAPI:
         os.environ.get(_STORE, "memory"),
         os.environ.get(_TOKEN) or None,
         agui=os.environ.get(_AGUI) == "1",
+        a2a=os.environ.get(_A2A) == "1",
     )
 
 
@@ -136,9 +140,10 @@ def serve(
     db_pool: int | None = None,
     events_pool: int | None = None,
     agui: bool = False,
+    a2a: bool = False,
 ) -> None:
     """Serve the target on uvicorn; with ``browse``, open the dev UI in a browser once the server listens; with
-    ``agui``, the AG-UI endpoint too (``POST /agui/{agent}``)."""
+    ``agui``, the AG-UI endpoint too (``POST /agui/{agent}``); with ``a2a``, the A2A one (``/a2a/{agent}``)."""
     import uvicorn
 
     if reload and backend != "local":
@@ -154,6 +159,7 @@ def serve(
         db_pool=db_pool,
         events_pool=events_pool,
         agui=agui,
+        a2a=a2a,
     )  # made here first, so that a bad target fails before uvicorn starts
     if browse:
         url = ui_url(host, port)
@@ -164,6 +170,7 @@ def serve(
         return
     os.environ[_TARGET], os.environ[_STORE] = target, store
     os.environ[_AGUI] = "1" if agui else ""
+    os.environ[_A2A] = "1" if a2a else ""
     if token is not None:
         os.environ[_TOKEN] = token
     uvicorn.run(f"{__name__}:app_from_env", factory=True, host=host, port=port, reload=True, reload_dirs=[os.getcwd()])

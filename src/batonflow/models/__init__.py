@@ -1,5 +1,6 @@
 """Chat and embedding models: the ``ChatModel`` and ``EmbeddingModel`` interfaces, the OpenAI-compatible
-providers, retries and model URIs (``load_model``, ``load_embedding_model``).
+providers, Anthropic's (``AnthropicChatModel``, ``batonflow[anthropic]``) and Gemini's (``GeminiChatModel``,
+``batonflow[gemini]``), retries and model URIs (``load_model``, ``load_embedding_model``).
 
 The in-process llama.cpp models (``LlamaCppChatModel``, ``LlamaCppEmbeddingModel``) live in ``batonflow.models.local`` (optional extra ``batonflow[local]``), the OpenAI
 wire format in ``batonflow.models.openai_format``. ``check_tool_choice`` and ``merge_settings`` are for writing a
@@ -32,12 +33,23 @@ from ._routing import RouteByExamples as RouteByExamples
 from ._routing import TextScorer as TextScorer
 
 if TYPE_CHECKING:
+    from ._anthropic import AnthropicChatModel as AnthropicChatModel
+    from ._gemini import GeminiChatModel as GeminiChatModel
     from ._openai import OpenAIChatModel as OpenAIChatModel
     from ._openai_embedding import OpenAIEmbeddingModel as OpenAIEmbeddingModel
 
 
 def __getattr__(name: str) -> Any:
-    # The openai SDK takes about a second to import; load it when a program first asks for a provider.
+    # The SDKs take up to a second each to import (and the native ones are extras): load one when a program first
+    # asks for its provider.
+    if name == "AnthropicChatModel":
+        from ._anthropic import AnthropicChatModel
+
+        return AnthropicChatModel
+    if name == "GeminiChatModel":
+        from ._gemini import GeminiChatModel
+
+        return GeminiChatModel
     if name == "OpenAIChatModel":
         from ._openai import OpenAIChatModel
 
@@ -51,9 +63,11 @@ def __getattr__(name: str) -> Any:
 
 __all__ = [
     "ANSWER_PROMPT",
+    "AnthropicChatModel",
     "ChatModel",
     "EmbeddingModel",
     "ForcedTool",
+    "GeminiChatModel",
     "JSONSchemaFormat",
     "ModelSettings",
     "OpenAIChatModel",

@@ -22,6 +22,8 @@ def load_model(uri: str, **kwargs: Any) -> ChatModel:
     - ``openai-compatible:http://127.0.0.1:8000/v1#my-model`` (pass ``api_key=`` if the server wants one)
     - ``ollama:llama3.2`` (``OLLAMA_HOST``, default ``http://127.0.0.1:11434``)
     - ``deepseek:deepseek-chat`` (``DEEPSEEK_API_KEY``; no structured output, which DeepSeek does not have)
+    - ``anthropic:claude-sonnet-4-5`` (``ANTHROPIC_API_KEY``; ``batonflow[anthropic]``)
+    - ``gemini:gemini-2.5-flash`` (``GEMINI_API_KEY`` or ``GOOGLE_API_KEY``; ``batonflow[gemini]``)
     - ``local:smollm2`` or ``local:/path/to/model.gguf`` (in-process llama.cpp, ``batonflow[local]``)
     """
     factory, name = provider_of(uri, _PROVIDERS, "model URI", "openai:gpt-4o-mini")
@@ -73,6 +75,18 @@ def _deepseek(name: str, **kwargs: Any) -> ChatModel:
     return OpenAIChatModel(name, base_url=_DEEPSEEK_BASE_URL, api_key=api_key, **kwargs)
 
 
+def _anthropic(name: str, **kwargs: Any) -> ChatModel:
+    from ._anthropic import AnthropicChatModel  # an optional extra, imported when used
+
+    return AnthropicChatModel(name, **kwargs)
+
+
+def _gemini(name: str, **kwargs: Any) -> ChatModel:
+    from ._gemini import GeminiChatModel  # an optional extra, imported when used
+
+    return GeminiChatModel(name, **kwargs)
+
+
 def _local(target: str, **kwargs: Any) -> ChatModel:
     from .local import LlamaCppChatModel  # llama.cpp is an optional extra
 
@@ -89,5 +103,7 @@ _PROVIDERS: dict[str, Callable[..., ChatModel]] = {
     "openai-compatible": _openai_compatible,
     "ollama": _ollama,
     "deepseek": _deepseek,
+    "anthropic": _anthropic,
+    "gemini": _gemini,
     "local": _local,
 }

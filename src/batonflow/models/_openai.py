@@ -25,6 +25,7 @@ from ..errors import (
 )
 from ..schema import Message, MessageStream, Stream, ToolInfo
 from ._base import ModelSettings, ToolChoice, check_tool_choice, merge_settings
+from ._provider import retry_after_of
 from .openai_format import chat_request, chunk_to_message, completion_to_message, response_format_to_openai
 
 __all__ = ["OpenAIChatModel", "openai_client"]
@@ -56,6 +57,12 @@ class OpenAIChatModel:
 
     ``api_key`` falls back to ``OPENAI_API_KEY``, then to a placeholder when ``base_url`` points at a local
     server that needs none. A ``client`` you pass is used with this model's ``timeout`` and no SDK retries.
+
+    A stream asks for its token usage (``stream_options.include_usage``, which OpenAI, vLLM, llama.cpp's
+    ``llama-server`` and Ollama answer with a last chunk of usage). A server that refuses the field with a 400
+    naming it is asked again without it, and this model stops sending it; ``stream_usage=False`` never sends it.
+    A server that ignores it (llama-cpp-python's ``llama_cpp.server``) streams no usage: the answer's
+    ``usage`` is then None, unknown rather than zero.
     """
 
     def __init__(
@@ -68,6 +75,7 @@ class OpenAIChatModel:
         client: openai.AsyncOpenAI | None = None,
         default_settings: ModelSettings | None = None,
         structured_output: StructuredOutput = "json_schema",
+        stream_usage: bool = True,
     ) -> None:
         if structured_output not in ("json_schema", "json_object", None):
             raise UserError(
@@ -76,6 +84,7 @@ class OpenAIChatModel:
             )
         self.model_name = model
         self.structured_output: StructuredOutput = structured_output
+        self.stream_usage = stream_usage
         self.default_settings = default_settings
         self.timeout = timeout
         self._client = openai_client(client, api_key, base_url, timeout, f"OpenAIChatModel({model!r})")
@@ -112,11 +121,22 @@ class OpenAIChatModel:
         request = self._request(messages, tools, tool_choice, settings)
         return Stream.from_async_iter(self._chunks(request))
 
-    async def _chunks(self, request: dict[str, Any]) -> AsyncIterator[Message]:
+    async def _open_stream(self, request: dict[str, Any]) -> Any:
+        if not self.stream_usage:
+            return await self._client.chat.completions.create(**request, stream=True)
         try:
-            response = await self._client.chat.completions.create(
+            return await self._client.chat.completions.create(
                 **request, stream=True, stream_options={"include_usage": True}
             )
+        except openai.BadRequestError as exc:
+            if "stream_options" not in f"{exc.message} {exc.body}":
+                raise
+            self.stream_usage = False  # the server does not know the field: ask without it from now on
+            return await self._client.chat.completions.create(**request, stream=True)
+
+    async def _chunks(self, request: dict[str, Any]) -> AsyncIterator[Message]:
+        try:
+            response = await self._open_stream(request)
             finished = False
             async with response:
                 if "html" in response.response.headers.get("content-type", ""):
@@ -174,7 +194,12 @@ class OpenAIChatModel:
             else:
                 said = f"HTTP {exc.status_code}: {_provider_message(exc)}"
             return ModelHTTPError(
-                f"{prefix}: {said}", status_code=exc.status_code, model=self.model_name, body=exc.body, url=url
+                f"{prefix}: {said}",
+                status_code=exc.status_code,
+                model=self.model_name,
+                body=exc.body,
+                url=url,
+                retry_after=retry_after_of(exc.response.headers),
             )
         return ModelError(f"{prefix}: {exc}", model=self.model_name)
 

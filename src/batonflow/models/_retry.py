@@ -3,7 +3,9 @@
 The backoff is the default of Eino's ``ModelRetryConfig``: ``base_delay·2^(attempt-1)``, capped at ``max_delay``,
 plus up to ``jitter``·delay of random extra. Only transient failures are retried. A stream is retried only
 while nothing has reached its reader: once a chunk was delivered, replaying the answer would duplicate it
-(Solon's rule: never retry once stream output has been emitted).
+(Solon's rule: never retry once stream output has been emitted). A provider that says how long to wait
+(``ModelHTTPError.retry_after``, from its ``retry-after``) is waited for that long instead, up to ``max_delay``:
+a longer wait is not retried, since trying earlier than asked only earns another refusal.
 """
 
 from __future__ import annotations
@@ -78,7 +80,8 @@ class RetryingModel:
             except Exception as error:
                 if not self._should_retry(error, attempt):
                     raise
-            await self._sleep(self.backoff(attempt))
+                delay = self._delay(error, attempt)
+            await self._sleep(delay)
             attempt += 1
 
     def stream(
@@ -111,9 +114,10 @@ class RetryingModel:
             except Exception as error:
                 if delivered or not self._should_retry(error, attempt):
                     raise
+                delay = self._delay(error, attempt)
             finally:
                 await inner.aclose()
-            await self._sleep(self.backoff(attempt))
+            await self._sleep(delay)
             attempt += 1
 
     def _should_retry(self, error: Exception, attempt: int) -> bool:
@@ -121,7 +125,23 @@ class RetryingModel:
             if attempt > 1:
                 error.add_note(f"{self.model_name!r}: gave up after {attempt} attempts")
             return False
+        wait = _retry_after(error)
+        if wait is not None and wait > self.max_delay:
+            error.add_note(
+                f"{self.model_name!r}: not retried: the provider asked to wait {wait:g} s, more than max_delay "
+                f"({self.max_delay:g} s)"
+            )
+            return False
         return True
+
+    def _delay(self, error: Exception, attempt: int) -> float:
+        """The provider's ``retry-after`` when it gave one, else the backoff."""
+        wait = _retry_after(error)
+        return self.backoff(attempt) if wait is None else wait
+
+
+def _retry_after(error: Exception) -> float | None:
+    return error.retry_after if isinstance(error, ModelHTTPError) else None
 
 
 def with_retry(

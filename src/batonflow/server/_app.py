@@ -23,6 +23,7 @@ from ..distributed import InProcessBackend, LiveBackend, MemoryEventLog
 from ..errors import UserError
 from ..graph import FlowEngine, Graph
 from ..store import CheckpointStore, HistoryRetention, MemoryCheckpointStore, MemorySessionStore, SessionStore
+from ._a2a import a2a_routes
 from ._agui import agui_routes
 from ._errors import ApiError, ErrorBody, install_handlers
 from ._fast import Bearer, FastRuns
@@ -82,6 +83,7 @@ def create_app(
     title: str = "batonflow",
     backend: LiveBackend | None = None,
     agui: bool = False,
+    a2a: bool = False,
     keep_history: bool | HistoryRetention = False,
 ) -> FastAPI:
     """A FastAPI app serving ``agents`` (one, a list named by their names, or a mapping of API name to agent) and
@@ -100,8 +102,9 @@ def create_app(
     backend knows to be paused. With ``keep_history`` (as the Runner's; the default backend only) each run keeps
     its record in ``checkpoint_store``, which ``GET /runs/{id}/history`` shows (docs/history.md).
 
-    With ``agui``, ``POST /agui/{agent}`` runs an agent for an AG-UI front end (``batonflow.interop``, the ``agui``
-    extra): an AG-UI thread is a conversation of ``session_store``, its run's events AG-UI's, over SSE.
+    With ``agui``, ``POST /agui/{agent}`` runs an agent for an AG-UI front end, and with ``a2a``, ``/a2a/{agent}``
+    serves it over A2A (``batonflow.interop``; the ``agui`` and ``a2a`` extras): a thread or context is a
+    conversation of ``session_store``, an A2A task's ``input-required`` an interrupted run.
     """
     limits = _checked(limits, auth_token, backend)
     engine, graphs = load_flows(flows, flow_engine)
@@ -123,13 +126,14 @@ def create_app(
     install_handlers(app)
     bearer = _bearer(auth_token) if auth_token is not None else None
     _middleware(app, server, limits, cors, bearer)
-    _routes(app, server, bearer, agui)
+    _routes(app, server, bearer, agui, a2a)
     _ui(app)
     return app
 
 
-def _routes(app: FastAPI, server: Server, bearer: Bearer | None, agui: bool) -> None:
-    """The endpoints: health without the token, the rest behind it (with ``agui``, the AG-UI endpoint too)."""
+def _routes(app: FastAPI, server: Server, bearer: Bearer | None, agui: bool, a2a: bool) -> None:
+    """The endpoints: health without the token, the rest behind it (with ``agui`` and ``a2a``, their endpoints
+    too)."""
     app.add_api_route("/health", health, methods=["GET"], tags=["server"])
     app.add_api_route("/health/ready", ready, methods=["GET"], tags=["server"], response_model=None)
     # No token, nothing to check: no dependency solved per request, no bearer scheme in the OpenAPI document.
@@ -139,6 +143,8 @@ def _routes(app: FastAPI, server: Server, bearer: Bearer | None, agui: bool) -> 
     app.include_router(flow_routes(), dependencies=auth)
     if agui:
         app.include_router(agui_routes(server), dependencies=auth)
+    if a2a:
+        app.include_router(a2a_routes(server), dependencies=auth)
 
 
 def _middleware(

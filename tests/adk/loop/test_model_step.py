@@ -66,6 +66,33 @@ async def test_a_step_gives_up_with_a_note_saying_how_often_it_tried() -> None:
     assert failure.value.__notes__ == ["'scripted': gave up after 3 attempts"]
 
 
+@pytest.mark.parametrize("streamed", [False, True])
+async def test_a_step_waits_the_retry_after_the_provider_asks_for_instead_of_its_backoff(streamed: bool) -> None:
+    waits: list[float] = []
+
+    async def sleep(seconds: float) -> None:
+        waits.append(seconds)
+
+    first = ModelHTTPError("busy", status_code=429, retry_after=4.0)
+    model = ScriptedModel([[first], [assistant("ok")]] if streamed else [first, assistant("ok")])
+    step = ModelStep(model, retry=ModelRetryConfig(max_retries=2, base_delay=0.5).rule("'scripted'", sleep))
+    if streamed:
+        reply = await step.stream([user("hi")], None, RunContext())
+        assert reply is not None and (await reply.message()).content == "ok"
+    else:
+        assert (await step.generate([user("hi")], None, RunContext())).content == "ok"
+    assert waits == [4.0]
+
+
+async def test_a_step_does_not_retry_a_wait_longer_than_max_delay() -> None:
+    model = ScriptedModel([ModelHTTPError("busy", status_code=429, retry_after=120.0), assistant("never")])
+    step = ModelStep(model, retry=ModelRetryConfig(max_retries=3, max_delay=10.0).rule("'scripted'"))
+    with pytest.raises(ModelHTTPError) as failure:
+        await step.generate([user("hi")], None, RunContext())
+    assert failure.value.__notes__ == ["'scripted': not retried: the provider asked to wait 120 s, more than 10 s"]
+    assert len(model.requests) == 1
+
+
 async def test_a_held_back_stream_that_ends_empty_is_asked_again_unseen() -> None:
     async def no_sleep(_: float) -> None:
         return None

@@ -19,7 +19,7 @@ from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, TypeAlias
 
-from ...errors import StreamClosedError
+from ...errors import ModelHTTPError, StreamClosedError
 from ...models import ChatModel, ModelSettings, ToolChoice, is_retryable_error
 from ...schema import Address, Message, MessageStream, Stream, Tap, concat_messages
 from ...tools import ToolInfo
@@ -56,14 +56,18 @@ class ModelRetryConfig:
             delay = min(self.base_delay * 2.0 ** (attempt - 1), self.max_delay)
             return delay + delay * 0.5 * random.random()
 
-        return ModelRetry(attempts=self.max_retries + 1, backoff=backoff, label=label, sleep=sleep)
+        return ModelRetry(
+            attempts=self.max_retries + 1, backoff=backoff, label=label, sleep=sleep, max_delay=self.max_delay
+        )
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class ModelRetry:
     """When a step calls the model again: up to ``attempts`` calls in all, ``backoff(n)`` seconds after failed
     attempt ``n``, for errors ``is_retryable`` accepts and, with ``retry_empty``, for empty answers (no text, no
-    tool calls). ``label`` names the caller in the note added to an error given up on."""
+    tool calls). ``label`` names the caller in the note added to an error given up on. A provider that says how
+    long to wait (``ModelHTTPError.retry_after``) is waited for that long instead of the backoff, up to
+    ``max_delay``: a longer wait is not retried, since trying earlier than asked only earns another refusal."""
 
     attempts: int
     backoff: Callable[[int], float]
@@ -71,14 +75,30 @@ class ModelRetry:
     retry_empty: bool = False
     is_retryable: Callable[[BaseException], bool] = is_retryable_error
     sleep: Sleep = asyncio.sleep
+    max_delay: float = 60.0
 
     def again(self, error: Exception, attempt: int) -> bool:
         """Whether failed attempt ``attempt`` is made again; if not, the error says how many were made."""
         if attempt < self.attempts and self.is_retryable(error):
-            return True
+            asked = _retry_after(error)
+            if asked is None or asked <= self.max_delay:
+                return True
+            error.add_note(
+                f"{self.label}: not retried: the provider asked to wait {asked:g} s, more than {self.max_delay:g} s"
+            )
+            return False
         if attempt > 1:
             error.add_note(f"{self.label}: gave up after {attempt} attempts")
         return False
+
+    def wait(self, attempt: int, error: Exception | None) -> float:
+        """The seconds to wait after failed attempt ``attempt``: the provider's ``retry-after``, else the backoff."""
+        asked = _retry_after(error) if error is not None else None
+        return self.backoff(attempt) if asked is None else asked
+
+
+def _retry_after(error: Exception) -> float | None:
+    return error.retry_after if isinstance(error, ModelHTTPError) else None
 
 
 class ModelStep:
@@ -126,6 +146,7 @@ class ModelStep:
         choice = self.tool_choice if tools else None
         attempt = 1
         while True:
+            failed: Exception | None = None
             trace = ctx.trace
             reason = await trace.reason_start(self.model_name, messages, tools or ()) if trace is not None else None
             try:
@@ -135,6 +156,7 @@ class ModelStep:
                     await reason.end(error=error)
                 if self.retry is None or not self.retry.again(error, attempt):
                     raise
+                failed = error
             else:
                 if reason is not None:
                     await reason.end(message)
@@ -142,7 +164,7 @@ class ModelStep:
                 if retry is None or not retry.retry_empty or attempt >= retry.attempts or not is_empty_answer(message):
                     return message
             assert self.retry is not None
-            await self.retry.sleep(self.retry.backoff(attempt))
+            await self.retry.sleep(self.retry.wait(attempt, failed))
             attempt += 1
 
     async def stream(
@@ -228,7 +250,8 @@ class ModelStep:
             except Exception as error:
                 if delivered or self.retry is None or not self.retry.again(error, attempt):
                     raise
-            await self.retry.sleep(self.retry.backoff(attempt))
+                failed = error
+            await self.retry.sleep(self.retry.wait(attempt, failed))
             attempt += 1
             reason = await self._reason(messages, tools, ctx)
 
@@ -243,6 +266,7 @@ class ModelStep:
             )
             held: list[Message] = []
             keep = False
+            failed: Exception | None = None
             try:
                 async for chunk in stream:
                     held.append(chunk)
@@ -252,13 +276,14 @@ class ModelStep:
             except Exception as error:
                 if self.retry is None or not self.retry.again(error, attempt):
                     raise
+                failed = error
             finally:
                 if not keep:
                     await stream.aclose()
             retry = self.retry
             if retry is None or not retry.retry_empty or attempt >= retry.attempts:
                 return None
-            await retry.sleep(retry.backoff(attempt))
+            await retry.sleep(retry.wait(attempt, failed))
             attempt += 1
 
 
