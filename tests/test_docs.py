@@ -44,6 +44,7 @@ PAGES = [
     "serving.md",
     "distributed.md",
     "evals.md",
+    "history.md",
 ]
 NOT_RUN = "<!-- not run -->"
 # The services as the pages name them, and what the tests run them on.

@@ -33,6 +33,7 @@ from .adk import FlowAgent as FlowAgent
 from .adk import HistoryEntry as HistoryEntry
 from .adk import HistoryPolicy as HistoryPolicy
 from .adk import HistoryRewriter as HistoryRewriter
+from .adk import HistoryStep as HistoryStep
 from .adk import InterruptCtx as InterruptCtx
 from .adk import InterruptInfo as InterruptInfo
 from .adk import LoopAgent as LoopAgent
@@ -42,7 +43,9 @@ from .adk import ParallelAgent as ParallelAgent
 from .adk import ResumableAgent as ResumableAgent
 from .adk import ResumeInfo as ResumeInfo
 from .adk import RunContext as RunContext
+from .adk import RunHistory as RunHistory
 from .adk import RunResult as RunResult
+from .adk import RunState as RunState
 from .adk import RunStep as RunStep
 from .adk import SequentialAgent as SequentialAgent
 from .adk import TransferToAgentAction as TransferToAgentAction
@@ -93,9 +96,11 @@ from .errors import ModelHTTPError as ModelHTTPError
 from .errors import ModelJSONError as ModelJSONError
 from .errors import ModelResponseError as ModelResponseError
 from .errors import ModelTimeoutError as ModelTimeoutError
+from .errors import ReplayMismatchError as ReplayMismatchError
 from .errors import ResumeConflictError as ResumeConflictError
 from .errors import ResumeError as ResumeError
 from .errors import RunError as RunError
+from .errors import RunHistoryError as RunHistoryError
 from .errors import StoreError as StoreError
 from .errors import StreamClosedError as StreamClosedError
 from .errors import ToolArgumentsError as ToolArgumentsError
@@ -131,6 +136,7 @@ from .schema import user as user
 # -- checkpoints and conversation stores --------------------------------------------------------------------------
 from .store import CheckpointStore as CheckpointStore
 from .store import FileSessionStore as FileSessionStore
+from .store import HistoryRetention as HistoryRetention
 from .store import MemoryCheckpointStore as MemoryCheckpointStore
 from .store import MemorySessionStore as MemorySessionStore
 from .store import PostgresCheckpointStore as PostgresCheckpointStore
@@ -219,6 +225,8 @@ __all__ = [  # noqa: RUF022 (grouped by topic, sorted within a group)
     "HITLInterceptor",
     "HistoryEntry",
     "HistoryPolicy",
+    "HistoryRetention",
+    "HistoryStep",
     "HistoryRewriter",
     "InterruptCtx",
     "InterruptInfo",
@@ -230,7 +238,9 @@ __all__ = [  # noqa: RUF022 (grouped by topic, sorted within a group)
     "ResumableAgent",
     "ResumeInfo",
     "RunContext",
+    "RunHistory",
     "RunResult",
+    "RunState",
     "RunStep",
     "Runner",
     "SequentialAgent",
@@ -321,7 +331,9 @@ __all__ = [  # noqa: RUF022 (grouped by topic, sorted within a group)
     "ModelResponseError",
     "ModelTimeoutError",
     "ResumeConflictError",
+    "ReplayMismatchError",
     "ResumeError",
+    "RunHistoryError",
     "RunError",
     "StoreError",
     "StreamClosedError",

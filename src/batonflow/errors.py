@@ -26,9 +26,11 @@ __all__ = [
     "ModelResponseError",
     "ModelTimeoutError",
     "RemoteAgentError",
+    "ReplayMismatchError",
     "ResumeConflictError",
     "ResumeError",
     "RunError",
+    "RunHistoryError",
     "SegmentClaimedError",
     "SegmentError",
     "SegmentFailedError",
@@ -266,6 +268,26 @@ class StepRecordError(RunError):
     def __init__(self, message: str, *, key: str) -> None:
         super().__init__(message)
         self.key = key
+
+
+class RunHistoryError(RunError):
+    """A run's kept history cannot give what was asked: the run kept none (or is unknown), or a step it does not
+    have was named. ``run_id`` names the run."""
+
+    def __init__(self, message: str, *, run_id: str, step: int | None = None) -> None:
+        super().__init__(message)
+        self.run_id = run_id
+        self.step = step
+
+
+class ReplayMismatchError(RunHistoryError):
+    """A replay left its record: an agent asked for a step the record has not (the agent tree changed since the
+    run: an agent or a tool missing, renamed or added), or the record has steps the replay never reached.
+    ``agent_name`` and ``step`` (the index into the history) say where it starts."""
+
+    def __init__(self, message: str, *, run_id: str, step: int, agent_name: str) -> None:
+        super().__init__(message, run_id=run_id, step=step)
+        self.agent_name = agent_name
 
 
 class StoreError(RunError):

@@ -15,6 +15,7 @@ def test_public_api_is_pinned() -> None:
         "EncodeCache",
         "FencedCheckpointStore",
         "FileSessionStore",
+        "HistoryRetention",
         "InspectableLeases",
         "Lease",
         "LeaseLostError",
@@ -42,9 +43,11 @@ def test_public_api_is_pinned() -> None:
         "encode_async",
         "encode_cache",
         "encode_json",
+        "load_history",
         "register_builtin_types",
         "register_type",
         "registered_types",
+        "save_history",
     ]
     for name in batonflow.store.__all__:
         assert hasattr(batonflow.store, name)

@@ -74,6 +74,10 @@ from ._prebuilt import supervisor as supervisor
 from ._result import Capture as Capture
 from ._result import RunResult as RunResult
 from ._result import collect_events as collect_events
+from ._run_history import HistoryStep as HistoryStep
+from ._run_history import RunHistory as RunHistory
+from ._run_history import RunState as RunState
+from ._run_history import read_history as read_history
 from ._runner import Runner as Runner
 from ._workflow import LoopAgent as LoopAgent
 from ._workflow import ParallelAgent as ParallelAgent
@@ -116,6 +120,7 @@ __all__ = [
     "HistoryEntry",
     "HistoryPolicy",
     "HistoryRewriter",
+    "HistoryStep",
     "InterruptCtx",
     "InterruptInfo",
     "Language",
@@ -129,9 +134,11 @@ __all__ = [
     "ResumableAgent",
     "ResumeInfo",
     "RunContext",
+    "RunHistory",
     "RunResult",
     "RunScope",
     "RunSession",
+    "RunState",
     "RunStep",
     "Runner",
     "SequentialAgent",
@@ -164,6 +171,7 @@ __all__ = [
     "pair_tool_calls",
     "parse_tool_argument",
     "plan_execute_replan",
+    "read_history",
     "read_pending",
     "render_instruction",
     "rewrite_message",

@@ -8,7 +8,6 @@ Conversations (``session_id=``) are the agents layer's ``batonflow.ConversationR
 from __future__ import annotations
 
 import os
-import re
 import uuid
 from collections import deque
 from collections.abc import AsyncGenerator, AsyncIterator, Callable, Mapping, Sequence
@@ -17,8 +16,8 @@ from typing import Any
 
 from ..errors import CheckpointNotFoundError, UserError
 from ..schema import Message, Stream, user
-from ..store import CheckpointStore, check_checkpoint_id
-from ..trace import RunTrace, TraceCallback, TraceEvent
+from ..store import CheckpointStore, HistoryRetention, check_checkpoint_id
+from ..trace import TraceCallback, TraceEvent
 from ._agent import Agent
 from ._checkpoint import Checkpoint, keeps_parts, limits_of, load_checkpoint
 from ._context import RunContext, RunSession
@@ -26,16 +25,19 @@ from ._events import AgentEvent, AgentInput
 from ._flow import FlowAgent
 from ._interrupt import InterruptInfo, ResumeInfo, ResumePoints, interrupt_contexts
 from ._journal import Journal, base_digest
-from ._lease import LeaseHolder, break_lease, installed_fence, tool_fence
+from ._lease import LeaseHolder, break_lease, tool_fence
 from ._parts import PART_EVENTS, HistoryChain
 from ._result import Capture, RunResult, blocking, collect_events, prompt_messages
+from ._run_history import KeptRuns
+from ._run_record import HistoryRecorder, RunRecord, recorded, resume_recorder
+from ._runner_util import check_tree, fenced, interleave, retention_of, run_id_of, trace_of
 from ._segment import Segment, reserved
 from .loop import FenceSteps, StepLog, chained_steps, installed_steps
 
 __all__ = ["Runner"]
 
 
-class Runner:
+class Runner(KeptRuns):
     """Runs ``agent`` (and the tree below it) once per call of ``run`` / ``query``; resumes interrupted runs.
 
     A Runner holds configuration only; concurrent runs do not share state. With a ``checkpoint_store``, a run
@@ -51,6 +53,10 @@ class Runner:
     metrics) instead of the events; ``call_sync`` and ``call_resume_sync`` do so for code without an event loop. A
     long run's history is saved in parts of at least ``history_part_events`` events, which later checkpoints refer
     to, so that each interrupt writes what happened since the last one (0: whole checkpoints).
+
+    ``keep_history`` (True, or a ``HistoryRetention``; off by default) keeps the record of each run given a
+    ``checkpoint_id`` after it ends, in the checkpoint store: ``history``, ``replay`` and ``fork`` read it
+    (docs/history.md).
     """
 
     def __init__(
@@ -64,6 +70,7 @@ class Runner:
         resume_lease: float = 300.0,
         callbacks: Sequence[TraceCallback] = (),
         history_part_events: int = PART_EVENTS,
+        keep_history: bool | HistoryRetention = False,
     ) -> None:
         if type(history_part_events) is not int or history_part_events < 0:
             raise UserError(f"history_part_events: expected an int of 0 or more, got {history_part_events!r}")
@@ -76,7 +83,9 @@ class Runner:
         self.resume_lease = resume_lease
         # Trace callbacks (batonflow.observe): each gets every trace event of every run; none means no tracing.
         self.callbacks = tuple(callbacks)
-        _check_tree(self.agent)
+        self.keep_history = retention_of(keep_history)
+        self._replaying: StepLog | None = None  # a replay's step log, on the private Runner that replays
+        check_tree(self.agent)
 
     def run(
         self,
@@ -102,7 +111,9 @@ class Runner:
         ``capture`` (a ``Capture``) is handed the run's context as it is built: once the stream ended, its
         ``ctx.session.values`` are the run's session values, as ``call``'s result has them.
         """
-        return self._started(messages, session_values, checkpoint_id, checkpoint_store, capture, run_id=_run_id(run_id))
+        return self._started(
+            messages, session_values, checkpoint_id, checkpoint_store, capture, run_id=run_id_of(run_id)
+        )
 
     def _started(
         self,
@@ -140,7 +151,13 @@ class Runner:
     ) -> AsyncIterator[AgentEvent]:
         values = {**self.session_values, **(session_values or {})}
         segment = None
-        steps: StepLog | None = installed_steps()
+        steps: StepLog | None = installed_steps() or self._replaying
+        recorder = None
+        if checkpoint_id is not None and store is not None and self.keep_history is not None and keeps_parts(store):
+            record = RunRecord(run_id=checkpoint_id, root_messages=list(messages), values=dict(values))
+            record.enable_streaming = self.enable_streaming
+            recorder = HistoryRecorder(record, store, self.keep_history)
+            steps = chained_steps(recorder, steps)
         if checkpoint_id is not None and store is not None:
             lease = LeaseHolder(
                 store, checkpoint_id, uuid.uuid4().hex, self.resume_lease, f"checkpoint[{checkpoint_id}]"
@@ -158,10 +175,13 @@ class Runner:
             run_id=os.urandom(16).hex() if run_id is None else run_id,
             steps=steps,
         )
-        trace = _traced(ctx, self.agent.name, callbacks, capture)
+        trace = trace_of(ctx, self.agent.name, callbacks, capture)
         input = AgentInput(messages=list(messages), enable_streaming=self.enable_streaming)
         ctx.root_input = input
         events = self._events(self.agent.run(input, ctx), ctx, segment)
+        if recorder is not None:
+            recorder.session = ctx.session
+            events = recorded(recorder, events)
         traced = events if trace is None else trace.wrap(events)
         return traced if segment is None else reserved(segment, traced)
 
@@ -187,7 +207,7 @@ class Runner:
             messages = [user(messages)]
         pending: deque[TraceEvent] = deque()
         events = self._run(messages, session_values, store, checkpoint_id, (*self.callbacks, pending.append))
-        return Stream.from_async_iter(_interleave(events, pending))
+        return Stream.from_async_iter(interleave(events, pending))
 
     def resume(
         self,
@@ -265,7 +285,15 @@ class Runner:
                 fence=lease.check,
             )
             segment = Segment(store, checkpoint_id, lease, journal, self._keeping(store, chain))
-            events = self._resumed(checkpoint, journal, segment, capture)
+            recorder = await resume_recorder(
+                self.keep_history if keeps_parts(store) else None,
+                store,
+                checkpoint_id,
+                checkpoint,
+                journal.targets,
+                self.agent.name,
+            )
+            events = self._resumed(checkpoint, journal, segment, capture, recorder)
             async with aclosing(events) as resumed:
                 async for event in resumed:
                     yield event
@@ -278,6 +306,7 @@ class Runner:
         journal: Journal,
         segment: Segment,
         capture: Capture | None,
+        recorder: HistoryRecorder | None = None,
     ) -> AsyncGenerator[AgentEvent, None]:
         """The events of one resume segment, and what it leaves in the store: nothing when it ran to the end, the
         new checkpoint when it was interrupted again, and the checkpoint with the journal of the steps that
@@ -289,11 +318,15 @@ class Runner:
             skip_transfer_messages=self.skip_transfer_messages,
             resume=ResumePoints(checkpoint.interrupts, journal.targets),
             run_id=checkpoint.run_id or journal.base,
-            steps=_fenced(chained_steps(journal, installed_steps())),  # a worker's records after the journal
+            # a worker's records after the journal; the history's recorder, when kept, before it
+            steps=fenced(chained_steps(recorder, chained_steps(journal, installed_steps() or self._replaying))),
         )
-        trace = _traced(ctx, self.agent.name, self.callbacks, capture)
+        trace = trace_of(ctx, self.agent.name, self.callbacks, capture)
         events = self.agent.resume(ResumeInfo(enable_streaming=checkpoint.enable_streaming), ctx)
         forwarding = self._events(events, ctx, segment)
+        if recorder is not None:
+            recorder.session = ctx.session
+            forwarding = recorded(recorder, forwarding)
         if trace is not None:
             forwarding = trace.wrap(forwarding, resumed=True)
         async with aclosing(forwarding) as forwarded:
@@ -442,59 +475,3 @@ class Runner:
 
     def query_sync(self, text: str, *, session_values: Mapping[str, Any] | None = None) -> list[AgentEvent]:
         return self.run_sync([user(text)], session_values=session_values)
-
-
-async def _interleave(
-    events: AsyncIterator[AgentEvent], pending: deque[TraceEvent]
-) -> AsyncIterator[AgentEvent | TraceEvent]:
-    """Each agent event after the trace events emitted while it was produced."""
-    async with aclosing(events) as source:  # type: ignore[type-var]
-        async for event in source:
-            while pending:
-                yield pending.popleft()
-            yield event
-    while pending:
-        yield pending.popleft()
-
-
-def _traced(
-    ctx: RunContext, agent_name: str, callbacks: Sequence[TraceCallback], cap: Capture | None
-) -> RunTrace | None:
-    """The run's trace, when someone listens (the callbacks, or a ``call`` that counts the metrics), set on ``ctx``;
-    a ``call`` is told of both."""
-    if cap is not None:
-        cap.ctx = ctx
-    if not callbacks and (cap is None or not cap.metrics):
-        return None
-    trace = RunTrace(callbacks, agent_name=agent_name)
-    ctx.trace = trace.root()
-    if cap is not None:
-        cap.trace = trace
-    return trace
-
-
-_RUN_ID = re.compile(r"[0-9a-f]{32}")
-
-
-def _run_id(run_id: str | None) -> str | None:
-    """``run_id`` if it can be a run's id: 32 lowercase hex digits, as the Runner makes them (so that idempotency keys
-    keep their length)."""
-    if run_id is not None and (not isinstance(run_id, str) or _RUN_ID.fullmatch(run_id) is None):
-        shown = repr(run_id[:40] if isinstance(run_id, str) else run_id)[:60]  # not the repr of a megabyte
-        raise UserError(f"run_id: expected 32 lowercase hex digits (such as os.urandom(16).hex()), got {shown}")
-    return run_id
-
-
-def _check_tree(root: FlowAgent) -> None:
-    names = [agent.name for agent in root.walk()]
-    repeated = sorted({n for n in names if names.count(n) > 1})
-    if repeated:
-        raise UserError(f"agent tree of '{root.name}': expected unique agent names, got {repeated} more than once")
-    if not all(names):
-        raise UserError(f"agent tree of '{root.name}': expected every agent to have a name, got an empty one")
-
-
-def _fenced(steps: StepLog | None) -> StepLog | None:
-    """``steps`` and the process's fence (``fenced_by``), checked before each tool batch, when one is installed."""
-    process = installed_fence()
-    return steps if process is None else chained_steps(steps, FenceSteps(process))

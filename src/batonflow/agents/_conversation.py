@@ -29,7 +29,7 @@ from ..adk import Runner as _Runner
 from ..codec import decode, encode
 from ..errors import CodecError, UserError
 from ..schema import Message, Stream, user
-from ..store import CheckpointStore, SessionStore, check_session_id
+from ..store import CheckpointStore, HistoryRetention, SessionStore, check_session_id
 from ..trace import TraceCallback
 from ._session import Session
 
@@ -60,6 +60,7 @@ class ConversationRunner(_Runner):
         history_part_events: int = PART_EVENTS,
         session_store: SessionStore | None = None,
         session_window: int | None = 8,
+        keep_history: bool | HistoryRetention = False,
     ) -> None:
         super().__init__(
             agent,
@@ -70,6 +71,7 @@ class ConversationRunner(_Runner):
             resume_lease=resume_lease,
             callbacks=callbacks,
             history_part_events=history_part_events,
+            keep_history=keep_history,
         )
         if session_store is not None and not isinstance(session_store, SessionStore):
             raise UserError(f"session_store: expected a SessionStore, got {type(session_store).__qualname__}")

@@ -1,4 +1,4 @@
-"""The ``batonflow`` commands (typer): demo, run, eval, serve, mcp, web, chat, checkpoints, and ``--version``."""
+"""The ``batonflow`` commands (typer): demo, run, eval, serve, mcp, web, chat, checkpoints, runs, and ``--version``."""
 
 from __future__ import annotations
 
@@ -16,6 +16,7 @@ from ..errors import BatonflowError, UserError
 from ._checkpoints import checkpoints
 from ._mcp import mcp_command
 from ._options import Store, Token
+from ._runs import runs
 
 __all__ = ["app"]
 
@@ -28,6 +29,7 @@ app = typer.Typer(
 )
 app.add_typer(checkpoints, name="checkpoints")
 app.command(name="mcp")(mcp_command)
+app.add_typer(runs, name="runs")
 
 DatabaseUrl = Annotated[
     str, typer.Option(envvar="BATONFLOW_DATABASE_URL", help="the PostgreSQL URL of the DBOS system database")

@@ -22,7 +22,7 @@ from typing import Any, Protocol, runtime_checkable
 
 from ..adk import Agent
 from ..errors import CheckpointNotFoundError, SegmentError
-from ..store import CheckpointStore, SessionStore
+from ..store import CheckpointStore, HistoryRetention, SessionStore
 from ._checks import count
 from ._events import EventRecord
 from ._frames import Frame
@@ -123,8 +123,10 @@ class InProcessBackend:
         sessions: SessionStore | None = None,
         events: MemoryEventLog | None = None,
         keep_finished: int = 1_024,
+        keep_history: bool | HistoryRetention = False,
     ) -> None:
         self.agents = dict(agents)
+        self.keep_history = keep_history  # the Runner's option, for every run (docs/history.md)
         self.store = checkpoint_store
         self.sessions = sessions
         self.event_log = MemoryEventLog() if events is None else events
@@ -170,7 +172,15 @@ class InProcessBackend:
             log.append(run, sid, frame.seq, "event", frame.record())
 
         try:
-            outcome = await run_segment(self.agents, self.store, request, sid=sid, sink=sink, sessions=self.sessions)
+            outcome = await run_segment(
+                self.agents,
+                self.store,
+                request,
+                sid=sid,
+                sink=sink,
+                sessions=self.sessions,
+                keep_history=self.keep_history,
+            )
         except asyncio.CancelledError:
             asked = sid in self._asked
             cancelled = SegmentOutcome(segment_id=sid, status="cancelled", agent=request.agent)

@@ -36,7 +36,7 @@ from ..errors import (
     UserError,
 )
 from ..schema import Message, Stream
-from ..store import CheckpointStore, SessionStore, check_checkpoint_id, check_session_id
+from ..store import CheckpointStore, HistoryRetention, SessionStore, check_checkpoint_id, check_session_id
 from ..trace import TraceEvent
 from ._frames import Framer, FrameSink, state_json
 
@@ -314,6 +314,7 @@ async def run_segment(
     sink: EventSink | None = None,
     resume_lease: float = 300.0,
     sessions: SessionStore | None = None,
+    keep_history: bool | HistoryRetention = False,
 ) -> SegmentOutcome:
     """Run ``request`` with the agent it names among ``agents``, its checkpoint in ``store``; its frames go to
     ``sink`` (a ``run`` frame first, then its events', and with ``request.trace`` its trace events'). A run that
@@ -322,7 +323,7 @@ async def run_segment(
     ``ResumeConflictError`` (a retry may find it free). ``resume_lease`` is the Runner's lease ttl on the
     checkpoint (or conversation): how soon a segment whose process died can be run again elsewhere. A
     conversation's turn runs on ``sessions``. The last frame is ``state``, the run's session values as the
-    segment left them, when it holds any."""
+    segment left them, when it holds any. ``keep_history`` is the Runner's (a run's record kept in ``store``)."""
     agent = agents.get(request.agent)
     if agent is None:
         raise UnknownAgentError(
@@ -331,7 +332,7 @@ async def run_segment(
     framer = Framer(sink, deltas=request.stream)
     traced: deque[TraceEvent] = deque()
     capture = Capture(metrics=False)
-    events = _events(agent, store, request, sessions, resume_lease, traced, capture)
+    events = _events(agent, store, request, sessions, resume_lease, traced, capture, keep_history)
     head = {
         "run_id": sid,
         "agent": request.agent,
@@ -419,10 +420,15 @@ def _events(
     resume_lease: float,
     traced: deque[TraceEvent],
     capture: Capture,
+    keep_history: bool | HistoryRetention = False,
 ) -> Stream[AgentEvent]:
     """The events of the run ``request`` asks for: a conversation's turn, a checkpoint's resume, or a start;
     ``capture`` is handed its run context."""
-    options: dict[str, Any] = {"resume_lease": resume_lease, "enable_streaming": request.stream}
+    options: dict[str, Any] = {
+        "resume_lease": resume_lease,
+        "enable_streaming": request.stream,
+        "keep_history": keep_history,
+    }
     if request.trace:
         options["callbacks"] = (traced.append,)
     if request.session_id is not None:

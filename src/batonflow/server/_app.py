@@ -22,7 +22,7 @@ from ..adk import Agent, FlowAgent
 from ..distributed import InProcessBackend, LiveBackend, MemoryEventLog
 from ..errors import UserError
 from ..graph import FlowEngine, Graph
-from ..store import CheckpointStore, MemoryCheckpointStore, MemorySessionStore, SessionStore
+from ..store import CheckpointStore, HistoryRetention, MemoryCheckpointStore, MemorySessionStore, SessionStore
 from ._a2a import a2a_routes
 from ._agui import agui_routes
 from ._errors import ApiError, ErrorBody, install_handlers
@@ -51,6 +51,25 @@ _ERRORS: dict[int | str, dict[str, Any]] = {
 }
 
 
+def _in_process(
+    agents: Mapping[str, Agent],
+    checkpoints: CheckpointStore,
+    sessions: SessionStore,
+    limits: ServerLimits,
+    keep_history: bool | HistoryRetention,
+) -> InProcessBackend:
+    """The default backend: runs as tasks of this process, their frames in a ``MemoryEventLog``."""
+    log = MemoryEventLog(maxlen=limits.buffer_events, keep_runs=limits.keep_finished_runs)
+    return InProcessBackend(
+        agents,
+        checkpoints,
+        sessions=sessions,
+        events=log,
+        keep_finished=limits.keep_finished_runs,
+        keep_history=keep_history,
+    )
+
+
 def create_app(
     agents: Agent | Mapping[str, Agent] | Sequence[Agent] = (),
     *,
@@ -65,6 +84,7 @@ def create_app(
     backend: LiveBackend | None = None,
     agui: bool = False,
     a2a: bool = False,
+    keep_history: bool | HistoryRetention = False,
 ) -> FastAPI:
     """A FastAPI app serving ``agents`` (one, a list named by their names, or a mapping of API name to agent) and
     graph ``flows`` (run by ``flow_engine``, which holds their components; a new engine when None).
@@ -79,7 +99,8 @@ def create_app(
     ``limits.buffer_events`` frames a run), else such as ``DBOSBackend`` with an event log (runs on its workers,
     not here; any API process of the same backend serves their events). Either way a run id is its segment id,
     an SSE event's id its record id in the log (``Last-Event-ID``), and ``GET /checkpoints`` lists the runs the
-    backend knows to be paused.
+    backend knows to be paused. With ``keep_history`` (as the Runner's; the default backend only) each run keeps
+    its record in ``checkpoint_store``, which ``GET /runs/{id}/history`` shows (docs/history.md).
 
     With ``agui``, ``POST /agui/{agent}`` runs an agent for an AG-UI front end, and with ``a2a``, ``/a2a/{agent}``
     serves it over A2A (``batonflow.interop``; the ``agui`` and ``a2a`` extras): a thread or context is a
@@ -91,10 +112,7 @@ def create_app(
     checkpoints = checkpoint_store if checkpoint_store is not None else MemoryCheckpointStore()
     sessions = session_store if session_store is not None else MemorySessionStore()
     if backend is None:
-        log = MemoryEventLog(maxlen=limits.buffer_events, keep_runs=limits.keep_finished_runs)
-        backend = InProcessBackend(
-            named, checkpoints, sessions=sessions, events=log, keep_finished=limits.keep_finished_runs
-        )
+        backend = _in_process(named, checkpoints, sessions, limits, keep_history)
     server = Server(named, checkpoints, sessions, limits, engine, graphs, backend)
 
     app = FastAPI(

@@ -40,6 +40,9 @@ from ._base import InspectableLeases as InspectableLeases
 from ._base import Lease as Lease
 from ._base import check_checkpoint_id as check_checkpoint_id
 from ._base import check_id as check_id
+from ._history import HistoryRetention as HistoryRetention
+from ._history import load_history as load_history
+from ._history import save_history as save_history
 from ._memory import MemoryCheckpointStore as MemoryCheckpointStore
 from ._postgres import PostgresCheckpointStore as PostgresCheckpointStore
 from ._redis import RedisCheckpointStore as RedisCheckpointStore
@@ -65,6 +68,7 @@ __all__ = [
     "EncodeCache",
     "FencedCheckpointStore",
     "FileSessionStore",
+    "HistoryRetention",
     "InspectableLeases",
     "Lease",
     "LeaseLostError",
@@ -91,7 +95,9 @@ __all__ = [
     "encode_async",
     "encode_cache",
     "encode_json",
+    "load_history",
     "register_builtin_types",
     "register_type",
     "registered_types",
+    "save_history",
 ]

@@ -4,12 +4,13 @@ from __future__ import annotations
 
 from ..codec import DEFAULT_LIMITS, DecodeLimits
 from ._base import Lease, StoreBase, check_checkpoint_id, check_owner, check_ttl, closed_error
+from ._history import KeepsHistory
 from ._lease import MemoryLeases, check_fence
 
 __all__ = ["MemoryCheckpointStore"]
 
 
-class MemoryCheckpointStore(StoreBase):
+class MemoryCheckpointStore(KeepsHistory, StoreBase):
     """A checkpoint store in this process's memory. Every method finishes without awaiting, so each one is atomic
     with respect to the other tasks of the event loop, a fenced write's check included. ``limits`` bound what
     decoding a checkpoint read from it may cost (``DecodeLimits``): the Runner decodes with them."""

@@ -14,6 +14,7 @@ from typing import Any
 from ..codec import DEFAULT_LIMITS, DecodeLimits
 from ._base import Lease, StoreBase, check_checkpoint_id, check_owner, check_table_name, check_ttl
 from ._conn import PostgresPool
+from ._history import KeepsHistory
 from ._lease import (
     check_fence,
     postgres_break_sql,
@@ -29,7 +30,7 @@ from ._lease import (
 __all__ = ["PostgresCheckpointStore"]
 
 
-class PostgresCheckpointStore(StoreBase):
+class PostgresCheckpointStore(KeepsHistory, StoreBase):
     """A checkpoint store in the PostgreSQL database at ``dsn`` (``postgresql://user:password@host:port/db``).
 
     Checkpoints go in ``table``, resume leases in ``<table>_leases``; both are created on first use. ``connect_timeout``

@@ -13,6 +13,7 @@ from typing import cast
 from ..codec import DEFAULT_LIMITS, DecodeLimits
 from ._base import Lease, StoreBase, check_checkpoint_id, check_owner, check_ttl
 from ._conn import RedisConnection
+from ._history import KeepsHistory
 from ._lease import check_fence
 from ._lease_redis import (
     REDIS_BREAK,
@@ -27,7 +28,7 @@ from ._lease_redis import (
 __all__ = ["RedisCheckpointStore"]
 
 
-class RedisCheckpointStore(StoreBase):
+class RedisCheckpointStore(KeepsHistory, StoreBase):
     """A checkpoint store in the Redis server at ``url`` (``redis://[:password@]host:port/db``).
 
     Checkpoints live under ``<prefix>data:<id>``, leases under ``<prefix>lease:<id>``: two namespaces, so no checkpoint

@@ -20,6 +20,7 @@ from contextlib import contextmanager
 from ..codec import DEFAULT_LIMITS, DecodeLimits
 from ._base import Lease, StoreBase, check_checkpoint_id, check_owner, check_table_name
 from ._conn import SqliteConnection, Synchronous, transaction
+from ._history import KeepsHistory
 from ._lease import (
     check_fence,
     sqlite_break,
@@ -32,7 +33,7 @@ from ._lease import (
 __all__ = ["SqliteCheckpointStore"]
 
 
-class SqliteCheckpointStore(StoreBase):
+class SqliteCheckpointStore(KeepsHistory, StoreBase):
     """A checkpoint store in the SQLite database at ``path`` (created, with its parent directories, on first use).
 
     Checkpoints go in ``table``, resume leases in ``<table>_leases``. ``timeout`` is how long a write waits for

@@ -47,6 +47,7 @@ from ._state import ToolResult as ToolResult
 from ._steps import ChainedSteps as ChainedSteps
 from ._steps import FenceSteps as FenceSteps
 from ._steps import RecordedSteps as RecordedSteps
+from ._steps import Replies as Replies
 from ._steps import StepLog as StepLog
 from ._steps import StepRecorder as StepRecorder
 from ._steps import chained_steps as chained_steps
@@ -81,6 +82,7 @@ __all__ = [
     "Outcome",
     "ReactState",
     "RecordedSteps",
+    "Replies",
     "Retry",
     "Routed",
     "StateHook",

@@ -58,15 +58,15 @@ async def tool_step(
         if answered and isinstance(answered[-1], Answer):
             return
     log = ctx.steps
+    direct = policy.direct_call(calls, setup)
     if log is not None and todo:
         try:
-            todo, replayed = await _replayed(todo, state, ctx, log)
+            todo, replayed = await _replayed(todo, state, ctx, log, direct)
         except StepRecordError as unusable:
             yield Fail(unusable)
             return
         for event in replayed:
             yield event
-    direct = policy.direct_call(calls, setup)
     trace = ctx.trace
     acting = await trace.action_start(todo) if trace is not None else None
     source = _running(todo, setup, policy, ctx, state)
@@ -220,10 +220,11 @@ def _answered(state: ReactState, batch: ToolBatch, todo: list[ToolCall]) -> list
 
 
 async def _replayed(
-    todo: list[ToolCall], state: ReactState, ctx: RunContext, log: StepLog
+    todo: list[ToolCall], state: ReactState, ctx: RunContext, log: StepLog, direct: str | None
 ) -> tuple[list[ToolCall], list[AgentEvent]]:
     """The calls still to run, and the events of those the run's step log holds as finished: recorded as
-    finished from it, not run again. A resume that lost its lease runs no more tools."""
+    finished from it, not run again. A resume that lost its lease runs no more tools. The return-directly call's
+    event is held back, as when it runs: the round's end gives it, last."""
     log.check()
     left: list[ToolCall] = []
     events: list[AgentEvent] = []
@@ -231,7 +232,8 @@ async def _replayed(
         recorded = await log.recall(log.tool_key(ctx.address, state.visit, state.turn, call.id), ToolResult)
         if recorded is not None:
             state.completed[call.id] = recorded
-            events.append(_tool_event(recorded.message, recorded.action))
+            if call.id != direct:
+                events.append(_tool_event(recorded.message, recorded.action))
         else:
             left.append(call)
     return left, events
