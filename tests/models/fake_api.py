@@ -10,7 +10,7 @@ from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from typing import Any
 
-import uvicorn
+from tests.server.conftest import serving as serve_app
 
 
 @dataclass
@@ -81,17 +81,7 @@ class FakeAPI:
 
 @asynccontextmanager
 async def serving(app: FakeAPI) -> AsyncIterator[str]:
-    """``app`` on uvicorn on 127.0.0.1 (a free port), in this event loop; its base URL."""
-    server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=0, log_level="warning", lifespan="off"))
-    task = asyncio.create_task(server.serve())
-    while not server.started:
-        await asyncio.sleep(0.005)
-        if task.done():
-            task.result()
-    port = server.servers[0].sockets[0].getsockname()[1]
-    try:
-        yield f"http://127.0.0.1:{port}"
-    finally:
-        server.should_exit = True
-        server.force_exit = True  # a reply still waiting out its delay is not waited for
-        await task
+    """``app`` on uvicorn on 127.0.0.1 (a free port), in this event loop; its base URL. A reply still waiting out
+    its delay is not waited for."""
+    async with serve_app(app, lifespan="off", force_exit=True) as url:
+        yield url

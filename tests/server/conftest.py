@@ -46,9 +46,11 @@ def asgi_client(app: FastAPI, **kwargs: Any) -> httpx.AsyncClient:
 
 
 @asynccontextmanager
-async def serving(app: FastAPI) -> AsyncIterator[str]:
-    """``app`` on a real uvicorn on 127.0.0.1 (a free port), in this event loop; its base URL."""
-    server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=0, log_level="warning", lifespan="on"))
+async def serving(app: Any, *, lifespan: str = "on", force_exit: bool = False) -> AsyncIterator[str]:
+    """``app`` on a real uvicorn on 127.0.0.1 (a free port), in this event loop; its base URL. With ``force_exit``
+    the server stops without waiting for the replies still under way."""
+    config = uvicorn.Config(app, host="127.0.0.1", port=0, log_level="warning", lifespan=lifespan)
+    server = uvicorn.Server(config)
     task = asyncio.create_task(server.serve())
     while not server.started:
         await asyncio.sleep(0.005)
@@ -59,6 +61,7 @@ async def serving(app: FastAPI) -> AsyncIterator[str]:
         yield f"http://127.0.0.1:{port}"
     finally:
         server.should_exit = True
+        server.force_exit = force_exit
         await task
 
 
