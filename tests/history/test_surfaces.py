@@ -17,6 +17,8 @@ from batonflow.store import MemoryCheckpointStore, SqliteCheckpointStore
 
 from .agents import refund_agent
 
+ROOT = Path(__file__).resolve().parents[2]
+
 
 async def test_the_server_shows_a_kept_runs_steps_and_refuses_one_that_kept_none() -> None:
     store = MemoryCheckpointStore()
@@ -108,3 +110,167 @@ async def test_a_server_with_keep_history_keeps_the_runs_it_starts() -> None:
     ]
     assert by_checkpoint["steps"][-1]["summary"] == "Refund done: approved: yes"
     assert by_run == by_checkpoint
+
+
+async def _kept(store: MemoryCheckpointStore, ledger: list[str], checkpoint_id: str = "r-1") -> None:
+    runner = Runner(refund_agent(ledger), checkpoint_store=store, keep_history=True)
+    await collect_events(runner.run([user("7")], checkpoint_id=checkpoint_id))
+
+
+async def test_the_server_shows_the_state_after_a_step_and_refuses_a_step_the_run_has_not() -> None:
+    store = MemoryCheckpointStore()
+    await _kept(store, [])
+    async with asgi_client(create_app([refund_agent([])], checkpoint_store=store)) as client:
+        step = await client.get("/runs/r-1/history/1")
+        beyond = await client.get("/runs/r-1/history/3")
+        unknown = await client.get("/runs/nobody/history/0")
+
+    assert step.status_code == 200
+    body = step.json()
+    assert (body["run_id"], body["index"], body["kind"]) == ("r-1", 1, "tool")
+    assert [m["role"] for m in body["state"]["messages"]] == ["user", "assistant", "tool"]
+    assert body["state"]["messages"][-1]["content"] == "order 7: 30"
+    assert body["state"]["session_values"] == {"looked_up": 7}
+    assert beyond.status_code == 404
+    assert beyond.json()["error"]["code"] == "unknown_step"
+    assert "expected a step from 0 to 2 of run 'r-1', got 3" in beyond.json()["error"]["message"]
+    assert unknown.status_code == 404
+    assert unknown.json()["error"]["code"] == "run_history"
+
+
+async def test_a_fork_over_http_runs_from_the_steps_state_edited_and_leaves_the_original() -> None:
+    store = MemoryCheckpointStore()
+    await _kept(store, [])
+    ledger: list[str] = []
+    app = create_app([refund_agent(ledger)], checkpoint_store=store, keep_history=True)
+    async with asgi_client(app) as client:
+        forked = await client.post(
+            "/runs/r-1/fork",
+            json={"at": 2, "input": "9", "session_values": {"note": "b"}, "checkpoint_id": "r-1b"},
+        )
+        again = await client.get("/runs/r-1b/history")
+        original = (await client.get("/runs/r-1/history")).json()
+        onto_itself = await client.post("/runs/r-1/fork", json={"at": 0, "checkpoint_id": "r-1"})
+        beyond = await client.post("/runs/r-1/fork", json={"at": 5})
+        unknown_agent = await client.post("/runs/r-1/fork", json={"at": 0, "agent": "nobody"})
+        negative = await client.post("/runs/r-1/fork", json={"at": -1})
+
+    assert forked.status_code == 200, forked.text
+    answer = forked.json()
+    assert (answer["status"], answer["checkpoint_id"]) == ("completed", "r-1b")
+    # After step 2 the run had answered for order 7; the fork adds "9" to that conversation: the model looks 9 up.
+    assert answer["text"] == "Refund done: order 9: 30"
+    assert ledger == ["model", "lookup 9", "model"]
+    kept = again.json()
+    assert kept["steps"][-1]["session_values"] == {"looked_up": 9, "note": "b"}
+    assert [s["summary"] for s in original["steps"]][-1] == "Refund done: order 7: 30"
+    assert onto_itself.status_code == 409
+    assert onto_itself.json()["error"]["code"] == "fork_onto_original"
+    assert beyond.status_code == 404
+    assert beyond.json()["error"]["code"] == "unknown_step"
+    assert unknown_agent.status_code == 404
+    assert unknown_agent.json()["error"]["code"] == "unknown_agent"
+    assert negative.status_code == 422
+
+
+async def test_a_replay_over_http_answers_the_runs_events_or_where_the_tree_parts_from_it() -> None:
+    store = MemoryCheckpointStore()
+    ledger: list[str] = []
+    await _kept(store, ledger)
+    calls = len(ledger)
+    app = create_app(
+        {"support": refund_agent(ledger), "renamed": refund_agent(ledger, lookup_name="find_order")},
+        checkpoint_store=store,
+    )
+    async with asgi_client(app) as client:
+        replayed = await client.post("/runs/r-1/replay", json={})
+        renamed = await client.post("/runs/r-1/replay", json={"agent": "renamed"})
+        unknown = await client.post("/runs/nobody/replay", json={})
+
+    assert replayed.status_code == 200, replayed.text
+    body = replayed.json()
+    assert (body["agent"], body["steps"], body["text"]) == ("support", 3, "Refund done: order 7: 30")
+    assert [e["event"] for e in body["events"]] == ["message", "message", "message"]
+    assert body["events"][1]["message"]["role"] == "tool"
+    assert len(ledger) == calls  # no model or tool was called
+    assert renamed.status_code == 409
+    error = renamed.json()["error"]
+    assert error["code"] == "replay_mismatch"
+    assert error["found"] == {"agent_name": "support", "step": 1}
+    assert "has no tool 'lookup'" in error["message"]
+    assert unknown.status_code == 404
+
+
+async def test_the_command_replays_and_forks_a_run_from_the_store(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    await kept_in_sqlite(tmp_path / "runs.db")
+    (tmp_path / "shop_agents.py").write_text(
+        "from tests.history.agents import refund_agent\n"
+        "support = refund_agent([])\n"
+        "renamed = {'support': refund_agent([], lookup_name='find_order')}\n"
+    )
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.syspath_prepend(str(ROOT))
+    where = ["--store", f"sqlite:{tmp_path / 'runs.db'}"]
+
+    code = await asyncio.to_thread(main, ["runs", "replay", "run-1", *where, "--target", "shop_agents:support"])
+    assert (code, capsys.readouterr().out) == (
+        0,
+        "replayed run-1 (support): 3 steps, 3 events\nRefund done: order 7: 30\n",
+    )
+
+    code = await asyncio.to_thread(main, ["runs", "replay", "run-1", *where, "--target", "shop_agents:renamed"])
+    assert code == 1
+    assert "agent 'support' has no tool 'lookup'" in capsys.readouterr().err
+
+    fork = ["runs", "fork", "run-1", "--at", "2", "--input", "8", "--value", 'note="x"', "--checkpoint-id", "run-2"]
+    code = await asyncio.to_thread(main, [*fork, *where, "--target", "shop_agents:support"])
+    assert (code, capsys.readouterr().out) == (
+        0,
+        "forked run-1 at step 2 as run-2: completed\nRefund done: order 8: 30\n",
+    )
+
+    code = await asyncio.to_thread(main, ["runs", "fork", "run-1", "--at", "0", *where])
+    assert code == 1
+    assert "expected --target module:attr too" in capsys.readouterr().err
+    code = await asyncio.to_thread(main, ["runs", "fork", "run-1", "--at", "0", "--value", "note", *where])
+    assert code == 1
+    assert "--value: expected KEY=JSON, got 'note'" in capsys.readouterr().err
+
+
+async def test_the_command_replays_and_forks_through_a_server(capsys: pytest.CaptureFixture[str]) -> None:
+    store = MemoryCheckpointStore()
+    await _kept(store, [])
+    app = create_app([refund_agent([])], checkpoint_store=store)
+    async with serving(app) as url:
+        replayed = await asyncio.to_thread(main, ["runs", "replay", "r-1", "--json", "--url", url])
+        events = json.loads(capsys.readouterr().out)["events"]
+        forked = await asyncio.to_thread(main, ["runs", "fork", "r-1", "--at", "2", "--input", "5", "--url", url])
+        out = capsys.readouterr().out
+        beyond = await asyncio.to_thread(main, ["runs", "fork", "r-1", "--at", "9", "--url", url])
+    assert replayed == 0
+    assert events[-1]["message"]["content"] == "Refund done: order 7: 30"
+    assert forked == 0
+    assert out.endswith(": completed\nRefund done: order 5: 30\n")
+    assert beyond != 0
+    assert "expected a step from 0 to 2 of run 'r-1', got 9" in capsys.readouterr().err
+
+
+async def test_serve_keeps_history_when_asked_and_refuses_it_where_the_workers_run_the_runs(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from batonflow.cli._serve import make_app
+    from batonflow.errors import UserError
+
+    (tmp_path / "kept_agents.py").write_text(
+        "from tests.history.agents import refund_agent\nsupport = refund_agent([])\n"
+    )
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.syspath_prepend(str(ROOT))
+    for keep, status in ((True, 200), (False, 404)):
+        async with asgi_client(make_app("kept_agents:support", "memory", None, keep_history=keep)) as client:
+            await client.post("/runs", json={"agent": "support", "input": "7", "checkpoint_id": "c-1"})
+            assert (await client.get("/runs/c-1/history")).status_code == status
+    with pytest.raises(UserError, match="start them with batonflow worker --keep-history"):
+        make_app("kept_agents:support", "sqlite:x.db", None, backend="dbos", keep_history=True)

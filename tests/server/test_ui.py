@@ -100,6 +100,7 @@ async def test_a_chat_streams_the_answer_and_times_the_run(browser: Browser, scr
         await expect(page.locator("#timeline tbody tr").first).to_be_visible()
         await page.locator(".bubble.agent").click()
         await expect(page.locator("#inspector")).to_contain_text('"content": "echo: hello there world"')
+        await expect(page.locator("#steps")).to_contain_text("no steps kept: history of run")
         await shot(page, screenshots, "chat")
 
 
@@ -387,3 +388,38 @@ async def test_agents_teams_and_flows_are_drawn_with_the_run_marked_and_its_stat
         await expect(page.locator("#state tr", has_text="visited")).to_contain_text('["review","pay"]')
         await expect(page.locator("#state tr", has_text="amount")).to_contain_text("150")
         await shot(page, screenshots, "flow-diagram-and-state")
+
+
+async def test_a_kept_runs_steps_show_the_state_after_each_and_fork_a_new_run(
+    browser: Browser, screenshots: Path
+) -> None:
+    from tests.history.agents import refund_agent
+
+    ledger: list[str] = []
+    app = create_app([refund_agent(ledger), apps.echo()], auth_token="t0ken", keep_history=True)
+    async with opened(browser, app) as page:
+        await send(page, "support", "7")
+        await expect(page.locator("#status")).to_have_text("completed")
+        steps = page.locator("#steps tr.step")
+        await expect(steps).to_have_count(3)
+        await expect(steps.nth(1)).to_contain_text('lookup({"order_id": 7}) -> order 7: 30')
+
+        await steps.nth(1).click()
+        await expect(page.locator("#inspector")).to_contain_text('"content": "order 7: 30"')
+        await expect(page.locator("#state")).to_contain_text("looked_up")
+        await expect(steps.nth(1)).to_have_class(re.compile("chosen"))
+
+        await steps.nth(2).click()
+        await page.fill("#fork input", "9")
+        await shot(page, screenshots, "steps-and-fork")
+        await page.click("#fork button.fork")
+        await expect(page.locator(".run .run-title").last).to_have_text(re.compile(r"^fork of ckpt-\w+ after step 2$"))
+        await expect(page.locator(".bubble.agent .text").last).to_have_text("Refund done: order 9: 30")
+        await expect(page.locator("#status")).to_have_text("completed")
+        assert ledger[-3:] == ["model", "lookup 9", "model"]
+        await expect(steps).to_have_count(3)  # the fork's own steps: it keeps its history too
+
+        await send(page, "echo", "hi")
+        await expect(page.locator("#status")).to_have_text("completed")
+        await expect(steps).to_have_count(1)
+        await expect(steps.first).to_contain_text("echo: hi")

@@ -92,6 +92,15 @@ class RunHistory:
     def __getitem__(self, index: int) -> HistoryStep:
         return self.steps[index]
 
+    @property
+    def root_agent(self) -> str | None:
+        """The agent the run started at: the first agent of its steps' addresses (None for a run of no steps)."""
+        for step in self.steps:
+            first = step.address.split(";", 1)[0]
+            if first.startswith("agent:"):
+                return first[len("agent:") :]
+        return None
+
     def payload(self) -> dict[str, Any]:
         """The steps as plain data (what ``GET /runs/{id}/history`` and ``batonflow runs history`` show): each
         step's place, kind, agent, address, summary, tool arguments and session values after it."""

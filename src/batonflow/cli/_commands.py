@@ -15,7 +15,7 @@ from rich.console import Console
 from ..errors import BatonflowError, UserError
 from ._checkpoints import checkpoints
 from ._mcp import mcp_command
-from ._options import Store, Token
+from ._options import DatabaseUrl, DbPool, Grace, KeepHistory, RedisUrl, Store, Token, WorkerStore
 from ._runs import runs
 
 __all__ = ["app"]
@@ -31,19 +31,6 @@ app.add_typer(checkpoints, name="checkpoints")
 app.command(name="mcp")(mcp_command)
 app.add_typer(runs, name="runs")
 
-DatabaseUrl = Annotated[
-    str, typer.Option(envvar="BATONFLOW_DATABASE_URL", help="the PostgreSQL URL of the DBOS system database")
-]
-WorkerStore = Annotated[
-    str, typer.Option(help="where checkpoints and sessions live, shared by the API: sqlite:PATH or postgres:URL")
-]
-Grace = Annotated[
-    float, typer.Option(min=0, help="on SIGTERM: seconds running segments get before the rest go back to the queue")
-]
-DbPool = Annotated[
-    int | None,
-    typer.Option(min=1, envvar="BATONFLOW_DB_POOL", help="connections DBOS's pool may hold to the database (DBOS: 20)"),
-]
 Target = Annotated[
     str, typer.Argument(help="module:attr — an agent or a graph, a mapping or list of them, or a factory")
 ]
@@ -345,6 +332,7 @@ def serve(
     a2a: Annotated[
         bool, typer.Option(help="serve /a2a/{agent} too: the agents as A2A servers, with their cards (the a2a extra)")
     ] = False,
+    keep_history: KeepHistory = False,
 ) -> None:
     """Serve the agents over HTTP: the API, SSE streams and the OpenAI-compatible endpoint (uvicorn); with --agui,
     the AG-UI endpoint; with --a2a, the A2A one."""
@@ -369,6 +357,7 @@ def serve(
         events_pool=events_pool,
         agui=agui,
         a2a=a2a,
+        keep_history=keep_history,
     )
 
 
@@ -388,9 +377,7 @@ def worker(
     connect_within: Annotated[
         float, typer.Option(min=0, help="seconds to keep retrying an unreachable database before giving up")
     ] = 30.0,
-    redis_url: Annotated[
-        str | None, typer.Option(envvar="BATONFLOW_REDIS_URL", help="where runs' live events go (a Redis URL)")
-    ] = None,
+    redis_url: RedisUrl = None,
     events_url: Annotated[
         str | None,
         typer.Option(
@@ -412,6 +399,7 @@ def worker(
     ] = 3,
     grace: Grace = 20.0,
     db_pool: DbPool = None,
+    keep_history: KeepHistory = False,
 ) -> None:
     """Run segments of the DBOS backend: a worker process for the agents (the dbos extra)."""
     from ._worker import work
@@ -431,6 +419,7 @@ def worker(
         max_attempts=max_attempts,
         grace=grace,
         db_pool=db_pool,
+        keep_history=keep_history,
     )
 
 
@@ -456,11 +445,16 @@ def web(
     port: Annotated[int, typer.Option(help="the port to listen on")] = 8000,
     store: Store = "memory",
     token: Token = None,
+    keep_history: Annotated[
+        bool, typer.Option(help="keep each run's record, for the UI's steps and fork (the last 1,000 runs)")
+    ] = True,
 ) -> None:
     """Serve the agents and open the dev UI (/ui) in a browser."""
     from ._serve import serve as run_server
 
-    run_server(target, host=host, port=port, reload=False, store=store, token=token, browse=True)
+    run_server(
+        target, host=host, port=port, reload=False, store=store, token=token, browse=True, keep_history=keep_history
+    )
 
 
 @app.command()

@@ -1,5 +1,6 @@
-"""``batonflow runs history RUN``: the steps of a run kept with ``keep_history``, from a server (``--url``) or
-straight from the store it was kept in (``--store``)."""
+"""``batonflow runs history|replay|fork RUN``: a run kept with ``keep_history`` — its steps, a replay of it from its
+record, a new run from the state after one of its steps — through a server (``--url``) or straight from the store it
+was kept in (``--store``, with the agents from ``--target`` for a replay or a fork)."""
 
 from __future__ import annotations
 
@@ -23,6 +24,11 @@ StoreOption = Annotated[
     typer.Option("--store", help="read the store here, not a server: sqlite:PATH or postgres:URL"),
 ]
 JsonFlag = Annotated[bool, typer.Option("--json", help="print the steps as JSON, not a table")]
+TargetOption = Annotated[
+    str | None,
+    typer.Option("--target", help="with --store: module:attr, the agents to replay or fork with (as `batonflow run`)"),
+]
+AgentOption = Annotated[str | None, typer.Option("--agent", help="the agent to run (default: the run's root agent)")]
 
 
 @runs.command()
@@ -63,3 +69,157 @@ async def _from_store(spec: str, run_id: str) -> dict[str, Any]:
     finally:
         await checkpoints.close()
         await sessions.close()
+
+
+@runs.command()
+def replay(
+    run_id: RunId,
+    store: StoreOption = None,
+    target: TargetOption = None,
+    agent: AgentOption = None,
+    as_json: Annotated[bool, typer.Option("--json", help="print the replay's events as JSON")] = False,
+    url: Url = "http://127.0.0.1:8000",
+    token: Token = None,
+) -> None:
+    """Run a kept run again from its record, with no model or tool called: exit 0 when the agents replay it, 1 with
+    the agent and step where they part from it (the agents changed since the run)."""
+    if store is not None:
+        payload = asyncio.run(_replay_locally(_local(store, target), store, run_id, agent))
+    else:
+        payload = _remote(url, token, run_id, "replay", {"agent": agent} if agent else {})
+    if as_json:
+        typer.echo(json.dumps(payload, indent=2, default=str))
+        return
+    typer.echo(
+        f"replayed {payload['run_id']} ({payload['agent']}): {payload['steps']} steps, {len(payload['events'])} events"
+    )
+    typer.echo(payload["text"])
+
+
+@runs.command()
+def fork(
+    run_id: RunId,
+    at: Annotated[int, typer.Option("--at", min=0, help="the step (its index in `runs history`) to start after")],
+    add: Annotated[str, typer.Option("--input", help="a user message added after the step's messages")] = "",
+    values: Annotated[
+        list[str] | None, typer.Option("--value", help="KEY=JSON: a session value set for the new run (repeatable)")
+    ] = None,
+    checkpoint_id: Annotated[str | None, typer.Option(help="the new run's id (one is made when omitted)")] = None,
+    store: StoreOption = None,
+    target: TargetOption = None,
+    agent: AgentOption = None,
+    url: Url = "http://127.0.0.1:8000",
+    token: Token = None,
+) -> None:
+    """Start a new run from the state after step --at of a kept run (its messages, then --input; its session values,
+    then --value), and print its answer; the kept run is left as it was."""
+    set_values = dict(_value_pair(item) for item in values or ())
+    if store is not None:
+        answer = asyncio.run(
+            _fork_locally(_local(store, target), store, run_id, at, add, set_values, checkpoint_id, agent)
+        )
+    else:
+        body: dict[str, Any] = {"at": at, "input": add, "session_values": set_values}
+        body.update({k: v for k, v in (("checkpoint_id", checkpoint_id), ("agent", agent)) if v is not None})
+        answer = _remote(url, token, run_id, "fork", body)
+    typer.echo(f"forked {run_id} at step {at} as {answer['checkpoint_id']}: {answer['status']}")
+    typer.echo(answer["text"])
+    if answer["status"] != "completed":
+        raise typer.Exit(3 if answer["status"] == "interrupted" else 1)
+
+
+def _value_pair(item: str) -> tuple[str, Any]:
+    from ..errors import UserError
+
+    key, sep, raw = item.partition("=")
+    if not sep or not key:
+        raise UserError(f"--value: expected KEY=JSON, got {item!r}")
+    try:
+        return key, json.loads(raw)
+    except ValueError:
+        raise UserError(f"--value {key}: expected a JSON value after '=', got {raw!r}") from None
+
+
+def _local(store: str, target: str | None) -> str:
+    from ..errors import UserError
+
+    if target is None:
+        raise UserError(f"--store {store}: expected --target module:attr too (the agents to run), got none")
+    return target
+
+
+def _remote(url: str, token: str | None, run_id: str, action: str, body: dict[str, Any]) -> dict[str, Any]:
+    from ..store import check_checkpoint_id
+    from ._remote import Remote, segment
+
+    check_checkpoint_id(run_id)
+    found: dict[str, Any] = Remote(url, token).call("POST", f"/runs/{segment(run_id)}/{action}", body)
+    return found
+
+
+async def _kept_runner(target: str, spec: str, run_id: str, agent: str | None) -> tuple[Any, str, Any]:
+    """A Runner of the agent that ran ``run_id`` (or ``agent``), on the stores ``spec`` names, and its history."""
+    from ..adk import Runner, read_history
+    from ..errors import UserError
+    from ._target import load_target, open_stores
+
+    agents, _ = load_target(target)
+    checkpoints, sessions = open_stores(spec)
+    await sessions.close()
+    history = await read_history(checkpoints, run_id)
+    name = agent or history.root_agent or ""
+    if name not in agents:
+        await checkpoints.close()
+        raise UserError(f"--agent: expected one of {sorted(agents)}, got {name!r}")
+    return Runner(agents[name], checkpoint_store=checkpoints), name, history
+
+
+async def _replay_locally(target: str, spec: str, run_id: str, agent: str | None) -> dict[str, Any]:
+    from ..distributed import event_json, event_kind
+
+    runner, name, history = await _kept_runner(target, spec, run_id, agent)
+    events: list[dict[str, Any]] = []
+    try:
+        async for event in runner.replay(run_id):
+            variant = event.message_output
+            message = None if variant is None else await variant.get_message()
+            events.append({"event": event_kind(event), **event_json(event, message)})
+    finally:
+        await runner.checkpoint_store.close()
+    text = next((e["message"]["content"] for e in reversed(events) if "message" in e), "")
+    return {"run_id": run_id, "agent": name, "steps": len(history), "text": text, "events": events}
+
+
+async def _fork_locally(
+    target: str,
+    spec: str,
+    run_id: str,
+    at: int,
+    add: str,
+    values: dict[str, Any],
+    checkpoint_id: str | None,
+    agent: str | None,
+) -> dict[str, Any]:
+    import uuid
+
+    from ..adk import RunState, collect_events
+    from ..schema import user
+
+    runner, _name, _history = await _kept_runner(target, spec, run_id, agent)
+    new_id = checkpoint_id or f"ckpt-{uuid.uuid4().hex}"
+
+    def edit(state: RunState) -> RunState:
+        added = [user(add)] if add else []
+        return RunState(messages=[*state.messages, *added], session_values={**state.session_values, **values})
+
+    try:
+        events = await collect_events(runner.fork(run_id, at=at, edit=edit, checkpoint_id=new_id))
+    finally:
+        await runner.checkpoint_store.close()
+    failed = next((e.error for e in events if e.error is not None), None)
+    if failed is not None:
+        raise failed
+    paused = any(e.action is not None and e.action.interrupted is not None for e in events)
+    said = [e.message_output.message for e in events if e.message_output is not None]
+    text = next((m.content for m in reversed(said) if m is not None), "")
+    return {"checkpoint_id": new_id, "status": "interrupted" if paused else "completed", "text": text}

@@ -23,6 +23,7 @@ __all__ = ["app_from_env", "make_app", "serve"]
 _TARGET, _STORE, _TOKEN = "BATONFLOW_SERVE_TARGET", "BATONFLOW_SERVE_STORE", "BATONFLOW_TOKEN"
 _AGUI = "BATONFLOW_SERVE_AGUI"
 _A2A = "BATONFLOW_SERVE_A2A"
+_HISTORY = "BATONFLOW_SERVE_KEEP_HISTORY"
 
 
 def _browse(url: str, within: float = 30.0) -> None:
@@ -52,9 +53,16 @@ def make_app(
     events_pool: int | None = None,
     agui: bool = False,
     a2a: bool = False,
+    keep_history: bool = False,
 ) -> FastAPI:
     """The app ``serve`` serves: the target's agents and flows on the stores ``store`` names, behind ``token``, on
-    the backend chosen; with ``agui`` and ``a2a``, the AG-UI and A2A endpoints too."""
+    the backend chosen; with ``agui`` and ``a2a``, the AG-UI and A2A endpoints too; with ``keep_history``, the
+    runs it starts keep their record (the last 1,000 runs of the store)."""
+    if keep_history and backend != "local":
+        raise UserError(
+            "--keep-history: expected --backend local (with --backend dbos the workers run the runs: "
+            "start them with batonflow worker --keep-history), got --backend dbos"
+        )
     checkpoints, sessions = open_stores(store)
     agents, flows = load_target(target)
     return create_app(
@@ -74,6 +82,7 @@ def make_app(
         ),
         agui=agui,
         a2a=a2a,
+        keep_history=keep_history,
     )
 
 
@@ -121,6 +130,7 @@ def app_from_env() -> FastAPI:
         os.environ.get(_TOKEN) or None,
         agui=os.environ.get(_AGUI) == "1",
         a2a=os.environ.get(_A2A) == "1",
+        keep_history=os.environ.get(_HISTORY) == "1",
     )
 
 
@@ -141,6 +151,7 @@ def serve(
     events_pool: int | None = None,
     agui: bool = False,
     a2a: bool = False,
+    keep_history: bool = False,
 ) -> None:
     """Serve the target on uvicorn; with ``browse``, open the dev UI in a browser once the server listens; with
     ``agui``, the AG-UI endpoint too (``POST /agui/{agent}``); with ``a2a``, the A2A one (``/a2a/{agent}``)."""
@@ -160,6 +171,7 @@ def serve(
         events_pool=events_pool,
         agui=agui,
         a2a=a2a,
+        keep_history=keep_history,
     )  # made here first, so that a bad target fails before uvicorn starts
     if browse:
         url = ui_url(host, port)
@@ -171,6 +183,7 @@ def serve(
     os.environ[_TARGET], os.environ[_STORE] = target, store
     os.environ[_AGUI] = "1" if agui else ""
     os.environ[_A2A] = "1" if a2a else ""
+    os.environ[_HISTORY] = "1" if keep_history else ""
     if token is not None:
         os.environ[_TOKEN] = token
     uvicorn.run(f"{__name__}:app_from_env", factory=True, host=host, port=port, reload=True, reload_dirs=[os.getcwd()])

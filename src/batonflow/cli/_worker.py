@@ -33,6 +33,7 @@ def work(
     max_attempts: int = 3,
     grace: float = 20.0,
     db_pool: int | None = None,
+    keep_history: bool = False,
 ) -> None:
     """Run a worker for the agents of ``target`` until it is told to stop."""
     refuse_memory_store(store, "worker")
@@ -54,6 +55,7 @@ def work(
         max_attempts=max_attempts,
         grace=grace,
         db_pool=db_pool,
+        keep_history=keep_history,
         events=None if where is None else event_log_at(where),
         **extra,
     )

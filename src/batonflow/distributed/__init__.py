@@ -25,6 +25,8 @@ from ._events import watch_cancels as watch_cancels
 from ._frames import body_of as body_of
 from ._frames import delta_text as delta_text
 from ._frames import error_json as error_json
+from ._frames import event_json as event_json
+from ._frames import event_kind as event_kind
 from ._frames import json_text as json_text
 from ._frames import jsonable as jsonable
 from ._frames import message_json as message_json
@@ -67,6 +69,8 @@ __all__ = [
     "body_of",
     "delta_text",
     "error_json",
+    "event_json",
+    "event_kind",
     "event_log_at",
     "json_text",
     "jsonable",

@@ -14,6 +14,13 @@ def count(name: str, value: object) -> int:
     return value
 
 
+def seconds_from_zero(name: str, value: object) -> float:
+    """``value`` as a float if it is a number of seconds of 0 or more, else a ``UserError`` naming ``name``."""
+    if isinstance(value, bool) or not isinstance(value, int | float) or value < 0:
+        raise UserError(f"{name}: expected a number of seconds >= 0, got {value!r}")
+    return float(value)
+
+
 def seconds(name: str, value: object) -> float:
     """``value`` as a float if it is a number of seconds above 0, else a ``UserError`` naming ``name``."""
     if isinstance(value, bool) or not isinstance(value, int | float) or not value > 0:

@@ -41,10 +41,10 @@ from ..errors import (
     UserError,
     VersionMismatchError,
 )
-from ..store import CheckpointStore, SessionStore
+from ..store import CheckpointStore, HistoryRetention, SessionStore
 from ._attempts import SegmentAttempts
 from ._branches import BRANCH_QUEUE, BRANCH_WORKFLOW, PoolBranches
-from ._checks import count, seconds
+from ._checks import count, seconds, seconds_from_zero
 from ._dbosbackend import APP_VERSION, QUEUE, RESULT_POLL, WORKFLOW, DBOSBackend, check_version
 from ._drain import Drain
 from ._events import EventLog, Kind, publish_end, watch_cancels
@@ -76,7 +76,8 @@ class DBOSWorker:
     re-run after a crash runs again only the calls that were in flight. ``stop`` drains it (``Drain``): no more
     segments, ``grace`` seconds for the running ones, then the rest stop at a safe point and go back to the queue
     for another worker; a second ``stop`` stops at once. ``db_pool`` caps DBOS's own connection pool (DBOS's
-    default, 20, when None): the largest share of a worker's connections (docs/distributed.md, *Connections*)."""
+    default, 20, when None): the largest share of a worker's connections (docs/distributed.md, *Connections*).
+    ``keep_history`` is the Runner's: each run's record kept in ``checkpoint_store`` (docs/history.md)."""
 
     after_sweep_claim: ClassVar[Callable[[str], None] | None] = None
     """A seam for fault tests: called with a dead worker's executor id between the sweep's claim of it and the
@@ -100,25 +101,22 @@ class DBOSWorker:
         max_attempts: int = 3,
         grace: float = 20.0,
         db_pool: int | None = None,
+        keep_history: bool | HistoryRetention = False,
     ) -> None:
-        count("concurrency", concurrency)
+        self.concurrency = count("concurrency", concurrency)
         self.max_attempts = count("max_attempts", max_attempts)
         self.branch_concurrency = (
             concurrency if branch_concurrency is None else count("branch_concurrency", branch_concurrency)
         )
-        if isinstance(connect_within, bool) or not isinstance(connect_within, int | float) or connect_within < 0:
-            raise UserError(f"connect_within: expected a number of seconds >= 0, got {connect_within!r}")
-        self.connect_within = float(connect_within)
+        self.connect_within = seconds_from_zero("connect_within", connect_within)
         self.lease_ttl = seconds("lease_ttl", lease_ttl)
-        if isinstance(grace, bool) or not isinstance(grace, int | float) or grace < 0:
-            raise UserError(f"grace: expected a number of seconds >= 0, got {grace!r}")
+        grace = seconds_from_zero("grace", grace)
         check_version(app_version)
         self.agents = dict(agents)
         self.store = checkpoint_store
         self.sessions = session_store
         self.events = events
         self.database_url = database_url
-        self.concurrency = concurrency
         self.db_pool = None if db_pool is None else count("db_pool", db_pool)
         self.app_version = app_version
         self.executor_id = executor_id or f"{socket.gethostname()}-{os.getpid()}-{uuid.uuid4().hex[:8]}"
@@ -130,6 +128,7 @@ class DBOSWorker:
         self.attempts = SegmentAttempts(database_url)
         self.sweeper: Sweeper | None = None
         self.drain = Drain(self.executor_id, float(grace))
+        self.keep_history = keep_history
 
     def launch(self) -> None:
         """Start taking segments (DBOS's threads and loop run them); returns at once."""
@@ -448,6 +447,7 @@ class DBOSWorker:
                         sink=sink,
                         resume_lease=self.lease_ttl,
                         sessions=self.sessions,
+                        keep_history=self.keep_history,
                     )
             except LeaseLostError as lost:  # a publish refused by the fence
                 return SegmentOutcome(segment_id=sid, status="failed", error=f"LeaseLostError: {lost}")

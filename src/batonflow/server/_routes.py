@@ -6,13 +6,12 @@ from typing import Annotated, Any
 
 from fastapi import APIRouter, Depends, Header, Query, Request, Response
 
-from ..adk import read_history
 from ..distributed import SegmentRequest
-from ..errors import RunHistoryError
 from ..schema import Message
 from ..store import check_checkpoint_id, check_session_id
 from ._errors import ApiError, shown
 from ._follow import parse_event_id
+from ._history import fork_run, get_history_step, get_run_history, replay_run
 from ._models import ResumeRequest, RunRequest
 from ._refusals import no_checkpoint
 from ._server import Server, checked, pending_session, state
@@ -202,32 +201,6 @@ async def cancel_run(run_id: str, server: Srv) -> dict[str, Any]:
     return await server.cancel(run_id)
 
 
-async def get_run_history(run_id: str, server: Srv) -> dict[str, Any]:
-    """The steps of a run kept with ``keep_history`` in the server's checkpoint store (docs/history.md), by its
-    checkpoint id or its run id."""
-    run_id = checked(check_checkpoint_id, run_id, "run_id")
-    try:
-        try:
-            history = await read_history(server.checkpoints, run_id)
-        except RunHistoryError:
-            checkpoint_id = run_id.rpartition("@")[0]  # a run id from POST /runs: the checkpoint id and "@<n>"
-            if not checkpoint_id:
-                raise
-            history = await read_history(server.checkpoints, checkpoint_id)
-    except RunHistoryError as error:
-        raise ApiError(
-            404,
-            "run_history",
-            str(error),
-            expected="a run kept with Runner(..., keep_history=True) in the server's checkpoint store",
-            found=None,
-        ) from None
-    payload = history.payload()
-    for step in payload["steps"]:
-        step["session_values"] = jsonable(step["session_values"])
-    return payload
-
-
 async def list_checkpoints(server: Srv) -> dict[str, Any]:
     """The runs waiting for an answer, with their interrupts (the ids to resume by): the checkpoints, then the
     conversations (``session_id`` set), which may share an id with a checkpoint."""
@@ -400,6 +373,9 @@ def routes() -> APIRouter:
     # routes of a run take the rest of the path too, the longer ones first (an id never ends in "/events").
     api.add_api_route("/runs/{run_id:path}/events", run_events, methods=["GET"], tags=["runs"], response_model=None)
     api.add_api_route("/runs/{run_id:path}/history", get_run_history, methods=["GET"], tags=["runs"])
+    api.add_api_route("/runs/{run_id:path}/history/{index}", get_history_step, methods=["GET"], tags=["runs"])
+    api.add_api_route("/runs/{run_id:path}/fork", fork_run, methods=["POST"], tags=["runs"], response_model=None)
+    api.add_api_route("/runs/{run_id:path}/replay", replay_run, methods=["POST"], tags=["runs"])
     api.add_api_route("/runs/{run_id:path}/cancel", cancel_run, methods=["POST"], tags=["runs"])
     api.add_api_route("/runs/{run_id:path}", get_run, methods=["GET"], tags=["runs"])
     api.add_api_route("/checkpoints", list_checkpoints, methods=["GET"], tags=["checkpoints"])

@@ -3,7 +3,8 @@
 // others, draws each run's tree from the events' run paths (its earlier segments kept when it resumes, and read
 // again with the run's history after a reload: the address names the run), draws the target as a diagram with the
 // running node marked, shows the run's state, lists what waits for a person and answers it, and shows the trace as
-// a timeline.
+// a timeline. A run the server kept (``--keep-history``) lists its steps once it ends: the state after each, and a
+// fork from any of them into a new run.
 "use strict";
 
 const $ = (selector) => document.querySelector(selector);
@@ -268,7 +269,11 @@ function onFrame(run, frame) {
       run.block.tokens.textContent = `${tokens} tokens`;
       if (run.view) {
         run.view.live = false;
-        if (run.view === ui.selected) showState(run.view);
+        run.view.steps = null;  // read again: this segment added to them
+        if (run.view === ui.selected) {
+          showState(run.view);
+          showSteps(run.view);
+        }
       }
       break;
     }
@@ -332,6 +337,7 @@ function select(view) {
   $("#timeline tbody").replaceWith(view.timeline);
   showDiagram(`agents/${view.agent}`, view.visited);
   showState(view);
+  showSteps(view);
 }
 
 function addToTree(view, kind, event) {
@@ -405,6 +411,52 @@ function drawState(values, why = "no values", more = 0) {
     element("tr", {}, element("th", {}, brief(key, 60)), element("td", {}, brief(value, 200))));
   if (more) rows.push(element("tr", {}, element("th", {}, "…"), element("td", { class: "muted" }, `${more} more not shown`)));
   $("#state").replaceChildren(...(rows.length ? [element("table", {}, element("tbody", {}, ...rows))] : [element("p", { class: "muted" }, why)]));
+}
+
+// -- a kept run's steps, the state after each, and a fork from one ----------------------------------------------
+
+// The steps of the run the view shows, read once it has ended (a run still going has no record yet); a run the
+// server kept nothing of says how to keep it.
+async function showSteps(view) {
+  const pane = $("#steps");
+  if (view.live) {
+    pane.replaceChildren(element("p", { class: "muted" }, "the run's steps come when it ends or pauses"));
+    return;
+  }
+  try {
+    view.steps = view.steps || await api("GET", `/runs/${segment(view.runId)}/history`);
+  } catch (error) {
+    if (ui.selected === view) pane.replaceChildren(element("p", { class: "muted" }, `no steps kept: ${error.message || error}`));
+    return;
+  }
+  if (ui.selected !== view) return;
+  const rows = view.steps.steps.map((step) => element("tr", { class: `step ${step.kind}`, "data-index": String(step.index), onclick: () => openStep(view, step) },
+    element("td", {}, String(step.index)), element("td", {}, step.kind), element("td", {}, step.agent_name), element("td", {}, brief(step.summary, 80))));
+  pane.replaceChildren(element("table", { class: "steps" }, element("tbody", {}, ...rows)), element("div", { id: "fork" }));
+}
+
+// One step: the state after it (the messages so far in the inspector, the session values in the state panel) and
+// the form that forks a new run from it, with a message added if one is typed.
+async function openStep(view, step) {
+  for (const row of document.querySelectorAll("#steps tr.step")) row.classList.toggle("chosen", row.dataset.index === String(step.index));
+  let shown;
+  try {
+    shown = await api("GET", `/runs/${segment(view.runId)}/history/${step.index}`);
+  } catch (error) {
+    status(String(error.message || error), true);
+    return;
+  }
+  inspect(shown.state);
+  drawState(shown.state.session_values, "no session values after this step");
+  const input = element("input", { "aria-label": `message for a fork after step ${step.index}`, placeholder: "a message to add (optional)" });
+  const fork = () => {
+    const text = input.value.trim();
+    if (text) say("you", text, "user");
+    stream(`/runs/${segment(view.runId)}/fork`, { at: step.index, input: text, stream: true, trace: true },
+      `fork of ${view.key} after step ${step.index}`);
+  };
+  $("#fork").replaceChildren(element("span", { class: "muted" }, `after step ${step.index}: `), input,
+    element("button", { type: "button", class: "fork", onclick: fork }, "fork from here"));
 }
 
 // -- the diagram ----------------------------------------------------------------------------------------------
