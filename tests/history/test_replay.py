@@ -9,7 +9,7 @@ import pytest
 from batonflow.adk import AgentEvent, ChatModelAgent, Runner, collect_events, set_sub_agents
 from batonflow.errors import ReplayMismatchError, RunHistoryError, UserError
 from batonflow.schema import Message, ToolInfo, user
-from batonflow.store import MemoryCheckpointStore
+from batonflow.store import CheckpointStore, MemoryCheckpointStore
 from batonflow.testing import FunctionModel, ScriptedModel, tool_calls
 
 from .agents import refund_agent
@@ -195,3 +195,25 @@ async def test_a_transfer_is_a_step_and_a_tree_replays_without_its_models() -> N
         Runner(set_sub_agents(silent, [support]), checkpoint_store=store, skip_transfer_messages=True).replay("t")
     )
     assert shape(replayed) == shape(original)
+
+
+@pytest.mark.parametrize("spec", ["memory", "sqlite", "postgres", "redis"], indirect=True)
+async def test_a_paused_and_answered_run_replays_and_forks_on_every_store(store: CheckpointStore) -> None:
+    ledger: list[str] = []
+    runner = Runner(refund_agent(ledger, approval=True), checkpoint_store=store, keep_history=True)
+    original = await paused_and_answered(runner, "run-1", answer="yes")
+    calls = list(ledger)
+
+    replayed = await collect_events(Runner(refund_agent(ledger, approval=True), checkpoint_store=store).replay("run-1"))
+    assert shape(replayed) == shape(original)
+    # Only the tool that asked a person runs again (to interrupt again, as in a resume); nothing else is called.
+    assert ledger[len(calls) :] == ["approve 7: yes"]
+
+    edit = {"session_values": {"note": "forked"}}
+    forked = await collect_events(runner.fork("run-1", at=1, edit=edit, checkpoint_id="run-1b"))
+    assert forked[-1].action is not None and forked[-1].action.interrupted is not None  # it asks again, as a new run
+    kept = await runner.history("run-1b")
+    assert [s.kind for s in kept] == ["model", "interrupt"]
+    assert kept[0].state.session_values == {"looked_up": 7, "note": "forked"}
+    assert [s.kind for s in await runner.history("run-1")][-1] == "model"  # the original as it was
+    assert await store.get("run-1b") is not None  # the fork's own pending checkpoint, resumable
