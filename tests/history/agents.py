@@ -48,3 +48,8 @@ def refund_agent(
         tools=[lookup, approve],
         return_directly=[lookup_name] if direct else [],
     )
+
+
+def support() -> ChatModelAgent:
+    """The shop agent as a command's target (``tests.history.agents:support``)."""
+    return refund_agent([])

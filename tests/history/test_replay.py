@@ -218,3 +218,62 @@ async def test_a_paused_and_answered_run_replays_and_forks_on_every_store(store:
     assert kept[0].state.session_values == {"looked_up": 7, "note": "forked"}
     assert [s.kind for s in await runner.history("run-1")][-1] == "model"  # the original as it was
     assert await store.get("run-1b") is not None  # the fork's own pending checkpoint, resumable
+
+
+async def test_a_fork_with_replay_goes_on_inside_the_agent_that_was_running() -> None:
+    store = MemoryCheckpointStore()
+    ledger: list[str] = []
+    tree = set_sub_agents(router(), [refund_agent(ledger)])
+    kept = Runner(tree, checkpoint_store=store, keep_history=True, skip_transfer_messages=True)
+    await collect_events(kept.run([user("7")], checkpoint_id="t"))
+    assert [s.kind for s in await kept.history("t")][4] == "tool"  # support's lookup, after the transfer
+
+    ledger.clear()
+    support = refund_agent(ledger)
+    silent = ChatModelAgent(name="router", model=FunctionModel(failing), description="Sends each request.")
+    runner = Runner(set_sub_agents(silent, [support]), checkpoint_store=store, keep_history=True)
+    edit = {"session_values": {"note": "b"}}
+    events = await collect_events(runner.fork("t", at=4, edit=edit, checkpoint_id="t2", replay=True))
+
+    # The router is not asked again (its model would fail); support answers from the recorded lookup, live.
+    assert ledger == ["model"]
+    assert events[-1].agent_name == "support"
+    assert events[-1].message_output is not None
+    assert events[-1].message_output.message.content == "Refund done: order 7: 30"
+    forked = await runner.history("t2")
+    assert [(s.kind, s.agent_name) for s in forked][-2:] == [("tool", "support"), ("model", "support")]
+    assert forked[-1].state.session_values == {"looked_up": 7, "note": "b"}
+
+    # Without replay the fork starts at the root, whose model is asked again.
+    restarted = await collect_events(runner.fork("t", at=4, checkpoint_id="t3"))
+    assert "a model was called during a replay" in str(restarted[-1].error)
+
+
+async def test_a_fork_with_replay_crosses_the_runs_interrupt_with_its_answer() -> None:
+    store = MemoryCheckpointStore()
+    ledger: list[str] = []
+    runner = Runner(refund_agent(ledger, approval=True), checkpoint_store=store, keep_history=True)
+    await paused_and_answered(runner, "run-1", answer="yes")
+    history = await runner.history("run-1")
+    assert [s.kind for s in history] == ["model", "tool", "model", "interrupt", "answer", "tool", "model"]
+
+    ledger.clear()
+    events = await collect_events(runner.fork("run-1", at=5, checkpoint_id="run-1c", replay=True))
+    assert ledger == ["model"]  # only the model after the answered approval runs
+    assert events[-1].message_output is not None
+    assert events[-1].message_output.message.content == "Refund done: approved: yes"
+    assert [s.kind for s in await runner.history("run-1c")] == [s.kind for s in history]
+
+
+async def test_a_fork_with_replay_takes_only_session_values_and_names_a_changed_tree() -> None:
+    store = MemoryCheckpointStore()
+    runner = Runner(refund_agent([]), checkpoint_store=store, keep_history=True)
+    await collect_events(runner.run([user("7")], checkpoint_id="r"))
+    with pytest.raises(UserError, match=r"expected edit=\{'session_values': \{...\}\} or none"):
+        await collect_events(runner.fork("r", at=1, edit={"messages": []}, replay=True))
+    renamed = Runner(refund_agent([], lookup_name="find_order"), checkpoint_store=store)
+    with pytest.raises(ReplayMismatchError) as raised:
+        await collect_events(renamed.fork("r", at=2, replay=True))
+    assert (raised.value.agent_name, raised.value.step) == ("support", 1)
+    with pytest.raises(RunHistoryError, match="expected a step from 0 to 2, got 3"):
+        await collect_events(runner.fork("r", at=3, replay=True))

@@ -4,8 +4,15 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
 from pathlib import Path
 
+import httpx
 import pytest
 from tests.server.conftest import asgi_client, serving
 
@@ -231,6 +238,16 @@ async def test_the_command_replays_and_forks_a_run_from_the_store(
         "forked run-1 at step 2 as run-2: completed\nRefund done: order 8: 30\n",
     )
 
+    in_place = ["runs", "fork", "run-1", "--at", "1", "--replay", "--checkpoint-id", "run-3", *where]
+    code = await asyncio.to_thread(main, [*in_place, "--target", "shop_agents:support"])
+    assert (code, capsys.readouterr().out) == (
+        0,
+        "forked run-1 at step 1 as run-3: completed\nRefund done: order 7: 30\n",
+    )
+    code = await asyncio.to_thread(main, [*in_place, "--input", "9", "--target", "shop_agents:support"])
+    assert code == 1
+    assert "--replay: expected --store (a fork over HTTP starts at the root) and no --input" in capsys.readouterr().err
+
     code = await asyncio.to_thread(main, ["runs", "fork", "run-1", "--at", "0", *where])
     assert code == 1
     assert "expected --target module:attr too" in capsys.readouterr().err
@@ -257,20 +274,32 @@ async def test_the_command_replays_and_forks_through_a_server(capsys: pytest.Cap
     assert "expected a step from 0 to 2 of run 'r-1', got 9" in capsys.readouterr().err
 
 
-async def test_serve_keeps_history_when_asked_and_refuses_it_where_the_workers_run_the_runs(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    from batonflow.cli._serve import make_app
-    from batonflow.errors import UserError
+def test_serve_keeps_history_when_asked_and_refuses_it_where_the_workers_run_the_runs(tmp_path: Path) -> None:
+    with socket.socket() as free:
+        free.bind(("127.0.0.1", 0))
+        port = free.getsockname()[1]
+    command = [sys.executable, "-m", "batonflow", "serve", "tests.history.agents:support", "--port", str(port)]
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT / "src"), str(ROOT)])}
+    server = subprocess.Popen([*command, "--keep-history"], cwd=ROOT, env=env, stderr=subprocess.PIPE)
+    try:
+        while True:
+            try:
+                httpx.get(f"http://127.0.0.1:{port}/health")
+                break
+            except httpx.ConnectError:
+                assert server.poll() is None, server.stderr.read().decode()  # type: ignore[union-attr]
+                time.sleep(0.05)
+        base = f"http://127.0.0.1:{port}"
+        httpx.post(f"{base}/runs", json={"agent": "support", "input": "7", "checkpoint_id": "c-1"}, timeout=30)
+        kept = httpx.get(f"{base}/runs/c-1/history").json()
+    finally:
+        server.send_signal(signal.SIGINT)
+        server.wait(timeout=20)
+    assert [s["kind"] for s in kept["steps"]] == ["model", "tool", "model"]
 
-    (tmp_path / "kept_agents.py").write_text(
-        "from tests.history.agents import refund_agent\nsupport = refund_agent([])\n"
+    dbos = ["--backend", "dbos", "--database-url", "postgresql://nowhere/x", "--store", f"sqlite:{tmp_path / 'x.db'}"]
+    refused = subprocess.run(
+        [*command, *dbos, "--keep-history"], cwd=ROOT, env=env, capture_output=True, text=True, check=False
     )
-    monkeypatch.chdir(tmp_path)
-    monkeypatch.syspath_prepend(str(ROOT))
-    for keep, status in ((True, 200), (False, 404)):
-        async with asgi_client(make_app("kept_agents:support", "memory", None, keep_history=keep)) as client:
-            await client.post("/runs", json={"agent": "support", "input": "7", "checkpoint_id": "c-1"})
-            assert (await client.get("/runs/c-1/history")).status_code == status
-    with pytest.raises(UserError, match="start them with batonflow worker --keep-history"):
-        make_app("kept_agents:support", "sqlite:x.db", None, backend="dbos", keep_history=True)
+    assert refused.returncode == 1
+    assert "start them with batonflow worker --keep-history" in refused.stderr

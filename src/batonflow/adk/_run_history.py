@@ -11,6 +11,7 @@ touched). A fork is a new run whose input is the state after the step, edited. `
 from __future__ import annotations
 
 import copy
+import uuid
 from collections.abc import AsyncIterator, Callable, Iterator, Mapping
 from contextlib import aclosing
 from dataclasses import dataclass, field
@@ -24,7 +25,7 @@ from ._builtin import EXIT_TOOL_NAME, TRANSFER_TOOL_NAME
 from ._events import AgentEvent
 from ._flow import FlowAgent
 from ._interrupt import InterruptInfo
-from ._run_record import ReplaySteps, RunRecord, StepEntry, read_record
+from ._run_record import PrefixSteps, ReplaySteps, RunRecord, StepEntry, read_record
 from .loop import StepLog, ToolResult
 
 if TYPE_CHECKING:
@@ -198,12 +199,13 @@ def fork_input(history: RunHistory, at: int, edit: Edit) -> RunState:
     )
 
 
-def _check_tree(steps: ReplaySteps, root: FlowAgent) -> None:
-    """Each recorded step's agent is in the tree, with the tool it called: a tool's result is replayed by its call
-    id, so a tool renamed or removed since would replay without this. Agents inside a tool (an agent tool's run)
-    are not in the tree, and are not checked."""
+def _check_tree(steps: ReplaySteps, root: FlowAgent, upto: int | None = None) -> None:
+    """Each recorded step's agent (to step ``upto``) is in the tree, with the tool it called: a tool's result is
+    replayed by its call id, so a tool renamed or removed since would replay without this. Agents inside a tool
+    (an agent tool's run) are not in the tree, and are not checked."""
     agents = {flow.name: flow.agent for flow in root.walk()}
-    for index, step in enumerate(steps.kept.steps):
+    kept = steps.kept.steps
+    for index, step in enumerate(kept if upto is None else kept[: upto + 1]):
         if step.kind not in ("model", "tool") or ";tool:" in step.address:
             continue
         agent = agents.get(step.agent_name)
@@ -225,16 +227,25 @@ async def replayed(runner: Runner, store: Any, run_id: str) -> AsyncIterator[Age
     steps = ReplaySteps(record)
     _check_tree(steps, runner.agent)
     private = runner.replaying(steps)
+    async for event in _segments(private, steps, record, range(record.segments), "replay", record.values):
+        yield event
+
+
+async def _segments(
+    runner: Runner, steps: ReplaySteps, record: RunRecord, segments: range, checkpoint_id: str, values: dict[str, Any]
+) -> AsyncIterator[AgentEvent]:
+    """The events of ``record``'s ``segments`` run again by ``runner`` under ``checkpoint_id``: the run on its
+    input and ``values``, then each resume with the answers it was given (the interrupts' new ids put in)."""
     answers = [s for s in record.steps if s.kind == "answer"]
     interrupts = [s for s in record.steps if s.kind == "interrupt"]
     renamed: dict[str, str] = {}
-    for segment in range(record.segments):
+    for segment in segments:
         steps.begin(segment)
         if segment == 0:
-            events = private.run(record.root_messages, session_values=record.values, checkpoint_id="replay")
+            events = runner.run(record.root_messages, session_values=values, checkpoint_id=checkpoint_id)
         else:
             targets = {renamed.get(k, k): v for k, v in answers[segment - 1].value.items()}
-            events = private.resume("replay", targets)
+            events = runner.resume(checkpoint_id, targets)
         async with aclosing(events) as source:
             async for event in source:
                 if steps.error is not None:  # an agent may have made it an error event: raised, not shown
@@ -259,6 +270,26 @@ async def forked(
     async with aclosing(events) as source:
         async for event in source:
             yield event
+
+
+async def forked_in_place(
+    runner: Runner, store: Any, run_id: str, at: int, edit: Edit, checkpoint_id: str
+) -> AsyncIterator[AgentEvent]:
+    """The events of a new run by ``runner`` that replays ``run_id`` to step ``at`` and runs on from there, with
+    the session values after the step (``edit``'s merged in)."""
+    record = await read_record(store, run_id)
+    state = fork_input(history_of(record), at, None)
+    if edit is not None and (callable(edit) or set(edit) - {"session_values"}):
+        raise UserError(
+            "fork with replay=True: expected edit={'session_values': {...}} or none (the run's messages up to the "
+            f"step are replayed as they were), got {edit!r}"
+        )
+    values = {**state.session_values, **dict((edit or {}).get("session_values", {}))}
+    steps = PrefixSteps(record, at)
+    _check_tree(steps, runner.agent, upto=at)
+    twin = runner.forking(steps, store)
+    async for event in _segments(twin, steps, record, range(steps.last_segment + 1), checkpoint_id, values):
+        yield event
 
 
 class KeptRuns:
@@ -295,6 +326,13 @@ class KeptRuns:
         twin._replaying = steps
         return twin
 
+    def forking(self, steps: StepLog, store: CheckpointStore) -> Self:
+        """A copy of this Runner whose runs answer the steps ``steps`` holds from it, in ``store``: a fork that
+        replays its run's prefix (its own history kept as this Runner keeps it)."""
+        twin = copy.copy(self)
+        twin.checkpoint_store, twin._replaying = store, steps
+        return twin
+
     def fork(
         self,
         run_id: str,
@@ -303,13 +341,24 @@ class KeptRuns:
         edit: Edit = None,
         checkpoint_id: str | None = None,
         checkpoint_store: CheckpointStore | None = None,
+        replay: bool = False,
     ) -> Stream[AgentEvent]:
         """A new run from the state after step ``at`` of the kept run ``run_id``: its messages so far and session
         values, changed by ``edit`` (a function of the ``RunState``, or ``{"messages": ..., "session_values":
         ...}``, the values merged). The original and its history are left as they are; ``checkpoint_id`` names
-        the new run (kept too, under ``keep_history``). ``RunHistoryError`` for a step the run has not."""
+        the new run (kept too, under ``keep_history``). ``RunHistoryError`` for a step the run has not.
+
+        With ``replay``, the new run starts where the step left the run rather than at the root: it replays the
+        run's steps up to ``at`` from the record (no model or tool called; its interrupts answered as they were),
+        inside the agent that was running, then goes on live; ``edit`` may only merge ``session_values`` into
+        those after the step. Its events begin with the replayed ones. ``ReplayMismatchError`` where the agent
+        tree parts from the record before the step."""
         check_checkpoint_id(run_id)
         if checkpoint_id == run_id:
             raise UserError(f"fork of run {run_id!r}: expected a new checkpoint_id, got the original's")
         store = self._history_store(checkpoint_store)
-        return Stream.from_async_iter(forked(cast("Runner", self), store, run_id, at, edit, checkpoint_id))
+        runner = cast("Runner", self)
+        if replay:
+            new_id = checkpoint_id if checkpoint_id is not None else f"fork-{uuid.uuid4().hex}"
+            return Stream.from_async_iter(forked_in_place(runner, store, run_id, at, edit, new_id))
+        return Stream.from_async_iter(forked(runner, store, run_id, at, edit, checkpoint_id))

@@ -33,6 +33,7 @@ from .loop import Replies, ToolResult
 
 __all__ = [
     "HistoryRecorder",
+    "PrefixSteps",
     "ReplaySteps",
     "RunRecord",
     "StepEntry",
@@ -318,6 +319,36 @@ class ReplaySteps(Replies):
     def _next_index(self) -> int:
         later = [i for i, s in enumerate(self.kept.steps) if s.segment > self.segment]
         return later[0] if later else len(self.kept.steps)
+
+
+class PrefixSteps(ReplaySteps):
+    """The step log of a fork that replays its run up to step ``upto`` (``Runner.fork(..., replay=True)``): each
+    model and tool step to it gives its recorded value, as in a replay; from there on every step runs. A step
+    recorded after ``upto`` (a later call of the same tool batch, say) runs too; a step the record has not, asked
+    before the prefix is through, is a ``ReplayMismatchError``."""
+
+    __slots__ = ("_later", "last_segment", "upto")
+
+    def __init__(self, record: RunRecord, upto: int) -> None:
+        super().__init__(record)
+        self.upto = upto
+        self.last_segment = record.steps[upto].segment
+        """The segment step ``upto`` is in: those before it replay whole, it up to the step, none after it."""
+        self._later: set[str] = set()
+
+    def begin(self, segment: int) -> None:
+        super().begin(segment)
+        self._later = {key for key, index in self._available.items() if index > self.upto}
+        self._available = {key: index for key, index in self._available.items() if index <= self.upto}
+
+    async def recall(self, key: str, kind: type[T]) -> T | None:
+        if key in self._later or (self.segment == self.last_segment and not self._available):
+            return None  # the step comes after the prefix: it runs
+        return await super().recall(key, kind)
+
+    def end(self) -> None:
+        if self.segment < self.last_segment:  # its resume is what comes next: it must have replayed whole
+            super().end()
 
 
 async def recorded(recorder: HistoryRecorder, events: AsyncIterator[AgentEvent]) -> AsyncGenerator[AgentEvent, None]:

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+from dataclasses import dataclass
 from typing import Annotated, Any
 
 import typer
@@ -108,16 +109,22 @@ def fork(
     store: StoreOption = None,
     target: TargetOption = None,
     agent: AgentOption = None,
+    replay: Annotated[
+        bool, typer.Option("--replay", help="with --store: replay the run to the step and go on inside its tree")
+    ] = False,
     url: Url = "http://127.0.0.1:8000",
     token: Token = None,
 ) -> None:
     """Start a new run from the state after step --at of a kept run (its messages, then --input; its session values,
     then --value), and print its answer; the kept run is left as it was."""
+    from ..errors import UserError
+
     set_values = dict(_value_pair(item) for item in values or ())
+    if replay and (store is None or add):
+        raise UserError("--replay: expected --store (a fork over HTTP starts at the root) and no --input, got other")
     if store is not None:
-        answer = asyncio.run(
-            _fork_locally(_local(store, target), store, run_id, at, add, set_values, checkpoint_id, agent)
-        )
+        fork = _Fork(run_id, at, add, set_values, checkpoint_id, agent, replay)
+        answer = asyncio.run(_fork_locally(_local(store, target), store, fork))
     else:
         body: dict[str, Any] = {"at": at, "input": add, "session_values": set_values}
         body.update({k: v for k, v in (("checkpoint_id", checkpoint_id), ("agent", agent)) if v is not None})
@@ -190,36 +197,42 @@ async def _replay_locally(target: str, spec: str, run_id: str, agent: str | None
     return {"run_id": run_id, "agent": name, "steps": len(history), "text": text, "events": events}
 
 
-async def _fork_locally(
-    target: str,
-    spec: str,
-    run_id: str,
-    at: int,
-    add: str,
-    values: dict[str, Any],
-    checkpoint_id: str | None,
-    agent: str | None,
-) -> dict[str, Any]:
+@dataclass(frozen=True, slots=True)
+class _Fork:
+    run_id: str
+    at: int
+    add: str
+    values: dict[str, Any]
+    checkpoint_id: str | None
+    agent: str | None
+    replay: bool
+
+
+async def _fork_locally(target: str, spec: str, fork: _Fork) -> dict[str, Any]:
     import uuid
 
     from ..adk import RunState, collect_events
     from ..schema import user
 
-    runner, _name, _history = await _kept_runner(target, spec, run_id, agent)
-    new_id = checkpoint_id or f"ckpt-{uuid.uuid4().hex}"
+    runner, _name, _history = await _kept_runner(target, spec, fork.run_id, fork.agent)
+    new_id = fork.checkpoint_id or f"ckpt-{uuid.uuid4().hex}"
 
     def edit(state: RunState) -> RunState:
-        added = [user(add)] if add else []
-        return RunState(messages=[*state.messages, *added], session_values={**state.session_values, **values})
+        added = [user(fork.add)] if fork.add else []
+        return RunState(messages=[*state.messages, *added], session_values={**state.session_values, **fork.values})
 
+    chosen = {"session_values": fork.values} if fork.replay else edit
     try:
-        events = await collect_events(runner.fork(run_id, at=at, edit=edit, checkpoint_id=new_id))
+        events = await collect_events(
+            runner.fork(fork.run_id, at=fork.at, edit=chosen, checkpoint_id=new_id, replay=fork.replay)
+        )
     finally:
         await runner.checkpoint_store.close()
     failed = next((e.error for e in events if e.error is not None), None)
     if failed is not None:
         raise failed
-    paused = any(e.action is not None and e.action.interrupted is not None for e in events)
+    last = events[-1].action if events else None
+    paused = last is not None and last.interrupted is not None  # a replayed interrupt was answered: not the last
     said = [e.message_output.message for e in events if e.message_output is not None]
     text = next((m.content for m in reversed(said) if m is not None), "")
     return {"checkpoint_id": new_id, "status": "interrupted" if paused else "completed", "text": text}
