@@ -410,7 +410,11 @@ async def test_a_kept_runs_steps_show_the_state_after_each_and_fork_a_new_run(
         await expect(steps.nth(1)).to_have_class(re.compile("chosen"))
 
         await steps.nth(2).click()
-        await page.fill("#fork input", "9")
+        await page.fill("#fork input[aria-label^='session values']", "{not json")
+        await page.click("#fork button.fork")
+        await expect(page.locator("#status")).to_contain_text("the session values are not JSON")
+        await page.fill("#fork input[aria-label^='session values']", '{"note": "from the page"}')
+        await page.fill("#fork input[aria-label^='message']", "9")
         await shot(page, screenshots, "steps-and-fork")
         await page.click("#fork button.fork")
         await expect(page.locator(".run .run-title").last).to_have_text(re.compile(r"^fork of ckpt-\w+ after step 2$"))
@@ -418,6 +422,8 @@ async def test_a_kept_runs_steps_show_the_state_after_each_and_fork_a_new_run(
         await expect(page.locator("#status")).to_have_text("completed")
         assert ledger[-3:] == ["model", "lookup 9", "model"]
         await expect(steps).to_have_count(3)  # the fork's own steps: it keeps its history too
+        await steps.nth(2).click()
+        await expect(page.locator("#state")).to_contain_text("from the page")
 
         await send(page, "echo", "hi")
         await expect(page.locator("#status")).to_have_text("completed")

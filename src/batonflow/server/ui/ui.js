@@ -449,13 +449,21 @@ async function openStep(view, step) {
   inspect(shown.state);
   drawState(shown.state.session_values, "no session values after this step");
   const input = element("input", { "aria-label": `message for a fork after step ${step.index}`, placeholder: "a message to add (optional)" });
+  const values = element("input", { "aria-label": `session values for a fork after step ${step.index}`, placeholder: '{"key": "value"} merged (optional)' });
   const fork = () => {
+    let merged;
+    try {
+      merged = JSON.parse(values.value.trim() || "{}");
+    } catch (error) {
+      status(`the session values are not JSON: ${error}`, true);
+      return;
+    }
     const text = input.value.trim();
     if (text) say("you", text, "user");
-    stream(`/runs/${segment(view.runId)}/fork`, { at: step.index, input: text, stream: true, trace: true },
+    stream(`/runs/${segment(view.runId)}/fork`, { at: step.index, input: text, session_values: merged, stream: true, trace: true },
       `fork of ${view.key} after step ${step.index}`);
   };
-  $("#fork").replaceChildren(element("span", { class: "muted" }, `after step ${step.index}: `), input,
+  $("#fork").replaceChildren(element("span", { class: "muted" }, `after step ${step.index}: `), input, values,
     element("button", { type: "button", class: "fork", onclick: fork }, "fork from here"));
 }
 
