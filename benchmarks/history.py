@@ -4,7 +4,8 @@
 One run on SQLite (or on PostgreSQL, in a table of its own dropped afterwards, with ``--postgres``): an agent whose scripted model calls a tool again and again (each model reply and each tool call
 is one step) until the run has ``--steps`` steps, then answers. It runs twice, with ``keep_history`` off and on;
 the rows are the record's size per step, the run's wall time per step in each case, and, in a fresh process on the
-same file, ``Runner.history`` and ``Runner.fork`` at the middle step (the fork asks the model once and answers).
+same file, ``Runner.history`` and ``Runner.fork`` at the middle step (the fork asks the model once and answers),
+and ``Runner.fork(..., replay=True)`` there (the steps to it replayed, the rest of the run's steps run again).
 Wall time, the best of three runs each way (the reads: one each): the numbers move with the machine.
 """
 
@@ -98,7 +99,13 @@ async def reading(path: str, steps: int) -> dict[str, float]:
         events = await collect_events(runner.fork("run-True", at=middle, edit=edit, checkpoint_id="fork"))
         forked = time.perf_counter() - start
         assert events[-1].message_output is not None
-        return {"steps": len(history), "history_s": read, "fork_s": forked, "at": middle}
+
+        start = time.perf_counter()
+        events = await collect_events(runner.fork("run-True", at=middle, replay=True, checkpoint_id="in-place"))
+        in_place = time.perf_counter() - start
+        assert events[-1].message_output is not None
+        assert events[-1].message_output.message.content == "finished"
+        return {"steps": len(history), "history_s": read, "fork_s": forked, "in_place_s": in_place, "at": middle}
     finally:
         await store.close()
 
@@ -141,7 +148,8 @@ def main() -> None:
     print(f"  run with history:    {on * 1e6 / steps:.0f} µs per step ({on:.2f} s)")
     print(
         f"  fresh process: history {fresh['history_s'] * 1e3:.0f} ms, fork at step {fresh['at']} "
-        f"{fresh['fork_s'] * 1e3:.0f} ms"
+        f"{fresh['fork_s'] * 1e3:.0f} ms; with replay=True {fresh['in_place_s'] * 1e3:.0f} ms (the steps to it "
+        "replayed, the rest of the run live)"
     )
 
 
