@@ -19,13 +19,13 @@ import logging
 from collections.abc import AsyncGenerator, AsyncIterator
 from contextlib import aclosing
 from dataclasses import dataclass, field
-from typing import Any, TypeVar
+from typing import Any, TypeVar, cast
 
 from ..codec import decode, encode_async, register_type
 from ..errors import ReplayMismatchError, RunHistoryError
 from ..schema import Message
 from ..store import HistoryRetention, load_history, save_history
-from ._checkpoint import Checkpoint, limits_of
+from ._checkpoint import Checkpoint, keeps_parts, limits_of
 from ._context import RunSession
 from ._events import AgentEvent
 from ._interrupt import InterruptInfo
@@ -37,6 +37,7 @@ __all__ = [
     "ReplaySteps",
     "RunRecord",
     "StepEntry",
+    "history_target",
     "read_record",
     "recorded",
     "resume_recorder",
@@ -196,6 +197,18 @@ class HistoryRecorder(Replies):
                     if call.id == call_id:
                         return call.function.arguments
         return ""
+
+
+def history_target(store: Any, checkpoint_id: str | None) -> tuple[Any, str] | None:
+    """Where a run under ``keep_history`` keeps its record, and under which id: the store's ``history_target``
+    when it names one (a conversation's session snapshot, which keeps no record, names the Runner's checkpoint
+    store and the turn's id), else the checkpoint store under the checkpoint id; None when neither is given."""
+    target = getattr(store, "history_target", None)
+    if target is not None:
+        return cast("tuple[Any, str]", target)
+    if checkpoint_id is None or store is None or not keeps_parts(store):
+        return None
+    return store, checkpoint_id
 
 
 async def read_record(store: Any, run_id: str) -> RunRecord:

@@ -29,7 +29,7 @@ from ._lease import LeaseHolder, break_lease, tool_fence
 from ._parts import PART_EVENTS, HistoryChain
 from ._result import Capture, RunResult, blocking, collect_events, prompt_messages
 from ._run_history import KeptRuns
-from ._run_record import HistoryRecorder, RunRecord, recorded, resume_recorder
+from ._run_record import HistoryRecorder, RunRecord, history_target, recorded, resume_recorder
 from ._runner_util import check_tree, fenced, interleave, retention_of, run_id_of, trace_of
 from ._segment import Segment, reserved
 from .loop import FenceSteps, StepLog, chained_steps, installed_steps
@@ -153,10 +153,11 @@ class Runner(KeptRuns):
         segment = None
         steps: StepLog | None = installed_steps() or self._replaying
         recorder = None
-        if checkpoint_id is not None and store is not None and self.keep_history is not None and keeps_parts(store):
-            record = RunRecord(run_id=checkpoint_id, root_messages=list(messages), values=dict(values))
+        kept = history_target(store, checkpoint_id)
+        if kept is not None and self.keep_history is not None:
+            record = RunRecord(run_id=kept[1], root_messages=list(messages), values=dict(values))
             record.enable_streaming = self.enable_streaming
-            recorder = HistoryRecorder(record, store, self.keep_history)
+            recorder = HistoryRecorder(record, kept[0], self.keep_history)
             steps = chained_steps(recorder, steps)
         if checkpoint_id is not None and store is not None:
             lease = LeaseHolder(
@@ -285,13 +286,13 @@ class Runner(KeptRuns):
                 fence=lease.check,
             )
             segment = Segment(store, checkpoint_id, lease, journal, self._keeping(store, chain))
-            recorder = await resume_recorder(
-                self.keep_history if keeps_parts(store) else None,
-                store,
-                checkpoint_id,
-                checkpoint,
-                journal.targets,
-                self.agent.name,
+            kept = history_target(store, checkpoint_id)
+            recorder = (
+                None
+                if kept is None
+                else await resume_recorder(
+                    self.keep_history, kept[0], kept[1], checkpoint, journal.targets, self.agent.name
+                )
             )
             events = self._resumed(checkpoint, journal, segment, capture, recorder)
             async with aclosing(events) as resumed:

@@ -29,7 +29,7 @@ from ..adk import Runner as _Runner
 from ..codec import decode, encode
 from ..errors import CodecError, UserError
 from ..schema import Message, Stream, user
-from ..store import CheckpointStore, HistoryRetention, SessionStore, check_session_id
+from ..store import CheckpointStore, HistoryRetention, SessionStore, check_checkpoint_id, check_session_id
 from ..trace import TraceCallback
 from ._session import Session
 
@@ -94,14 +94,22 @@ class ConversationRunner(_Runner):
         targets: Mapping[str, Any] | None = None,
         run_id: str | None = None,
         capture: Capture | None = None,
+        history_id: str | None = None,
     ) -> Stream[AgentEvent]:
         """The events of one run on ``messages``, as for ``batonflow.adk.Runner.run`` (``run_id`` too, without a
         session; ``capture`` with one or without).
 
         With ``session_id`` the run continues that conversation of the ``session_store`` (see the module
         docstring); with no messages it resumes the conversation's pending run, ``targets`` as for ``resume``.
+        Under ``keep_history`` a turn keeps its record when ``history_id`` names it (in the Runner's checkpoint
+        store; a resume given the id of the turn it continues adds to that record).
         """
         if session_id is None:
+            if history_id is not None:
+                raise UserError(
+                    "history_id: expected a session_id with it (a run without one keeps its record under its "
+                    "checkpoint_id), got none"
+                )
             return super().run(
                 messages,
                 session_values=session_values,
@@ -116,7 +124,7 @@ class ConversationRunner(_Runner):
                 "got one"
             )
         return self._conversation(
-            session_id, list(messages), session_values, checkpoint_id, checkpoint_store, targets, capture
+            session_id, list(messages), session_values, checkpoint_id, checkpoint_store, targets, capture, history_id
         )
 
     def _conversation(
@@ -128,8 +136,10 @@ class ConversationRunner(_Runner):
         checkpoint_store: CheckpointStore | None,
         targets: Mapping[str, Any] | None,
         capture: Any = None,
+        history_id: str | None = None,
     ) -> Stream[AgentEvent]:
         check_session_id(session_id)
+        kept = self._kept_turn(history_id)
         if self.session_store is None:
             raise UserError(
                 f"cannot continue session {session_id!r}: expected Runner(..., session_store=...), got no store"
@@ -140,8 +150,21 @@ class ConversationRunner(_Runner):
                 "or checkpoint_store with a session_id, got one"
             )
         return Stream.from_async_iter(
-            self._converse(self.session_store, session_id, messages, session_values, targets, capture)
+            self._converse(self.session_store, session_id, messages, session_values, targets, capture, kept)
         )
+
+    def _kept_turn(self, history_id: str | None) -> tuple[CheckpointStore, str] | None:
+        """Where a turn named ``history_id`` keeps its record: the Runner's checkpoint store, under that id (None
+        when it keeps none: no id, or no ``keep_history``)."""
+        if history_id is None or self.keep_history is None:
+            return None
+        check_checkpoint_id(history_id)
+        if self.checkpoint_store is None:
+            raise UserError(
+                f"history_id {history_id!r}: expected Runner(..., checkpoint_store=...) to keep the turn's record "
+                "in, got no store"
+            )
+        return self.checkpoint_store, history_id
 
     def query(
         self,
@@ -163,10 +186,14 @@ class ConversationRunner(_Runner):
         session_id: str | None = None,
         targets: Mapping[str, Any] | None = None,
         metrics: bool = True,
+        history_id: str | None = None,
     ) -> RunResult:
         """The ``RunResult`` of one run, as ``batonflow.adk.Runner.call`` gives it; with ``session_id`` the run
-        continues that conversation, as ``run`` does (no messages: its pending run resumes, with ``targets``), and
-        ``result.windowed`` says whether ``session_window`` left earlier messages of the conversation out."""
+        continues that conversation, as ``run`` does (no messages: its pending run resumes, with ``targets``;
+        ``history_id`` names its record), and ``result.windowed`` says whether ``session_window`` left earlier
+        messages of the conversation out."""
+        if session_id is None and history_id is not None:
+            raise UserError("history_id: expected a session_id with it, got none")
         if session_id is None:
             return await super().call(
                 messages,
@@ -178,7 +205,7 @@ class ConversationRunner(_Runner):
         prompt = self._prompt_messages(messages)
         return await self._called(
             lambda capture: self._conversation(
-                session_id, prompt, session_values, checkpoint_id, checkpoint_store, targets, capture
+                session_id, prompt, session_values, checkpoint_id, checkpoint_store, targets, capture, history_id
             ),
             metrics=metrics,
             session_id=session_id,
@@ -215,6 +242,7 @@ class ConversationRunner(_Runner):
         session_values: Mapping[str, Any] | None,
         targets: Mapping[str, Any] | None,
         capture: Any,
+        kept: tuple[CheckpointStore, str] | None = None,
     ) -> AsyncIterator[AgentEvent]:
         what = f"session {session_id!r}"
         lease = LeaseHolder(store, session_id, uuid.uuid4().hex, self.resume_lease, what, "Runner.break_session_lease")
@@ -225,9 +253,9 @@ class ConversationRunner(_Runner):
             # A turn reads the messages its window needs; a resume none (the pending run has its own).
             session = await Session.load(store, session_id, window=self.session_window if messages else 0)
             if messages:
-                events = self._prompt(session, messages, session_values, capture)
+                events = self._prompt(session, messages, session_values, capture, kept)
             else:
-                events = self._resume_pending(session, dict(targets or {}), capture)
+                events = self._resume_pending(session, dict(targets or {}), capture, kept)
             async with aclosing(_follow(session, events, lease)) as followed:
                 async for event in followed:
                     yield event
@@ -246,6 +274,7 @@ class ConversationRunner(_Runner):
         messages: list[Message],
         session_values: Mapping[str, Any] | None,
         capture: Any,
+        kept: tuple[CheckpointStore, str] | None = None,
     ) -> Stream[AgentEvent]:
         history = session.latest(self.session_window)
         if capture is not None:
@@ -253,12 +282,15 @@ class ConversationRunner(_Runner):
         session.add(*messages)
         session.pending(False)  # a new prompt drops the pending run
         session.snapshot = None
-        return self._started([*history, *messages], session_values, session.session_id, _Snapshot(session), capture)
+        fed = [*history, *messages]
+        return self._started(fed, session_values, session.session_id, _Snapshot(session, kept), capture)
 
-    def _resume_pending(self, session: Session, targets: dict[str, Any], capture: Any) -> Stream[AgentEvent]:
+    def _resume_pending(
+        self, session: Session, targets: dict[str, Any], capture: Any, kept: tuple[CheckpointStore, str] | None
+    ) -> Stream[AgentEvent]:
         if not session.is_pending or session.snapshot is None:
             raise UserError(f"session {session.session_id!r} has nothing to resume: expected a pending run, got none")
-        return self._resumes(session.session_id, targets, _Snapshot(session), capture)
+        return self._resumes(session.session_id, targets, _Snapshot(session, kept), capture)
 
 
 async def _follow(session: Session, events: Stream[AgentEvent], lease: LeaseHolder) -> AsyncGenerator[AgentEvent, None]:
@@ -317,8 +349,11 @@ class _Snapshot:
 
     history_parts = False
 
-    def __init__(self, session: Session) -> None:
+    def __init__(self, session: Session, history_target: tuple[CheckpointStore, str] | None = None) -> None:
         self._session = session
+        self.history_target = history_target
+        """Where the turn keeps its record under ``keep_history`` (the Runner's checkpoint store, the turn's
+        ``history_id``); None: it keeps none."""
         self._checkpoint, self._chunks = _unpack(session.snapshot)
 
     async def get(self, checkpoint_id: str) -> bytes | None:

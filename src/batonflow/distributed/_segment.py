@@ -332,7 +332,7 @@ async def run_segment(
     framer = Framer(sink, deltas=request.stream)
     traced: deque[TraceEvent] = deque()
     capture = Capture(metrics=False)
-    events = _events(agent, store, request, sessions, resume_lease, traced, capture, keep_history)
+    events = _events(agent, store, request, sessions, resume_lease, traced, capture, keep_history, sid)
     head = {
         "run_id": sid,
         "agent": request.agent,
@@ -421,9 +421,11 @@ def _events(
     traced: deque[TraceEvent],
     capture: Capture,
     keep_history: bool | HistoryRetention = False,
+    sid: str = "",
 ) -> Stream[AgentEvent]:
     """The events of the run ``request`` asks for: a conversation's turn, a checkpoint's resume, or a start;
-    ``capture`` is handed its run context."""
+    ``capture`` is handed its run context. Under ``keep_history`` a turn keeps its record under its segment id
+    ``sid`` (what the API calls its run id), in ``store``."""
     options: dict[str, Any] = {
         "resume_lease": resume_lease,
         "enable_streaming": request.stream,
@@ -432,13 +434,15 @@ def _events(
     if request.trace:
         options["callbacks"] = (traced.append,)
     if request.session_id is not None:
-        runner = Runner(agent, session_store=_sessions(sessions, request.session_id), **options)
+        conversation = _sessions(sessions, request.session_id)
+        runner = Runner(agent, session_store=conversation, checkpoint_store=store, **options)
         return runner.run(
             list(request.messages),
             session_id=request.session_id,
             session_values=dict(request.session_values),
             targets=dict(request.targets),
             capture=capture,
+            history_id=sid if keep_history and sid else None,
         )
     runner = Runner(agent, checkpoint_store=store, **options)
     if request.resumes:
