@@ -1,6 +1,6 @@
 """Run history on the DBOS backend: a worker started with ``--keep-history`` keeps each run's record in the shared
 checkpoint store, across its interrupt and the resume (on whichever worker), and any API process shows, replays and
-forks it (the fork a new run on the workers)."""
+forks it (the fork a new run on the workers), and keeps each turn of a conversation under its run id."""
 
 from __future__ import annotations
 
@@ -13,16 +13,16 @@ from fastapi import FastAPI
 
 from batonflow.distributed import DBOSBackend, RedisEventLog
 from batonflow.server import create_app
-from batonflow.store import SqliteCheckpointStore
+from batonflow.store import SqliteCheckpointStore, SqliteSessionStore
 
 from .apps import agents
 from .conftest import REDIS_URL, Cluster, Worker, two_apis
 
 
 def _app(cluster: Cluster) -> FastAPI:
-    store = SqliteCheckpointStore(cluster.store_path)
-    backend = DBOSBackend(store, database_url=cluster.database_url, events=RedisEventLog(REDIS_URL))
-    return create_app(agents(), checkpoint_store=store, backend=backend)
+    store, sessions = SqliteCheckpointStore(cluster.store_path), SqliteSessionStore(cluster.store_path)
+    backend = DBOSBackend(store, database_url=cluster.database_url, events=RedisEventLog(REDIS_URL), sessions=sessions)
+    return create_app(agents(), checkpoint_store=store, session_store=sessions, backend=backend)
 
 
 @pytest.fixture(scope="module")
@@ -65,3 +65,15 @@ async def test_a_worker_keeps_a_runs_record_across_its_resume_and_any_api_forks_
     assert (forked.json()["status"], forked.json()["text"]) == ("completed", "order 7: not shipped")
     again = (await b.get(f"/runs/{fork_id}/history")).json()
     assert [s["kind"] for s in again["steps"]] == ["model"]
+
+
+async def test_a_workers_conversation_turns_are_kept_under_their_run_ids(clients) -> None:
+    a, b = clients
+    session = f"chat-{uuid.uuid4().hex[:8]}"
+    one = (await a.post("/runs", json={"agent": "echo", "input": "hi", "session_id": session})).json()
+    two = (await b.post("/runs", json={"agent": "echo", "input": "again", "session_id": session})).json()
+    assert (one["text"], two["text"]) == ("echo: hi", "echo: again")
+    first = (await b.get(f"/runs/{one['run_id']}/history")).json()
+    second = (await a.get(f"/runs/{two['run_id']}/history")).json()
+    assert [s["summary"] for s in first["steps"]] == ["echo: hi"]
+    assert [s["summary"] for s in second["steps"]] == ["echo: again"]
