@@ -37,14 +37,19 @@ services:
 test: services lint
 	$(BIN)/pytest
 
-# The peers co-install with batonflow (pip check is clean), so they go into .venv; bench needs none of the test
-# extras (and so no llama.cpp build).
-$(VENV)/.bench-installed: pyproject.toml | $(BIN)/python
-	$(BIN)/python -m pip install --quiet -e '.[bench]'
+# The peers get a venv of their own: Google ADK pins google-genai below 3, and the gemini extra (among the test
+# extras) needs 3.6 or later. bench needs none of the test extras (and so no llama.cpp build).
+BENCH := .venv-bench
+$(BENCH)/bin/python:
+	$(PYTHON) -m venv $(BENCH)
+	$(BENCH)/bin/python -m pip install --quiet --upgrade pip
+
+$(BENCH)/.installed: pyproject.toml | $(BENCH)/bin/python
+	$(BENCH)/bin/python -m pip install --quiet -e '.[bench]'
 	touch $@
 
-bench: $(VENV)/.bench-installed
-	$(BIN)/python -m benchmarks
+bench: $(BENCH)/.installed
+	$(BENCH)/bin/python -m benchmarks
 
 clean:
-	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache .import_linter_cache
+	rm -rf $(VENV) $(BENCH) .pytest_cache .mypy_cache .ruff_cache .import_linter_cache

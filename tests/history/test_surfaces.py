@@ -212,7 +212,7 @@ async def test_the_command_replays_and_forks_a_run_from_the_store(
     tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     await kept_in_sqlite(tmp_path / "runs.db")
-    (tmp_path / "shop_agents.py").write_text(
+    (tmp_path / "kept_shop_agents.py").write_text(
         "from tests.history.agents import refund_agent\n"
         "support = refund_agent([])\n"
         "renamed = {'support': refund_agent([], lookup_name='find_order')}\n"
@@ -221,30 +221,30 @@ async def test_the_command_replays_and_forks_a_run_from_the_store(
     monkeypatch.syspath_prepend(str(ROOT))
     where = ["--store", f"sqlite:{tmp_path / 'runs.db'}"]
 
-    code = await asyncio.to_thread(main, ["runs", "replay", "run-1", *where, "--target", "shop_agents:support"])
+    code = await asyncio.to_thread(main, ["runs", "replay", "run-1", *where, "--target", "kept_shop_agents:support"])
     assert (code, capsys.readouterr().out) == (
         0,
         "replayed run-1 (support): 3 steps, 3 events\nRefund done: order 7: 30\n",
     )
 
-    code = await asyncio.to_thread(main, ["runs", "replay", "run-1", *where, "--target", "shop_agents:renamed"])
+    code = await asyncio.to_thread(main, ["runs", "replay", "run-1", *where, "--target", "kept_shop_agents:renamed"])
     assert code == 1
     assert "agent 'support' has no tool 'lookup'" in capsys.readouterr().err
 
     fork = ["runs", "fork", "run-1", "--at", "2", "--input", "8", "--value", 'note="x"', "--checkpoint-id", "run-2"]
-    code = await asyncio.to_thread(main, [*fork, *where, "--target", "shop_agents:support"])
+    code = await asyncio.to_thread(main, [*fork, *where, "--target", "kept_shop_agents:support"])
     assert (code, capsys.readouterr().out) == (
         0,
         "forked run-1 at step 2 as run-2: completed\nRefund done: order 8: 30\n",
     )
 
     in_place = ["runs", "fork", "run-1", "--at", "1", "--replay", "--checkpoint-id", "run-3", *where]
-    code = await asyncio.to_thread(main, [*in_place, "--target", "shop_agents:support"])
+    code = await asyncio.to_thread(main, [*in_place, "--target", "kept_shop_agents:support"])
     assert (code, capsys.readouterr().out) == (
         0,
         "forked run-1 at step 1 as run-3: completed\nRefund done: order 7: 30\n",
     )
-    code = await asyncio.to_thread(main, [*in_place, "--input", "9", "--target", "shop_agents:support"])
+    code = await asyncio.to_thread(main, [*in_place, "--input", "9", "--target", "kept_shop_agents:support"])
     assert code == 1
     assert "--replay: expected --store (a fork over HTTP starts at the root) and no --input" in capsys.readouterr().err
 
