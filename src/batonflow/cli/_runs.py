@@ -6,8 +6,10 @@ from __future__ import annotations
 
 import asyncio
 import json
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 from dataclasses import dataclass
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 from rich.console import Console
@@ -15,11 +17,14 @@ from rich.table import Table
 
 from ._options import Token, Url
 
+if TYPE_CHECKING:
+    from ..adk import RunHistory, Runner
+
 __all__ = ["runs"]
 
 runs = typer.Typer(help="The runs kept with keep_history (docs/history.md).", no_args_is_help=True)
 
-RunId = Annotated[str, typer.Argument(help="the run's id (its checkpoint id)")]
+RunId = Annotated[str, typer.Argument(help="the run's id (its checkpoint id; a conversation turn's history id)")]
 StoreOption = Annotated[
     str | None,
     typer.Option("--store", help="read the store here, not a server: sqlite:PATH or postgres:URL"),
@@ -164,8 +169,12 @@ def _remote(url: str, token: str | None, run_id: str, action: str, body: dict[st
     return found
 
 
-async def _kept_runner(target: str, spec: str, run_id: str, agent: str | None) -> tuple[Any, str, Any]:
-    """A Runner of the agent that ran ``run_id`` (or ``agent``), on the stores ``spec`` names, and its history."""
+@asynccontextmanager
+async def _kept_runner(
+    target: str, spec: str, run_id: str, agent: str | None
+) -> AsyncIterator[tuple[Runner, str, RunHistory]]:
+    """A Runner of the agent that ran ``run_id`` (or ``agent``), on the stores ``spec`` names, and its history;
+    the store closed on the way out."""
     from ..adk import Runner, read_history
     from ..errors import UserError
     from ._target import load_target, open_stores
@@ -173,26 +182,25 @@ async def _kept_runner(target: str, spec: str, run_id: str, agent: str | None) -
     agents, _ = load_target(target)
     checkpoints, sessions = open_stores(spec)
     await sessions.close()
-    history = await read_history(checkpoints, run_id)
-    name = agent or history.root_agent or ""
-    if name not in agents:
+    try:
+        history = await read_history(checkpoints, run_id)
+        name = agent or history.root_agent or ""
+        if name not in agents:
+            raise UserError(f"--agent: expected one of {sorted(agents)}, got {name!r}")
+        yield Runner(agents[name], checkpoint_store=checkpoints), name, history
+    finally:
         await checkpoints.close()
-        raise UserError(f"--agent: expected one of {sorted(agents)}, got {name!r}")
-    return Runner(agents[name], checkpoint_store=checkpoints), name, history
 
 
 async def _replay_locally(target: str, spec: str, run_id: str, agent: str | None) -> dict[str, Any]:
     from ..distributed import event_json, event_kind
 
-    runner, name, history = await _kept_runner(target, spec, run_id, agent)
     events: list[dict[str, Any]] = []
-    try:
+    async with _kept_runner(target, spec, run_id, agent) as (runner, name, history):
         async for event in runner.replay(run_id):
             variant = event.message_output
             message = None if variant is None else await variant.get_message()
             events.append({"event": event_kind(event), **event_json(event, message)})
-    finally:
-        await runner.checkpoint_store.close()
     text = next((e["message"]["content"] for e in reversed(events) if "message" in e), "")
     return {"run_id": run_id, "agent": name, "steps": len(history), "text": text, "events": events}
 
@@ -214,7 +222,6 @@ async def _fork_locally(target: str, spec: str, fork: _Fork) -> dict[str, Any]:
     from ..adk import RunState, collect_events
     from ..schema import user
 
-    runner, _name, _history = await _kept_runner(target, spec, fork.run_id, fork.agent)
     new_id = fork.checkpoint_id or f"ckpt-{uuid.uuid4().hex}"
 
     def edit(state: RunState) -> RunState:
@@ -222,12 +229,10 @@ async def _fork_locally(target: str, spec: str, fork: _Fork) -> dict[str, Any]:
         return RunState(messages=[*state.messages, *added], session_values={**state.session_values, **fork.values})
 
     chosen = {"session_values": fork.values} if fork.replay else edit
-    try:
+    async with _kept_runner(target, spec, fork.run_id, fork.agent) as (runner, _, _):
         events = await collect_events(
             runner.fork(fork.run_id, at=fork.at, edit=chosen, checkpoint_id=new_id, replay=fork.replay)
         )
-    finally:
-        await runner.checkpoint_store.close()
     failed = next((e.error for e in events if e.error is not None), None)
     if failed is not None:
         raise failed
