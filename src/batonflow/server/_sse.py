@@ -94,7 +94,7 @@ class _Streaming:
         finally:
             self._finish()
             _EXITS.discard(self)
-            await _let_go(listener)
+            _let_go(listener)
 
     def _finish(self) -> None:
         self.done = True
@@ -132,15 +132,25 @@ class _Streaming:
                 await self.send({"type": "http.response.body", "body": comment, "more_body": True})
 
 
-async def _let_go(listener: asyncio.Future[None]) -> None:
+def _let_go(listener: asyncio.Future[None]) -> None:
     """The disconnect listener, once the response is over: it ends by itself at the server's next message (a
-    complete response makes the server answer http.disconnect); cancelled if it has not after one turn."""
+    complete response makes the server answer http.disconnect, in the loop's next turn); cancelled then if it has
+    not. The response's task does not wait for it: that would be one more turn of the request's whole stack of
+    coroutines per stream."""
+    listener.add_done_callback(_retrieved)
     if not listener.done():
-        await asyncio.sleep(0)
+        listener.get_loop().call_soon(_cancel_pending, listener)
+
+
+def _cancel_pending(listener: asyncio.Future[None]) -> None:
     if not listener.done():
         listener.cancel()
-    with contextlib.suppress(asyncio.CancelledError, Exception):
-        await listener
+
+
+def _retrieved(listener: asyncio.Future[None]) -> None:
+    """Its exception taken, so that the loop does not log it as never retrieved (the stream is over)."""
+    if not listener.cancelled():
+        listener.exception()
 
 
 _TASKS: set[asyncio.Task[Any]] = set()
