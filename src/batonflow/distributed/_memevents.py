@@ -85,7 +85,8 @@ class MemoryEventLog:
             held.dropped = numbers[0]
         records.append(record)
         numbers.append(self._count)
-        held.woken()
+        if held.wake is not None:
+            held.woken()
         return record
 
     async def read(self, run: str, after: str = "0-0") -> AsyncIterator[EventRecord]:

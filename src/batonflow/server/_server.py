@@ -41,7 +41,7 @@ from ..graph import FlowEngine, Graph
 from ..schema import Message, user
 from ..store import CheckpointStore, SessionStore
 from ._errors import ApiError, shown
-from ._follow import Followers, Run, parse_event_id, record_key, segment_batches, segment_records, sent
+from ._follow import Followers, Run, parse_event_id, record_key, segment_batches, segment_records, sent_text
 from ._models import InputMessage, check_body
 from ._refusals import Bounded, claimed, no_checkpoint, no_run
 from ._sse import EventStream
@@ -353,7 +353,7 @@ class Server:
                     if over:  # sent once the backend has recorded it, as a JSON answer is
                         server.ended(sid)
                         await server.final(sid)
-                    yield b"".join(sent(record, sid, agent) for record in batch)
+                    yield "".join([sent_text(record, sid, agent) for record in batch]).encode()
                     if over:
                         break
                     batch = await anext(records)
