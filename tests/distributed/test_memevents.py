@@ -47,6 +47,17 @@ async def test_a_follower_that_falls_behind_the_bound_reads_on_and_the_numbers_s
     assert [(r.seq, r.kind, r.number) async for r in log.read("r", "3-0")] == [(4, "event", 4), (4, "end", 5)]
 
 
+async def test_a_memory_log_says_without_waiting_what_a_read_would_refuse() -> None:
+    log = MemoryEventLog(maxlen=2)
+    for seq in (1, 2, 3):
+        await log.publish("r", "r@start", seq, "event", {"n": seq})
+    gone = log.gone("r", "0-0")
+    with pytest.raises(EventsGoneError) as refused:
+        await anext(log.read("r", "0-0"))
+    assert gone is not None and (str(gone), gone.oldest) == (str(refused.value), "2-0")
+    assert (log.gone("r", "1-0"), log.gone("r", "3-0"), log.gone("unwritten")) == (None, None, None)
+
+
 async def test_each_attempt_of_a_segment_numbers_its_records_from_1() -> None:
     log = MemoryEventLog()
     for kind in ("event", "event", "end", "event"):  # a segment's end, then the same segment run again

@@ -26,7 +26,7 @@ from ..store import CheckpointStore, HistoryRetention, SessionStore
 from ._checks import count
 from ._events import EventRecord
 from ._frames import Frame
-from ._memevents import MemoryEventLog
+from ._memevents import EventsGoneError, MemoryEventLog
 from ._segment import (
     SegmentClaim,
     SegmentOutcome,
@@ -255,6 +255,11 @@ class InProcessBackend:
 
     async def last(self, checkpoint_id: str) -> EventRecord | None:
         return await self.event_log.last(checkpoint_id)
+
+    def events_gone(self, checkpoint_id: str, after: str = "0-0") -> EventsGoneError | None:
+        """What ``batches`` would refuse at once (records after ``after`` dropped), None when it would read them;
+        known without waiting (the log is in memory), which a server asks before it answers with a stream."""
+        return self.event_log.gone(checkpoint_id, after)
 
     async def paused(self, checkpoint_id: str | None = None) -> list[PausedRun]:
         """The runs this backend's segments left paused, newest first (a run whose last segment ended interrupted,

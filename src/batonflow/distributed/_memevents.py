@@ -85,7 +85,8 @@ class MemoryEventLog:
             held.dropped = numbers[0]
         records.append(record)
         numbers.append(self._count)
-        held.woken()
+        if held.wake is not None:
+            held.woken()
         return record
 
     async def read(self, run: str, after: str = "0-0") -> AsyncIterator[EventRecord]:
@@ -136,6 +137,16 @@ class MemoryEventLog:
         """``run``'s records kept now, oldest first."""
         held = self._runs.get(run)
         return [] if held is None else list(held.records)
+
+    def gone(self, run: str, after: str = "0-0") -> EventsGoneError | None:
+        """The refusal a read of ``run``'s records after ``after`` would start with now (records after it were
+        dropped), None when it would read them: known without waiting, so that a server can refuse before it
+        answers."""
+        position = _number(after)
+        held = self._runs.get(run)
+        if held is None or held.dropped <= position:
+            return None
+        return self._gone(run, held, position)
 
     def _gone(self, run: str, held: _Run, position: int) -> EventsGoneError:
         oldest = held.records[0].stream_id if held.records else f"{held.dropped + 1}-0"

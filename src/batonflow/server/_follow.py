@@ -34,6 +34,7 @@ __all__ = [
     "segment_batches",
     "segment_records",
     "sent",
+    "sent_text",
 ]
 
 END_CHECK = 2.0
@@ -263,6 +264,11 @@ def sent(record: EventRecord, sid: str, agent: str) -> bytes:
     """The SSE event of a record of segment ``sid`` (run by ``agent``, when known) or of an earlier segment of its
     run: its id, its frame's name, its JSON text (one line: JSON escapes line breaks). A ``gap`` or a lost record's
     ``end`` was never a record of the log: it has no id (a client's ``Last-Event-ID`` stays the last record's)."""
+    return sent_text(record, sid, agent).encode()
+
+
+def sent_text(record: EventRecord, sid: str, agent: str) -> str:
+    """``sent``, as text: a batch's events are joined, then encoded once."""
     if record.kind == "end":
         own = record.segment_id == sid
         body = summary(record.segment_id, SegmentOutcome.from_payload(record.data), agent if own else "")
@@ -272,7 +278,7 @@ def sent(record: EventRecord, sid: str, agent: str) -> bytes:
     else:
         event, data = record.data["event"], record.data["data"]
     head = f"id: {record.stream_id}\r\n" if record.stream_id else ""
-    return f"{head}event: {event}\r\ndata: {data}\r\n\r\n".encode()
+    return f"{head}event: {event}\r\ndata: {data}\r\n\r\n"
 
 
 def parse_event_id(text: str) -> str:

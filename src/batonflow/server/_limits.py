@@ -23,7 +23,10 @@ class BodyLimit:
         if scope["type"] != "http":
             await self.app(scope, receive, send)
             return
-        length = dict(scope["headers"]).get(b"content-length")
+        length = None
+        for name, value in scope["headers"]:  # the last one, as a dict of them has it
+            if name == b"content-length":
+                length = value
         if length is not None:
             if not length.isdigit():
                 await _refuse(

@@ -3,10 +3,14 @@ a 422 under the same ``Idempotency-Key``), or the backend did not answer in time
 Each says what is known: of the winner (its run id, request digest, status, when it was accepted), or of the
 backend (what it was asked, and why it did not answer)."""
 
+import asyncio
+from typing import Any
+
 from ..distributed import SegmentClaim, SegmentRequest
+from ..errors import BackendUnavailableError
 from ._errors import ApiError, shown
 
-__all__ = ["claimed", "no_checkpoint", "no_run", "unavailable"]
+__all__ = ["Bounded", "claimed", "no_checkpoint", "no_run", "unavailable"]
 
 
 def unavailable(what: str, why: str) -> ApiError:
@@ -71,3 +75,32 @@ def no_checkpoint(checkpoint_id: str, why: str) -> ApiError:
         expected="an id from GET /checkpoints",
         found=checkpoint_id,
     )
+
+
+class Bounded:
+    """A backend call ``what`` within ``limit`` seconds, as an ``async with`` block: past the limit, or with the
+    backend's database away (``BackendUnavailableError``), it is refused as ``unavailable``. A class, where a
+    generator's context manager would cost a generator, its frames and a ``StopAsyncIteration`` at each call (a
+    run makes one or two)."""
+
+    __slots__ = ("limit", "timeout", "what")
+
+    def __init__(self, what: str, limit: float) -> None:
+        self.what = what
+        self.limit = limit
+        self.timeout = asyncio.timeout(limit)
+
+    async def __aenter__(self) -> None:
+        await self.timeout.__aenter__()
+
+    async def __aexit__(self, kind: type[BaseException] | None, error: BaseException | None, tb: Any) -> None:
+        try:
+            await self.timeout.__aexit__(kind, error, tb)
+        except TimeoutError:
+            error = None  # the limit passed: the call was cancelled
+        else:
+            if not isinstance(error, TimeoutError | BackendUnavailableError):
+                return
+        if isinstance(error, BackendUnavailableError):
+            raise unavailable(self.what, str(error)) from None
+        raise unavailable(self.what, f"no answer within {self.limit:g} s") from None

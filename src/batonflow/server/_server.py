@@ -10,8 +10,8 @@ that is not detached is cancelled once its last follower has been gone ``reconne
 
 import asyncio
 from collections import OrderedDict
-from collections.abc import AsyncGenerator, AsyncIterator, Iterator, Mapping, Sequence
-from contextlib import asynccontextmanager, contextmanager
+from collections.abc import AsyncGenerator, Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass, fields
 from typing import Any
 from urllib.parse import quote
@@ -31,7 +31,6 @@ from ..distributed import (
     body_of,
 )
 from ..errors import (
-    BackendUnavailableError,
     CheckpointNotFoundError,
     SegmentClaimedError,
     SegmentError,
@@ -42,9 +41,9 @@ from ..graph import FlowEngine, Graph
 from ..schema import Message, user
 from ..store import CheckpointStore, SessionStore
 from ._errors import ApiError, shown
-from ._follow import Followers, Run, parse_event_id, record_key, segment_batches, segment_records, sent
+from ._follow import Followers, Run, parse_event_id, record_key, segment_batches, segment_records, sent_text
 from ._models import InputMessage, check_body
-from ._refusals import claimed, no_checkpoint, no_run, unavailable
+from ._refusals import Bounded, claimed, no_checkpoint, no_run
 from ._sse import EventStream
 from ._targets import check_targets
 from ._wire import JSONAnswer, json_text, paused_json, summary
@@ -331,14 +330,13 @@ class Server:
         dropped the frames after ``after`` says so at once (a 410) or, when a follower falls behind while it reads,
         with an ``error`` frame that ends the stream; so does a log that cannot be read."""
         records = segment_batches(self.backend, run_key, sid, after, history=history)
-        first = asyncio.ensure_future(anext(records))
-        await asyncio.sleep(0)  # a log that has the answer at hand (in memory) gives it now: a refusal is a 410
-        if first.done() and isinstance(first.exception(), EventsGoneError):
+        first, gone = await self._first(records, run_key, after)
+        if gone is not None:
             await records.aclose()
             raise ApiError(
                 410,
                 "events_gone",
-                f"Last-Event-ID: {first.exception()}",
+                f"Last-Event-ID: {gone}",
                 expected="an id of a record the log still keeps",
                 found=after,
             )
@@ -348,14 +346,14 @@ class Server:
             run = server.active.get(sid)
             server.followers.attach(run)
             try:
-                batch = await first
+                batch = await (first if first is not None else anext(records))
                 agent = server._agent(sid)
                 while True:
                     over = batch[-1].kind == "end" and batch[-1].segment_id == sid
                     if over:  # sent once the backend has recorded it, as a JSON answer is
                         server.ended(sid)
                         await server.final(sid)
-                    yield b"".join(sent(record, sid, agent) for record in batch)
+                    yield "".join([sent_text(record, sid, agent) for record in batch]).encode()
                     if over:
                         break
                     batch = await anext(records)
@@ -372,12 +370,30 @@ class Server:
                 body = {"error": {"type": "EventsUnavailable", "message": message}}
                 yield ServerSentEvent(data=json_text(body), event="error").encode()
             finally:
-                first.cancel()
+                if first is not None:
+                    first.cancel()
                 await records.aclose()
                 server.followers.detach(run)
 
         headers = {"X-Run-Id": quote(sid, safe="/@"), "Cache-Control": "no-store"}
         return EventStream(frames(), ping=self.limits.heartbeat, headers=headers)
+
+    async def _first(
+        self, records: AsyncGenerator[list[EventRecord], None], run_key: str, after: str
+    ) -> tuple["asyncio.Future[list[EventRecord]] | None", EventsGoneError | None]:
+        """Whether the log has dropped the records after ``after`` (what a stream refuses with a 410 before it
+        starts), once the loop has turned: a run just submitted takes its first step, and a log that has the
+        answer at hand gives it. A backend that knows it without waiting (``events_gone``: its log is in memory)
+        is asked; of any other, the first read of ``records`` is started, for the stream to await."""
+        known = getattr(self.backend, "events_gone", None)
+        first = None if known is not None else asyncio.ensure_future(anext(records))
+        await asyncio.sleep(0)
+        if first is None:
+            assert known is not None
+            error = known(run_key, after)
+        else:
+            error = first.exception() if first.done() else None
+        return first, error if isinstance(error, EventsGoneError) else None
 
     async def result(self, run: Run, after: str, request: Request) -> dict[str, Any]:
         """Wait for the run to end, for a JSON answer: its summary and its agent events. A client that goes away
@@ -438,18 +454,10 @@ class Server:
         async with self.bounded("reading the checkpoint's latest run"):
             return await self.backend.claim(checkpoint_id)
 
-    @asynccontextmanager
-    async def bounded(self, what: str) -> AsyncIterator[None]:
+    def bounded(self, what: str) -> Bounded:
         """A backend call within ``limits.backend_timeout``: past it, or with the backend's database away, a 503
         ``backend_unavailable`` with ``Retry-After``."""
-        limit = self.limits.backend_timeout
-        try:
-            async with asyncio.timeout(limit):
-                yield
-        except TimeoutError:
-            raise unavailable(what, f"no answer within {limit:g} s") from None
-        except BackendUnavailableError as error:
-            raise unavailable(what, str(error)) from None
+        return Bounded(what, self.limits.backend_timeout)
 
     async def close(self) -> None:
         """Stop watching (the app is shutting down); the backend cancels what it runs when it is closed."""

@@ -1,5 +1,6 @@
 """A run's events as an SSE response, for the least a stream can cost: the frames are sent from the request's own
-task, a comment heartbeat goes out on a timer, and one task waits for the client to hang up.
+task, a comment heartbeat goes out on a timer, and once the frames wait (none are at hand), one task waits for the
+client to hang up.
 
 ``sse_starlette``'s response, which the server used before, runs four tasks per stream in an anyio task group (the
 frames, the heartbeat, the disconnect, the server's exit) and cancels three of them when it ends; with a thousand
@@ -16,7 +17,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import signal
-from collections.abc import AsyncGenerator, Mapping
+from collections.abc import AsyncGenerator, Awaitable, Callable, Generator, Mapping
 from datetime import UTC, datetime
 from typing import Any
 
@@ -64,7 +65,7 @@ class EventStream(Response):
 class _Streaming:
     """One response going out: its frames, its heartbeat timer, the wait for the client to hang up."""
 
-    __slots__ = ("done", "heartbeat", "response", "send", "stopped", "task")
+    __slots__ = ("done", "heartbeat", "listener", "receive", "response", "send", "stopped", "task")
 
     def __init__(self, response: EventStream, send: Send) -> None:
         self.response = response
@@ -75,13 +76,20 @@ class _Streaming:
         self.stopped: str | None = None  # why this stream cancelled its own task: "gone" or "exit"
         self.done = False
         self.heartbeat: asyncio.TimerHandle | None = None
+        self.listener: asyncio.Future[None] | None = None
+        self.receive: Receive | None = None
 
     async def run(self, receive: Receive) -> None:
-        listener = asyncio.ensure_future(self._listen(receive))
+        self.receive = receive
         _EXITS.add(self)
         self._schedule_ping()
+        frames = self.response.frames
         try:
-            async for chunk in self.response.frames:
+            while True:
+                try:
+                    chunk = await _Awaited(anext(frames), self._listening)
+                except StopAsyncIteration:
+                    break
                 await self.send({"type": "http.response.body", "body": chunk, "more_body": True})
             self._finish()
             await self.send({"type": "http.response.body", "body": b"", "more_body": False})
@@ -94,7 +102,14 @@ class _Streaming:
         finally:
             self._finish()
             _EXITS.discard(self)
-            await _let_go(listener)
+            if self.listener is not None:
+                _let_go(self.listener)
+
+    def _listening(self) -> None:
+        """The frames are about to wait: from now on the client's hanging up is listened for (a stream whose
+        frames are all at hand, as a run's in memory often are, ends without a task for it)."""
+        if self.listener is None and self.receive is not None:
+            self.listener = asyncio.ensure_future(self._listen(self.receive))
 
     def _finish(self) -> None:
         self.done = True
@@ -132,15 +147,57 @@ class _Streaming:
                 await self.send({"type": "http.response.body", "body": comment, "more_body": True})
 
 
-async def _let_go(listener: asyncio.Future[None]) -> None:
+class _Awaited:
+    """``awaitable`` awaited as ``await`` would, with ``waits`` called the first time it waits (gives the loop a
+    future or a turn) rather than returning at once."""
+
+    __slots__ = ("awaitable", "waits")
+
+    def __init__(self, awaitable: Awaitable[bytes], waits: Callable[[], None]) -> None:
+        self.awaitable = awaitable
+        self.waits: Callable[[], None] | None = waits
+
+    def __await__(self) -> Generator[Any, Any, bytes]:
+        inner = self.awaitable.__await__()
+        value: Any = None
+        error: BaseException | None = None
+        while True:
+            try:
+                yielded = inner.send(value) if error is None else inner.throw(error)
+            except StopIteration as stop:
+                result: bytes = stop.value
+                return result
+            if self.waits is not None:
+                waits, self.waits = self.waits, None
+                waits()
+            try:
+                value, error = (yield yielded), None
+            except GeneratorExit:
+                inner.close()
+                raise
+            except BaseException as thrown:  # a cancellation, as the task's own await would have it
+                value, error = None, thrown
+
+
+def _let_go(listener: asyncio.Future[None]) -> None:
     """The disconnect listener, once the response is over: it ends by itself at the server's next message (a
-    complete response makes the server answer http.disconnect); cancelled if it has not after one turn."""
+    complete response makes the server answer http.disconnect, in the loop's next turn); cancelled then if it has
+    not. The response's task does not wait for it: that would be one more turn of the request's whole stack of
+    coroutines per stream."""
+    listener.add_done_callback(_retrieved)
     if not listener.done():
-        await asyncio.sleep(0)
+        listener.get_loop().call_soon(_cancel_pending, listener)
+
+
+def _cancel_pending(listener: asyncio.Future[None]) -> None:
     if not listener.done():
         listener.cancel()
-    with contextlib.suppress(asyncio.CancelledError, Exception):
-        await listener
+
+
+def _retrieved(listener: asyncio.Future[None]) -> None:
+    """Its exception taken, so that the loop does not log it as never retrieved (the stream is over)."""
+    if not listener.cancelled():
+        listener.exception()
 
 
 _TASKS: set[asyncio.Task[Any]] = set()
