@@ -21,6 +21,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
+import gc
 import json
 import os
 import resource
@@ -99,9 +100,9 @@ def serve(port: int, words: int, raw: bool = False) -> None:
     import uvicorn
 
     _raise_file_limit()
-    uvicorn.run(
-        raw_app(words) if raw else app(words), host=HOST, port=port, log_level="warning", access_log=False, backlog=4096
-    )
+    served = raw_app(words) if raw else app(words)
+    gc.freeze()  # as batonflow serve does once its app is made (either app: the floor is measured alike)
+    uvicorn.run(served, host=HOST, port=port, log_level="warning", access_log=False, backlog=4096)
 
 
 def _request(method: str, path: str, body: bytes = b"") -> bytes:

@@ -3,6 +3,7 @@ each process it restarts, so the options travel in the environment to ``app_from
 
 from __future__ import annotations
 
+import gc
 import os
 import sys
 import threading
@@ -178,6 +179,9 @@ def serve(
         print(f"batonflow web: the dev UI is at {url}", flush=True)  # before a browser is tried: it may be none
         threading.Thread(target=_browse, args=(url,), daemon=True).start()
     if not reload:
+        # What the process holds once the app is made (modules, the agents) lives as long as it does: out of the
+        # collector's sight, a full collection walks only what the runs made, not a hundred thousand objects more.
+        gc.freeze()
         uvicorn.run(app, host=host, port=port)
         return
     os.environ[_TARGET], os.environ[_STORE] = target, store
