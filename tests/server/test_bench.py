@@ -30,8 +30,8 @@ def test_the_serving_benchmark_completes_its_runs_and_leaves_no_run_behind(monke
     assert (figures["disconnects"], figures["left_behind"]) == (4, 0)
     assert 0 < figures["first_event_p50_ms"] <= figures["first_event_p99_ms"]
     assert figures["peak_rss_mb"] > 0
-    # CPU time comes in clock ticks: a few runs may take less than one on the floor.
-    assert figures["server_cpu_us_per_run"] > 0 and figures["raw_asgi_cpu_us_per_run"] >= 0
+    # CPU time comes in clock ticks (10 ms): eight runs may take less than one, on either app.
+    assert figures["server_cpu_us_per_run"] >= 0 and figures["raw_asgi_cpu_us_per_run"] >= 0
 
     monkeypatch.syspath_prepend(str(ROOT))  # the checkout's benchmarks package, for its renderer
     from benchmarks.serve import render
