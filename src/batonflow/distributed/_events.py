@@ -271,7 +271,8 @@ class RedisEventLog:
             async with self._shared().follow(key, after) as queue:
                 while True:
                     try:
-                        item = await asyncio.wait_for(queue.get(), wait)
+                        async with asyncio.timeout(wait):  # not wait_for: no task of its own for each record
+                            item = await queue.get()
                     except TimeoutError:
                         break  # look for itself
                     if isinstance(item, BaseException):
