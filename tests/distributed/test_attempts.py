@@ -51,30 +51,6 @@ async def test_starts_and_ends_of_the_moment_share_a_statement(cluster: Cluster)
     assert left == (0,)
 
 
-async def test_an_end_counted_soon_returns_at_once_and_its_count_goes_beside_it(cluster: Cluster) -> None:
-    """A worker's segment sends its end record without waiting for its count's delete: ``ended_soon`` returns at
-    once, and the rows go meanwhile, in a statement or two for all of them."""
-    attempts = SegmentAttempts(cluster.database_url)
-    segments = [f"soon-{uuid.uuid4().hex[:8]}@start" for _ in range(20)]
-    try:
-        await asyncio.gather(*(attempts.started(s, "worker-a") for s in segments))
-        sent = _statements(attempts)
-        for segment in segments:
-            attempts.ended_soon(segment)
-        returned = len(sent)
-        for _ in range(100):
-            await asyncio.sleep(0.05)
-            with psycopg.connect(cluster.database_url) as db:
-                left = db.execute(
-                    "SELECT count(*) FROM batonflow_segment_runs WHERE segment_id = ANY(%s)", (segments,)
-                ).fetchone()
-            if left == (0,):
-                break
-    finally:
-        attempts.close()
-    assert returned == 0 and left == (0,) and 1 <= len(sent) <= 2, (returned, left, len(sent))
-
-
 async def test_starts_that_cannot_be_counted_are_each_uncounted_and_logged(caplog: pytest.LogCaptureFixture) -> None:
     attempts = SegmentAttempts("postgresql://postgres@127.0.0.1:1/nowhere", connect_timeout=1)
     try:

@@ -136,7 +136,6 @@ class SegmentAttempts:
         self._lock = threading.Lock()
         self._starts: _Group[int | None] | None = None
         self._ends: _Group[None] | None = None
-        self._later: set[asyncio.Future[None]] = set()  # the deletes of ``ended_soon`` under way
 
     async def started(self, segment_id: str, executor_id: str) -> int | None:
         """One more start of ``segment_id``, counted with the other starts of the moment (all of one executor,
@@ -150,15 +149,6 @@ class SegmentAttempts:
         if self._ends is None:
             self._ends = _Group(self.forget_all)
         await self._ends(segment_id)
-
-    def ended_soon(self, segment_id: str) -> None:
-        """``ended`` beside the segment's end, not before it: the end record and the outcome wait for no round
-        trip. A count whose delete a crash or a stop cut off stays behind, harmless: its segment ended, and DBOS
-        never starts an ended workflow again (one that died before DBOS recorded its end starts again counted one
-        more: it ended with its worker gone)."""
-        task = asyncio.ensure_future(self.ended(segment_id))
-        self._later.add(task)
-        task.add_done_callback(self._later.discard)
 
     def _db(self) -> psycopg.Connection[tuple[Any, ...]]:
         if self._conn is None or self._conn.closed or self._conn.broken:

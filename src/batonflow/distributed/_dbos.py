@@ -394,7 +394,7 @@ class DBOSWorker:
         if self.drain.stopped(outcome.status, outcome.error):
             return outcome  # parked: its count is taken back there
         if self.sweeper is None or not self.sweeper.swept:  # a swept worker's segment runs on, counted, elsewhere
-            self.attempts.ended_soon(sid)  # its end record and outcome wait for no round trip
+            await self.attempts.ended(sid)
         return outcome
 
     async def _publish(self, log: EventLog, run: str, sid: str, seq: int, kind: Kind, data: dict[str, Any]) -> None:
