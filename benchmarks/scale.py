@@ -1,5 +1,5 @@
 """Many concurrent runs on a pool of workers: ``python -m benchmarks.scale [--runs 400] [--workers 2]
-[--concurrency 200] [--events redis|postgres] [--quick] [--json]``.
+[--concurrency 200] [--events redis|postgres] [--quick] [--json] [--usage]``.
 
 Makes a PostgreSQL database of its own (dropped at the end), starts ``--workers`` ``batonflow worker`` processes
 on it (live events on Redis, or with ``--events postgres`` in that database), and submits ``--runs`` runs at once
@@ -10,7 +10,8 @@ split across the workers; then the first-event p50 with 1 and with 40 runs in fl
 per second of one worker alone (measured before the others start) and of all of them: the figures issue 25's
 latency and throughput targets are set in. Needs PostgreSQL and Redis on loopback (``BATONFLOW_BENCH_POSTGRES``,
 ``BATONFLOW_BENCH_REDIS``) and the ``dbos``, ``postgres`` and ``redis`` extras: when one is missing it measures
-nothing and says so (``skipped``), exiting 0, so that ``python -m benchmarks`` goes on without it.
+nothing and says so (``skipped``), exiting 0, so that ``python -m benchmarks`` goes on without it. ``--usage`` adds
+what the pool's batch cost per run: CPU of the workers, this process, PostgreSQL and Redis; commits; Redis commands.
 """
 
 from __future__ import annotations
@@ -142,10 +143,17 @@ def _forget(tag: str) -> None:
 
 
 async def distributed(
-    runs: int, database_url: str, store_path: str, events_url: str, *, latency: bool = False
-) -> tuple[dict[str, float | None], dict[str, int], dict[str, float | None]]:
+    runs: int,
+    database_url: str,
+    store_path: str,
+    events_url: str,
+    *,
+    latency: bool = False,
+    usage: list[int] | None = None,
+) -> tuple[dict[str, Any], dict[str, int], dict[str, float | None]]:
     """``runs`` runs at once through ``DBOSBackend`` on the workers running now: their figures, how they split
-    across the workers, and (``latency``) the first-event p50 at each ``LATENCY_ROUNDS`` size."""
+    across the workers, and (``latency``) the first-event p50 at each ``LATENCY_ROUNDS`` size. With ``usage`` (the
+    workers' process ids), the figures also say what the batch cost (``Usage``)."""
     import psycopg
 
     from batonflow.distributed import DBOSBackend, event_log_at
@@ -155,7 +163,10 @@ async def distributed(
     backend = DBOSBackend(SqliteCheckpointStore(store_path), database_url=database_url, events=event_log_at(events_url))
     try:
         latencies = await _latencies(backend, f"lat-{tag}") if latency else {}
-        figures = await _batch(backend, f"bench-{tag}", runs)
+        meter = None if usage is None else await asyncio.to_thread(Usage, usage, database_url, events_url == REDIS)
+        figures: dict[str, Any] = await _batch(backend, f"bench-{tag}", runs)
+        if meter is not None:
+            figures["usage"] = await asyncio.to_thread(meter.per_run, runs)
     finally:
         await backend.close()
         if events_url == REDIS:
@@ -171,10 +182,84 @@ async def distributed(
     return figures, split, latencies
 
 
+class Usage:
+    """What a batch costs, from its start (made) to ``per_run``: the CPU time of the workers, of this process (the
+    API side: enqueues, followers), of every PostgreSQL and Redis server process of the machine (by their names
+    in /proc: Linux only, nothing elsewhere), the database's committed transactions (``pg_stat_database``) and the
+    Redis commands (``INFO commandstats``, the whole server's). Idle polling is in it: ``idle`` measures it first,
+    over ``IDLE_S`` seconds of no runs, per second."""
+
+    IDLE_S = 2.0
+
+    def __init__(self, workers: list[int], database_url: str, redis: bool) -> None:
+        self.workers, self.database_url, self.redis = workers, database_url, redis
+        before, begun = self._read(), time.perf_counter()
+        time.sleep(self.IDLE_S)
+        self.idle = {k: v / (time.perf_counter() - begun) for k, v in _less(self._read(), before).items()}
+        self.before, self.begun = self._read(), time.perf_counter()
+
+    def _read(self) -> dict[str, float]:
+        import psycopg
+
+        counts = {**_cpu_seconds(self.workers), "pg_commits": 0.0, "redis_commands": 0.0}
+        name = self.database_url.rpartition("/")[2]
+        with psycopg.connect(self.database_url) as db:
+            row = db.execute("SELECT xact_commit FROM pg_stat_database WHERE datname = %s", (name,)).fetchone()
+            counts["pg_commits"] = float(row[0]) if row else 0.0
+        if self.redis:
+            import redis
+
+            with redis.Redis.from_url(REDIS, socket_timeout=10) as client:
+                counts["redis_commands"] = float(sum(s["calls"] for s in client.info("commandstats").values()))
+        return counts
+
+    def per_run(self, runs: int) -> dict[str, dict[str, float]]:
+        """Per run of the batch, and per second of the idle pool before it (CPU in ms)."""
+        spent, wall = _less(self._read(), self.before), time.perf_counter() - self.begun
+        scale = {k: 1.0 if k in ("pg_commits", "redis_commands") else 1000.0 for k in spent}
+        return {
+            "per_run": {k: round(v * scale[k] / runs, 2) for k, v in spent.items()},
+            "idle_polling_per_run": {k: round(self.idle[k] * wall * scale[k] / runs, 2) for k in spent},
+            "idle_per_s": {k: round(v * scale[k], 1) for k, v in self.idle.items()},
+        }
+
+
+def _less(after: dict[str, float], before: dict[str, float]) -> dict[str, float]:
+    return {k: v - before.get(k, 0.0) for k, v in after.items()}
+
+
+def _cpu_seconds(workers: list[int]) -> dict[str, float]:
+    """CPU seconds (user and system) used so far by ``workers``, this process, and the machine's PostgreSQL and
+    Redis server processes (a backend that ended meanwhile is not counted)."""
+    tick = os.sysconf("SC_CLK_TCK")
+    found = {"workers_cpu": 0.0, "benchmark_cpu": 0.0, "postgres_cpu": 0.0, "redis_cpu": 0.0}
+    for pid in filter(str.isdigit, os.listdir("/proc") if os.path.isdir("/proc") else ()):
+        try:
+            stat = Path(f"/proc/{pid}/stat").read_text()
+        except OSError:
+            continue
+        name, fields = stat[stat.index("(") + 1 : stat.rindex(")")], stat[stat.rindex(")") + 2 :].split()
+        group = (
+            "workers_cpu"
+            if int(pid) in workers
+            else "benchmark_cpu"
+            if int(pid) == os.getpid()
+            else "postgres_cpu"
+            if name.startswith("postgres")
+            else "redis_cpu"
+            if name.startswith("redis-server")
+            else None
+        )
+        if group is not None:
+            found[group] += (int(fields[11]) + int(fields[12])) / tick
+    return found
+
+
 def _worker(
     database_url: str, store_path: str, concurrency: int, events_url: str, log: Path
 ) -> subprocess.Popen[bytes]:
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT / "src"), str(ROOT)])}
+    inherited = [p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p]  # a profiler's, say: kept after
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT / "src"), str(ROOT), *inherited])}
     command = [
         sys.executable,
         "-m",
@@ -242,11 +327,12 @@ def _started(
     return processes
 
 
-def measure(runs: int, workers: int, concurrency: int, events: str = "redis") -> dict[str, Any]:
+def measure(runs: int, workers: int, concurrency: int, events: str = "redis", usage: bool = False) -> dict[str, Any]:
     """The runs through both backends, live events on ``events`` (``redis`` or ``postgres``): the figures of each,
     how the pool's runs split across its workers (by executor id) and the workers' process ids; the first-event
     p50 at 1 and 40 runs in flight on each backend (on all the workers); the throughput of one worker alone (the
-    same runs, before the others start) and of all of them."""
+    same runs, before the others start) and of all of them; with ``usage``, what the pool's batch cost
+    (``Usage``)."""
     import psycopg
 
     name = f"bf_scale_{uuid.uuid4().hex[:10]}"
@@ -268,7 +354,14 @@ def measure(runs: int, workers: int, concurrency: int, events: str = "redis") ->
                 alone = asyncio.run(distributed(runs, database_url, store_path, events_url))[0]
                 processes += _started(database_url, store_path, concurrency, events_url, logs[1:])
             remote, split, remote_latency = asyncio.run(
-                distributed(runs, database_url, store_path, events_url, latency=True)
+                distributed(
+                    runs,
+                    database_url,
+                    store_path,
+                    events_url,
+                    latency=True,
+                    usage=[p.pid for p in processes] if usage else None,
+                )
             )
     finally:
         for process in processes:
@@ -319,6 +412,7 @@ def render(result: dict[str, Any]) -> list[str]:
     return [
         *lines,
         *_targets(result),
+        *_usage(result["dbos"].get("usage")),
         "",
         f"Runs per worker: {', '.join(map(str, split))} ({len(split)} of {workers} workers took runs); the workers "
         f"started in {result['worker_startup_s']} s.",
@@ -352,6 +446,28 @@ def _targets(result: dict[str, Any]) -> list[str]:
     ]
 
 
+def _usage(usage: dict[str, dict[str, float]] | None) -> list[str]:
+    """What the pool's batch cost (``--usage``), per run, and how much of it the idle pool spends as well."""
+    if not usage:
+        return []
+    names = list(usage["per_run"])
+    return [
+        "",
+        "| per run of the pool's batch | " + " | ".join(n.replace("_", " ") for n in names) + " |",
+        "|---|" + "---:|" * len(names),
+        *(
+            f"| {label} | " + " | ".join(str(usage[key].get(n)) for n in names) + " |"
+            for label, key in (("spent", "per_run"), ("of which an idle pool's polling", "idle_polling_per_run"))
+        ),
+        "",
+        "CPU in ms. An idle pool spends per second: "
+        + ", ".join(
+            f"{v} {'ms ' if n.endswith('cpu') else ''}{n.replace('_', ' ')}" for n, v in usage["idle_per_s"].items()
+        )
+        + ".",
+    ]
+
+
 _LOGS = {"redis": "Redis", "postgres": "PostgreSQL"}
 
 
@@ -363,6 +479,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--events", choices=("redis", "postgres"), default="redis", help="where live events go")
     parser.add_argument("--quick", action="store_true", help="a smoke run: 100 runs unless --runs says otherwise")
     parser.add_argument("--json", action="store_true", help="print the figures as one JSON object")
+    parser.add_argument("--usage", action="store_true", help="also what the pool's batch cost: CPU, commits, commands")
     args = parser.parse_args(argv)
     runs = args.runs if args.runs is not None else 100 if args.quick else 400
     if runs < 1 or args.workers < 1 or args.concurrency < 1:
@@ -373,7 +490,7 @@ def main(argv: list[str] | None = None) -> int:
     if why is not None:
         result: dict[str, Any] = {"runs": runs, "workers": args.workers, "events": args.events, "skipped": why}
     else:
-        result = measure(runs, args.workers, args.concurrency, args.events)
+        result = measure(runs, args.workers, args.concurrency, args.events, args.usage)
     print(json.dumps(result) if args.json else "\n".join(render(result)))
     return 0
 

@@ -176,6 +176,52 @@ async def test_records_published_at_once_share_a_pipeline_each_answered_its_own_
     assert all(0 < ttl <= 30_000 for ttl in ttls)
 
 
+async def test_a_streams_expiry_is_set_with_its_first_record_and_its_end_not_with_each(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A stream's expiry goes with its first record and with each ``end``, and again only after a tenth of the ttl:
+    the records between cost no expiry each (half the commands of a run's records were expiries)."""
+    from redis.asyncio.client import Pipeline
+
+    expiries: list[str] = []
+    original = Pipeline.pexpire
+
+    def counted(self: Pipeline, name: str, *args: object, **kwargs: object) -> object:
+        expiries.append(name)
+        return original(self, name, *args, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(Pipeline, "pexpire", counted)
+    log = RedisEventLog(REDIS_URL, ttl=30.0)
+    run = f"expiry-{uuid.uuid4().hex[:8]}"
+    try:
+        for seq in range(1, 6):
+            await log.publish(run, f"{run}@start", seq, "event", {"n": seq})
+        await log.publish(run, f"{run}@start", 5, "end", {"status": "completed"})
+        length = await log._redis().xlen(log.stream_key(run))
+        ttl = await log._redis().pttl(log.stream_key(run))
+    finally:
+        await log._redis().delete(log.stream_key(run))
+        await log.close()
+    assert expiries == [log.stream_key(run)] * 2 and length == 6 and 0 < ttl <= 30_000
+
+
+async def test_a_stream_deleted_under_a_run_is_made_again_with_its_expiry() -> None:
+    """A record sent without its stream's expiry goes only to a stream that exists: one whose stream was deleted
+    meanwhile goes again, with the expiry, so no stream is ever left without one."""
+    log = RedisEventLog(REDIS_URL, ttl=30.0)
+    run = f"remade-{uuid.uuid4().hex[:8]}"
+    try:
+        await log.publish(run, f"{run}@start", 1, "event", {"n": 1})
+        await log._redis().delete(log.stream_key(run))
+        second = await log.publish(run, f"{run}@start", 2, "event", {"n": 2})
+        kept = await log._redis().xrange(log.stream_key(run))
+        ttl = await log._redis().pttl(log.stream_key(run))
+    finally:
+        await log._redis().delete(log.stream_key(run))
+        await log.close()
+    assert [(e[0].decode(), e[1][b"seq"]) for e in kept] == [(second, b"2")] and 0 < ttl <= 30_000
+
+
 async def test_a_record_that_fails_in_a_shared_pipeline_fails_only_its_publish() -> None:
     log = RedisEventLog(REDIS_URL, ttl=30.0)
     good, bad = f"good-{uuid.uuid4().hex[:8]}", f"bad-{uuid.uuid4().hex[:8]}"

@@ -12,7 +12,9 @@ module), ``PostgresEventLog`` in PostgreSQL tables, for deployments without Redi
   the write is tried, so a record lost to an outage, or trimmed by ``maxlen``, leaves a hole in the numbers that a
   follower reports (the server's ``gap`` event) instead of skipping it silently.
 - The stream is bounded (``maxlen``: each append past it drops the oldest record) and expires ``ttl`` seconds after
-  its last write: the durable record of a run is its checkpoint and session, not its live stream.
+  its last write (within a tenth of it: ``PublishBatch`` renews the expiry with a segment's ``end``, and otherwise
+  once a tenth of the ttl has passed): the durable record of a run is its checkpoint and session, not its live
+  stream.
 - Cancellation travels the other way: ``request_cancel`` sets a key the worker polls while the segment runs.
 - Round trips are shared: the records a process publishes at the same moment (its segments' events) go to Redis
   in one pipeline, each publish still awaiting its own record (``PublishBatch``), and one ``MGET`` every pace looks at
@@ -269,7 +271,8 @@ class RedisEventLog:
             async with self._shared().follow(key, after) as queue:
                 while True:
                     try:
-                        item = await asyncio.wait_for(queue.get(), wait)
+                        async with asyncio.timeout(wait):  # not wait_for: no task of its own for each record
+                            item = await queue.get()
                     except TimeoutError:
                         break  # look for itself
                     if isinstance(item, BaseException):
