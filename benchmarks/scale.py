@@ -7,7 +7,7 @@ through ``DBOSBackend``, each read from its run's event log to its ``end``. The 
 as model and tool calls are). Prints, beside the same runs through ``InProcessBackend`` in this process: how many
 completed, p50 and p99 time to the first event (from submit), runs per second over the wall time, and how the runs
 split across the workers; then the first-event p50 with 1 and with 40 runs in flight on each backend, and the runs
-per second of one worker alone (measured before the others start) and of all of them: the figures issue 25's
+per second of one worker alone (measured before the others start) and of all of them: the figures the
 latency and throughput targets are set in. Needs PostgreSQL and Redis on loopback (``BATONFLOW_BENCH_POSTGRES``,
 ``BATONFLOW_BENCH_REDIS``) and the ``dbos``, ``postgres`` and ``redis`` extras: when one is missing it measures
 nothing and says so (``skipped``), exiting 0, so that ``python -m benchmarks`` goes on without it. ``--usage`` adds
@@ -420,7 +420,7 @@ def render(result: dict[str, Any]) -> list[str]:
 
 
 def _targets(result: dict[str, Any]) -> list[str]:
-    """The latency and throughput lines issue 25 sets targets for: first-event p50 at 1 and 40 runs in flight on
+    """The latency and throughput lines the targets are set for: first-event p50 at 1 and 40 runs in flight on
     each backend (and what DBOS adds at 1), runs/s with one worker and with all, against in-process."""
     latency, rates = result.get("first_event_p50_ms"), result.get("runs_per_s")
     if not latency or not rates:
