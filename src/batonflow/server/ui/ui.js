@@ -21,6 +21,7 @@ const ui = {
   dismissed: new Set(JSON.parse(sessionStorage.getItem("batonflow.dismissed") || "[]")),
   structures: new Map(),  // "agents/<name>" or "flows/<id>" -> its structure
   diagram: null,  // { key, nodes: Map(id -> the node's <g>) }
+  opening: null,  // the kept step whose state and fork form are being read
 };
 
 function colour(name) {
@@ -439,6 +440,7 @@ async function showSteps(view) {
 // the form that forks a new run from it, with a message added if one is typed.
 async function openStep(view, step) {
   for (const row of document.querySelectorAll("#steps tr.step")) row.classList.toggle("chosen", row.dataset.index === String(step.index));
+  ui.opening = step;  // the step clicked last: an earlier click's answer that comes after it is dropped
   let shown;
   try {
     shown = await api("GET", `/runs/${segment(view.runId)}/history/${step.index}`);
@@ -446,6 +448,7 @@ async function openStep(view, step) {
     status(String(error.message || error), true);
     return;
   }
+  if (ui.opening !== step || ui.selected !== view) return;
   inspect(shown.state);
   drawState(shown.state.session_values, "no session values after this step");
   const input = element("input", { "aria-label": `message for a fork after step ${step.index}`, placeholder: "a message to add (optional)" });
