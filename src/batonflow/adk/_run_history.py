@@ -74,6 +74,19 @@ class HistoryStep:
         messages = [*self._record.root_messages, *self._record.messages[: self._events]]
         return RunState(messages=messages, session_values=dict(self._values))
 
+    def payload(self) -> dict[str, Any]:
+        """The step as plain data: its place, kind, agent, address, summary, tool arguments and the session values
+        after it (one entry of ``RunHistory.payload``)."""
+        return {
+            "index": self.index,
+            "kind": self.kind,
+            "agent_name": self.agent_name,
+            "address": self.address,
+            "summary": self.summary,
+            "arguments": self.arguments,
+            "session_values": dict(self._values),
+        }
+
 
 @dataclass(slots=True, kw_only=True)
 class RunHistory:
@@ -105,19 +118,7 @@ class RunHistory:
     def payload(self) -> dict[str, Any]:
         """The steps as plain data (what ``GET /runs/{id}/history`` and ``batonflow runs history`` show): each
         step's place, kind, agent, address, summary, tool arguments and session values after it."""
-        steps = [
-            {
-                "index": step.index,
-                "kind": step.kind,
-                "agent_name": step.agent_name,
-                "address": step.address,
-                "summary": step.summary,
-                "arguments": step.arguments,
-                "session_values": dict(step._values),
-            }
-            for step in self.steps
-        ]
-        return {"run_id": self.run_id, "segments": self.segments, "steps": steps}
+        return {"run_id": self.run_id, "segments": self.segments, "steps": [step.payload() for step in self.steps]}
 
 
 def _summary(step: StepEntry) -> str:
@@ -321,9 +322,8 @@ class KeptRuns:
 
     def replaying(self, steps: StepLog) -> Self:
         """A private copy of this Runner that answers every step from ``steps``, in a store of its own."""
-        twin = copy.copy(self)
-        twin.checkpoint_store, twin.keep_history, twin.callbacks = MemoryCheckpointStore(), None, ()
-        twin._replaying = steps
+        twin = self.forking(steps, MemoryCheckpointStore())
+        twin.keep_history, twin.callbacks = None, ()
         return twin
 
     def forking(self, steps: StepLog, store: CheckpointStore) -> Self:

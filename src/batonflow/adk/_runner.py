@@ -153,11 +153,11 @@ class Runner(KeptRuns):
         segment = None
         steps: StepLog | None = installed_steps() or self._replaying
         recorder = None
-        kept = history_target(store, checkpoint_id)
-        if kept is not None and self.keep_history is not None:
+        retention = self.keep_history
+        if retention is not None and (kept := history_target(store, checkpoint_id)) is not None:
             record = RunRecord(run_id=kept[1], root_messages=list(messages), values=dict(values))
             record.enable_streaming = self.enable_streaming
-            recorder = HistoryRecorder(record, kept[0], self.keep_history)
+            recorder = HistoryRecorder(record, kept[0], retention)
             steps = chained_steps(recorder, steps)
         if checkpoint_id is not None and store is not None:
             lease = LeaseHolder(
@@ -286,7 +286,7 @@ class Runner(KeptRuns):
                 fence=lease.check,
             )
             segment = Segment(store, checkpoint_id, lease, journal, self._keeping(store, chain))
-            kept = history_target(store, checkpoint_id)
+            kept = None if self.keep_history is None else history_target(store, checkpoint_id)
             recorder = (
                 None
                 if kept is None

@@ -193,16 +193,11 @@ async def _kept_runner(
 
 
 async def _replay_locally(target: str, spec: str, run_id: str, agent: str | None) -> dict[str, Any]:
-    from ..distributed import event_json, event_kind
+    from ..distributed import replay_json
 
-    events: list[dict[str, Any]] = []
     async with _kept_runner(target, spec, run_id, agent) as (runner, name, history):
-        async for event in runner.replay(run_id):
-            variant = event.message_output
-            message = None if variant is None else await variant.get_message()
-            events.append({"event": event_kind(event), **event_json(event, message)})
-    text = next((e["message"]["content"] for e in reversed(events) if "message" in e), "")
-    return {"run_id": run_id, "agent": name, "steps": len(history), "text": text, "events": events}
+        replayed = await replay_json(runner, run_id)
+    return {"run_id": run_id, "agent": name, "steps": len(history), **replayed}
 
 
 @dataclass(frozen=True, slots=True)

@@ -62,7 +62,7 @@ def make_app(
     if keep_history and backend != "local":
         raise UserError(
             "--keep-history: expected --backend local (with --backend dbos the workers run the runs: "
-            "start them with batonflow worker --keep-history), got --backend dbos"
+            f"start them with batonflow worker --keep-history), got --backend {backend}"
         )
     checkpoints, sessions = open_stores(store)
     agents, flows = load_target(target)

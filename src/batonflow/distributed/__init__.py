@@ -25,11 +25,10 @@ from ._events import watch_cancels as watch_cancels
 from ._frames import body_of as body_of
 from ._frames import delta_text as delta_text
 from ._frames import error_json as error_json
-from ._frames import event_json as event_json
-from ._frames import event_kind as event_kind
 from ._frames import json_text as json_text
 from ._frames import jsonable as jsonable
 from ._frames import message_json as message_json
+from ._frames import replay_json as replay_json
 from ._memevents import EventsGoneError as EventsGoneError
 from ._memevents import MemoryEventLog as MemoryEventLog
 from ._pgevents import PostgresEventLog as PostgresEventLog
@@ -69,13 +68,12 @@ __all__ = [
     "body_of",
     "delta_text",
     "error_json",
-    "event_json",
-    "event_kind",
     "event_log_at",
     "json_text",
     "jsonable",
     "message_json",
     "publish_end",
+    "replay_json",
     "request_digest",
     "run_segment",
     "segment_id",

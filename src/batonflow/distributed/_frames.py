@@ -24,7 +24,7 @@ from typing import Any
 
 from pydantic import BaseModel
 
-from ..adk import AgentEvent, InterruptCtx, InterruptInfo
+from ..adk import AgentEvent, InterruptCtx, InterruptInfo, Runner
 from ..agents import HITLPending
 from ..schema import Message, RunStep
 from ..trace import TraceEvent
@@ -303,6 +303,18 @@ def event_json(event: AgentEvent, message: Message | None) -> dict[str, Any]:
     if event.error is not None:
         shown["error"] = error_json(event.error)
     return shown
+
+
+async def replay_json(runner: Runner, run_id: str) -> dict[str, Any]:
+    """``runner``'s replay of the kept run ``run_id`` as the API answers it: each event as a frame shows it, its
+    SSE name under ``event``, and the text of the last message (``ReplayMismatchError`` raised, as the replay's)."""
+    events: list[dict[str, Any]] = []
+    async for event in runner.replay(run_id):
+        variant = event.message_output
+        message = None if variant is None else await variant.get_message()
+        events.append({"event": event_kind(event), **event_json(event, message)})
+    text = next((e["message"]["content"] for e in reversed(events) if "message" in e), "")
+    return {"text": text, "events": events}
 
 
 def trace_json(event: TraceEvent) -> dict[str, Any]:

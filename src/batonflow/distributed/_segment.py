@@ -442,7 +442,7 @@ def _events(
             session_values=dict(request.session_values),
             targets=dict(request.targets),
             capture=capture,
-            history_id=sid if keep_history and sid else None,
+            history_id=sid or None,  # kept only under keep_history
         )
     runner = Runner(agent, checkpoint_store=store, **options)
     if request.resumes:

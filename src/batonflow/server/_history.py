@@ -2,28 +2,36 @@
 
 A kept run's record lives in the server's checkpoint store, written there by whichever process ran it (this
 server's default backend, a worker, a script on the same database). Reading it is this process's; a replay runs
-the served agent tree here, with no model or tool called; a fork is a new run submitted to the server's backend
-like any ``POST /runs``, so it runs where runs run.
+the served agent tree here, with no model or tool called. A fork is a new run, started beside ``POST /runs``
+(``_routes``) and submitted to the server's backend as any run is, so it runs where runs run.
 """
 
 from __future__ import annotations
 
-import uuid
 from typing import Annotated, Any
 
-from fastapi import Depends, Path, Request
+from fastapi import Depends, Path
 from pydantic import Field
 
 from ..adk import RunHistory, Runner, read_history
-from ..distributed import SegmentRequest, event_json, event_kind
+from ..distributed import replay_json
 from ..errors import ReplayMismatchError, RunHistoryError
 from ..store import check_checkpoint_id
-from ._errors import ApiError, shown
+from ._errors import ApiError
 from ._models import InputMessage, RunOptions
 from ._server import Server, checked, state
 from ._wire import jsonable, message_json
 
-__all__ = ["ForkRequest", "ReplayRequest", "fork_run", "get_history_step", "get_run_history", "replay_run"]
+__all__ = [
+    "ForkRequest",
+    "ReplayRequest",
+    "get_history_step",
+    "get_run_history",
+    "kept_history",
+    "replay_run",
+    "root_agent",
+    "step_of",
+]
 
 Srv = Annotated[Server, Depends(state)]
 
@@ -53,7 +61,7 @@ class ReplayRequest(RunOptions):
     )
 
 
-async def _kept(server: Server, run_id: str) -> RunHistory:
+async def kept_history(server: Server, run_id: str) -> RunHistory:
     """The history of ``run_id`` (a checkpoint id, or a run id of ``POST /runs``), or a 404 that says why."""
     run_id = checked(check_checkpoint_id, run_id, "run_id")
     try:
@@ -74,7 +82,7 @@ async def _kept(server: Server, run_id: str) -> RunHistory:
         ) from None
 
 
-def _root_agent(history: RunHistory, given: str | None) -> str:
+def root_agent(history: RunHistory, given: str | None) -> str:
     """The agent named, or the kept run's root agent."""
     agent = given if given is not None else history.root_agent
     if agent is None:
@@ -88,7 +96,7 @@ def _root_agent(history: RunHistory, given: str | None) -> str:
     return agent
 
 
-def _step_of(history: RunHistory, at: int) -> int:
+def step_of(history: RunHistory, at: int) -> int:
     if not 0 <= at < len(history):
         raise ApiError(
             404,
@@ -103,7 +111,7 @@ def _step_of(history: RunHistory, at: int) -> int:
 async def get_run_history(run_id: str, server: Srv) -> dict[str, Any]:
     """The steps of a run kept with ``keep_history`` in the server's checkpoint store (docs/history.md), by its
     checkpoint id or its run id."""
-    payload = (await _kept(server, run_id)).payload()
+    payload = (await kept_history(server, run_id)).payload()
     for step in payload["steps"]:
         step["session_values"] = jsonable(step["session_values"])
     return payload
@@ -113,73 +121,24 @@ async def get_history_step(
     run_id: str, index: Annotated[int, Path(ge=0, le=10_000_000)], server: Srv
 ) -> dict[str, Any]:
     """One step of a kept run, with the state after it: the messages so far and the session values."""
-    history = await _kept(server, run_id)
-    step = history[_step_of(history, index)]
-    shown_step = history.payload()["steps"][index]
+    history = await kept_history(server, run_id)
+    step = history[step_of(history, index)]
+    shown = step.payload()
     after = step.state
-    shown_step["session_values"] = jsonable(shown_step["session_values"])
-    shown_step["state"] = {
-        "messages": [message_json(m) for m in after.messages],
-        "session_values": jsonable(after.session_values),
-    }
-    return {"run_id": history.run_id, **shown_step}
-
-
-async def fork_run(run_id: str, body: ForkRequest, server: Srv, request: Request) -> Any:
-    """A new run from the state after step ``at`` of a kept run, answered as ``POST /runs`` answers; the kept
-    run is left as it was."""
-    server.check(body, "session_values")
-    history = await _kept(server, run_id)
-    after = history[_step_of(history, body.at)].state
-    agent = _root_agent(history, body.agent)
-    server.agent(agent)
-    added = server.messages(body.input)
-    if body.checkpoint_id is None:
-        checkpoint_id = f"ckpt-{uuid.uuid4().hex}"
-    else:
-        checkpoint_id = checked(check_checkpoint_id, body.checkpoint_id, "checkpoint_id")
-        if checkpoint_id == history.run_id:
-            raise ApiError(
-                409,
-                "fork_onto_original",
-                f"checkpoint_id: expected a new id for the fork, got the kept run's ({shown(checkpoint_id)})",
-                expected="an id other than the kept run's",
-                found=checkpoint_id,
-            )
-        server.busy("checkpoint", checkpoint_id)
-        if await server.checkpoints.get(checkpoint_id) is not None:
-            raise ApiError(
-                409,
-                "checkpoint_exists",
-                f"checkpoint_id: expected a free id, got {shown(checkpoint_id)}, which holds a pending run",
-                expected="an id with no pending run",
-                found=checkpoint_id,
-            )
-    segment = SegmentRequest(
-        agent=agent,
-        checkpoint_id=checkpoint_id,
-        messages=(*after.messages, *added),
-        session_values={**after.session_values, **(body.session_values or {})},
-        stream=body.stream,
-        trace=body.trace,
-    )
-    run, start = await server.submit(segment, detached=body.detached)
-    return await server.answer(run, start, body.stream, body.detached, request)
+    shown["session_values"] = jsonable(shown["session_values"])
+    shown["state"] = {"messages": [message_json(m) for m in after.messages], "session_values": shown["session_values"]}
+    return {"run_id": history.run_id, **shown}
 
 
 async def replay_run(run_id: str, body: ReplayRequest, server: Srv) -> dict[str, Any]:
     """A kept run produced again by a served agent tree from its record, in this process, no model or tool
     called: its events, or a 409 ``replay_mismatch`` naming the agent and the step where the tree and the record
     part."""
-    history = await _kept(server, run_id)
-    agent = _root_agent(history, body.agent)
+    history = await kept_history(server, run_id)
+    agent = root_agent(history, body.agent)
     runner = Runner(server.agent(agent), checkpoint_store=server.checkpoints)
-    events: list[dict[str, Any]] = []
     try:
-        async for event in runner.replay(history.run_id):
-            variant = event.message_output
-            message = None if variant is None else await variant.get_message()
-            events.append({"event": event_kind(event), **event_json(event, message)})
+        replayed = await replay_json(runner, history.run_id)
     except ReplayMismatchError as error:
         raise ApiError(
             409,
@@ -188,5 +147,4 @@ async def replay_run(run_id: str, body: ReplayRequest, server: Srv) -> dict[str,
             expected=f"the agent tree that ran {history.run_id!r}",
             found={"agent_name": error.agent_name, "step": error.step},
         ) from None
-    last = next((e["message"]["content"] for e in reversed(events) if "message" in e), "")
-    return {"run_id": history.run_id, "agent": agent, "steps": len(history), "text": last, "events": events}
+    return {"run_id": history.run_id, "agent": agent, "steps": len(history), **replayed}

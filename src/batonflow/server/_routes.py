@@ -11,7 +11,7 @@ from ..schema import Message
 from ..store import check_checkpoint_id, check_session_id
 from ._errors import ApiError, shown
 from ._follow import parse_event_id
-from ._history import fork_run, get_history_step, get_run_history, replay_run
+from ._history import ForkRequest, get_history_step, get_run_history, kept_history, replay_run, root_agent, step_of
 from ._models import ResumeRequest, RunRequest
 from ._refusals import no_checkpoint
 from ._server import Server, checked, pending_session, state
@@ -141,22 +141,7 @@ async def _lone_run(body: RunRequest, server: Server, idempotent: str | None = N
     """A run without a session: under a fresh checkpoint id, the one given, or (``idempotent``) an Idempotency-Key's,
     which a retry attaches to (the backend compares what the two requests ask)."""
     messages = _prompt(body, server)
-    if idempotent is not None:
-        checkpoint_id = idempotent
-    elif body.checkpoint_id is None:
-        checkpoint_id = f"ckpt-{uuid.uuid4().hex}"
-    else:
-        checkpoint_id = checked(check_checkpoint_id, body.checkpoint_id, "checkpoint_id")
-        server.busy("checkpoint", checkpoint_id)
-        if await server.checkpoints.get(checkpoint_id) is not None:
-            raise ApiError(
-                409,
-                "checkpoint_exists",
-                f"checkpoint_id: expected a free id, got {shown(checkpoint_id)}, which holds a pending run "
-                "(resume it, or choose another id)",
-                expected="an id with no pending run",
-                found=checkpoint_id,
-            )
+    checkpoint_id = idempotent if idempotent is not None else await _free_checkpoint_id(server, body.checkpoint_id)
     return SegmentRequest(
         agent=body.agent,
         checkpoint_id=checkpoint_id,
@@ -165,6 +150,53 @@ async def _lone_run(body: RunRequest, server: Server, idempotent: str | None = N
         stream=body.stream,
         trace=body.trace,
     )
+
+
+async def _free_checkpoint_id(server: Server, given: str | None) -> str:
+    """A new run's checkpoint id: a fresh one, or the one given once it is valid and no pending run holds it."""
+    if given is None:
+        return f"ckpt-{uuid.uuid4().hex}"
+    checkpoint_id = checked(check_checkpoint_id, given, "checkpoint_id")
+    server.busy("checkpoint", checkpoint_id)
+    if await server.checkpoints.get(checkpoint_id) is not None:
+        raise ApiError(
+            409,
+            "checkpoint_exists",
+            f"checkpoint_id: expected a free id, got {shown(checkpoint_id)}, which holds a pending run "
+            "(resume it, or choose another id)",
+            expected="an id with no pending run",
+            found=checkpoint_id,
+        )
+    return checkpoint_id
+
+
+async def fork_run(run_id: str, body: ForkRequest, server: Srv, request: Request) -> Any:
+    """A new run from the state after step ``at`` of a kept run (docs/history.md), answered as ``POST /runs``
+    answers; the kept run is left as it was."""
+    server.check(body, "session_values")
+    history = await kept_history(server, run_id)
+    after = history[step_of(history, body.at)].state
+    agent = root_agent(history, body.agent)
+    server.agent(agent)
+    added = server.messages(body.input)
+    if body.checkpoint_id == history.run_id:
+        raise ApiError(
+            409,
+            "fork_onto_original",
+            f"checkpoint_id: expected a new id for the fork, got the kept run's ({shown(body.checkpoint_id)})",
+            expected="an id other than the kept run's",
+            found=body.checkpoint_id,
+        )
+    segment = SegmentRequest(
+        agent=agent,
+        checkpoint_id=await _free_checkpoint_id(server, body.checkpoint_id),
+        messages=(*after.messages, *added),
+        session_values={**after.session_values, **(body.session_values or {})},
+        stream=body.stream,
+        trace=body.trace,
+    )
+    run, start = await server.submit(segment, detached=body.detached)
+    return await server.answer(run, start, body.stream, body.detached, request)
 
 
 async def get_run(run_id: str, server: Srv) -> dict[str, Any]:

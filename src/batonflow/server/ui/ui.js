@@ -416,8 +416,8 @@ function drawState(values, why = "no values", more = 0) {
 
 // -- a kept run's steps, the state after each, and a fork from one ----------------------------------------------
 
-// The steps of the run the view shows, read once it has ended (a run still going has no record yet); a run the
-// server kept nothing of says how to keep it.
+// The steps of the run the view shows, read once it has ended (a run still going has no record yet); for a run the
+// server kept nothing of, the server's reason.
 async function showSteps(view) {
   const pane = $("#steps");
   if (view.live) {
